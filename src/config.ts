@@ -1,0 +1,91 @@
+/**
+ * The only reader of `process.env` (DESIGN 5). Every setting is validated once, with an error naming the variable.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+import { isoDuration } from './schemas/extension.js';
+
+const envSchema = z.object({
+  TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('expectations'),
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
+  TEMPORAL_TLS: z.enum(['true', 'false']).optional(),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().optional(),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().optional(),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().optional(),
+  TEMPORAL_UI_URL: z.string().url().optional(),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  WATCHER_DATA_DIR: z.string().min(1).default('.data'),
+  WATCHER_PRINCIPALS_FILE: z.string().min(1).optional(),
+  WATCHER_FACT_RETENTION: isoDuration.default('P7D'),
+  WATCHER_LATE_WINDOW: isoDuration.default('P30D'),
+  WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
+  WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(60),
+  WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface TemporalConnectionConfig {
+  /** Unset: the embedded dev server is started. */
+  address?: string;
+  namespace: string;
+  taskQueue: string;
+  apiKey?: string;
+  tls?: { clientCertPath?: string; clientKeyPath?: string; serverCaCertPath?: string };
+  /** Base URL of the Temporal UI, for `links.temporalUi`. */
+  uiUrl?: string;
+}
+
+export interface Config {
+  temporal: TemporalConnectionConfig;
+  port: number;
+  dataDir: string;
+  principalsFile?: string;
+  factRetention: string;
+  lateWindow: string;
+  maxLineage: number;
+  cardCacheSeconds: number;
+  logLevel: z.infer<typeof envSchema>['WATCHER_LOG_LEVEL'];
+}
+
+/** Thrown when the environment is invalid; the message names each bad variable and its rule. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads and validates the configuration from an environment (by default `process.env`). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const tlsWanted =
+    e.TEMPORAL_TLS === 'true' || Boolean(e.TEMPORAL_TLS_CLIENT_CERT_PATH) || Boolean(e.TEMPORAL_API_KEY);
+  return {
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      apiKey: e.TEMPORAL_API_KEY,
+      tls:
+        tlsWanted && e.TEMPORAL_TLS !== 'false'
+          ? {
+              clientCertPath: e.TEMPORAL_TLS_CLIENT_CERT_PATH,
+              clientKeyPath: e.TEMPORAL_TLS_CLIENT_KEY_PATH,
+              serverCaCertPath: e.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+            }
+          : undefined,
+      uiUrl: e.TEMPORAL_UI_URL,
+    },
+    port: e.PORT,
+    dataDir: path.resolve(e.WATCHER_DATA_DIR),
+    principalsFile: e.WATCHER_PRINCIPALS_FILE,
+    factRetention: e.WATCHER_FACT_RETENTION,
+    lateWindow: e.WATCHER_LATE_WINDOW,
+    maxLineage: e.WATCHER_MAX_LINEAGE,
+    cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
+    logLevel: e.WATCHER_LOG_LEVEL,
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * Zod schemas mirroring `spec/expectations-v1.json` field by field. Every type of the extension comes from here.
+ */
+import { z } from 'zod';
+
+/** The extension URI: the key of `metadata`, the value of the `A2A-Extensions` header. */
+export const EXTENSION_URI = 'https://rsaxb.com/a2a/expectations/v1';
+
+/** RFC 3339 instant in UTC (`Z`), as the seed's `date-time` fields require. */
+export const utcDateTime = z.iso.datetime({ message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' });
+
+/** ISO 8601 duration such as `PT6H` or `P30D`. */
+export const isoDuration = z.iso.duration({ message: 'must be an ISO 8601 duration, e.g. PT6H or P7D' });
+
+const nonEmpty = (what: string) => z.string().min(1, { message: `${what} must not be empty` });
+
+export const subjectSchema = z.object({
+  type: nonEmpty('subject.type'),
+  id: nonEmpty('subject.id'),
+});
+export type Subject = z.infer<typeof subjectSchema>;
+
+export const expectationKindSchema = z.object({
+  kind: nonEmpty('kind'),
+  subjectType: z.string(),
+  describes: z.string().min(1, { message: 'describes must not be empty' }),
+  basis: z.string(),
+  skills: z.array(z.string()).optional(),
+});
+export type ExpectationKind = z.infer<typeof expectationKindSchema>;
+
+/** `capabilities.extensions[].params` of an agent card that declares this extension. */
+export const declarationParamsSchema = z.object({
+  keepsTime: z.boolean(),
+  lapseSkill: nonEmpty('lapseSkill'),
+  kinds: z.array(expectationKindSchema),
+});
+export type DeclarationParams = z.infer<typeof declarationParamsSchema>;
+
+export const expectationSchema = z.object({
+  expectationId: nonEmpty('expectationId'),
+  kind: nonEmpty('kind'),
+  subject: subjectSchema,
+  expects: nonEmpty('expects'),
+  satisfiedBy: z.object({ factKey: nonEmpty('satisfiedBy.factKey') }),
+  dueAt: utcDateTime,
+  grace: isoDuration.optional(),
+  anchor: z.object({ expectationId: nonEmpty('anchor.expectationId'), offset: isoDuration }).optional(),
+  after: z.array(nonEmpty('after[]')).optional(),
+  horizon: utcDateTime.optional(),
+  basis: z.string(),
+  supersedes: nonEmpty('supersedes').optional(),
+});
+export type Expectation = z.infer<typeof expectationSchema>;
+
+/**
+ * A fact as reported. `source` is required by the seed but attributed by the watcher, so a payload may omit it;
+ * whatever it says is kept as `claimedSource`.
+ */
+export const reportedFactSchema = z.object({
+  factKey: nonEmpty('factKey'),
+  observedAt: utcDateTime,
+  source: z.string().optional(),
+  subject: subjectSchema.optional(),
+});
+export type ReportedFact = z.infer<typeof reportedFactSchema>;
+
+/** A fact as the watcher records it: `source` is the authenticated principal. */
+export const factSchema = z.object({
+  factKey: z.string(),
+  observedAt: utcDateTime,
+  source: z.string(),
+  claimedSource: z.string().optional(),
+  subject: subjectSchema.optional(),
+});
+export type Fact = z.infer<typeof factSchema>;
+
+export const lapseKinds = ['overdue', 'skipped', 'stalled'] as const;
+export type LapseKind = (typeof lapseKinds)[number];
+
+export const lapseSchema = z.object({
+  expectationId: z.string(),
+  kind: z.string(),
+  subject: subjectSchema,
+  expects: z.string(),
+  lapse: z.enum(lapseKinds),
+  projectedDueAt: utcDateTime,
+  dueAt: utcDateTime,
+  lapsedAt: utcDateTime,
+  lastFactAt: utcDateTime.optional(),
+  satisfiedAfter: z.array(z.string()).optional(),
+  lineage: z.number().int().min(0),
+});
+export type Lapse = z.infer<typeof lapseSchema>;
+
+export const expectationStates = ['open', 'satisfied', 'lapsed', 'withdrawn'] as const;
+export type ExpectationState = (typeof expectationStates)[number];
+
+/** The extension payload found under `metadata[EXTENSION_URI]` of an A2A object. */
+export const extensionMetadataSchema = z.object({
+  expectations: z.array(z.unknown()).optional(),
+  facts: z.array(z.unknown()).optional(),
+  withdraw: z.array(nonEmpty('withdraw[]')).optional(),
+  lapse: z.unknown().optional(),
+});

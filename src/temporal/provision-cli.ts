@@ -1,0 +1,18 @@
+/**
+ * `npm run provision`: makes sure both Temporal servers are at hand (building or fetching them once), and says where.
+ */
+import { ensureDevServer, ensureTestServer, ProvisionError } from './provision.js';
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const dev = ensureDevServer({ allowDownload: process.env.CI !== 'true' });
+  console.log(`dev server: ${dev.type === 'existing-path' ? `${dev.path} (${dev.origin})` : 'SDK download at first use'}`);
+  const test = await ensureTestServer({ allowDownload: process.env.CI !== 'true' });
+  console.log(`test server: ${test.type === 'existing-path' ? `${test.path} (${test.origin})` : 'SDK download at first use'}`);
+  console.log(`provisioned in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof ProvisionError ? `provision: ${error.message}` : error);
+  process.exit(1);
+});

@@ -1,0 +1,66 @@
+/**
+ * Builds the watcher's Temporal worker: our workflows, our activities, registered search attributes.
+ */
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../../activities/index.js';
+import { registerSearchAttributes } from './search-attributes.js';
+
+/** The workflows module the worker bundles. */
+export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+
+export interface WatcherWorkerOptions {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  /** A prebuilt bundle (tests build one per run); unset bundles `workflowsPath`. */
+  workflowBundlePath?: string;
+  fetch?: ActivityDeps['fetch'];
+  /** Client and native connection options, e.g. TLS and API key. */
+  connectionOptions?: Pick<Parameters<typeof Connection.connect>[0] & object, 'tls' | 'apiKey' | 'metadata'>;
+  workerOptions?: Partial<WorkerOptions>;
+}
+
+export interface WatcherWorker {
+  worker: Worker;
+  client: Client;
+  /** Runs until shutdown; resolves when the worker has drained. */
+  run(): Promise<void>;
+  /** Graceful shutdown and closing of both connections. */
+  shutdown(): Promise<void>;
+}
+
+/** Connects, registers the search attributes idempotently, and creates (but does not run) the worker. */
+export async function createWatcherWorker(options: WatcherWorkerOptions): Promise<WatcherWorker> {
+  const connection = await Connection.connect({ address: options.address, ...options.connectionOptions });
+  await registerSearchAttributes(connection, options.namespace);
+  const client = new Client({ connection, namespace: options.namespace });
+  const nativeConnection = await NativeConnection.connect({ address: options.address, ...options.connectionOptions });
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
+    activities: createActivities({ client, fetch: options.fetch }),
+    ...options.workerOptions,
+  });
+  let running: Promise<void> | undefined;
+  const closeConnections = async () => {
+    await nativeConnection.close();
+    await connection.close();
+  };
+  return {
+    worker,
+    client,
+    run() {
+      running ??= worker.run().finally(closeConnections);
+      return running;
+    },
+    async shutdown() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      if (running) await running;
+      else await closeConnections();
+    },
+  };
+}

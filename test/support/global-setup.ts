@@ -1,0 +1,57 @@
+/**
+ * One real Temporal dev server and one workflow bundle for the whole test run (DEVELOPERS: not one per file).
+ * A server that cannot start fails the run: no tier is silently skipped.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { TestProject } from 'vitest/node';
+import { startDevServer } from '../../src/temporal/dev-server.js';
+import { ensureTestServer } from '../../src/temporal/provision.js';
+import { workflowsPath } from '../../src/temporal/worker.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    workflowBundlePath: string;
+    testServerPath: string;
+  }
+}
+
+/** A port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const outDir = path.resolve('test-output');
+  mkdirSync(outDir, { recursive: true });
+
+  const testServer = await ensureTestServer({ allowDownload: true });
+  if (testServer.type !== 'existing-path') throw new Error('test setup: no time-skipping test server (run npm run provision)');
+  project.provide('testServerPath', testServer.path);
+
+  const bundle = await bundleWorkflowCode({ workflowsPath, logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } });
+  const bundlePath = path.join(outDir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+  project.provide('workflowBundlePath', bundlePath);
+
+  const server = await startDevServer({
+    port: await freePort(),
+    uiPort: await freePort(),
+    logFile: path.join(outDir, 'dev-server.log'),
+    // Low enough that the busy-subject tests see ledgers and expectations continue as new.
+    dynamicConfig: ['limit.historyCount.suggestContinueAsNew=300'],
+  });
+  project.provide('temporalAddress', server.address);
+  process.env.WATCHER_TEST_UI_URL = server.uiUrl;
+  return () => server.stop();
+}

@@ -1,0 +1,120 @@
+/**
+ * Signals, queries and updates of the three workflow types, defined once and imported by workflows and clients.
+ * Workflow ids are never built here: callers pass them in (see src/temporal/ids.ts).
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { Expectation, Fact } from '../src/schemas/extension.js';
+import type { ExpectationRecord, Origin } from '../src/schemas/record.js';
+
+// ── expectation workflow (`expectation:<id>`) ─────────────────────────────────────────────────────────────
+
+/** Settings a deployment chooses (DESIGN 5), as ISO 8601 durations. */
+export interface ExpectationSettings {
+  lateWindow: string;
+  factRetention: string;
+}
+
+/** Who raised the expectation and how to reach it for lapse tasks. */
+export interface AgentRef {
+  id: string;
+  cardUrl?: string;
+  /** Value of the Authorization header the watcher sends to the agent. */
+  authorization?: string;
+}
+
+/** Workflow ids of everything the expectation talks to, computed by src/temporal/ids.ts. */
+export interface ExpectationLinks {
+  self: string;
+  factLedger: string;
+  subjectLedger: string;
+  /** expectationId → workflow id, for each id of `after`. */
+  after: Record<string, string>;
+  anchor?: string;
+  supersedes?: string;
+}
+
+export interface ExpectationInput {
+  expectation: Expectation;
+  agent: AgentRef;
+  origin: Origin;
+  lineage: number;
+  links: ExpectationLinks;
+  settings: ExpectationSettings;
+  /** Set only by continue-as-new: the record and pending work to carry over. */
+  carried?: CarriedExpectationState;
+}
+
+/** Everything an expectation keeps across continue-as-new. Deadlines are absolute instants. */
+export interface CarriedExpectationState {
+  record: ExpectationRecord;
+  horizonChecked: boolean;
+  dependents: string[];
+  anchorLink?: string;
+}
+
+/** A fact forwarded by the fact ledger to an expectation waiting on its key. */
+export const factSignal = defineSignal<[Fact]>('fact');
+
+export interface WithdrawRequest {
+  reason: string;
+  /** Set when withdrawn because another expectation supersedes this one. */
+  supersededBy?: { expectationId: string; workflowId: string };
+}
+export const withdrawSignal = defineSignal<[WithdrawRequest]>('withdraw');
+
+/** Sent by an anchor to its dependents when it is satisfied. */
+export interface AnchorSatisfied {
+  anchorExpectationId: string;
+  observedAt: string;
+}
+export const anchorSatisfiedSignal = defineSignal<[AnchorSatisfied]>('anchorSatisfied');
+
+/** Sent by an anchor that was superseded: its dependents follow the superseding expectation. */
+export interface AnchorMoved {
+  expectationId: string;
+  workflowId: string;
+}
+export const anchorMovedSignal = defineSignal<[AnchorMoved]>('anchorMoved');
+
+/** Sent by a dependent to its anchor so that the anchor knows whom to notify. */
+export const registerDependentSignal = defineSignal<[{ workflowId: string }]>('registerDependent');
+
+/** Sent by a later expectation B (with `after: [A]`) to A when B is satisfied. */
+export const skippedSignal = defineSignal<[{ satisfiedExpectationId: string }]>('skipped');
+
+/** Forwarded by the subject ledger: a fact of any kind on the subject reached the watcher. */
+export interface SubjectFact {
+  factKey: string;
+  observedAt: string;
+  receivedAt: string;
+}
+export const subjectFactSignal = defineSignal<[SubjectFact]>('subjectFact');
+
+/** The full record, while the workflow runs. A closed workflow's result is the same record. */
+export const recordQuery = defineQuery<ExpectationRecord>('record');
+
+// ── fact ledger (`fact:<factKey>`) ─────────────────────────────────────────────────────────────────────────
+
+export interface FactLedgerInput {
+  factKey: string;
+  /** ISO 8601 duration: how long the latest fact is kept for expectations raised after it. */
+  retention: string;
+  carried?: { latest?: Fact; seen: string[]; subscribers: string[]; lastObservedAt?: string };
+}
+
+/** Record one observation; answers whether it was new. Sent with update-with-start by the bridge. */
+export const recordFactUpdate = defineUpdate<'recorded' | 'duplicate', [Fact]>('recordFact');
+
+/** An expectation waiting on the key; the ledger answers with the retained fact if it has one. */
+export const subscribeSignal = defineSignal<[{ workflowId: string }]>('subscribe');
+export const unsubscribeSignal = defineSignal<[{ workflowId: string }]>('unsubscribe');
+
+// ── subject ledger (`subject:<type>:<id>`) ─────────────────────────────────────────────────────────────────
+
+export interface SubjectLedgerInput {
+  subject: { type: string; id: string };
+  carried?: { subscribers: string[]; lastFactAt?: string };
+}
+
+/** A fact on the subject (started by expectations only; a fact never starts it). */
+export const subjectObservedSignal = defineSignal<[SubjectFact]>('subjectObserved');
