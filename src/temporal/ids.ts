@@ -3,6 +3,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Subject } from '../schemas/extension.js';
+import type { ExpectationLinks } from '../../workflows/messages.js';
 
 const MAX_ID_BYTES = 512;
 
@@ -22,3 +23,22 @@ export const subjectLedgerWorkflowId = (subject: Subject): string =>
 
 /** The value of the `ExpectationSubject` search attribute. */
 export const subjectKey = (subject: Subject): string => `${subject.type}/${subject.id}`;
+
+/** Every workflow id an expectation talks to. */
+export function expectationLinks(expectation: {
+  expectationId: string;
+  subject: Subject;
+  satisfiedBy: { factKey: string };
+  after?: string[];
+  anchor?: { expectationId: string };
+  supersedes?: string;
+}): ExpectationLinks {
+  return {
+    self: expectationWorkflowId(expectation.expectationId),
+    factLedger: factLedgerWorkflowId(expectation.satisfiedBy.factKey),
+    subjectLedger: subjectLedgerWorkflowId(expectation.subject),
+    after: Object.fromEntries((expectation.after ?? []).map((id) => [id, expectationWorkflowId(id)])),
+    anchor: expectation.anchor ? expectationWorkflowId(expectation.anchor.expectationId) : undefined,
+    supersedes: expectation.supersedes ? expectationWorkflowId(expectation.supersedes) : undefined,
+  };
+}
