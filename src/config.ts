@@ -15,6 +15,7 @@ const envSchema = z.object({
   TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().optional(),
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().optional(),
   TEMPORAL_UI_URL: z.string().url().optional(),
+  WATCHER_EMBEDDED_TEMPORAL_PORT: z.coerce.number().int().min(1).max(64535).default(7233),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   WATCHER_DATA_DIR: z.string().min(1).default('.data'),
   WATCHER_PRINCIPALS_FILE: z.string().min(1).optional(),
@@ -34,6 +35,8 @@ export interface TemporalConnectionConfig {
   tls?: { clientCertPath?: string; clientKeyPath?: string; serverCaCertPath?: string };
   /** Base URL of the Temporal UI, for `links.temporalUi`. */
   uiUrl?: string;
+  /** Frontend port of the embedded dev server; its UI listens 1000 above. */
+  embeddedPort: number;
 }
 
 export interface Config {
@@ -78,6 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             }
           : undefined,
       uiUrl: e.TEMPORAL_UI_URL,
+      embeddedPort: e.WATCHER_EMBEDDED_TEMPORAL_PORT,
     },
     port: e.PORT,
     dataDir: path.resolve(e.WATCHER_DATA_DIR),

@@ -1,14 +1,13 @@
 /**
  * Builds the watcher's Temporal worker: our workflows, our activities, registered search attributes.
  */
-import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { registerSearchAttributes } from './search-attributes.js';
+import { workflowsPath } from './workflows-path.js';
 
-/** The workflows module the worker bundles. */
-export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+export { workflowsPath };
 
 export interface WatcherWorkerOptions {
   address: string;

@@ -9,7 +9,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startDevServer } from '../../src/temporal/dev-server.js';
 import { ensureTestServer } from '../../src/temporal/provision.js';
-import { workflowsPath } from '../../src/temporal/worker.js';
+import { workflowsPath } from '../../src/temporal/workflows-path.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

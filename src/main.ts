@@ -1,0 +1,51 @@
+/**
+ * `npm start`: the whole watcher. Without TEMPORAL_ADDRESS it starts the embedded Temporal dev server (SQLite under
+ * WATCHER_DATA_DIR, UI on 8233), then the worker, then the bridge, and prints where each is.
+ */
+import { mkdirSync } from 'node:fs';
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { startBridge, startEmbeddedTemporal, startWorker, stopOnSignals, type Running } from './runtime.js';
+import { ProvisionError } from './temporal/provision.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  mkdirSync(config.dataDir, { recursive: true });
+  const pieces: Running[] = [];
+  stopOnSignals(pieces, log);
+
+  let address = config.temporal.address;
+  let uiUrl = config.temporal.uiUrl;
+  if (!address) {
+    const server = await startEmbeddedTemporal(config, log);
+    pieces.unshift({ stop: () => server.stop() });
+    address = server.address;
+    uiUrl ??= server.uiUrl;
+  }
+  const worker = await startWorker(config, address, log);
+  pieces.unshift(worker);
+  const bridge = await startBridge(config, address, log, uiUrl);
+  pieces.unshift(bridge);
+
+  const lines = [
+    '',
+    'expectations-watcher is running',
+    `  bridge:      ${bridge.url}  (GET /readyz, POST /a2a/events, GET /v1/expectations)`,
+    `  Temporal:    ${address}${config.temporal.address ? '' : ' (embedded dev server)'}`,
+    uiUrl ? `  Temporal UI: ${uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
+    `  data:        ${config.dataDir}`,
+    bridge.generatedToken
+      ? `  admin token: ${bridge.generatedToken}  (shown once; its sha256 is in ${config.dataDir}/principals.json)`
+      : undefined,
+    'Ctrl-C stops everything.',
+    '',
+  ].filter((line) => line !== undefined);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof ProvisionError) console.error(error.message);
+  else console.error(error);
+  process.exit(1);
+});

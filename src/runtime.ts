@@ -1,0 +1,113 @@
+/**
+ * The pieces every entry point composes: the embedded dev server, the worker, the bridge. Each start returns a
+ * `stop` that ends it cleanly; nothing here keeps state a restart would lose (Temporal holds it).
+ */
+import type { Server } from 'node:http';
+import path from 'node:path';
+import type { Config } from './config.js';
+import { connectionOptions, connectClient, isReachable } from './temporal/connection.js';
+import { startDevServer, type DevServer } from './temporal/dev-server.js';
+import { createWatcherWorker } from './temporal/worker.js';
+import { createApp } from './http/app.js';
+import { ensurePrincipalsFile, loadPrincipals } from './auth/principals.js';
+import type { Logger } from './logger.js';
+
+export interface Running {
+  stop(): Promise<void>;
+}
+
+/** Starts the embedded dev server with its SQLite file under the data directory. */
+export async function startEmbeddedTemporal(config: Config, log: Logger): Promise<DevServer> {
+  const dbFilename = path.join(config.dataDir, 'temporal.sqlite');
+  log.info({ dbFilename }, 'starting the embedded Temporal dev server');
+  const server = await startDevServer({
+    dbFilename,
+    port: config.temporal.embeddedPort,
+    uiPort: config.temporal.embeddedPort + 1000,
+    logFile: path.join(config.dataDir, 'temporal.log'),
+    log: (line) => log.info(line),
+  });
+  return server;
+}
+
+/** Runs the worker until stopped. A worker that dies unexpectedly ends the process with an error. */
+export async function startWorker(config: Config, address: string, log: Logger): Promise<Running> {
+  const watcher = await createWatcherWorker({
+    address,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    connectionOptions: connectionOptions(config.temporal),
+  });
+  const running = watcher.run();
+  running.catch((error: unknown) => {
+    log.fatal({ err: error }, 'the worker stopped unexpectedly');
+    process.exitCode = 1;
+  });
+  log.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker running');
+  return { stop: () => watcher.shutdown() };
+}
+
+/** Serves the bridge on `config.port`. */
+export async function startBridge(
+  config: Config,
+  address: string,
+  log: Logger,
+  uiUrl = config.temporal.uiUrl,
+): Promise<Running & { url: string; generatedToken?: string }> {
+  const client = await connectClient(address, config.temporal);
+  const generated = config.principalsFile ? undefined : await ensurePrincipalsFile(config.dataDir);
+  const principals = await loadPrincipals(config.principalsFile ?? generated!.file);
+  const app = createApp({
+    client,
+    taskQueue: config.temporal.taskQueue,
+    namespace: config.temporal.namespace,
+    principals,
+    settings: {
+      factRetention: config.factRetention,
+      lateWindow: config.lateWindow,
+      maxLineage: config.maxLineage,
+      cardCacheSeconds: config.cardCacheSeconds,
+    },
+    temporalUiUrl: uiUrl,
+    logger: log,
+    isTemporalReachable: () => isReachable(client),
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, () => resolve(s));
+    s.once('error', reject);
+  });
+  const url = `http://localhost:${config.port}`;
+  log.info({ url }, 'bridge listening');
+  return {
+    url,
+    generatedToken: generated?.generatedToken,
+    async stop() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await client.connection.close();
+    },
+  };
+}
+
+/** Stops the given pieces in order on SIGINT/SIGTERM, then exits. A second signal exits at once. */
+export function stopOnSignals(pieces: Running[], log: Logger): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    void (async () => {
+      for (const piece of pieces) {
+        try {
+          await piece.stop();
+        } catch (error) {
+          log.error({ err: error }, 'error while stopping');
+        }
+      }
+      log.info('stopped');
+      process.exit(process.exitCode ?? 0);
+    })();
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+}

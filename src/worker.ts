@@ -1,0 +1,21 @@
+/**
+ * `npm run worker`: the Temporal worker alone, for deployments that run workers and bridges apart.
+ * Needs TEMPORAL_ADDRESS (an existing cluster).
+ */
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { startWorker, stopOnSignals, type Running } from './runtime.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  if (!config.temporal.address) throw new ConfigError('TEMPORAL_ADDRESS: required by `npm run worker` (use `npm start` for the embedded server)');
+  const pieces: Running[] = [];
+  stopOnSignals(pieces, log);
+  pieces.push(await startWorker(config, config.temporal.address, log));
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof ConfigError ? error.message : error);
+  process.exit(1);
+});

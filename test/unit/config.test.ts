@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('loadConfig', () => {
+  it('applies the defaults of DESIGN 5 to an empty environment', () => {
+    const config = loadConfig({});
+
+    expect(config.temporal).toMatchObject({ address: undefined, namespace: 'default', taskQueue: 'expectations' });
+    expect(config.port).toBe(3000);
+    expect(config.dataDir.endsWith('.data')).toBe(true);
+    expect(config.factRetention).toBe('P7D');
+    expect(config.lateWindow).toBe('P30D');
+    expect(config.maxLineage).toBe(10);
+    expect(config.principalsFile).toBeUndefined();
+  });
+
+  it('reads every variable it documents', () => {
+    const config = loadConfig({
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'ops',
+      TEMPORAL_TASK_QUEUE: 'tq',
+      PORT: '8080',
+      WATCHER_DATA_DIR: '/tmp/w',
+      WATCHER_PRINCIPALS_FILE: '/etc/p.json',
+      WATCHER_FACT_RETENTION: 'PT0S',
+      WATCHER_LATE_WINDOW: 'P2D',
+      WATCHER_MAX_LINEAGE: '3',
+    });
+
+    expect(config.temporal).toMatchObject({ address: 'temporal:7233', namespace: 'ops', taskQueue: 'tq' });
+    expect(config).toMatchObject({
+      port: 8080,
+      dataDir: '/tmp/w',
+      principalsFile: '/etc/p.json',
+      factRetention: 'PT0S',
+      lateWindow: 'P2D',
+      maxLineage: 3,
+    });
+  });
+
+  it('names each bad variable and its rule', () => {
+    const read = () => loadConfig({ PORT: 'eighty', WATCHER_LATE_WINDOW: '30 days' });
+
+    expect(read).toThrow(ConfigError);
+    expect(read).toThrow(/PORT: .*number/);
+    expect(read).toThrow(/WATCHER_LATE_WINDOW: must be an ISO 8601 duration/);
+  });
+
+  it('turns TLS on for an API key', () => {
+    expect(loadConfig({ TEMPORAL_API_KEY: 'k' }).temporal.tls).toBeDefined();
+    expect(loadConfig({}).temporal.tls).toBeUndefined();
+  });
+});
