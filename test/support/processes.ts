@@ -1,0 +1,93 @@
+/**
+ * Child processes for end-to-end tests: spawn an entry point, read its output, wait for a line, stop it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+
+export interface Spawned {
+  child: ChildProcess;
+  output(): string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Sends the signal and resolves with the exit code (null when killed by a signal). */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+}
+
+const tsx = path.resolve('node_modules/.bin/tsx');
+
+/** Runs `tsx <script>` with the given environment (on top of PATH/HOME only, so the test controls every setting). */
+export function spawnEntry(script: string, env: Record<string, string>): Spawned {
+  const child = spawn(tsx, [script], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  const listeners = new Set<() => void>();
+  const append = (chunk: Buffer) => {
+    text += chunk.toString();
+    for (const listener of listeners) listener();
+  };
+  child.stdout!.on('data', append);
+  child.stderr!.on('data', append);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => text,
+    waitFor(pattern, timeoutMs = 90_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = text.match(pattern);
+          if (match) {
+            cleanup();
+            resolve(match);
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out waiting for ${pattern}; output so far:\n${text}`));
+        }, timeoutMs);
+        const onExit = () => {
+          cleanup();
+          reject(new Error(`process exited (${child.exitCode}) before ${pattern}; output:\n${text}`));
+        };
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          child.off('exit', onExit);
+        };
+        listeners.add(check);
+        child.once('exit', onExit);
+        check();
+      });
+    },
+    async stop(signal = 'SIGTERM', timeoutMs = 30_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** True when something accepts connections on 127.0.0.1:port. */
+export function isListening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** A port P such that P and P + 1000 are both free (the embedded server's frontend and UI). */
+export async function freePortPair(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20000 + Math.floor(Math.random() * 30000);
+    if (!(await isListening(port)) && !(await isListening(port + 1000))) return port;
+  }
+  throw new Error('no free port pair');
+}
