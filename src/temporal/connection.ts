@@ -6,7 +6,7 @@ import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { TemporalConnectionConfig } from '../config.js';
 
 /** TLS and API-key options in the form both `Connection` and `NativeConnection` take. */
-export function connectionOptions(config: TemporalConnectionConfig): Pick<ConnectionOptions, 'tls' | 'apiKey'> {
+export function connectionOptions(config: TemporalConnectionConfig): { tls?: ConnectionOptions['tls']; apiKey?: string } {
   const tls = config.tls
     ? {
         serverRootCACertificate: config.tls.serverCaCertPath ? readFileSync(config.tls.serverCaCertPath) : undefined,

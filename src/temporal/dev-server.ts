@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import Long from 'long';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ensureDevServer, waitForPort, type ServerSource } from './provision.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
@@ -104,7 +105,7 @@ async function configureNamespace(address: string, namespace: string, retentionD
       try {
         await connection.workflowService.updateNamespace({
           namespace,
-          config: { workflowExecutionRetentionTtl: { seconds: retentionDays * 24 * 3600 } },
+          config: { workflowExecutionRetentionTtl: { seconds: Long.fromNumber(retentionDays * 24 * 3600) } },
         });
         return;
       } finally {

@@ -1,7 +1,7 @@
 /**
  * Builds the watcher's Temporal worker: our workflows, our activities, registered search attributes.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { registerSearchAttributes } from './search-attributes.js';
@@ -17,7 +17,7 @@ export interface WatcherWorkerOptions {
   workflowBundlePath?: string;
   fetch?: ActivityDeps['fetch'];
   /** Client and native connection options, e.g. TLS and API key. */
-  connectionOptions?: Pick<Parameters<typeof Connection.connect>[0] & object, 'tls' | 'apiKey' | 'metadata'>;
+  connectionOptions?: { tls?: ConnectionOptions['tls']; apiKey?: string };
   workerOptions?: Partial<WorkerOptions>;
 }
 
