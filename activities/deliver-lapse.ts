@@ -1,0 +1,218 @@
+/**
+ * Lapse delivery (DESIGN 3.8): one A2A message to the agent that raised the expectation, through @a2a-js/sdk's
+ * client, on the JSON-RPC interface its card advertises (v1.0 `SendMessage`, v0.3 `message/send`).
+ */
+import { Role, type Message, type Task } from '@a2a-js/sdk';
+import {
+  ClientFactory,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  withA2AExtensions,
+  type ServiceParameters,
+} from '@a2a-js/sdk/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { EXTENSION_URI, type Lapse } from '../src/schemas/extension.js';
+import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from './types.js';
+
+/** ApplicationFailure type of a delivery that may succeed later (network, timeout, 408, 429, 5xx): retried. */
+export const LAPSE_UNAVAILABLE = 'LapseDeliveryUnavailable';
+
+/** How long one attempt (card fetch and send) may take before it is abandoned and retried. */
+export const DEFAULT_ATTEMPT_TIMEOUT_MS = 20_000;
+
+export interface DeliveryDeps {
+  fetch?: typeof fetch;
+  now?: () => Date;
+  /** Per-attempt timeout; defaults to {@link DEFAULT_ATTEMPT_TIMEOUT_MS}. */
+  attemptTimeoutMs?: number;
+}
+
+// JSON-RPC error codes that say the request itself is unacceptable: sending it again cannot help.
+const INVALID_REQUEST_CODES = new Set([
+  -32700, // parse error
+  -32600, // invalid request
+  -32601, // method not found
+  -32602, // invalid params
+  -32004, // unsupported operation
+  -32005, // content type not supported
+  -32008, // extension support required
+  -32009, // version not supported
+]);
+
+/** What the agent answered over HTTP last, seen through the wrapped fetch. */
+interface Observed {
+  url: string;
+  status: number;
+  statusText: string;
+  headers: Headers;
+}
+
+/** The sentence a person (or the agent's model) reads in the lapse task's text part. */
+export function lapseText(lapse: Lapse): string {
+  const opening = `Expectation ${lapse.expectationId} (${lapse.kind}) lapsed; the watcher asks you to act on it`;
+  return `${opening}: expects ${lapse.expects} for ${lapse.subject.type} ${lapse.subject.id} by ${lapse.dueAt}: ${lapse.lapse}`;
+}
+
+/** The lapse task's first Message, in the SDK's v1.0 shape (the v0.3 transport translates it). */
+export function lapseMessage(input: DeliverLapseInput): Message {
+  return {
+    messageId: input.messageId,
+    contextId: input.origin.contextId ?? '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [
+      { content: { $case: 'text', value: lapseText(input.lapse) }, metadata: undefined, filename: '', mediaType: '' },
+      { content: { $case: 'data', value: input.lapse }, metadata: undefined, filename: '', mediaType: '' },
+    ],
+    metadata: { [EXTENSION_URI]: { lapse: input.lapse } },
+    extensions: [EXTENSION_URI],
+    referenceTaskIds: input.origin.taskId ? [input.origin.taskId] : [],
+  };
+}
+
+const retryable = (message: string, cause?: unknown) =>
+  ApplicationFailure.create({ type: LAPSE_UNAVAILABLE, nonRetryable: false, message, cause: asError(cause) });
+
+const rejected = (message: string, cause?: unknown) =>
+  ApplicationFailure.create({ type: LAPSE_REJECTED, nonRetryable: true, message, cause: asError(cause) });
+
+function asError(cause: unknown): Error | undefined {
+  if (cause === undefined) return undefined;
+  return cause instanceof Error ? cause : new Error(String(cause));
+}
+
+/** 4xx other than 408 and 429 is the agent refusing this request; everything else may pass later. */
+const isRefusal = (status: number) => status >= 400 && status < 500 && status !== 408 && status !== 429;
+
+function httpFailure(what: string, observed: Observed, cause?: unknown): ApplicationFailure {
+  const message = `${what}: HTTP ${observed.status}${observed.statusText ? ` ${observed.statusText}` : ''} from ${observed.url}`;
+  return isRefusal(observed.status) ? rejected(message, cause) : retryable(message, cause);
+}
+
+function isTimeout(error: unknown, signal: AbortSignal): boolean {
+  return signal.aborted || (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError'));
+}
+
+/** The extension URIs an agent echoed, from either spelling of the header (v0.3 used `X-A2A-Extensions`). */
+function echoedExtensions(headers: Headers): string[] {
+  const value = [headers.get('A2A-Extensions'), headers.get('X-A2A-Extensions')].filter(Boolean).join(',');
+  return value
+    .split(',')
+    .map((uri) => uri.trim())
+    .filter(Boolean);
+}
+
+const isMessage = (result: Message | Task): result is Message => 'messageId' in result && 'role' in result;
+
+/** The delivery activity, built from its HTTP client and clock (STYLE 6). */
+export function createDeliveryActivities(deps: DeliveryDeps) {
+  const baseFetch = deps.fetch ?? globalThis.fetch;
+  const attemptTimeoutMs = deps.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
+
+  return {
+    /**
+     * Sends the lapse task's first Message to the agent. Throws a non-retryable `LAPSE_REJECTED` failure when the
+     * agent refuses it (4xx, invalid-request JSON-RPC errors, no JSON-RPC interface) and a retryable one otherwise.
+     */
+    async deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult> {
+      const agent = input.agent;
+      const cardUrl = agent.cardUrl;
+      if (!cardUrl) throw rejected(`agent ${agent.id} has no cardUrl: nowhere to deliver the lapse`);
+
+      const signal = AbortSignal.timeout(attemptTimeoutMs);
+      const seen: { last?: Observed } = {};
+      // The SDK reports HTTP failures only as text; this wrapper lets us classify by status and read headers.
+      const observingFetch: typeof fetch = async (resource, init) => {
+        const response = await baseFetch(resource, init);
+        seen.last = { url: urlOf(resource), status: response.status, statusText: response.statusText, headers: response.headers };
+        return response;
+      };
+      // A function, so that TypeScript does not narrow what the closure above assigns.
+      const lastResponse = (): Observed | undefined => seen.last;
+      const authorization: Record<string, string> = agent.authorization ? { Authorization: agent.authorization } : {};
+      const timeoutMessage = (what: string) => `${what} for agent ${agent.id} timed out after ${attemptTimeoutMs} ms`;
+
+      // 1. The card, fetched by us so that the agent's Authorization goes with it.
+      let rawCard: unknown;
+      try {
+        const response = await observingFetch(cardUrl, {
+          headers: { 'A2A-Version': '1.0', Accept: 'application/json', ...authorization },
+          signal,
+        });
+        if (!response.ok) throw httpFailure(`agent ${agent.id}: agent card unavailable`, lastResponse()!);
+        rawCard = await response.json();
+      } catch (error) {
+        if (error instanceof ApplicationFailure) throw error;
+        if (isTimeout(error, signal)) throw retryable(timeoutMessage('fetching the agent card'), error);
+        throw retryable(`agent ${agent.id}: could not fetch the agent card from ${cardUrl}: ${describe(error)}`, error);
+      }
+
+      // 2. A client on the card's JSON-RPC interface; a v0.3 card gets the v0.3 compat transport.
+      const factory = new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: observingFetch, legacyCompat: { enabled: true } })],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl: observingFetch, legacyCompat: { enabled: true } }),
+      });
+      let client: Awaited<ReturnType<ClientFactory['createFromAgentCard']>>;
+      try {
+        client = await factory.createFromAgentCard(rawCard as Parameters<ClientFactory['createFromAgentCard']>[0]);
+      } catch (error) {
+        throw rejected(`agent ${agent.id}: its card at ${cardUrl} offers no usable JSON-RPC interface: ${describe(error)}`, error);
+      }
+
+      // 3. The message. The SDK sets A2A-Version from the interface and spells the extensions header per version.
+      const serviceParameters: ServiceParameters = { ...authorization };
+      withA2AExtensions(EXTENSION_URI)(serviceParameters);
+      seen.last = undefined;
+      let result: Message | Task;
+      try {
+        result = await client.sendMessage(
+          {
+            tenant: '',
+            message: lapseMessage(input),
+            // Non-blocking: the watcher needs the task id, not the agent's handling of the lapse.
+            configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+            metadata: undefined,
+          },
+          { signal, serviceParameters },
+        );
+      } catch (error) {
+        if (isTimeout(error, signal)) throw retryable(timeoutMessage('sending the lapse'), error);
+        const observed = lastResponse();
+        if (observed && (observed.status < 200 || observed.status >= 300)) {
+          throw httpFailure(`agent ${agent.id} did not accept the lapse`, observed, error);
+        }
+        const code = jsonRpcCode(error);
+        if (code !== undefined) {
+          const message = `agent ${agent.id} answered the lapse with JSON-RPC error ${code}: ${describe(error)}`;
+          throw INVALID_REQUEST_CODES.has(code) ? rejected(message, error) : retryable(message, error);
+        }
+        throw retryable(`agent ${agent.id}: lapse delivery failed: ${describe(error)}`, error);
+      }
+
+      const warnings: string[] = [];
+      const response = lastResponse();
+      if (!response || !echoedExtensions(response.headers).includes(EXTENSION_URI)) {
+        warnings.push(`agent ${agent.id} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`);
+      }
+      if (isMessage(result)) {
+        warnings.push(`agent ${agent.id} answered the lapse with a message, not a task: no lapse task id`);
+        return { warnings };
+      }
+      return { taskId: result.id, warnings };
+    },
+  };
+}
+
+function urlOf(resource: string | URL | Request): string {
+  if (typeof resource === 'string') return resource;
+  return resource instanceof URL ? resource.href : resource.url;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function jsonRpcCode(error: unknown): number | undefined {
+  const code = (error as { envelopeCode?: unknown } | null)?.envelopeCode;
+  return typeof code === 'number' ? code : undefined;
+}
