@@ -1,0 +1,261 @@
+/**
+ * Lapse delivery against a real @a2a-js/sdk agent on loopback (no Temporal): what the agent receives, and how
+ * each kind of failure is classified for Temporal's retry policy.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApplicationFailure } from '@temporalio/common';
+import { createDeliveryActivities, LAPSE_UNAVAILABLE } from '../../activities/deliver-lapse.js';
+import { LAPSE_REJECTED, type DeliverLapseInput } from '../../activities/types.js';
+import { EXTENSION_URI, type Lapse } from '../../src/schemas/extension.js';
+import { freePort } from '../support/global-setup.js';
+import { startTestAgent, type TestAgent, type TestAgentOptions } from '../support/agent.js';
+
+const lapse: Lapse = {
+  expectationId: 'e1',
+  kind: 'delivery',
+  subject: { type: 'shipment', id: 'S-1' },
+  expects: 'Delivered to the consignee',
+  lapse: 'overdue',
+  projectedDueAt: '2026-12-01T00:00:00.000Z',
+  dueAt: '2026-12-01T00:00:00.000Z',
+  lapsedAt: '2026-12-01T00:00:00.250Z',
+  lineage: 0,
+};
+const messageId = 'b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8';
+
+const agents: TestAgent[] = [];
+async function agentWith(options: TestAgentOptions = {}): Promise<TestAgent> {
+  const agent = await startTestAgent(options);
+  agents.push(agent);
+  return agent;
+}
+afterEach(async () => {
+  await Promise.all(agents.splice(0).map((agent) => agent.close()));
+});
+
+function inputFor(cardUrl: string, authorization?: string): DeliverLapseInput {
+  return {
+    lapse,
+    agent: { id: 'shipping-agent', cardUrl, authorization },
+    origin: { taskId: 'origin-task-1', contextId: 'ctx-1' },
+    messageId,
+  };
+}
+
+async function failureOf(delivery: Promise<unknown>): Promise<ApplicationFailure> {
+  const error = await delivery.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ApplicationFailure);
+  return error as ApplicationFailure;
+}
+
+/** A fetch that answers the JSON-RPC call itself (a real Response) and passes everything else to the network. */
+function answeringRpcWith(body: unknown): typeof fetch {
+  return async (resource, init) => {
+    if (init?.method === 'POST') {
+      return new Response(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(String(init.body)).id, ...(body as object) }), {
+        status: 200,
+        headers: { 'Content-Type': 'application/json' },
+      });
+    }
+    return fetch(resource, init);
+  };
+}
+
+describe('deliverLapse to a v1.0 agent', () => {
+  it('sends SendMessage with the extension headers and the lapse, and returns the task id', async () => {
+    const agent = await agentWith();
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const result = await deliverLapse(inputFor(agent.cardUrl));
+
+    expect(agent.received).toHaveLength(1);
+    const [{ message, headers, taskId }] = agent.received as [TestAgent['received'][number]];
+    expect(agent.attempts.map((a) => a.method)).toEqual(['SendMessage']);
+    expect(headers['a2a-version']).toBe('1.0');
+    expect(headers['a2a-extensions']).toBe(EXTENSION_URI);
+    expect(message.messageId).toBe(messageId);
+    expect(message.role).toBe(1); // ROLE_USER
+    expect(message.contextId).toBe('ctx-1');
+    expect(message.referenceTaskIds).toEqual(['origin-task-1']);
+    expect(message.extensions).toEqual([EXTENSION_URI]);
+    expect(message.metadata[EXTENSION_URI].lapse).toEqual(lapse);
+    expect(message.parts.map((p: any) => p.content.$case)).toEqual(['text', 'data']);
+    expect(message.parts[0].content.value).toMatch(
+      /: expects Delivered to the consignee for shipment S-1 by 2026-12-01T00:00:00.000Z: overdue$/,
+    );
+    expect(message.parts[1].content.value).toEqual(lapse);
+    expect(result).toEqual({ taskId, warnings: [] });
+  });
+
+  it('sends the configured Authorization with the card request and the message', async () => {
+    const agent = await agentWith({ expectedAuthorization: 'Bearer agent-secret' });
+    const cardRequests: Array<string | null> = [];
+    const recordingFetch: typeof fetch = async (resource, init) => {
+      if (init?.method !== 'POST') cardRequests.push(new Headers(init?.headers).get('authorization'));
+      return fetch(resource, init);
+    };
+    const { deliverLapse } = createDeliveryActivities({ fetch: recordingFetch });
+
+    const result = await deliverLapse(inputFor(agent.cardUrl, 'Bearer agent-secret'));
+
+    expect(cardRequests).toEqual(['Bearer agent-secret']);
+    expect(agent.received[0]?.headers.authorization).toBe('Bearer agent-secret');
+    expect(result.taskId).toBe(agent.received[0]?.taskId);
+  });
+
+  it('warns when the agent does not echo the extension', async () => {
+    const agent = await agentWith({ echoExtension: false });
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const result = await deliverLapse(inputFor(agent.cardUrl));
+
+    expect(result.taskId).toBe(agent.received[0]?.taskId);
+    expect(result.warnings).toEqual([expect.stringContaining(`did not echo ${EXTENSION_URI}`)]);
+  });
+
+  it('returns no task id and a warning when the agent answers with a message', async () => {
+    const agent = await agentWith();
+    const reply = { messageId: 'm-reply', contextId: 'ctx-1', role: 'ROLE_AGENT', parts: [{ text: 'ok' }] };
+    const { deliverLapse } = createDeliveryActivities({ fetch: answeringRpcWith({ result: { message: reply } }) });
+
+    const result = await deliverLapse(inputFor(agent.cardUrl));
+
+    expect(result.taskId).toBeUndefined();
+    expect(result.warnings).toContainEqual(expect.stringContaining('answered the lapse with a message'));
+  });
+});
+
+describe('deliverLapse to a v0.3 agent', () => {
+  it('sends message/send with the same message and returns the task id', async () => {
+    const agent = await agentWith({ version: '0.3' });
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const result = await deliverLapse(inputFor(agent.cardUrl));
+
+    expect(agent.card().protocolVersion).toBe('0.3');
+    expect(agent.attempts.map((a) => a.method)).toEqual(['message/send']);
+    const [{ message, headers, taskId }] = agent.received as [TestAgent['received'][number]];
+    expect(headers['x-a2a-extensions']).toBe(EXTENSION_URI);
+    expect(message.messageId).toBe(messageId);
+    expect(message.contextId).toBe('ctx-1');
+    expect(message.referenceTaskIds).toEqual(['origin-task-1']);
+    expect(message.metadata[EXTENSION_URI].lapse).toEqual(lapse);
+    expect(result).toEqual({ taskId, warnings: [] });
+  });
+
+  it('reaches an agent whose card is v0.3 only (no supportedInterfaces), through the injected fetch', async () => {
+    const agent = await agentWith({ version: '0.3' });
+    const pureV03Fetch: typeof fetch = async (resource, init) => {
+      const response = await fetch(resource, init);
+      if (init?.method === 'POST') return response;
+      const { supportedInterfaces: _dropped, ...card } = (await response.json()) as Record<string, unknown>;
+      return Response.json(card);
+    };
+    const { deliverLapse } = createDeliveryActivities({ fetch: pureV03Fetch });
+
+    const result = await deliverLapse(inputFor(agent.cardUrl));
+
+    expect(agent.attempts.map((a) => a.method)).toEqual(['message/send']);
+    expect(result.taskId).toBe(agent.received[0]?.taskId);
+  });
+});
+
+describe('deliverLapse failures', () => {
+  it('is retryable when the agent answers 500', async () => {
+    const agent = await agentWith();
+    agent.failNext(500);
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+
+    expect(failure.type).toBe(LAPSE_UNAVAILABLE);
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toContain('HTTP 500');
+  });
+
+  it.each([400, 404])('is rejected, not retried, when the agent answers %i', async (status) => {
+    const agent = await agentWith();
+    agent.failNext(status);
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+
+    expect(failure.type).toBe(LAPSE_REJECTED);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toContain(`HTTP ${status}`);
+    expect(failure.message).toContain('shipping-agent');
+    expect(agent.attempts).toHaveLength(1);
+  });
+
+  it('is rejected when the agent refuses the Authorization (401)', async () => {
+    const agent = await agentWith({ expectedAuthorization: 'Bearer agent-secret' });
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl, 'Bearer wrong')));
+
+    expect(failure.type).toBe(LAPSE_REJECTED);
+    expect(failure.message).toContain('HTTP 401');
+  });
+
+  it('is retryable when the agent answers 429', async () => {
+    const agent = await agentWith();
+    agent.failNext(429);
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toContain('HTTP 429');
+  });
+
+  it('is retryable when the card URL is unreachable', async () => {
+    const port = await freePort();
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const failure = await failureOf(deliverLapse(inputFor(`http://127.0.0.1:${port}/.well-known/agent-card.json`)));
+
+    expect(failure.type).toBe(LAPSE_UNAVAILABLE);
+    expect(failure.nonRetryable).toBe(false);
+  });
+
+  it('is retryable when the attempt times out', async () => {
+    const agent = await agentWith();
+    const hangingRpc: typeof fetch = (resource, init) =>
+      init?.method === 'POST'
+        ? new Promise((_resolve, reject) => init.signal?.addEventListener('abort', () => reject(init.signal?.reason)))
+        : fetch(resource, init);
+    const { deliverLapse } = createDeliveryActivities({ fetch: hangingRpc, attemptTimeoutMs: 200 });
+
+    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toContain('timed out after 200 ms');
+  });
+
+  it('is rejected when the agent answers with an invalid-params JSON-RPC error', async () => {
+    const agent = await agentWith();
+    const { deliverLapse } = createDeliveryActivities({
+      fetch: answeringRpcWith({ error: { code: -32602, message: 'bad params' } }),
+    });
+
+    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+
+    expect(failure.type).toBe(LAPSE_REJECTED);
+    expect(failure.message).toContain('-32602');
+  });
+
+  it('is retryable when the agent answers with an internal JSON-RPC error', async () => {
+    const agent = await agentWith();
+    const { deliverLapse } = createDeliveryActivities({
+      fetch: answeringRpcWith({ error: { code: -32603, message: 'internal' } }),
+    });
+
+    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toContain('-32603');
+  });
+});
