@@ -1,0 +1,118 @@
+/**
+ * The expectation's decisions as pure functions of its record and the watcher's clock (DESIGN 3.3, 3.4):
+ * which deadline comes next, which lapses are due at an instant, lateness, anchoring and closing.
+ * No Temporal API here, so every rule is unit-tested without a server.
+ */
+import type { ExpectationState, LapseKind } from '../src/schemas/extension.js';
+import type { ExpectationRecord } from '../src/schemas/record.js';
+import { addDuration, addDurationIso } from './duration.js';
+
+/** What the deadline decisions read: the record plus the once-only horizon check and the late window. */
+export interface DeadlineInputs {
+  record: Pick<ExpectationRecord, 'expectation' | 'state' | 'dueAt' | 'lapses' | 'lastFactAt'>;
+  horizonChecked: boolean;
+  /** ISO 8601 duration a lapsed expectation waits for a late fact after its last lapse. */
+  lateWindow: string;
+}
+
+export type DeadlineKind = 'overdue' | 'stalled' | 'close';
+
+/** An absolute instant at which the workflow must wake up, and why. */
+export interface Deadline {
+  kind: DeadlineKind;
+  atMs: number;
+}
+
+/** Open in the seed's sense: neither satisfied nor withdrawn (a lapsed expectation is still open). */
+export function isOpen(state: ExpectationState): boolean {
+  return state === 'open' || state === 'lapsed';
+}
+
+/** Whether a lapse of this kind was already raised for this dueAt (at most one per (id, lapse, dueAt)). */
+export function hasLapse(record: DeadlineInputs['record'], lapse: LapseKind, dueAt: string): boolean {
+  const dueMs = Date.parse(dueAt);
+  return record.lapses.some((entry) => entry.lapse.lapse === lapse && Date.parse(entry.lapse.dueAt) === dueMs);
+}
+
+/** Current dueAt plus grace (absent grace is zero). */
+export function overdueAtMs(record: DeadlineInputs['record']): number {
+  return addDuration(Date.parse(record.dueAt), record.expectation.grace ?? 'PT0S');
+}
+
+/** The workflow-clock instant of the latest lapse, if any. */
+export function lastLapsedAtMs(record: DeadlineInputs['record']): number | undefined {
+  const times = record.lapses.map((entry) => Date.parse(entry.lapse.lapsedAt));
+  return times.length === 0 ? undefined : Math.max(...times);
+}
+
+/** Deadlines that are still to come or to be handled: overdue, stalled check, and (when nothing else is) close. */
+export function pendingDeadlines(inputs: DeadlineInputs): Deadline[] {
+  const { record } = inputs;
+  if (!isOpen(record.state)) return [];
+  const deadlines: Deadline[] = [];
+  if (!hasLapse(record, 'overdue', record.dueAt)) deadlines.push({ kind: 'overdue', atMs: overdueAtMs(record) });
+  if (!inputs.horizonChecked && record.expectation.horizon) {
+    deadlines.push({ kind: 'stalled', atMs: Date.parse(record.expectation.horizon) });
+  }
+  const lastLapsed = lastLapsedAtMs(record);
+  if (deadlines.length === 0 && record.state === 'lapsed' && lastLapsed !== undefined) {
+    deadlines.push({ kind: 'close', atMs: addDuration(lastLapsed, inputs.lateWindow) });
+  }
+  return deadlines;
+}
+
+/** The earliest pending deadline, or undefined when the expectation waits for nothing but signals. */
+export function nextDeadline(inputs: DeadlineInputs): Deadline | undefined {
+  return pendingDeadlines(inputs).reduce<Deadline | undefined>(
+    (earliest, deadline) => (earliest === undefined || deadline.atMs < earliest.atMs ? deadline : earliest),
+    undefined,
+  );
+}
+
+/** What is due at `nowMs`: the lapses to raise and whether the horizon has been reached (checked once). */
+export interface DueChecks {
+  lapses: Array<'overdue' | 'stalled'>;
+  horizonReached: boolean;
+}
+
+/**
+ * Overdue when the current dueAt plus grace has passed and no overdue lapse was raised for that dueAt;
+ * stalled when the horizon has passed, it was not checked yet, and no fact on the subject reached the watcher.
+ */
+export function dueChecks(inputs: DeadlineInputs, nowMs: number): DueChecks {
+  const due: DueChecks = { lapses: [], horizonReached: false };
+  for (const deadline of pendingDeadlines(inputs)) {
+    if (deadline.atMs > nowMs) continue;
+    if (deadline.kind === 'overdue') due.lapses.push('overdue');
+    if (deadline.kind === 'stalled') {
+      due.horizonReached = true;
+      if (inputs.record.lastFactAt === undefined) due.lapses.push('stalled');
+    }
+  }
+  return due;
+}
+
+/** Whether a skipped lapse may be raised now: the expectation is open and has none for the current dueAt. */
+export function maySkip(record: DeadlineInputs['record']): boolean {
+  return isOpen(record.state) && !hasLapse(record, 'skipped', record.dueAt);
+}
+
+/** A satisfying fact is late when its observedAt is after the current dueAt. */
+export function isLate(observedAt: string, currentDueAt: string): boolean {
+  return Date.parse(observedAt) > Date.parse(currentDueAt);
+}
+
+/** The current dueAt once the anchor is satisfied: the anchor's observedAt plus the offset. */
+export function anchoredDueAt(anchorObservedAt: string, offset: string): string {
+  return addDurationIso(anchorObservedAt, offset);
+}
+
+/**
+ * Satisfied and withdrawn expectations close at once; a lapsed one closes `lateWindow` after its last lapse
+ * when no overdue or stalled check is still pending; an open one never closes by itself.
+ */
+export function mayClose(inputs: DeadlineInputs, nowMs: number): boolean {
+  if (!isOpen(inputs.record.state)) return true;
+  const pending = pendingDeadlines(inputs);
+  return pending.length === 1 && pending[0]!.kind === 'close' && pending[0]!.atMs <= nowMs;
+}
