@@ -1,7 +1,7 @@
 /**
  * Inputs and results of the activities, shared by workflows (as types) and the activity implementations.
  */
-import type { Lapse } from '../src/schemas/extension.js';
+import type { Fact, Lapse, Subject } from '../src/schemas/extension.js';
 import type { Origin } from '../src/schemas/record.js';
 import type { AgentRef } from '../workflows/messages.js';
 
@@ -28,6 +28,30 @@ export interface SubscribeLedgerInput {
   ledgerWorkflowId: string;
   /** Workflow id of the expectation that subscribes. */
   subscriberWorkflowId: string;
+  /** Task queue a ledger is started on when it is not running: the calling workflow's. */
+  taskQueue: string;
+}
+
+export interface SubscribeFactLedgerInput extends SubscribeLedgerInput {
+  factKey: string;
+  /** ISO 8601 duration: the ledger's retention if this call starts it. */
+  retention: string;
+}
+
+export interface SubscribeFactLedgerResult {
+  /** The fact the ledger retains from before the subscription (an early fact), if any. */
+  retained?: Fact;
+}
+
+export interface SubscribeSubjectLedgerInput extends SubscribeLedgerInput {
+  subject: Subject;
+}
+
+export interface LinkAnchorInput {
+  /** Workflow id of the anchor expectation. */
+  anchorWorkflowId: string;
+  /** Workflow id of the dependent that registers with it. */
+  dependentWorkflowId: string;
 }
 
 export interface LinkAnchorResult {
@@ -37,4 +61,16 @@ export interface LinkAnchorResult {
   closedUnsatisfied?: boolean;
   /** The anchor was superseded: follow this one instead. */
   movedTo?: { expectationId: string; workflowId: string };
+}
+
+/** The ledger and anchor activities (activities/ledgers.ts), as workflows see them. */
+export interface LedgerActivities {
+  subscribeFactLedger(input: SubscribeFactLedgerInput): Promise<SubscribeFactLedgerResult>;
+  subscribeSubjectLedger(input: SubscribeSubjectLedgerInput): Promise<void>;
+  linkAnchor(input: LinkAnchorInput): Promise<LinkAnchorResult>;
+}
+
+/** The lapse delivery activity (activities/deliver-lapse.ts), as workflows see it. */
+export interface DeliveryActivities {
+  deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult>;
 }

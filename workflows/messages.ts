@@ -49,6 +49,7 @@ export interface CarriedExpectationState {
   record: ExpectationRecord;
   horizonChecked: boolean;
   dependents: string[];
+  /** Workflow id of the anchor the expectation is currently linked to (it changes when the anchor is superseded). */
   anchorLink?: string;
 }
 
@@ -99,6 +100,7 @@ export interface FactLedgerInput {
   factKey: string;
   /** ISO 8601 duration: how long the latest fact is kept for expectations raised after it. */
   retention: string;
+  /** `lastObservedAt` is the workflow time at which the last observation reached the ledger (retention runs from it). */
   carried?: { latest?: Fact; seen: string[]; subscribers: string[]; lastObservedAt?: string };
 }
 
@@ -108,6 +110,9 @@ export const recordFactUpdate = defineUpdate<'recorded' | 'duplicate', [Fact]>('
 /** An expectation waiting on the key; the ledger answers with the retained fact if it has one. */
 export const subscribeSignal = defineSignal<[{ workflowId: string }]>('subscribe');
 export const unsubscribeSignal = defineSignal<[{ workflowId: string }]>('unsubscribe');
+
+/** The fact the ledger still retains for new subscribers (received within `retention`), if any. */
+export const retainedFactQuery = defineQuery<Fact | undefined>('retainedFact');
 
 // ── subject ledger (`subject:<type>:<id>`) ─────────────────────────────────────────────────────────────────
 

@@ -44,6 +44,8 @@ export const expectationRecordSchema = z.object({
   lapse: lapseSchema.optional(),
   lapseTaskId: z.string().optional(),
   withdrawnReason: z.string().optional(),
+  /** When withdrawn because superseded: the expectationId that superseded it (its dependents follow that one). */
+  supersededBy: z.string().optional(),
   lapses: z.array(lapseEntrySchema),
   lineage: z.number().int().min(0),
   agent: principalRefSchema,

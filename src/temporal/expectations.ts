@@ -1,0 +1,179 @@
+/**
+ * The client-side operations the HTTP bridge calls: raise an expectation, read its record, record a fact, withdraw.
+ * Every workflow id comes from ids.ts; every signal, query and update from workflows/messages.ts.
+ */
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+} from '@temporalio/client';
+import type { Fact } from '../schemas/extension.js';
+import type { ExpectationRecord } from '../schemas/record.js';
+import type { expectationWorkflow } from '../../workflows/expectation.js';
+import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
+import { isZeroDuration } from '../../workflows/duration.js';
+import {
+  recordFactUpdate,
+  recordQuery,
+  subjectObservedSignal,
+  withdrawSignal,
+  type ExpectationInput,
+  type WithdrawRequest,
+} from '../../workflows/messages.js';
+import {
+  ExpectationAgent,
+  ExpectationDueAt,
+  ExpectationFactKey,
+  ExpectationKind,
+  ExpectationState,
+  ExpectationSubject,
+} from '../../workflows/search-attributes.js';
+import { expectationWorkflowId, factLedgerWorkflowId, subjectKey, subjectLedgerWorkflowId } from './ids.js';
+
+const cell = (value: string): string => value.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+/** The expectation as a markdown table: the workflow's static details in the Temporal UI. */
+export function expectationDetails(input: ExpectationInput): string {
+  const e = input.expectation;
+  const rows: Array<[string, string | undefined]> = [
+    ['expectationId', e.expectationId],
+    ['kind', e.kind],
+    ['subject', subjectKey(e.subject)],
+    ['expects', e.expects],
+    ['satisfiedBy.factKey', e.satisfiedBy.factKey],
+    ['dueAt', e.dueAt],
+    ['grace', e.grace],
+    ['anchor', e.anchor ? `${e.anchor.expectationId} + ${e.anchor.offset}` : undefined],
+    ['after', e.after?.join(', ')],
+    ['horizon', e.horizon],
+    ['basis', e.basis],
+    ['supersedes', e.supersedes],
+    ['lineage', String(input.lineage)],
+    ['agent', input.agent.id],
+    ['origin task', input.origin.taskId],
+    ['origin context', input.origin.contextId],
+  ];
+  const body = rows.filter(([, value]) => value !== undefined && value !== '').map(([k, v]) => `| ${k} | ${cell(v!)} |`);
+  return ['| field | value |', '|---|---|', ...body].join('\n');
+}
+
+/** Starts the expectation's workflow; an id already used (running or closed) answers 'exists' and starts nothing. */
+export async function startExpectation(client: Client, taskQueue: string, input: ExpectationInput): Promise<'raised' | 'exists'> {
+  const e = input.expectation;
+  try {
+    await client.workflow.start<typeof expectationWorkflow>('expectationWorkflow', {
+      workflowId: input.links.self,
+      taskQueue,
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: ExpectationKind, value: e.kind },
+        { key: ExpectationSubject, value: subjectKey(e.subject) },
+        { key: ExpectationState, value: 'open' },
+        { key: ExpectationAgent, value: input.agent.id },
+        { key: ExpectationFactKey, value: e.satisfiedBy.factKey },
+        { key: ExpectationDueAt, value: new Date(e.dueAt) },
+      ],
+      staticSummary: `${e.kind}: ${e.expects} (due ${e.dueAt})`,
+      staticDetails: expectationDetails(input),
+    });
+    return 'raised';
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return 'exists';
+    throw error;
+  }
+}
+
+/** The record: from the running workflow's query, or a closed workflow's result; undefined when unknown. */
+export async function getExpectationRecord(client: Client, expectationId: string): Promise<ExpectationRecord | undefined> {
+  const handle = client.workflow.getHandle<typeof expectationWorkflow>(expectationWorkflowId(expectationId));
+  let status: string;
+  try {
+    status = (await handle.describe()).status.name;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return undefined;
+    throw error;
+  }
+  if (status === 'COMPLETED') return handle.result();
+  try {
+    return await handle.query(recordQuery);
+  } catch (error) {
+    // It completed between describe and query: its result is the record.
+    if (status === 'RUNNING' && (await handle.describe()).status.name === 'COMPLETED') return handle.result();
+    // Terminated, failed or timed out and its history no longer replays: nothing trustworthy to show.
+    if (status !== 'RUNNING') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Records a fact in its ledger (update-with-start) and on its subject's ledger when one exists. With a zero
+ * retention only an existing ledger (an expectation waits on the key) gets it. Idempotent: a retry completes
+ * whatever an interrupted call left undone.
+ */
+export async function recordFact(
+  client: Client,
+  taskQueue: string,
+  fact: Fact,
+  settings: { factRetention: string },
+): Promise<'recorded' | 'duplicate'> {
+  const workflowId = factLedgerWorkflowId(fact.factKey);
+  let result: 'recorded' | 'duplicate';
+  if (isZeroDuration(settings.factRetention)) {
+    try {
+      result = await client.workflow.getHandle(workflowId).executeUpdate(recordFactUpdate, { args: [fact] });
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      result = 'recorded'; // nobody waits on the key and nothing is retained
+    }
+  } else {
+    const startWorkflowOperation = new WithStartWorkflowOperation<typeof factLedgerWorkflow>('factLedgerWorkflow', {
+      workflowId,
+      taskQueue,
+      args: [{ factKey: fact.factKey, retention: settings.factRetention }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      staticSummary: `fact ledger of ${fact.factKey}`,
+    });
+    result = await client.workflow.executeUpdateWithStart(recordFactUpdate, { args: [fact], startWorkflowOperation });
+  }
+  if (fact.subject) {
+    try {
+      await client.workflow.getHandle(subjectLedgerWorkflowId(fact.subject)).signal(subjectObservedSignal, {
+        factKey: fact.factKey,
+        observedAt: fact.observedAt,
+        receivedAt: new Date().toISOString(),
+      });
+    } catch (error) {
+      // No expectation on the subject: a fact never starts its ledger.
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
+  }
+  return result;
+}
+
+/** Withdraws an open (or lapsed) expectation; a satisfied, withdrawn or closed one is 'not-open'. */
+export async function withdrawExpectation(
+  client: Client,
+  expectationId: string,
+  request: WithdrawRequest,
+): Promise<'withdrawn' | 'not-open' | 'unknown'> {
+  const handle = client.workflow.getHandle<typeof expectationWorkflow>(expectationWorkflowId(expectationId));
+  let status: string;
+  try {
+    status = (await handle.describe()).status.name;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return 'unknown';
+    throw error;
+  }
+  if (status !== 'RUNNING') return 'not-open';
+  try {
+    const record = await handle.query(recordQuery);
+    if (record.state !== 'open' && record.state !== 'lapsed') return 'not-open';
+    await handle.signal(withdrawSignal, request);
+    return 'withdrawn';
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return 'not-open';
+    throw error;
+  }
+}
