@@ -1,0 +1,192 @@
+/**
+ * The bridge's Express app (DESIGN 4). `createApp(deps)` wires routes to the services and never listens: the
+ * entry points listen, and tests call it with a real Temporal client.
+ */
+import type { Client } from '@temporalio/client';
+import express, { type Request, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { createCardResolver } from '../a2a/card.js';
+import type { PrincipalStore } from '../auth/principals.js';
+import { createMetrics, type WatcherMetrics } from '../metrics.js';
+import { parseA2AEvent } from '../schemas/a2a.js';
+import { EXTENSION_URI } from '../schemas/extension.js';
+import { factsBodySchema, listQuerySchema, withdrawBodySchema } from '../schemas/http.js';
+import {
+  joinPath,
+  NotFoundError,
+  SchemaError,
+  summarise,
+  TemporalUnavailableError,
+  UnsupportedMediaTypeError,
+} from '../service/errors.js';
+import { extractEvent } from '../service/extract.js';
+import { createIngestService } from '../service/ingest.js';
+import { createRecordsService } from '../service/records.js';
+import { createTemporalCall } from '../service/temporal-call.js';
+import { authenticate, principalOf } from './auth.js';
+import { problemMiddleware, sendProblem, toProblem } from './problem.js';
+
+export interface AppSettings {
+  factRetention: string;
+  lateWindow: string;
+  maxLineage: number;
+  cardCacheSeconds: number;
+}
+
+export interface AppDeps {
+  client: Client;
+  taskQueue: string;
+  namespace: string;
+  principals: PrincipalStore;
+  settings: AppSettings;
+  /** Base URL of the Temporal UI, for `links.temporalUi`. */
+  temporalUiUrl?: string;
+  /** Used to fetch agent cards (injected so tests can hand in their own). */
+  fetch?: typeof fetch;
+  metrics?: WatcherMetrics;
+  logger?: Logger;
+  /** For `/readyz`; by default a getSystemInfo call with a short deadline. */
+  isTemporalReachable?: () => Promise<boolean>;
+  /** Deadline of each Temporal call made for a request (default 5000 ms). */
+  temporalTimeoutMs?: number;
+}
+
+const JSON_TYPES = ['application/json', 'application/a2a+json', 'application/*+json'];
+const BODY_LIMIT = '1mb';
+
+/** Builds the bridge app. */
+export function createApp(deps: AppDeps): express.Express {
+  const metrics = deps.metrics ?? createMetrics();
+  const call = createTemporalCall(deps.client, deps.temporalTimeoutMs ?? 5_000);
+  const cards = createCardResolver({ fetch: deps.fetch, cacheSeconds: deps.settings.cardCacheSeconds });
+  const ingest = createIngestService({
+    client: deps.client,
+    taskQueue: deps.taskQueue,
+    settings: deps.settings,
+    cards,
+    call,
+    metrics,
+  });
+  const records = createRecordsService({
+    client: deps.client,
+    namespace: deps.namespace,
+    call,
+    temporalUiUrl: deps.temporalUiUrl,
+    metrics,
+  });
+  const isReachable =
+    deps.isTemporalReachable ??
+    (async () => {
+      try {
+        await call(() => deps.client.workflowService.getSystemInfo({}), 2_000);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+
+  // Echo the extension when the request activated it (DESIGN 4), on every answer including problems.
+  app.use((req, res, next) => {
+    const requested = (req.get('a2a-extensions') ?? '').split(',').map((uri) => uri.trim());
+    if (requested.includes(EXTENSION_URI)) res.set('A2A-Extensions', EXTENSION_URI);
+    next();
+  });
+
+  app.use((req, res, next) => {
+    const end = metrics.httpRequestDuration.startTimer({ method: req.method });
+    res.on('finish', () => {
+      const route = req.route?.path as string | undefined;
+      end({ route: route ?? 'unmatched', status: String(res.statusCode) });
+    });
+    next();
+  });
+
+  const auth = authenticate(deps.principals);
+  const json: RequestHandler[] = [
+    (req, _res, next) => {
+      // `req.is` is null without a body (then the schema says what is missing) and false for another type.
+      if (req.is(JSON_TYPES) === false) {
+        throw new UnsupportedMediaTypeError(
+          `Content-Type must be application/json (or application/a2a+json), not '${req.get('content-type') ?? 'none'}'`,
+        );
+      }
+      next();
+    },
+    express.json({ limit: BODY_LIMIT, type: JSON_TYPES, strict: false }),
+  ];
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  app.get('/readyz', async (_req, res) => {
+    if (await isReachable()) {
+      res.json({ status: 'ready', temporal: 'reachable' });
+      return;
+    }
+    sendProblem(res, toProblem(new TemporalUnavailableError('Temporal does not answer')));
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+
+  app.post('/a2a/events', auth, ...json, async (req, res) => {
+    const parsed = parseA2AEvent(req.body);
+    if (!parsed.success) throw schemaError(parsed.issues);
+    const extracted = extractEvent(parsed.data);
+    res.json(
+      await ingest.ingest(principalOf(req), {
+        origin: extracted.origin,
+        expectations: extracted.expectations,
+        facts: extracted.facts,
+        withdraw: extracted.withdraw,
+        schemaErrors: extracted.schemaErrors,
+        placementErrors: extracted.placementErrors,
+      }),
+    );
+  });
+
+  app.post('/v1/facts', auth, ...json, async (req, res) => {
+    const parsed = factsBodySchema.safeParse(req.body);
+    if (!parsed.success) throw schemaError(parsed.error.issues);
+    const result = await ingest.ingest(principalOf(req), {
+      origin: {},
+      expectations: [],
+      facts: parsed.data.facts.map((value, i) => ({ path: ['facts', i], value })),
+      withdraw: [],
+    });
+    res.json({ facts: result.facts });
+  });
+
+  app.get('/v1/expectations', auth, async (req, res) => {
+    const parsed = listQuerySchema.safeParse(req.query);
+    if (!parsed.success) throw schemaError(parsed.error.issues);
+    res.json(await records.list(principalOf(req), parsed.data));
+  });
+
+  app.get('/v1/expectations/:id', auth, async (req: Request<{ id: string }>, res) => {
+    res.json(await records.get(principalOf(req), req.params.id));
+  });
+
+  app.post('/v1/expectations/:id/withdraw', auth, ...json, async (req: Request<{ id: string }>, res) => {
+    const parsed = withdrawBodySchema.safeParse(req.body);
+    if (!parsed.success) throw schemaError(parsed.error.issues);
+    res.json(await records.withdraw(principalOf(req), req.params.id, parsed.data.reason));
+  });
+
+  app.use((req) => {
+    throw new NotFoundError(`no route ${req.method} ${req.path}`);
+  });
+  app.use(problemMiddleware(deps.logger));
+  return app;
+}
+
+function schemaError(issues: readonly { path: readonly PropertyKey[]; message: string }[]): SchemaError {
+  const errors = issues.map((issue) => ({ path: joinPath(issue.path), message: issue.message }));
+  return new SchemaError(summarise(errors, 'fields are invalid'), errors);
+}

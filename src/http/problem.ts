@@ -1,0 +1,114 @@
+/**
+ * The one place errors become HTTP (STYLE 7): typed domain errors and body-parser errors are mapped to
+ * `application/problem+json` (RFC 9457) with `type`, `title`, `status`, `detail` and, where fields are at fault,
+ * `errors: [{path, message}]` (plus `rule` for 422).
+ */
+import type { ErrorRequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import {
+  CardUnreachableError,
+  ConflictError,
+  DomainError,
+  ForbiddenError,
+  MalformedBodyError,
+  NotFoundError,
+  PayloadTooLargeError,
+  RuleViolationError,
+  SchemaError,
+  TemporalUnavailableError,
+  UnauthenticatedError,
+  UnsupportedMediaTypeError,
+  type FieldError,
+} from '../service/errors.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const TYPE_BASE = 'urn:expectations-watcher:problem:';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: FieldError[];
+}
+
+interface ProblemKind {
+  slug: string;
+  status: number;
+  title: string;
+}
+
+/** Every problem the bridge answers, by error class. */
+const kinds = new Map<abstract new (...args: never[]) => DomainError, ProblemKind>([
+  [SchemaError, { slug: 'invalid-request', status: 400, title: 'The request does not match the schema' }],
+  [MalformedBodyError, { slug: 'malformed-body', status: 400, title: 'The body is not valid JSON' }],
+  [UnauthenticatedError, { slug: 'unauthenticated', status: 401, title: 'No valid bearer token' }],
+  [ForbiddenError, { slug: 'forbidden', status: 403, title: 'Not allowed for this principal' }],
+  [NotFoundError, { slug: 'not-found', status: 404, title: 'Not found' }],
+  [ConflictError, { slug: 'conflict', status: 409, title: 'Expectation id reused with other content' }],
+  [PayloadTooLargeError, { slug: 'payload-too-large', status: 413, title: 'The body is over 1 MiB' }],
+  [UnsupportedMediaTypeError, { slug: 'unsupported-media-type', status: 415, title: 'The body must be JSON' }],
+  [RuleViolationError, { slug: 'rule-violation', status: 422, title: 'A rule of the extension is broken' }],
+  [CardUnreachableError, { slug: 'agent-card-unreachable', status: 502, title: "The agent's card could not be fetched" }],
+  [TemporalUnavailableError, { slug: 'temporal-unavailable', status: 503, title: 'Temporal is unreachable' }],
+]);
+const internal: ProblemKind = { slug: 'internal', status: 500, title: 'Internal error' };
+
+/** The problem type URI of a slug, e.g. `urn:expectations-watcher:problem:conflict`. */
+export const problemType = (slug: string): string => `${TYPE_BASE}${slug}`;
+
+/** Turns errors express's body parser throws into domain errors. */
+function fromBodyParser(error: unknown): DomainError | undefined {
+  const e = error as { type?: unknown; status?: unknown; message?: string };
+  switch (e.type) {
+    case 'entity.too.large':
+      return new PayloadTooLargeError('the body is over the limit of 1 MiB');
+    case 'entity.parse.failed':
+      return new MalformedBodyError(`the body is not valid JSON: ${e.message ?? ''}`.trim());
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new UnsupportedMediaTypeError(e.message ?? 'unsupported encoding');
+    default:
+      return undefined;
+  }
+}
+
+/** The problem for an error; unknown errors are a 500 without internals. */
+export function toProblem(error: unknown): Problem {
+  const domain = error instanceof DomainError ? error : fromBodyParser(error);
+  if (!domain) {
+    return { type: problemType(internal.slug), title: internal.title, status: 500, detail: 'an unexpected error occurred' };
+  }
+  let kind: ProblemKind | undefined;
+  for (const [cls, k] of kinds) if (domain instanceof cls) kind = k;
+  kind ??= internal;
+  return {
+    type: problemType(kind.slug),
+    title: kind.title,
+    status: kind.status,
+    detail: domain.message,
+    ...(domain.errors.length > 0 ? { errors: domain.errors } : {}),
+  };
+}
+
+/** Writes a problem response. */
+export function sendProblem(res: Response, problem: Problem): void {
+  if (problem.status === 401) res.set('WWW-Authenticate', 'Bearer');
+  if (problem.status === 503) res.set('Retry-After', '5');
+  res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+}
+
+/** The error middleware: the last `app.use` of the app. */
+export function problemMiddleware(logger?: Logger): ErrorRequestHandler {
+  return (error, req, res, next) => {
+    if (res.headersSent) {
+      next(error);
+      return;
+    }
+    const problem = toProblem(error);
+    if (problem.status >= 500) {
+      logger?.[problem.status === 500 ? 'error' : 'warn']({ err: error, method: req.method, path: req.path }, problem.detail);
+    }
+    sendProblem(res, problem);
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * Prometheus metrics (prom-client) on a registry of their own, so that several apps in one process (tests) do not
+ * collide and so that the worker side can register its lapse counters on the same registry.
+ */
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface WatcherMetrics {
+  registry: Registry;
+  expectationsRaised: Counter<'kind'>;
+  factsRecorded: Counter<never>;
+  withdrawals: Counter<never>;
+  /** Incremented by the worker side (lapse activities), registered here so /metrics shows it from the start. */
+  lapses: Counter<'lapse'>;
+  lapseDeliveriesFailed: Counter<never>;
+  httpRequestDuration: Histogram<'method' | 'route' | 'status'>;
+}
+
+/** Creates the watcher's metrics on `registry` (a new one by default). */
+export function createMetrics(options: { registry?: Registry; defaultMetrics?: boolean } = {}): WatcherMetrics {
+  const registry = options.registry ?? new Registry();
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    expectationsRaised: new Counter({
+      name: 'watcher_expectations_raised_total',
+      help: 'Expectations raised (new workflows started), by kind.',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    factsRecorded: new Counter({
+      name: 'watcher_facts_recorded_total',
+      help: 'Facts recorded in a fact ledger (duplicates not counted).',
+      registers: [registry],
+    }),
+    withdrawals: new Counter({
+      name: 'watcher_withdrawals_total',
+      help: 'Expectations withdrawn through the bridge (artifact withdraw lists and the HTTP call).',
+      registers: [registry],
+    }),
+    lapses: new Counter({
+      name: 'watcher_lapses_total',
+      help: 'Lapses raised, by type (overdue, skipped, stalled).',
+      labelNames: ['lapse'],
+      registers: [registry],
+    }),
+    lapseDeliveriesFailed: new Counter({
+      name: 'watcher_lapse_deliveries_failed_total',
+      help: 'Lapse tasks the agent refused or that could not be delivered.',
+      registers: [registry],
+    }),
+    httpRequestDuration: new Histogram({
+      name: 'watcher_http_request_duration_seconds',
+      help: 'Duration of HTTP requests to the bridge, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+  };
+}

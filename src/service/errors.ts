@@ -1,0 +1,69 @@
+/**
+ * Typed domain errors. The service throws these; the one error middleware (src/http/problem.ts) maps each to
+ * its HTTP status and problem+json body. Nothing below the HTTP layer knows a status code.
+ */
+
+/** One bad field: a slash-separated path into the request body (RFC 6901 escaping, no leading slash). */
+export interface FieldError {
+  path: string;
+  message: string;
+  /** For broken rules (422): the rule's name, e.g. `kind-declared`. */
+  rule?: string;
+}
+
+export abstract class DomainError extends Error {
+  constructor(
+    message: string,
+    readonly errors: FieldError[] = [],
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** The request does not match the schema (400). */
+export class SchemaError extends DomainError {}
+
+/** The body is not valid JSON (400). */
+export class MalformedBodyError extends DomainError {}
+
+/** No bearer token, or one that names no principal (401). */
+export class UnauthenticatedError extends DomainError {}
+
+/** The principal lacks the role, or does not own the expectation (403). */
+export class ForbiddenError extends DomainError {}
+
+/** Unknown expectation or route (404). */
+export class NotFoundError extends DomainError {}
+
+/** An expectation id reused with other content, or by another agent (409). */
+export class ConflictError extends DomainError {}
+
+/** Body over the limit (413). */
+export class PayloadTooLargeError extends DomainError {}
+
+/** Not JSON (415). */
+export class UnsupportedMediaTypeError extends DomainError {}
+
+/** A rule of DESIGN 3.1 broken (422). Each field error names its rule. */
+export class RuleViolationError extends DomainError {}
+
+/** The agent's card could not be fetched or read (502). Nothing was started. */
+export class CardUnreachableError extends DomainError {}
+
+/** Temporal did not answer in time (503). Safe to retry: raises are idempotent by id, facts dedupe. */
+export class TemporalUnavailableError extends DomainError {}
+
+/** Joins path segments as `expectations/0/dueAt`, escaping `~` and `/` inside a segment as RFC 6901 does. */
+export function joinPath(segments: readonly PropertyKey[]): string {
+  return segments.map((segment) => String(segment).replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+}
+
+/** A one-line `detail` for a list of field errors: the error itself when alone, a count otherwise. */
+export function summarise(errors: readonly FieldError[], noun: 'fields are invalid' | 'rules are broken'): string {
+  if (errors.length === 1) {
+    const only = errors[0]!;
+    return noun === 'fields are invalid' ? `${only.path || '(body)'}: ${only.message}` : only.message;
+  }
+  return `${errors.length} ${noun}; see errors`;
+}

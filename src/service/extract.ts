@@ -1,0 +1,167 @@
+/**
+ * Finds the extension's payloads in one A2A object (DESIGN 3.1, 3.2, 3.6): expectations in artifacts and in the
+ * status message of an input-required task or status update; facts in artifacts, messages, status messages and
+ * task history; withdraw lists in artifacts. Every item keeps the path where it was found, so that an error can
+ * name the exact field of the request body.
+ */
+import type { A2AEvent } from '../schemas/a2a.js';
+import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
+import type { Origin } from '../schemas/record.js';
+import { joinPath, type FieldError } from './errors.js';
+
+/** An item of the request with its path in the body. */
+export interface Located<T = unknown> {
+  path: PropertyKey[];
+  value: T;
+}
+
+export interface ExtractedEvent {
+  origin: Origin;
+  expectations: Located[];
+  facts: Located[];
+  withdraw: Located<string>[];
+  /** metadata[URI] present but not of the extension's shape (400). */
+  schemaErrors: FieldError[];
+  /** Expectations or withdraw lists where the extension does not allow them (422). */
+  placementErrors: FieldError[];
+}
+
+type Place = 'artifact' | 'input-required-status' | 'status' | 'message' | 'history';
+
+interface Container {
+  path: PropertyKey[];
+  metadata: Record<string, unknown> | undefined;
+  place: Place;
+}
+
+const INPUT_REQUIRED = new Set(['TASK_STATE_INPUT_REQUIRED', 'input-required']);
+
+/** Extracts expectations, facts and withdraw lists from a parsed A2A object. */
+export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
+  const containers: Container[] = [];
+  let origin: Origin;
+
+  const addTask = (
+    prefix: PropertyKey[],
+    task: {
+      status?: { state: string; message?: { metadata?: Record<string, unknown> } };
+      artifacts?: { metadata?: Record<string, unknown> }[];
+      history?: { metadata?: Record<string, unknown> }[];
+    },
+  ) => {
+    task.artifacts?.forEach((artifact, i) =>
+      containers.push({ path: [...prefix, 'artifacts', i], metadata: artifact.metadata, place: 'artifact' }),
+    );
+    addStatus(prefix, task.status);
+    task.history?.forEach((message, i) =>
+      containers.push({ path: [...prefix, 'history', i], metadata: message.metadata, place: 'history' }),
+    );
+  };
+  const addStatus = (
+    prefix: PropertyKey[],
+    status: { state: string; message?: { metadata?: Record<string, unknown> } } | undefined,
+  ) => {
+    if (!status?.message) return;
+    containers.push({
+      path: [...prefix, 'status', 'message'],
+      metadata: status.message.metadata,
+      place: INPUT_REQUIRED.has(status.state) ? 'input-required-status' : 'status',
+    });
+  };
+
+  if (version === '0.3') {
+    switch (event.kind) {
+      case 'task':
+        origin = { taskId: event.id, contextId: event.contextId };
+        addTask([], event);
+        break;
+      case 'message':
+        origin = { taskId: event.taskId, contextId: event.contextId };
+        containers.push({ path: [], metadata: event.metadata, place: 'message' });
+        break;
+      case 'status-update':
+        origin = { taskId: event.taskId, contextId: event.contextId };
+        addStatus([], event.status);
+        break;
+      case 'artifact-update':
+        origin = { taskId: event.taskId, contextId: event.contextId };
+        containers.push({ path: ['artifact'], metadata: event.artifact.metadata, place: 'artifact' });
+        break;
+    }
+  } else if ('task' in event) {
+    origin = { taskId: event.task.id, contextId: event.task.contextId };
+    addTask(['task'], event.task);
+  } else if ('message' in event) {
+    origin = { taskId: event.message.taskId || undefined, contextId: event.message.contextId || undefined };
+    containers.push({ path: ['message'], metadata: event.message.metadata, place: 'message' });
+  } else if ('statusUpdate' in event) {
+    origin = { taskId: event.statusUpdate.taskId, contextId: event.statusUpdate.contextId };
+    addStatus(['statusUpdate'], event.statusUpdate.status);
+  } else {
+    origin = { taskId: event.artifactUpdate.taskId, contextId: event.artifactUpdate.contextId };
+    containers.push({
+      path: ['artifactUpdate', 'artifact'],
+      metadata: event.artifactUpdate.artifact.metadata,
+      place: 'artifact',
+    });
+  }
+
+  const extracted: ExtractedEvent = {
+    origin: withoutUndefined(origin),
+    expectations: [],
+    facts: [],
+    withdraw: [],
+    schemaErrors: [],
+    placementErrors: [],
+  };
+  for (const container of containers) collect(container, extracted);
+  return extracted;
+}
+
+function collect(container: Container, out: ExtractedEvent): void {
+  const payload = container.metadata?.[EXTENSION_URI];
+  if (payload === undefined) return;
+  const base = [...container.path, 'metadata', EXTENSION_URI];
+  const parsed = extensionMetadataSchema.safeParse(payload);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      out.schemaErrors.push({ path: joinPath([...base, ...issue.path]), message: issue.message });
+    }
+    return;
+  }
+  const { expectations, facts, withdraw } = parsed.data;
+  facts?.forEach((value, i) => out.facts.push({ path: [...base, 'facts', i], value }));
+
+  // History holds earlier status messages: expectations there were raised (or refused) when they were current.
+  if (container.place === 'history') return;
+
+  if (expectations?.length) {
+    if (container.place === 'artifact' || container.place === 'input-required-status') {
+      expectations.forEach((value, i) => out.expectations.push({ path: [...base, 'expectations', i], value }));
+    } else {
+      out.placementErrors.push({
+        path: joinPath([...base, 'expectations']),
+        rule: 'expectations-placement',
+        message:
+          container.place === 'message'
+            ? 'expectations are raised only in artifacts or in the status message of an input-required task; a plain message may carry facts only'
+            : 'expectations in a status message are raised only when the task state is input-required',
+      });
+    }
+  }
+  if (withdraw?.length) {
+    if (container.place === 'artifact') {
+      withdraw.forEach((value, i) => out.withdraw.push({ path: [...base, 'withdraw', i], value }));
+    } else {
+      out.placementErrors.push({
+        path: joinPath([...base, 'withdraw']),
+        rule: 'withdraw-placement',
+        message: 'withdraw lists are carried only in artifacts',
+      });
+    }
+  }
+}
+
+function withoutUndefined(origin: Origin): Origin {
+  return Object.fromEntries(Object.entries(origin).filter(([, v]) => v !== undefined && v !== '')) as Origin;
+}

@@ -1,0 +1,203 @@
+/**
+ * Reading and withdrawing expectations (DESIGN 4): one record by id (the workflow's query while it runs, its
+ * result once closed), lists from the visibility store by search attributes, and the withdraw call.
+ * Readers (and admins) see everything; an agent sees and withdraws only what it raised.
+ */
+import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import { hasRole, type Principal } from '../auth/principals.js';
+import type { WatcherMetrics } from '../metrics.js';
+import type { ExpectationState } from '../schemas/extension.js';
+import type { ExpectationRecord } from '../schemas/record.js';
+import { getExpectationRecord, withdrawExpectation } from '../temporal/expectations.js';
+import { expectationWorkflowId } from '../temporal/ids.js';
+import {
+  ExpectationAgent,
+  ExpectationDueAt,
+  ExpectationFactKey,
+  ExpectationKind,
+  ExpectationState as ExpectationStateKey,
+  ExpectationSubject,
+} from '../temporal/search-attributes.js';
+import { ForbiddenError, NotFoundError, SchemaError } from './errors.js';
+import type { TemporalCall } from './temporal-call.js';
+
+export interface RecordsDeps {
+  client: Client;
+  namespace: string;
+  call: TemporalCall;
+  temporalUiUrl?: string;
+  metrics?: WatcherMetrics;
+}
+
+export interface ListQuery {
+  subjectType?: string;
+  subjectId?: string;
+  state?: ExpectationState;
+  kind?: string;
+  pageSize: number;
+  pageToken?: string;
+}
+
+/** One expectation as the visibility store knows it (eventually consistent; the record is the truth). */
+export interface ExpectationSummary {
+  expectationId: string;
+  workflowId: string;
+  kind?: string;
+  subject?: { type: string; id: string };
+  state?: string;
+  agent?: string;
+  factKey?: string;
+  dueAt?: string;
+  raisedAt?: string;
+  closedAt?: string;
+  links: { self: string; temporalUi?: string };
+}
+
+export const WORKFLOW_TYPE = 'expectationWorkflow';
+const WORKFLOW_ID_PREFIX = 'expectation:';
+
+const canRead = (principal: Principal) => hasRole(principal, 'reader') || hasRole(principal, 'admin');
+
+/** A string literal for a visibility query. */
+export const quote = (value: string): string => `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+
+/** The visibility query for a list request (and the agent's own filter). */
+export function listQuery(query: Omit<ListQuery, 'pageSize' | 'pageToken'>, agentId?: string): string {
+  const clauses = [`WorkflowType = ${quote(WORKFLOW_TYPE)}`];
+  if (query.subjectType !== undefined && query.subjectId !== undefined) {
+    clauses.push(`${ExpectationSubject.name} = ${quote(`${query.subjectType}/${query.subjectId}`)}`);
+  } else if (query.subjectType !== undefined) {
+    clauses.push(`${ExpectationSubject.name} STARTS_WITH ${quote(`${query.subjectType}/`)}`);
+  }
+  if (query.state !== undefined) clauses.push(`${ExpectationStateKey.name} = ${quote(query.state)}`);
+  if (query.kind !== undefined) clauses.push(`${ExpectationKind.name} = ${quote(query.kind)}`);
+  if (agentId !== undefined) clauses.push(`${ExpectationAgent.name} = ${quote(agentId)}`);
+  return clauses.join(' AND ');
+}
+
+export function createRecordsService(deps: RecordsDeps) {
+  const temporalUi = (workflowId: string) =>
+    deps.temporalUiUrl
+      ? `${deps.temporalUiUrl.replace(/\/+$/, '')}/namespaces/${encodeURIComponent(deps.namespace)}/workflows/${encodeURIComponent(workflowId)}`
+      : undefined;
+
+  /** The record, after the read/ownership check; 404 when unknown. */
+  async function readable(principal: Principal, expectationId: string, action: 'read' | 'withdraw') {
+    const allowed =
+      action === 'read' ? canRead(principal) || hasRole(principal, 'agent') : hasRole(principal, 'admin') || hasRole(principal, 'agent');
+    if (!allowed) {
+      throw new ForbiddenError(
+        action === 'read'
+          ? `principal '${principal.id}' may not read expectations (needs reader, admin, or the agent that raised it)`
+          : `principal '${principal.id}' may not withdraw expectations (needs admin, or the agent that raised it)`,
+      );
+    }
+    const record = await deps.call(() => getExpectationRecord(deps.client, expectationId));
+    if (!record) throw new NotFoundError(`no expectation '${expectationId}'`);
+    const privileged = action === 'read' ? canRead(principal) : hasRole(principal, 'admin');
+    if (!privileged && record.agent.id !== principal.id) {
+      throw new ForbiddenError(`expectation '${expectationId}' was raised by another agent`);
+    }
+    return record;
+  }
+
+  function summary(info: temporal.api.workflow.v1.IWorkflowExecutionInfo): ExpectationSummary {
+    const fields = info.searchAttributes?.indexedFields ?? {};
+    const read = (name: string): unknown => {
+      const payload = fields[name];
+      return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
+    };
+    const text = (name: string): string | undefined => {
+      const value = read(name);
+      return Array.isArray(value) ? (value[0] as string | undefined) : (value as string | undefined);
+    };
+    const workflowId = info.execution?.workflowId ?? '';
+    const memo = info.memo?.fields?.expectationId;
+    const expectationId =
+      (memo ? (defaultPayloadConverter.fromPayload(memo) as string) : undefined) ??
+      (workflowId.startsWith(WORKFLOW_ID_PREFIX) ? workflowId.slice(WORKFLOW_ID_PREFIX.length) : workflowId);
+    const subject = text(ExpectationSubject.name);
+    const slash = subject?.indexOf('/') ?? -1;
+    const dueAt = text(ExpectationDueAt.name);
+    return withoutUndefined({
+      expectationId,
+      workflowId,
+      kind: text(ExpectationKind.name),
+      subject: subject !== undefined && slash !== -1 ? { type: subject.slice(0, slash), id: subject.slice(slash + 1) } : undefined,
+      state: text(ExpectationStateKey.name),
+      agent: text(ExpectationAgent.name),
+      factKey: text(ExpectationFactKey.name),
+      dueAt: dueAt !== undefined ? new Date(dueAt).toISOString() : undefined,
+      raisedAt: timestamp(info.startTime),
+      closedAt: timestamp(info.closeTime),
+      links: withoutUndefined({ self: `/v1/expectations/${encodeURIComponent(expectationId)}`, temporalUi: temporalUi(workflowId) }),
+    });
+  }
+
+  return {
+    /** The record plus `links.temporalUi`. */
+    async get(principal: Principal, expectationId: string): Promise<ExpectationRecord> {
+      const record = await readable(principal, expectationId, 'read');
+      const ui = temporalUi(expectationWorkflowId(expectationId));
+      return ui ? { ...record, links: { ...record.links, temporalUi: ui } } : record;
+    },
+
+    /** One page of summaries from the visibility store; an agent sees only its own. */
+    async list(principal: Principal, query: ListQuery): Promise<{ items: ExpectationSummary[]; nextPageToken?: string }> {
+      let agentFilter: string | undefined;
+      if (!canRead(principal)) {
+        if (!hasRole(principal, 'agent')) {
+          throw new ForbiddenError(`principal '${principal.id}' may not list expectations (needs reader, admin or agent)`);
+        }
+        agentFilter = principal.id;
+      }
+      const response = await deps.call(async () => {
+        try {
+          return await deps.client.workflowService.listWorkflowExecutions({
+            namespace: deps.namespace,
+            query: listQuery(query, agentFilter),
+            pageSize: query.pageSize,
+            nextPageToken: query.pageToken ? Buffer.from(query.pageToken, 'base64url') : undefined,
+          });
+        } catch (error) {
+          // INVALID_ARGUMENT: most often a page token that is not one of ours.
+          if ((error as { code?: unknown }).code === 3) {
+            throw new SchemaError('the list request was refused by the visibility store', [
+              { path: 'pageToken', message: `not a page token from a previous answer (${(error as Error).message})` },
+            ]);
+          }
+          throw error;
+        }
+      });
+      const token = response.nextPageToken?.length ? Buffer.from(response.nextPageToken).toString('base64url') : undefined;
+      return { items: response.executions.map(summary), ...(token ? { nextPageToken: token } : {}) };
+    },
+
+    /** Withdraws an open (or lapsed) expectation; a closed one is a no-op reported as `not-open`. */
+    async withdraw(
+      principal: Principal,
+      expectationId: string,
+      reason: string,
+    ): Promise<{ expectationId: string; result: 'withdrawn' | 'not-open' }> {
+      await readable(principal, expectationId, 'withdraw');
+      const outcome = await deps.call(() => withdrawExpectation(deps.client, expectationId, { reason }));
+      if (outcome === 'unknown') throw new NotFoundError(`no expectation '${expectationId}'`);
+      if (outcome === 'withdrawn') deps.metrics?.withdrawals.inc();
+      return { expectationId, result: outcome };
+    },
+  };
+}
+
+export type RecordsService = ReturnType<typeof createRecordsService>;
+
+function timestamp(value: { seconds?: unknown; nanos?: number | null } | null | undefined): string | undefined {
+  if (!value || value.seconds === undefined || value.seconds === null) return undefined;
+  const seconds = Number(value.seconds);
+  return new Date(seconds * 1000 + Math.floor((value.nanos ?? 0) / 1e6)).toISOString();
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
