@@ -1,0 +1,116 @@
+import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  createPrincipalStore,
+  ensurePrincipalsFile,
+  hasRole,
+  loadPrincipals,
+  PrincipalsFileError,
+  tokenSha256,
+} from '../../src/auth/principals.js';
+
+const tmp = () => mkdtemp(path.join(os.tmpdir(), 'principals-'));
+
+const file = {
+  principals: [
+    {
+      id: 'shipping-agent',
+      tokenSha256: tokenSha256('agent-token'),
+      roles: ['agent' as const],
+      agent: { cardUrl: 'http://127.0.0.1:9999/.well-known/agent-card.json', authorization: 'Bearer w' },
+    },
+    { id: 'carrier-feed', tokenSha256: tokenSha256('feed-token'), roles: ['reporter' as const] },
+    { id: 'ops', tokenSha256: tokenSha256('ops-token').toUpperCase(), roles: ['reader' as const, 'admin' as const] },
+  ],
+};
+
+describe('tokenSha256', () => {
+  it('is the hex sha256 of the token', () => {
+    expect(tokenSha256('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+});
+
+describe('createPrincipalStore', () => {
+  const store = createPrincipalStore(file);
+
+  it('finds the principal of a token, whatever the case of the stored hex', () => {
+    expect(store.authenticate('ops-token')).toEqual({ id: 'ops', roles: ['reader', 'admin'], agent: undefined });
+  });
+
+  it('carries the agent reference of an agent principal', () => {
+    expect(store.authenticate('agent-token')?.agent).toEqual(file.principals[0]!.agent);
+  });
+
+  it('finds nobody for an unknown token, an empty one, or a hash passed as the token', () => {
+    expect([store.authenticate('nope'), store.authenticate(''), store.authenticate(tokenSha256('ops-token'))]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it('answers roles', () => {
+    const feed = store.authenticate('feed-token')!;
+
+    expect([hasRole(feed, 'reporter'), hasRole(feed, 'agent')]).toEqual([true, false]);
+  });
+});
+
+describe('loadPrincipals', () => {
+  it('loads a valid file', async () => {
+    const dir = await tmp();
+    const at = path.join(dir, 'p.json');
+    await writeFile(at, JSON.stringify(file));
+
+    const store = await loadPrincipals(at);
+
+    expect(store.authenticate('feed-token')?.id).toBe('carrier-feed');
+  });
+
+  it('refuses an agent without cardUrl and a hash that is not sha256, naming both', async () => {
+    const dir = await tmp();
+    const at = path.join(dir, 'p.json');
+    await writeFile(
+      at,
+      JSON.stringify({ principals: [{ id: 'a', tokenSha256: 'abc', roles: ['agent'] }] }),
+    );
+
+    const error = await loadPrincipals(at).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(PrincipalsFileError);
+    expect((error as Error).message).toBe(
+      `${at}: invalid principals file\n` +
+        '  principals.0.tokenSha256: must be the hex sha256 of the bearer token (64 hex digits)\n' +
+        '  principals.0.agent: a principal with the agent role needs agent.cardUrl',
+    );
+  });
+
+  it('refuses two principals with one token', async () => {
+    const dir = await tmp();
+    const at = path.join(dir, 'p.json');
+    const twice = { principals: [file.principals[1]!, { ...file.principals[1]!, id: 'other' }] };
+    await writeFile(at, JSON.stringify(twice));
+
+    await expect(loadPrincipals(at)).rejects.toThrow(/two principals share one token/);
+  });
+});
+
+describe('ensurePrincipalsFile', () => {
+  it('writes one admin (+reader) token as sha256 with mode 0600 and returns the token once', async () => {
+    const dir = await tmp();
+
+    const first = await ensurePrincipalsFile(dir);
+    const second = await ensurePrincipalsFile(dir);
+
+    const stored = JSON.parse(await readFile(first.file, 'utf8')) as typeof file;
+    expect(first.file).toBe(path.join(dir, 'principals.json'));
+    expect(stored.principals).toEqual([
+      { id: 'admin', tokenSha256: tokenSha256(first.generatedToken!), roles: ['admin', 'reader'] },
+    ]);
+    expect((await stat(first.file)).mode & 0o777).toBe(0o600);
+    expect(second).toEqual({ file: first.file });
+    expect((await loadPrincipals(first.file)).authenticate(first.generatedToken!)?.id).toBe('admin');
+  });
+});
