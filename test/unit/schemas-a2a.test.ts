@@ -2,6 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { parseA2AEvent } from '../../src/schemas/a2a.js';
 import { joinPath } from '../../src/service/errors.js';
 
+const stateOf = (body: unknown) => {
+  const parsed = parseA2AEvent(body);
+  if (!parsed.success || parsed.data.version !== '1.0' || !('statusUpdate' in parsed.data.event)) return undefined;
+  return parsed.data.event.statusUpdate.status?.state;
+};
+
 const paths = (body: unknown) => {
   const parsed = parseA2AEvent(body);
   if (parsed.success) throw new Error('expected a failure');
@@ -33,19 +39,15 @@ describe('parseA2AEvent: v1.0 ProtoJSON', () => {
   });
 
   it('accepts the numeric form of a task state and reads it as its enum name', () => {
-    const parsed = parseA2AEvent({ statusUpdate: { taskId: 't1', contextId: 'c1', status: { state: 6 } } });
+    const state = stateOf({ statusUpdate: { taskId: 't1', contextId: 'c1', status: { state: 6 } } });
 
-    expect(parsed.success && 'statusUpdate' in parsed.data.event && parsed.data.event.statusUpdate.status?.state).toBe(
-      'TASK_STATE_INPUT_REQUIRED',
-    );
+    expect(state).toBe('TASK_STATE_INPUT_REQUIRED');
   });
 
   it('reads a status without state (ProtoJSON omits the default) as UNSPECIFIED', () => {
-    const parsed = parseA2AEvent({ statusUpdate: { taskId: 't1', contextId: 'c1', status: {} } });
+    const state = stateOf({ statusUpdate: { taskId: 't1', contextId: 'c1', status: {} } });
 
-    expect(parsed.success && 'statusUpdate' in parsed.data.event && parsed.data.event.statusUpdate.status?.state).toBe(
-      'TASK_STATE_UNSPECIFIED',
-    );
+    expect(state).toBe('TASK_STATE_UNSPECIFIED');
   });
 
   it('reads a plain message with neither task nor context', () => {
