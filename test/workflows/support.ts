@@ -1,0 +1,184 @@
+/**
+ * Shared setup of the time-skipping workflow tests: one test server and one worker per file, the real ledger
+ * activities, and a recording `deliverLapse` test activity (lapse delivery over A2A is tested in its own tier).
+ */
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure, SearchAttributeType } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { createLedgerActivities } from '../../activities/ledgers.js';
+import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from '../../activities/types.js';
+import type { Expectation, Fact } from '../../src/schemas/extension.js';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { ExpectationRecord } from '../../src/schemas/record.js';
+import { getExpectationRecord, recordFact, startExpectation } from '../../src/temporal/expectations.js';
+import { expectationLinks } from '../../src/temporal/ids.js';
+import type { ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
+import { allSearchAttributes } from '../../workflows/search-attributes.js';
+
+const { temporal } = proto;
+
+export const DAY = 86_400_000;
+export const HOUR = 3_600_000;
+
+/** An agent whose deliveries the test activity refuses as a 4xx would be. */
+export const REJECTING_AGENT = 'rejecting-agent';
+
+export interface TimeSkippingHarness {
+  env: TestWorkflowEnvironment;
+  taskQueue: string;
+  /** Every call of the test `deliverLapse` activity, in order. */
+  deliveries: DeliverLapseInput[];
+  /** A fresh id with a prefix, unique per test. */
+  id(prefix: string): string;
+  /** Raises an expectation with ids computed by ids.ts; `dueAt` etc. given as offsets from the server's now. */
+  raise(expectation: Expectation, options?: Partial<Omit<ExpectationInput, 'expectation' | 'links'>>): Promise<ExpectationInput>;
+  record(expectationId: string): Promise<ExpectationRecord>;
+  /** Polls the record (without moving the clock) until `accept` holds; fails after 15 s of wall time. */
+  until(expectationId: string, accept: (record: ExpectationRecord) => boolean): Promise<ExpectationRecord>;
+  now(): Promise<number>;
+  shutdown(): Promise<void>;
+}
+
+export const settings: ExpectationSettings = { lateWindow: 'P30D', factRetention: 'P7D' };
+
+/**
+ * The time-skipping server rejects undefined search attributes and does not implement ListSearchAttributes (so
+ * the worker's idempotent registration cannot run there): add ours directly on its fresh namespace.
+ */
+async function addSearchAttributes(env: TestWorkflowEnvironment): Promise<void> {
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(
+      allSearchAttributes.map((key) => [
+        key.name,
+        key.type === SearchAttributeType.DATETIME
+          ? temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME
+          : temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+      ]),
+    ),
+  });
+}
+
+/** Starts the time-skipping server and a worker on a unique task queue. */
+export async function startHarness(): Promise<TimeSkippingHarness> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: inject('testServerPath') } },
+  });
+  await addSearchAttributes(env);
+  const taskQueue = `workflows-${randomUUID()}`;
+  const deliveries: DeliverLapseInput[] = [];
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+    activities: {
+      ...createLedgerActivities({ client: env.client }),
+      async deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult> {
+        deliveries.push(input);
+        if (input.agent.id === REJECTING_AGENT) {
+          throw ApplicationFailure.create({ type: LAPSE_REJECTED, message: 'agent answered 400', nonRetryable: true });
+        }
+        return { taskId: `task-${input.messageId}`, warnings: [] };
+      },
+    },
+  });
+  const running = worker.run();
+
+  const harness: TimeSkippingHarness = {
+    env,
+    taskQueue,
+    deliveries,
+    id: (prefix) => `${prefix}-${randomUUID().slice(0, 8)}`,
+    async raise(expectation, options = {}) {
+      const input: ExpectationInput = {
+        expectation,
+        agent: { id: 'shipping-agent', cardUrl: 'http://127.0.0.1:9/.well-known/agent-card.json' },
+        origin: { taskId: 'task-1', contextId: 'ctx-1' },
+        lineage: 0,
+        settings,
+        ...options,
+        links: expectationLinks(expectation),
+      };
+      const started = await startExpectation(env.client, taskQueue, input);
+      if (started !== 'raised') throw new Error(`${expectation.expectationId} was not raised: ${started}`);
+      return input;
+    },
+    async record(expectationId) {
+      const record = await getExpectationRecord(env.client, expectationId);
+      if (!record) throw new Error(`no record for ${expectationId}`);
+      return record;
+    },
+    async until(expectationId, accept) {
+      const deadline = Date.now() + 15_000;
+      for (;;) {
+        const record = await getExpectationRecord(env.client, expectationId);
+        if (record && accept(record)) return record;
+        if (Date.now() > deadline) throw new Error(`timed out waiting on ${expectationId}: ${JSON.stringify(record)}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    now: () => env.currentTimeMs(),
+    async shutdown() {
+      worker.shutdown();
+      await running;
+      await env.teardown();
+    },
+  };
+  return harness;
+}
+
+/** Reports a fact through the bridge's operation (update-with-start on its ledger, signal to its subject ledger). */
+export function reportFact(
+  h: TimeSkippingHarness,
+  factKey: string,
+  observedAtMs: number,
+  extra: Partial<Fact> = {},
+  factRetention = settings.factRetention,
+): Promise<'recorded' | 'duplicate'> {
+  const fact: Fact = { factKey, observedAt: new Date(observedAtMs).toISOString(), source: 'carrier-feed', ...extra };
+  return recordFact(h.env.client, h.taskQueue, fact, { factRetention });
+}
+
+/** The status name of a workflow, or 'NOT_FOUND'. */
+export async function workflowStatus(h: TimeSkippingHarness, workflowId: string): Promise<string> {
+  try {
+    return (await h.env.client.workflow.getHandle(workflowId).describe()).status.name;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return 'NOT_FOUND';
+    throw error;
+  }
+}
+
+/** Polls a workflow's status (without moving the clock) until it is `status`. */
+export async function untilStatus(h: TimeSkippingHarness, workflowId: string, status: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const current = await workflowStatus(h, workflowId);
+    if (current === status) return;
+    if (Date.now() > deadline) throw new Error(`${workflowId} is ${current}, not ${status}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** An expectation on shipment `subjectId`, due `dueInMs` after `nowMs`. */
+export function shipmentExpectation(
+  id: string,
+  nowMs: number,
+  dueInMs: number,
+  extra: Partial<Expectation> = {},
+): Expectation {
+  return {
+    expectationId: id,
+    kind: 'delivery',
+    subject: { type: 'shipment', id: `S-${id}` },
+    expects: 'the shipment is delivered',
+    satisfiedBy: { factKey: `shipment/${id}/delivered` },
+    dueAt: new Date(nowMs + dueInMs).toISOString(),
+    basis: 'contract',
+    ...extra,
+  };
+}
