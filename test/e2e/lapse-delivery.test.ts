@@ -1,0 +1,166 @@
+/**
+ * Lapse delivery end to end: the real dev server, the real worker (our workflows and activities) and a real
+ * @a2a-js/sdk agent. An expectation due in a few seconds lapses and the agent receives the lapse task.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Expectation } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import type { ExpectationRecord } from '../../src/schemas/record.js';
+import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
+import { expectationLinks } from '../../src/temporal/ids.js';
+import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { lapseMessageId } from '../../workflows/message-id.js';
+import type { ExpectationInput } from '../../workflows/messages.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+
+const taskQueue = `lapse-delivery-${randomUUID()}`;
+let watcher: WatcherWorker;
+let client: Client;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  watcher = await createWatcherWorker({
+    address: inject('temporalAddress'),
+    namespace: 'default',
+    taskQueue,
+    workflowBundlePath: inject('workflowBundlePath'),
+  });
+  client = watcher.client;
+  running = watcher.run();
+});
+
+afterAll(async () => {
+  await watcher?.shutdown();
+  await running;
+});
+
+const agents: TestAgent[] = [];
+afterEach(async () => {
+  await Promise.all(agents.splice(0).map((agent) => agent.close()));
+});
+
+/** UUID v5 with node's SHA-1, to cross-check the workflow's pure-JS implementation (DESIGN 3.8). */
+function uuidv5(name: string, namespace: string): string {
+  const hash = createHash('sha1')
+    .update(Buffer.from(namespace.replace(/-/g, ''), 'hex'))
+    .update(name, 'utf8')
+    .digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50;
+  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+const LAPSE_NAMESPACE = uuidv5(EXTENSION_URI, '6ba7b811-9dad-11d1-80b4-00c04fd430c8');
+
+/** Raises an expectation due `dueInMs` from now with no grace, for `agent`; returns its id and inputs. */
+async function raiseDueSoon(agent: TestAgent, dueInMs = 3_000) {
+  const suffix = randomUUID().slice(0, 8);
+  const due = new Date(Date.now() + dueInMs);
+  due.setUTCMilliseconds(0);
+  const expectation: Expectation = {
+    expectationId: `lapse-e2e-${suffix}`,
+    kind: 'delivery',
+    subject: { type: 'shipment', id: `S-${suffix}` },
+    expects: 'The shipment is delivered',
+    satisfiedBy: { factKey: `shipment:S-${suffix}:delivered` },
+    dueAt: due.toISOString(),
+    grace: 'PT0S',
+    basis: 'contract',
+  };
+  const input: ExpectationInput = {
+    expectation,
+    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
+    origin: { taskId: `origin-task-${suffix}`, contextId: `ctx-${suffix}` },
+    lineage: 0,
+    links: expectationLinks(expectation),
+    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
+  };
+  await startExpectation(client, taskQueue, input);
+  return { expectation, input, messageId: lapseMessageId(expectation.expectationId, 'overdue', expectation.dueAt) };
+}
+
+/** Polls the record until `done` holds (the record is read through a query; there is nothing to subscribe to). */
+async function recordWhen(
+  expectationId: string,
+  done: (record: ExpectationRecord) => boolean,
+  timeoutMs = 45_000,
+): Promise<ExpectationRecord> {
+  const deadline = Date.now() + timeoutMs;
+  let record: ExpectationRecord | undefined;
+  while (Date.now() < deadline) {
+    record = await getExpectationRecord(client, expectationId);
+    if (record && done(record)) return record;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`record of ${expectationId} never reached the state awaited: ${JSON.stringify(record)}`);
+}
+
+const deliverySettled = (record: ExpectationRecord) =>
+  record.lapses.length > 0 && record.lapses.every((entry) => entry.delivery.status !== 'pending');
+
+describe('lapse delivery to a real A2A agent', () => {
+  it('delivers one lapse task with the extension headers, the origin context and the derived messageId', async () => {
+    const agent = await startTestAgent();
+    agents.push(agent);
+    const { expectation, input, messageId } = await raiseDueSoon(agent);
+
+    const [received] = await agent.waitForMessages(1, 45_000);
+    const record = await recordWhen(expectation.expectationId, deliverySettled);
+
+    expect(messageId).toBe(uuidv5(`${expectation.expectationId}|overdue|${expectation.dueAt}`, LAPSE_NAMESPACE));
+    expect(agent.received).toHaveLength(1);
+    expect(agent.attempts).toHaveLength(1);
+    const { message, headers, taskId } = received!;
+    expect(headers['a2a-version']).toBe('1.0');
+    expect(headers['a2a-extensions']).toBe(EXTENSION_URI);
+    expect(message.messageId).toBe(messageId);
+    expect(message.contextId).toBe(input.origin.contextId);
+    expect(message.referenceTaskIds).toEqual([input.origin.taskId]);
+    expect(message.extensions).toEqual([EXTENSION_URI]);
+    expect(message.metadata[EXTENSION_URI].lapse).toMatchObject({
+      expectationId: expectation.expectationId,
+      lapse: 'overdue',
+      dueAt: expectation.dueAt,
+      subject: expectation.subject,
+    });
+    expect(record.state).toBe('lapsed');
+    expect(record.lapses).toHaveLength(1);
+    expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', messageId });
+    expect(record.lapses[0]!.lapseTaskId).toBe(taskId);
+    expect(record.lapseTaskId).toBe(taskId);
+  });
+
+  it('retries an agent that answers 500 and delivers once it recovers, with the same messageId every time', async () => {
+    const agent = await startTestAgent();
+    agents.push(agent);
+    agent.failNext(500, 3);
+    const { expectation, messageId } = await raiseDueSoon(agent);
+
+    const [received] = await agent.waitForMessages(1, 60_000);
+    const record = await recordWhen(expectation.expectationId, deliverySettled, 60_000);
+
+    expect(agent.attempts.map((attempt) => attempt.status)).toEqual([500, 500, 500, 200]);
+    expect(agent.attempts.map((attempt) => attempt.messageId)).toEqual([messageId, messageId, messageId, messageId]);
+    expect(agent.received).toHaveLength(1);
+    expect(received!.message.messageId).toBe(messageId);
+    expect(record.lapses[0]!.delivery.status).toBe('delivered');
+    expect(record.lapseTaskId).toBe(received!.taskId);
+  });
+
+  it('records a failed delivery when the agent refuses the lapse with a 4xx, after exactly one attempt', async () => {
+    const agent = await startTestAgent();
+    agents.push(agent);
+    agent.failNext(404);
+    const { expectation, messageId } = await raiseDueSoon(agent);
+
+    const record = await recordWhen(expectation.expectationId, deliverySettled);
+
+    expect(record.lapses[0]!.delivery).toMatchObject({ status: 'failed', messageId });
+    expect(record.lapses[0]!.delivery.error).toContain('404');
+    expect(record.lapseTaskId).toBeUndefined();
+    expect(agent.attempts).toHaveLength(1);
+    expect(agent.received).toHaveLength(0);
+  });
+});
