@@ -1,0 +1,588 @@
+/**
+ * The bridge end to end: `createApp` on a real Temporal client and a real worker (shared dev server, own task queue).
+ * Raising, reading, facts, re-delivery, conflicts and every rule of DESIGN 3.1, each answer checked to the byte.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { getExpectationRecord } from '../../src/temporal/expectations.js';
+import {
+  artifactUpdate,
+  cardJson,
+  expectation,
+  problem,
+  request,
+  startBridgeEnv,
+  startCardServer,
+  UI_URL,
+  unique,
+  type BridgeEnv,
+  type CardServer,
+} from './bridge-fixtures.js';
+
+const U = 'https:~1~1rsaxb.com~1a2a~1expectations~1v1';
+const AT = `artifactUpdate/artifact/metadata/${U}`;
+
+let cards: CardServer;
+let env: BridgeEnv;
+
+beforeAll(async () => {
+  cards = await startCardServer();
+  cards.set('good', cardJson());
+  cards.set('placeholder', cardJson({ params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'TODO' }] } }));
+  cards.set('noext', cardJson({ declare: false }));
+  cards.set('badskill', cardJson({ skills: ['something-else'] }));
+  env = await startBridgeEnv(
+    [
+      { id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good'), authorization: 'Bearer watcher-to-a' },
+      { id: 'agent-b', roles: ['agent'], cardUrl: cards.url('good') },
+      { id: 'agent-nocard', roles: ['agent'], cardUrl: 'http://127.0.0.1:1/.well-known/agent-card.json' },
+      { id: 'agent-placeholder', roles: ['agent'], cardUrl: cards.url('placeholder') },
+      { id: 'agent-noext', roles: ['agent'], cardUrl: cards.url('noext') },
+      { id: 'agent-badskill', roles: ['agent'], cardUrl: cards.url('badskill') },
+      { id: 'feed', roles: ['reporter'] },
+    ],
+    { name: 'ingress', settings: { maxLineage: 1 } },
+  );
+});
+
+afterAll(async () => {
+  await env?.close();
+  await cards?.close();
+});
+
+const events = (token: string, body: unknown, headers?: Record<string, string>) =>
+  request(`${env.url}/a2a/events`, { token, body, headers });
+const facts = (token: string, body: unknown) => request(`${env.url}/v1/facts`, { token, body });
+const record = (id: string) => request(`${env.url}/v1/expectations/${encodeURIComponent(id)}`, { token: env.tokens['agent-a'] });
+const A = () => env.tokens['agent-a']!;
+
+describe('raise, read, satisfy', () => {
+  it('raises an expectation from an artifact update and answers one result per item', async () => {
+    const e = expectation(`raise-${unique()}`);
+
+    const answer = await events(A(), artifactUpdate({ expectations: [e] }));
+
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+  });
+
+  it('reads the record back with agent, origin, lineage and the Temporal UI link', async () => {
+    const e = expectation(`read-${unique()}`);
+    await events(A(), artifactUpdate({ expectations: [e] }, 'task-read', 'ctx-read'));
+
+    const answer = await record(e.expectationId);
+
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      expectation: e,
+      state: 'open',
+      projectedDueAt: new Date(e.dueAt).toISOString(),
+      dueAt: new Date(e.dueAt).toISOString(),
+      lapses: [],
+      lineage: 0,
+      agent: { id: 'agent-a' },
+      origin: { taskId: 'task-read', contextId: 'ctx-read' },
+      links: { temporalUi: `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${e.expectationId}`)}` },
+    });
+  });
+
+  it('fetches the card with the authorization of the principal', async () => {
+    await events(A(), artifactUpdate({ expectations: [expectation(`auth-${unique()}`)] }));
+
+    expect(cards.authorizations).toContain('Bearer watcher-to-a');
+  });
+
+  it('satisfies the expectation with a reported fact attributed to the reporter, keeping the claimed source', async () => {
+    const e = expectation(`satisfy-${unique()}`);
+    await events(A(), artifactUpdate({ expectations: [e] }));
+    const observedAt = new Date().toISOString();
+
+    const answer = await facts(env.tokens.feed!, {
+      facts: [{ factKey: e.satisfiedBy.factKey, observedAt, source: 'somebody-else' }],
+    });
+
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ facts: [{ factKey: e.satisfiedBy.factKey, result: 'recorded' }] });
+    await vi.waitFor(
+      async () => {
+        const read = await record(e.expectationId);
+        expect(read.body).toMatchObject({
+          state: 'satisfied',
+          satisfiedBy: { factKey: e.satisfiedBy.factKey, source: 'feed', claimedSource: 'somebody-else' },
+        });
+      },
+      { timeout: 15_000, interval: 200 },
+    );
+  });
+
+  it('raises from the status message of an input-required status update', async () => {
+    const e = expectation(`input-${unique()}`);
+
+    const answer = await events(A(), {
+      statusUpdate: {
+        taskId: 'task-input',
+        contextId: 'ctx-input',
+        status: {
+          state: 'TASK_STATE_INPUT_REQUIRED',
+          message: { messageId: `m-${unique()}`, role: 'ROLE_AGENT', parts: [{ text: 'waiting' }], metadata: { [EXTENSION_URI]: { expectations: [e] } } },
+        },
+      },
+    });
+
+    expect(answer.body).toEqual({ expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+  });
+
+  it('raises from a v0.3 task object', async () => {
+    const e = expectation(`v03-${unique()}`);
+
+    const answer = await events(A(), {
+      kind: 'task',
+      id: 'task-v03',
+      contextId: 'ctx-v03',
+      status: { state: 'completed' },
+      artifacts: [{ artifactId: 'a', parts: [{ kind: 'text', text: 'x' }], metadata: { [EXTENSION_URI]: { expectations: [e] } } }],
+    });
+
+    expect(answer.body).toEqual({ expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+  });
+
+  it('takes facts from a plain message', async () => {
+    const key = `plain-${unique()}`;
+
+    const answer = await events(A(), {
+      message: { messageId: 'm', role: 'ROLE_AGENT', metadata: { [EXTENSION_URI]: { facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }] } } },
+    });
+
+    expect(answer.body).toEqual({ expectations: [], facts: [{ factKey: key, result: 'recorded' }], withdrawn: [] });
+  });
+
+  it('answers 200 with nothing for an object that does not carry the extension', async () => {
+    const answer = await events(A(), { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } } });
+
+    expect([answer.status, answer.body]).toEqual([200, { expectations: [], facts: [], withdrawn: [] }]);
+  });
+
+  it('warns, but raises, when subject.type differs from the kind subjectType', async () => {
+    const e = expectation(`warn-${unique()}`, { subject: { type: 'parcel', id: 'P-1' } });
+
+    const answer = await events(A(), artifactUpdate({ expectations: [e] }));
+
+    expect(answer.body).toEqual({
+      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
+      facts: [],
+      withdrawn: [],
+      warnings: [
+        {
+          path: `${AT}/expectations/0/subject/type`,
+          message: "subject.type 'parcel' differs from the subjectType 'shipment' declared for kind 'delivery'",
+        },
+      ],
+    });
+  });
+});
+
+describe('re-delivery and conflicts', () => {
+  it('answers unchanged and duplicate when the same event is delivered again, whatever the key order', async () => {
+    const e = expectation(`again-${unique()}`);
+    const fact = { factKey: `again-${unique()}`, observedAt: '2026-02-01T00:00:00Z' };
+    await events(A(), artifactUpdate({ expectations: [e], facts: [fact] }));
+    const reordered = Object.fromEntries(Object.entries(e).reverse());
+
+    const answer = await events(A(), artifactUpdate({ expectations: [reordered], facts: [fact] }));
+
+    expect(answer.body).toEqual({
+      expectations: [{ expectationId: e.expectationId, result: 'unchanged' }],
+      facts: [{ factKey: fact.factKey, result: 'duplicate' }],
+      withdrawn: [],
+    });
+  });
+
+  it('refuses the same id with other content (409) and starts nothing new', async () => {
+    const e = expectation(`conflict-${unique()}`);
+    await events(A(), artifactUpdate({ expectations: [e] }));
+
+    const answer = await events(A(), artifactUpdate({ expectations: [{ ...e, expects: 'something else' }] }));
+
+    const message = `expectation '${e.expectationId}' was raised before with other content; it is immutable and its id is never reused`;
+    expect(answer.status).toBe(409);
+    expect(answer.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+    expect(answer.body).toEqual({
+      type: problem('conflict'),
+      title: 'Expectation id reused with other content',
+      status: 409,
+      detail: message,
+      errors: [{ path: `${AT}/expectations/0/expectationId`, message }],
+    });
+    expect((await record(e.expectationId)).body.expectation.expects).toBe(e.expects);
+  });
+
+  it('refuses an id another agent raised (409), even with identical content', async () => {
+    const e = expectation(`other-${unique()}`);
+    await events(A(), artifactUpdate({ expectations: [e] }));
+
+    const answer = await events(env.tokens['agent-b']!, artifactUpdate({ expectations: [e] }));
+
+    const message = `expectation id '${e.expectationId}' was raised by another agent; ids are never reused`;
+    expect(answer.body).toEqual({
+      type: problem('conflict'),
+      title: 'Expectation id reused with other content',
+      status: 409,
+      detail: message,
+      errors: [{ path: `${AT}/expectations/0/expectationId`, message }],
+    });
+  });
+
+  it('validates every item before applying any: one bad item starts none of the others', async () => {
+    const good = expectation(`first-${unique()}`);
+    const bad = expectation(`second-${unique()}`, { kind: 'teleport' });
+
+    const answer = await events(A(), artifactUpdate({ expectations: [good, bad] }));
+
+    expect(answer.status).toBe(422);
+    expect(await getExpectationRecord(env.client, good.expectationId)).toBeUndefined();
+  });
+});
+
+describe('rules against the card (422)', () => {
+  const rule = (detail: string, errors: { path: string; rule: string; message: string }[]) => ({
+    type: problem('rule-violation'),
+    title: 'A rule of the extension is broken',
+    status: 422,
+    detail,
+    errors,
+  });
+
+  it('refuses a kind the card does not declare', async () => {
+    const answer = await events(A(), artifactUpdate({ expectations: [expectation(`k-${unique()}`, { kind: 'teleport' })] }));
+
+    const message = "kind 'teleport' is not declared on the agent's card (declared: delivery, pickup)";
+    expect([answer.status, answer.body]).toEqual([422, rule(message, [{ path: `${AT}/expectations/0/kind`, rule: 'kind-declared', message }])]);
+  });
+
+  it('refuses a basis other than the declared one', async () => {
+    const answer = await events(A(), artifactUpdate({ expectations: [expectation(`b-${unique()}`, { basis: 'observed' })] }));
+
+    const message = "basis 'observed' differs from the basis 'contract' declared for kind 'delivery'";
+    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/basis`, rule: 'basis', message }]));
+  });
+
+  it("refuses a kind whose describes on the card is a placeholder", async () => {
+    const answer = await events(env.tokens['agent-placeholder']!, artifactUpdate({ expectations: [expectation(`p-${unique()}`)] }));
+
+    const message = "the card's kind 'delivery' has a placeholder describes ('TODO'); say what is expected";
+    expect(answer.body).toEqual(
+      rule(message, [{ path: 'card/capabilities/extensions/0/params/kinds/0/describes', rule: 'describes-placeholder', message }]),
+    );
+  });
+
+  it('refuses when the card does not declare the extension', async () => {
+    const answer = await events(env.tokens['agent-noext']!, artifactUpdate({ expectations: [expectation(`n-${unique()}`)] }));
+
+    const message = `the agent's card does not declare the extension ${EXTENSION_URI} in capabilities.extensions`;
+    expect(answer.body).toEqual(rule(message, [{ path: 'card/capabilities/extensions', rule: 'extension-declared', message }]));
+  });
+
+  it('refuses when lapseSkill names no skill on the card', async () => {
+    const answer = await events(env.tokens['agent-badskill']!, artifactUpdate({ expectations: [expectation(`s-${unique()}`)] }));
+
+    const message = "lapseSkill 'handle-lapse' names no skill on the card (skills: something-else)";
+    expect(answer.body).toEqual(
+      rule(message, [{ path: 'card/capabilities/extensions/0/params/lapseSkill', rule: 'lapse-skill', message }]),
+    );
+  });
+
+  it('refuses after naming an expectation never raised', async () => {
+    const answer = await events(A(), artifactUpdate({ expectations: [expectation(`a-${unique()}`, { after: ['ghost'] })] }));
+
+    const message = "after names 'ghost', which was not raised before";
+    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/after/0`, rule: 'after-exists', message }]));
+  });
+
+  it('accepts after naming an expectation earlier in the same request', async () => {
+    const first = expectation(`pick-${unique()}`, { kind: 'pickup', basis: 'observed' });
+    const second = expectation(`drop-${unique()}`, { subject: first.subject, after: [first.expectationId] });
+
+    const answer = await events(A(), artifactUpdate({ expectations: [first, second] }));
+
+    expect(answer.body.expectations).toEqual([
+      { expectationId: first.expectationId, result: 'raised' },
+      { expectationId: second.expectationId, result: 'raised' },
+    ]);
+  });
+
+  it('refuses after naming an expectation on another subject', async () => {
+    const first = expectation(`x-${unique()}`);
+    await events(A(), artifactUpdate({ expectations: [first] }));
+    const second = expectation(`y-${unique()}`, { after: [first.expectationId] });
+
+    const answer = await events(A(), artifactUpdate({ expectations: [second] }));
+
+    const message = `after names '${first.expectationId}', which is on subject shipment/${first.subject.id}, not shipment/${second.subject.id}`;
+    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/after/0`, rule: 'after-subject', message }]));
+  });
+
+  it('refuses an anchor never raised', async () => {
+    const e = expectation(`an-${unique()}`, { anchor: { expectationId: 'ghost', offset: 'P1D' } });
+
+    const answer = await events(A(), artifactUpdate({ expectations: [e] }));
+
+    const message = "anchor names 'ghost', which was not raised before";
+    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/anchor/expectationId`, rule: 'anchor-exists', message }]));
+  });
+
+  it('refuses to supersede an expectation that is no longer open', async () => {
+    const old = expectation(`old-${unique()}`);
+    await events(A(), artifactUpdate({ expectations: [old] }));
+    await request(`${env.url}/v1/expectations/${old.expectationId}/withdraw`, { token: A(), body: { reason: 'plan changed' } });
+
+    const answer = await events(A(), artifactUpdate({ expectations: [expectation(`new-${unique()}`, { supersedes: old.expectationId })] }));
+
+    const message = `supersedes '${old.expectationId}', which is withdrawn; only an open (or lapsed) expectation can be superseded`;
+    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/supersedes`, rule: 'supersedes-open', message }]));
+  });
+
+  it('supersedes an open expectation with lineage + 1, and refuses a lineage over the bound', async () => {
+    const first = expectation(`l0-${unique()}`);
+    const second = expectation(`l1-${unique()}`, { supersedes: first.expectationId });
+    const third = expectation(`l2-${unique()}`, { supersedes: second.expectationId });
+    await events(A(), artifactUpdate({ expectations: [first] }));
+    await events(A(), artifactUpdate({ expectations: [second] }));
+
+    const answer = await events(A(), artifactUpdate({ expectations: [third] }));
+
+    expect((await record(second.expectationId)).body.lineage).toBe(1);
+    const message = 'lineage would be 2, above the bound of 1 superseded ancestors';
+    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/supersedes`, rule: 'lineage', message }]));
+  });
+
+  it('refuses expectations in a plain message, naming the rule', async () => {
+    const answer = await events(A(), { message: { messageId: 'm', metadata: { [EXTENSION_URI]: { expectations: [expectation('m')] } } } });
+
+    const message = 'expectations are raised only in artifacts or in the status message of an input-required task; a plain message may carry facts only';
+    expect(answer.body).toEqual(rule(message, [{ path: `message/metadata/${U}/expectations`, rule: 'expectations-placement', message }]));
+  });
+
+  it('refuses to withdraw an expectation never raised', async () => {
+    const answer = await events(A(), artifactUpdate({ withdraw: ['ghost-withdraw'] }));
+
+    const message = "expectation 'ghost-withdraw' was never raised";
+    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/withdraw/0`, rule: 'withdraw-exists', message }]));
+  });
+});
+
+describe('withdraw lists', () => {
+  it('withdraws from an artifact, then reports not-open on re-delivery', async () => {
+    const e = expectation(`wd-${unique()}`);
+    await events(A(), artifactUpdate({ expectations: [e] }));
+    const body = artifactUpdate({ withdraw: [e.expectationId] });
+
+    const first = await events(A(), body);
+    const again = await events(A(), body);
+
+    expect(first.body.withdrawn).toEqual([{ expectationId: e.expectationId, result: 'withdrawn' }]);
+    expect(again.body.withdrawn).toEqual([{ expectationId: e.expectationId, result: 'not-open' }]);
+    expect((await record(e.expectationId)).body.state).toBe('withdrawn');
+  });
+
+  it("refuses (403) to withdraw another agent's expectation through an artifact", async () => {
+    const e = expectation(`wdo-${unique()}`);
+    await events(A(), artifactUpdate({ expectations: [e] }));
+
+    const answer = await events(env.tokens['agent-b']!, artifactUpdate({ withdraw: [e.expectationId] }));
+
+    const message = `expectation '${e.expectationId}' was raised by another agent`;
+    expect(answer.body).toEqual({
+      type: problem('forbidden'),
+      title: 'Not allowed for this principal',
+      status: 403,
+      detail: message,
+      errors: [{ path: `${AT}/withdraw/0`, message }],
+    });
+  });
+});
+
+describe('card unreachable (502)', () => {
+  it('answers 502 and starts nothing', async () => {
+    const e = expectation(`card-${unique()}`);
+
+    const answer = await events(env.tokens['agent-nocard']!, artifactUpdate({ expectations: [e] }));
+
+    expect(answer.status).toBe(502);
+    expect(answer.body).toEqual({
+      type: problem('agent-card-unreachable'),
+      title: "The agent's card could not be fetched",
+      status: 502,
+      detail: expect.stringMatching(
+        /^the agent card at http:\/\/127\.0\.0\.1:1\/\.well-known\/agent-card\.json could not be fetched: fetch failed/,
+      ),
+    });
+    expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
+  });
+});
+
+describe('schema (400)', () => {
+  it('names each bad field of an expectation by its path in the body', async () => {
+    const e = { ...expectation(`bad-${unique()}`), dueAt: 'tomorrow', satisfiedBy: {} };
+
+    const answer = await events(A(), artifactUpdate({ expectations: [e] }));
+
+    expect(answer.body).toEqual({
+      type: problem('invalid-request'),
+      title: 'The request does not match the schema',
+      status: 400,
+      detail: '2 fields are invalid; see errors',
+      errors: [
+        { path: `${AT}/expectations/0/satisfiedBy/factKey`, message: 'Invalid input: expected string, received undefined' },
+        { path: `${AT}/expectations/0/dueAt`, message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' },
+      ],
+    });
+  });
+
+  it('names a bad fact of POST /v1/facts', async () => {
+    const answer = await facts(env.tokens.feed!, { facts: [{ factKey: 'k', observedAt: '2026-01-01' }] });
+
+    expect(answer.body).toEqual({
+      type: problem('invalid-request'),
+      title: 'The request does not match the schema',
+      status: 400,
+      detail: 'facts/0/observedAt: must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z',
+      errors: [{ path: 'facts/0/observedAt', message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' }],
+    });
+  });
+
+  it('refuses an A2A object of unknown shape', async () => {
+    const answer = await events(A(), { hello: 'world' });
+
+    const message = 'must be a v1.0 StreamResponse ({task}, {message}, {statusUpdate} or {artifactUpdate}) or a v0.3 object with kind';
+    expect(answer.body).toEqual({
+      type: problem('invalid-request'),
+      title: 'The request does not match the schema',
+      status: 400,
+      detail: `(body): ${message}`,
+      errors: [{ path: '', message }],
+    });
+  });
+
+  it('refuses a body that is not JSON', async () => {
+    const answer = await request(`${env.url}/v1/facts`, {
+      token: env.tokens.feed,
+      rawBody: '{"facts": [',
+      headers: { 'content-type': 'application/json' },
+    });
+
+    expect(answer.body).toEqual({
+      type: problem('malformed-body'),
+      title: 'The body is not valid JSON',
+      status: 400,
+      detail: expect.stringMatching(/^the body is not valid JSON: /),
+    });
+  });
+});
+
+describe('limits and headers', () => {
+  it('refuses a body over 1 MiB (413)', async () => {
+    const big = { facts: [{ factKey: 'x'.repeat(1024 * 1024), observedAt: '2026-01-01T00:00:00Z' }] };
+
+    const answer = await facts(env.tokens.feed!, big);
+
+    expect(answer.body).toEqual({
+      type: problem('payload-too-large'),
+      title: 'The body is over 1 MiB',
+      status: 413,
+      detail: 'the body is over the limit of 1 MiB',
+    });
+  });
+
+  it('refuses a body that is not JSON by type (415)', async () => {
+    const answer = await request(`${env.url}/v1/facts`, {
+      token: env.tokens.feed,
+      rawBody: 'factKey=x',
+      headers: { 'content-type': 'text/plain' },
+    });
+
+    expect(answer.body).toEqual({
+      type: problem('unsupported-media-type'),
+      title: 'The body must be JSON',
+      status: 415,
+      detail: "Content-Type must be application/json (or application/a2a+json), not 'text/plain'",
+    });
+  });
+
+  it('accepts application/a2a+json, the type push notifications use', async () => {
+    const answer = await request(`${env.url}/a2a/events`, {
+      token: A(),
+      rawBody: JSON.stringify(artifactUpdate({})),
+      headers: { 'content-type': 'application/a2a+json' },
+    });
+
+    expect(answer.status).toBe(200);
+  });
+
+  it('echoes A2A-Extensions when the request activated the extension', async () => {
+    const answer = await events(A(), artifactUpdate({}), { 'A2A-Extensions': `https://example.com/x, ${EXTENSION_URI}` });
+
+    expect(answer.headers.get('a2a-extensions')).toBe(EXTENSION_URI);
+  });
+
+  it('does not echo A2A-Extensions when the request did not activate it', async () => {
+    const answer = await events(A(), artifactUpdate({}));
+
+    expect(answer.headers.get('a2a-extensions')).toBeNull();
+  });
+
+  it('answers 401 without a token and with an unknown one', async () => {
+    const none = await request(`${env.url}/v1/facts`, { body: { facts: [] } });
+    const wrong = await request(`${env.url}/v1/facts`, { token: 'not-a-token', body: { facts: [] } });
+
+    expect([none.status, none.headers.get('www-authenticate'), none.body]).toEqual([
+      401,
+      'Bearer',
+      {
+        type: problem('unauthenticated'),
+        title: 'No valid bearer token',
+        status: 401,
+        detail: 'the request carries no Authorization header (Bearer token)',
+      },
+    ]);
+    expect(wrong.body).toEqual({
+      type: problem('unauthenticated'),
+      title: 'No valid bearer token',
+      status: 401,
+      detail: 'the bearer token names no principal',
+    });
+  });
+
+  it('answers 404 for an unknown expectation and an unknown route', async () => {
+    const unknown = await record('never-raised');
+    const route = await request(`${env.url}/v1/nothing`, { token: A() });
+
+    expect(unknown.body).toEqual({ type: problem('not-found'), title: 'Not found', status: 404, detail: "no expectation 'never-raised'" });
+    expect(route.body).toEqual({ type: problem('not-found'), title: 'Not found', status: 404, detail: 'no route GET /v1/nothing' });
+  });
+});
+
+describe('health and metrics', () => {
+  it('answers /healthz and /readyz without a token', async () => {
+    const health = await request(`${env.url}/healthz`);
+    const ready = await request(`${env.url}/readyz`);
+
+    expect([health.status, health.body, ready.status, ready.body]).toEqual([
+      200,
+      { status: 'ok' },
+      200,
+      { status: 'ready', temporal: 'reachable' },
+    ]);
+  });
+
+  it('exposes raised expectations by kind and request durations by route and status', async () => {
+    await events(A(), artifactUpdate({ expectations: [expectation(`m-${unique()}`, { kind: 'pickup', basis: 'observed' })] }));
+
+    const answer = await request(`${env.url}/metrics`);
+
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(answer.body).toMatch(/^watcher_expectations_raised_total\{kind="pickup"\} [1-9]/m);
+    expect(answer.body).toMatch(/^watcher_http_request_duration_seconds_count\{method="POST",route="\/a2a\/events",status="200"\} [1-9]/m);
+    expect(answer.body).toMatch(/^watcher_facts_recorded_total [0-9]/m);
+  });
+});
