@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
+    setupFiles: ['test/support/quiet-runtime.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 60_000,

@@ -125,7 +125,7 @@ describe('npm run bridge against an existing cluster', () => {
   it('refuses to start the worker alone without TEMPORAL_ADDRESS, naming the variable', async () => {
     const worker = start('src/worker.ts', { WATCHER_DATA_DIR: os.tmpdir() });
 
-    await worker.waitFor(/TEMPORAL_ADDRESS: required by `npm run worker`/);
-    expect(await worker.stop()).toBe(1);
+    expect(await worker.exited).toBe(1);
+    expect(worker.output()).toMatch(/TEMPORAL_ADDRESS: required by `npm run worker`/);
   });
 });

@@ -9,6 +9,8 @@ export interface Spawned {
   child: ChildProcess;
   output(): string;
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code once the process has ended by itself. */
+  exited: Promise<number | null>;
   /** Sends the signal and resolves with the exit code (null when killed by a signal). */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
 }
@@ -32,6 +34,7 @@ export function spawnEntry(script: string, env: Record<string, string>): Spawned
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     child,
+    exited,
     output: () => text,
     waitFor(pattern, timeoutMs = 90_000) {
       return new Promise((resolve, reject) => {
