@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, SearchAttributeType } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createLedgerActivities } from '../../activities/ledgers.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from '../../activities/types.js';
@@ -64,7 +64,6 @@ async function addSearchAttributes(env: TestWorkflowEnvironment): Promise<void> 
 
 /** Starts the time-skipping server and a worker on a unique task queue. */
 export async function startHarness(): Promise<TimeSkippingHarness> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: inject('testServerPath') } },
   });

@@ -1,0 +1,142 @@
+/**
+ * Fact and subject ledgers on the time-skipping server: early facts within and beyond retention, re-delivery,
+ * fan-out to every subscriber, a zero retention, and when each ledger closes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import {
+  DAY,
+  HOUR,
+  reportFact,
+  shipmentExpectation,
+  startHarness,
+  untilStatus,
+  workflowStatus,
+  type TimeSkippingHarness,
+} from './support.js';
+
+let h: TimeSkippingHarness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.shutdown();
+});
+
+async function advanceTo(instantMs: number): Promise<void> {
+  const now = await h.now();
+  if (instantMs > now) await h.env.sleep(instantMs - now);
+}
+
+describe('early facts', () => {
+  it('satisfy at once an expectation raised within the retention (P7D) after the fact', async () => {
+    const start = await h.now();
+    const id = h.id('early');
+    const expectation = shipmentExpectation(id, start, 10 * DAY);
+    expect(await reportFact(h, expectation.satisfiedBy.factKey, start - HOUR)).toBe('recorded');
+
+    await advanceTo(start + 6 * DAY);
+    await h.raise(expectation);
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(record).toMatchObject({ state: 'satisfied', late: false, observedAt: new Date(start - HOUR).toISOString() });
+    expect(Date.parse(record.satisfiedAt!)).toBeLessThan(start + 6 * DAY + 60_000);
+  });
+
+  it('satisfy, without a lapse, an expectation whose due time had already passed when it was raised', async () => {
+    const start = await h.now();
+    const id = h.id('early-past-due');
+    const expectation = shipmentExpectation(id, start, -DAY);
+    await reportFact(h, expectation.satisfiedBy.factKey, start - 2 * DAY);
+
+    await h.raise(expectation);
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(record).toMatchObject({ state: 'satisfied', late: false, lapses: [] });
+  });
+
+  it('do not satisfy an expectation raised after the retention has passed, and the ledger has closed', async () => {
+    const start = await h.now();
+    const id = h.id('too-early');
+    const expectation = shipmentExpectation(id, start, 30 * DAY);
+    await reportFact(h, expectation.satisfiedBy.factKey, start);
+    await advanceTo(start + 7 * DAY + HOUR);
+    await untilStatus(h, factLedgerWorkflowId(expectation.satisfiedBy.factKey), 'COMPLETED');
+
+    await h.raise(expectation);
+    await h.until(id, (r) => r.state === 'open');
+    await advanceTo(start + 8 * DAY);
+
+    expect((await h.record(id)).state).toBe('open');
+  });
+
+  it('are not kept with a zero retention: the fact starts no ledger', async () => {
+    const start = await h.now();
+    const id = h.id('zero');
+    const expectation = shipmentExpectation(id, start, 30 * DAY);
+
+    expect(await reportFact(h, expectation.satisfiedBy.factKey, start, {}, 'PT0S')).toBe('recorded');
+
+    expect(await workflowStatus(h, factLedgerWorkflowId(expectation.satisfiedBy.factKey))).toBe('NOT_FOUND');
+  });
+});
+
+describe('fact ledger', () => {
+  it('answers duplicate for the same (observedAt, source) and records another source', async () => {
+    const start = await h.now();
+    const key = `shipment/${h.id('S')}/delivered`;
+
+    expect(await reportFact(h, key, start)).toBe('recorded');
+    expect(await reportFact(h, key, start)).toBe('duplicate');
+    const sameInstantInMicroseconds = new Date(start).toISOString().replace('Z', '000Z');
+    expect(await reportFact(h, key, start, { observedAt: sameInstantInMicroseconds })).toBe('duplicate');
+    expect(await reportFact(h, key, start, { source: 'another-feed' })).toBe('recorded');
+  });
+
+  it('forwards a fact to every expectation waiting on its key, with a zero retention too', async () => {
+    const start = await h.now();
+    const key = `shipment/${h.id('S')}/delivered`;
+    const ids = [h.id('one'), h.id('two')];
+    for (const id of ids) await h.raise(shipmentExpectation(id, start, 10 * DAY, { satisfiedBy: { factKey: key } }));
+    await Promise.all(ids.map((id) => h.until(id, (r) => r.state === 'open')));
+    await untilStatus(h, factLedgerWorkflowId(key), 'RUNNING');
+
+    await reportFact(h, key, start, {}, 'PT0S');
+    const records = await Promise.all(ids.map((id) => h.until(id, (r) => r.closedAt !== undefined)));
+
+    expect(records.map((r) => r.state)).toEqual(['satisfied', 'satisfied']);
+  });
+
+  it('closes once nobody waits and the retention since the last fact has passed', async () => {
+    const start = await h.now();
+    const id = h.id('closing');
+    const expectation = shipmentExpectation(id, start, 10 * DAY);
+    const ledger = factLedgerWorkflowId(expectation.satisfiedBy.factKey);
+    await h.raise(expectation);
+    await h.until(id, (r) => r.state === 'open');
+    await reportFact(h, expectation.satisfiedBy.factKey, start);
+    await h.until(id, (r) => r.closedAt !== undefined);
+
+    await advanceTo(start + 7 * DAY - HOUR);
+    expect(await workflowStatus(h, ledger)).toBe('RUNNING');
+    await advanceTo(start + 7 * DAY + HOUR);
+    await untilStatus(h, ledger, 'COMPLETED');
+  });
+});
+
+describe('subject ledger', () => {
+  it('is started by an expectation, not by a fact, and closes when its last expectation closes', async () => {
+    const start = await h.now();
+    const subject = { type: 'shipment', id: h.id('S') };
+    const ledger = subjectLedgerWorkflowId(subject);
+    await reportFact(h, `shipment/${subject.id}/scanned`, start, { subject });
+    expect(await workflowStatus(h, ledger)).toBe('NOT_FOUND');
+
+    const id = h.id('on-subject');
+    const { expectation } = await h.raise(shipmentExpectation(id, start, 10 * DAY, { subject }));
+    await untilStatus(h, ledger, 'RUNNING');
+    await reportFact(h, expectation.satisfiedBy.factKey, start, { subject });
+
+    await untilStatus(h, ledger, 'COMPLETED');
+  });
+});
