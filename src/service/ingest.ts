@@ -88,6 +88,23 @@ export function createIngestService(deps: IngestDeps) {
     return found;
   }
 
+  /**
+   * Another request raised the same id between our check and our start (concurrent re-delivery): it is a no-op
+   * when it carried the same content from the same agent, and a conflict otherwise.
+   */
+  async function confirmSame(principal: Principal, expectation: Expectation, path: PropertyKey[]): Promise<void> {
+    const existing = await lookup(expectation.expectationId);
+    if (
+      existing &&
+      existing.agent.id === principal.id &&
+      canonicalJson(normalise(existing.expectation)) === canonicalJson(expectation)
+    ) {
+      return;
+    }
+    const message = `expectation '${expectation.expectationId}' was raised concurrently with other content; it is immutable and its id is never reused`;
+    throw new ConflictError(message, [conflictAt(path, message)]);
+  }
+
   return {
     /** Validates every item, then raises, records and withdraws them in that order. */
     async ingest(principal: Principal, request: IngestRequest): Promise<IngestResult> {
@@ -246,6 +263,7 @@ export function createIngestService(deps: IngestDeps) {
           }),
         );
         if (outcome === 'raised') deps.metrics?.expectationsRaised.inc({ kind: expectation.kind });
+        else await confirmSame(principal, expectation, plan.path);
         result.expectations.push({
           expectationId: expectation.expectationId,
           result: outcome === 'raised' ? 'raised' : 'unchanged',

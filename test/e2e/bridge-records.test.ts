@@ -1,0 +1,371 @@
+/**
+ * Who may call what (DESIGN 4: one test per principal role and endpoint), the list from the visibility store with
+ * filters and paging, the HTTP withdraw, and 503 when Temporal is unreachable.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
+import { createApp } from '../../src/http/app.js';
+import { freePort } from '../support/global-setup.js';
+import {
+  artifactUpdate,
+  cardJson,
+  close,
+  expectation,
+  listen,
+  problem,
+  request,
+  startBridgeEnv,
+  startCardServer,
+  unique,
+  type Answer,
+  type BridgeEnv,
+  type CardServer,
+} from './bridge-fixtures.js';
+
+let cards: CardServer;
+let env: BridgeEnv;
+
+beforeAll(async () => {
+  cards = await startCardServer();
+  cards.set('good', cardJson());
+  env = await startBridgeEnv(
+    [
+      { id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') },
+      { id: 'agent-b', roles: ['agent'], cardUrl: cards.url('good') },
+      { id: 'feed', roles: ['reporter'] },
+      { id: 'reader', roles: ['reader'] },
+      { id: 'admin', roles: ['admin'] },
+    ],
+    { name: 'records' },
+  );
+});
+
+afterAll(async () => {
+  await env?.close();
+  await cards?.close();
+});
+
+const token = (principal: string) => env.tokens[principal]!;
+
+/** Raises one expectation as agent-a and returns its id. */
+async function raised(overrides: Parameters<typeof expectation>[1] = {}, by = 'agent-a'): Promise<string> {
+  const e = expectation(`rec-${unique()}`, overrides);
+  const answer = await request(`${env.url}/a2a/events`, { token: token(by), body: artifactUpdate({ expectations: [e] }) });
+  if (answer.status !== 200) throw new Error(`arrange: raise answered ${answer.status} ${JSON.stringify(answer.body)}`);
+  return e.expectationId;
+}
+
+const forbidden = (detail: string) => ({ type: problem('forbidden'), title: 'Not allowed for this principal', status: 403, detail });
+
+type Row = [principal: string, act: (principal: string) => Promise<Answer>, status: number, body?: (id: string) => unknown];
+
+describe('roles and endpoints', () => {
+  let lastId = '';
+  const raise = (principal: string) =>
+    request(`${env.url}/a2a/events`, {
+      token: token(principal),
+      body: artifactUpdate({ expectations: [expectation(`role-${unique()}`)] }),
+    });
+  const reportFact = (principal: string) =>
+    request(`${env.url}/v1/facts`, {
+      token: token(principal),
+      body: { facts: [{ factKey: `role-${unique()}`, observedAt: '2026-01-01T00:00:00Z' }] },
+    });
+  const eventWithFact = (principal: string) =>
+    request(`${env.url}/a2a/events`, {
+      token: token(principal),
+      body: artifactUpdate({ facts: [{ factKey: `role-${unique()}`, observedAt: '2026-01-01T00:00:00Z' }] }),
+    });
+  const read = async (principal: string) => {
+    lastId = await raised();
+    return request(`${env.url}/v1/expectations/${lastId}`, { token: token(principal) });
+  };
+  const list = (principal: string) => request(`${env.url}/v1/expectations?pageSize=1`, { token: token(principal) });
+  const withdraw = async (principal: string) => {
+    lastId = await raised();
+    return request(`${env.url}/v1/expectations/${lastId}/withdraw`, { token: token(principal), body: { reason: 'test' } });
+  };
+
+  it.each<Row>([
+    ['agent-a', raise, 200],
+    ['feed', eventWithFact, 200],
+    ['reader', raise, 403, () => forbidden("principal 'reader' has neither the agent nor the reporter role")],
+    ['admin', raise, 403, () => forbidden("principal 'admin' has neither the agent nor the reporter role")],
+  ])('POST /a2a/events as %s', async (principal, act, status, body) => {
+    const answer = await act(principal);
+
+    expect(answer.status).toBe(status);
+    if (body) expect(answer.body).toEqual(body(lastId));
+  });
+
+  it('POST /a2a/events as a reporter carrying expectations is 403, naming each item', async () => {
+    const answer = await raise('feed');
+
+    expect(answer.body).toEqual({
+      ...forbidden("principal 'feed' is a reporter: it may report facts, not raise or withdraw expectations"),
+      errors: [
+        {
+          path: 'artifactUpdate/artifact/metadata/https:~1~1rsaxb.com~1a2a~1expectations~1v1/expectations/0',
+          message: 'a reporter may carry facts only',
+        },
+      ],
+    });
+  });
+
+  it.each<Row>([
+    ['agent-a', reportFact, 200],
+    ['feed', reportFact, 200],
+    ['reader', reportFact, 403, () => forbidden("principal 'reader' has neither the agent nor the reporter role")],
+    ['admin', reportFact, 403, () => forbidden("principal 'admin' has neither the agent nor the reporter role")],
+  ])('POST /v1/facts as %s', async (principal, act, status, body) => {
+    const answer = await act(principal);
+
+    expect(answer.status).toBe(status);
+    if (body) expect(answer.body).toEqual(body(lastId));
+  });
+
+  it.each<Row>([
+    ['agent-a', read, 200],
+    ['agent-b', read, 403, (id) => forbidden(`expectation '${id}' was raised by another agent`)],
+    [
+      'feed',
+      read,
+      403,
+      () => forbidden("principal 'feed' may not read expectations (needs reader, admin, or the agent that raised it)"),
+    ],
+    ['reader', read, 200],
+    ['admin', read, 200],
+  ])('GET /v1/expectations/{id} as %s', async (principal, act, status, body) => {
+    const answer = await act(principal);
+
+    expect(answer.status).toBe(status);
+    if (body) expect(answer.body).toEqual(body(lastId));
+    else expect(answer.body.expectation.expectationId).toBe(lastId);
+  });
+
+  it.each<Row>([
+    ['agent-a', list, 200],
+    ['feed', list, 403, () => forbidden("principal 'feed' may not list expectations (needs reader, admin or agent)")],
+    ['reader', list, 200],
+    ['admin', list, 200],
+  ])('GET /v1/expectations as %s', async (principal, act, status, body) => {
+    const answer = await act(principal);
+
+    expect(answer.status).toBe(status);
+    if (body) expect(answer.body).toEqual(body(lastId));
+    else expect(Array.isArray(answer.body.items)).toBe(true);
+  });
+
+  it.each<Row>([
+    ['agent-a', withdraw, 200],
+    ['agent-b', withdraw, 403, (id) => forbidden(`expectation '${id}' was raised by another agent`)],
+    [
+      'feed',
+      withdraw,
+      403,
+      () => forbidden("principal 'feed' may not withdraw expectations (needs admin, or the agent that raised it)"),
+    ],
+    [
+      'reader',
+      withdraw,
+      403,
+      () => forbidden("principal 'reader' may not withdraw expectations (needs admin, or the agent that raised it)"),
+    ],
+    ['admin', withdraw, 200],
+  ])('POST /v1/expectations/{id}/withdraw as %s', async (principal, act, status, body) => {
+    const answer = await act(principal);
+
+    expect(answer.status).toBe(status);
+    expect(answer.body).toEqual(body ? body(lastId) : { expectationId: lastId, result: 'withdrawn' });
+  });
+});
+
+describe('withdraw', () => {
+  it('records the reason, and a second withdraw is a no-op reported as not-open', async () => {
+    const id = await raised();
+    const url = `${env.url}/v1/expectations/${id}/withdraw`;
+
+    const first = await request(url, { token: token('agent-a'), body: { reason: 'the order was cancelled' } });
+    const second = await request(url, { token: token('agent-a'), body: { reason: 'again' } });
+
+    expect([first.body, second.body]).toEqual([
+      { expectationId: id, result: 'withdrawn' },
+      { expectationId: id, result: 'not-open' },
+    ]);
+    const read = await request(`${env.url}/v1/expectations/${id}`, { token: token('reader') });
+    expect(read.body).toMatchObject({ state: 'withdrawn', withdrawnReason: 'the order was cancelled' });
+  });
+
+  it('answers 404 for an unknown expectation', async () => {
+    const answer = await request(`${env.url}/v1/expectations/ghost-${unique()}/withdraw`, {
+      token: token('admin'),
+      body: { reason: 'x' },
+    });
+
+    expect(answer.status).toBe(404);
+  });
+
+  it('needs a reason', async () => {
+    const answer = await request(`${env.url}/v1/expectations/any/withdraw`, { token: token('admin'), body: {} });
+
+    expect(answer.body).toEqual({
+      type: problem('invalid-request'),
+      title: 'The request does not match the schema',
+      status: 400,
+      detail: 'reason: Invalid input: expected string, received undefined',
+      errors: [{ path: 'reason', message: 'Invalid input: expected string, received undefined' }],
+    });
+  });
+});
+
+describe('list from the visibility store', () => {
+  const subjectType = `pallet-${unique()}`;
+  const ids: string[] = [];
+  let otherId = '';
+
+  beforeAll(async () => {
+    for (let i = 0; i < 3; i++) ids.push(await raised({ subject: { type: subjectType, id: `P-${i}` } }));
+    otherId = await raised({ subject: { type: subjectType, id: 'P-9' }, kind: 'pickup', basis: 'observed' }, 'agent-b');
+  });
+
+  const list = (principal: string, query: string) =>
+    request(`${env.url}/v1/expectations?${query}`, { token: token(principal) });
+
+  /** Visibility is eventually consistent: wait until the listing shows `count` items. */
+  const listed = async (principal: string, query: string, count: number) => {
+    let answer: Answer | undefined;
+    await vi.waitFor(
+      async () => {
+        answer = await list(principal, query);
+        expect(answer.body.items).toHaveLength(count);
+      },
+      { timeout: 20_000, interval: 250 },
+    );
+    return answer!;
+  };
+
+  it('lists a subject type for a reader, with summaries from the search attributes', async () => {
+    const answer = await listed('reader', `subjectType=${subjectType}`, 4);
+
+    const mine = answer.body.items.find((item: { expectationId: string }) => item.expectationId === ids[0]);
+    expect(mine).toEqual({
+      expectationId: ids[0],
+      workflowId: `expectation:${ids[0]}`,
+      kind: 'delivery',
+      subject: { type: subjectType, id: 'P-0' },
+      state: 'open',
+      agent: 'agent-a',
+      factKey: `shipment/${ids[0]}/delivered`,
+      dueAt: expect.stringMatching(/Z$/),
+      raisedAt: expect.stringMatching(/Z$/),
+      links: {
+        self: `/v1/expectations/${ids[0]}`,
+        temporalUi: `http://temporal-ui.test:8233/namespaces/default/workflows/${encodeURIComponent(`expectation:${ids[0]}`)}`,
+      },
+    });
+  });
+
+  it('shows an agent only its own expectations', async () => {
+    const answer = await listed('agent-b', `subjectType=${subjectType}`, 1);
+
+    expect(answer.body.items.map((item: { expectationId: string }) => item.expectationId)).toEqual([otherId]);
+  });
+
+  it('filters by subject id, kind and state', async () => {
+    const bySubject = await listed('reader', `subjectType=${subjectType}&subjectId=P-1`, 1);
+    const byKind = await listed('reader', `subjectType=${subjectType}&kind=pickup`, 1);
+    const byState = await listed('reader', `subjectType=${subjectType}&state=satisfied`, 0);
+
+    expect([bySubject.body.items[0].expectationId, byKind.body.items[0].expectationId, byState.body.items]).toEqual([
+      ids[1],
+      otherId,
+      [],
+    ]);
+  });
+
+  it('pages with pageSize and the nextPageToken it answers', async () => {
+    await listed('reader', `subjectType=${subjectType}`, 4);
+
+    const first = await list('reader', `subjectType=${subjectType}&pageSize=3`);
+    const second = await list('reader', `subjectType=${subjectType}&pageSize=3&pageToken=${first.body.nextPageToken}`);
+
+    expect(first.body.items).toHaveLength(3);
+    expect(first.body.nextPageToken).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(second.body.items).toHaveLength(1);
+    const all = [...first.body.items, ...second.body.items].map((item: { expectationId: string }) => item.expectationId);
+    expect(new Set(all)).toEqual(new Set([...ids, otherId]));
+  });
+
+  it('refuses subjectId without subjectType (400)', async () => {
+    const answer = await list('reader', 'subjectId=P-1');
+
+    expect(answer.body).toEqual({
+      type: problem('invalid-request'),
+      title: 'The request does not match the schema',
+      status: 400,
+      detail: 'subjectId: subjectId needs subjectType',
+      errors: [{ path: 'subjectId', message: 'subjectId needs subjectType' }],
+    });
+  });
+});
+
+describe('Temporal unreachable (503)', () => {
+  it('answers 503 quickly, and the same request sent again once Temporal answers completes with nothing doubled', async () => {
+    const port = await freePort();
+    const deadClient = new Client({ connection: Connection.lazy({ address: `127.0.0.1:${port}` }), namespace: 'default' });
+    const app = createApp({
+      client: deadClient,
+      taskQueue: env.taskQueue,
+      namespace: 'default',
+      principals: createPrincipalStore({
+        principals: [
+          {
+            id: 'agent-a',
+            tokenSha256: tokenSha256(token('agent-a')),
+            roles: ['agent'],
+            agent: { cardUrl: cards.url('good') },
+          },
+        ],
+      }),
+      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0 },
+      temporalTimeoutMs: 1_000,
+    });
+    const server = await listen(app);
+    const deadUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const e = expectation(`down-${unique()}`);
+    const factKey = `down-${unique()}`;
+    const body = artifactUpdate({ expectations: [e], facts: [{ factKey, observedAt: '2026-01-01T00:00:00Z' }] });
+    try {
+      const started = Date.now();
+      const down = await request(`${deadUrl}/a2a/events`, { token: token('agent-a'), body });
+      const elapsed = Date.now() - started;
+      const notReady = await request(`${deadUrl}/readyz`);
+
+      expect(elapsed).toBeLessThan(5_000);
+      expect([down.status, down.headers.get('retry-after'), down.body]).toEqual([
+        503,
+        '5',
+        {
+          type: problem('temporal-unavailable'),
+          title: 'Temporal is unreachable',
+          status: 503,
+          detail: 'Temporal did not answer within 1000 ms; nothing was half-applied that a retry of the same request would not complete',
+        },
+      ]);
+      expect(notReady.status).toBe(503);
+
+      const retried = await request(`${env.url}/a2a/events`, { token: token('agent-a'), body });
+      const again = await request(`${env.url}/a2a/events`, { token: token('agent-a'), body });
+      expect(retried.body.expectations).toEqual([{ expectationId: e.expectationId, result: 'raised' }]);
+      expect(again.body).toEqual({
+        expectations: [{ expectationId: e.expectationId, result: 'unchanged' }],
+        facts: [{ factKey, result: 'duplicate' }],
+        withdrawn: [],
+      });
+    } finally {
+      await close(server);
+      await deadClient.connection.close();
+    }
+  });
+});
