@@ -1,0 +1,203 @@
+/**
+ * The client operations the bridge calls, on the real dev server with the real worker: facts routed by key through
+ * update-with-start on their ledger, subject facts, duplicates, zero retention, records and withdrawal.
+ * Every expectation here is due far ahead: nothing lapses.
+ */
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Expectation, Fact } from '../../src/schemas/extension.js';
+import type { ExpectationRecord } from '../../src/schemas/record.js';
+import {
+  getExpectationRecord,
+  recordFact,
+  startExpectation,
+  withdrawExpectation,
+} from '../../src/temporal/expectations.js';
+import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import type { ExpectationInput } from '../../workflows/messages.js';
+import { ExpectationState } from '../../workflows/search-attributes.js';
+
+const taskQueue = `fact-routing-${randomUUID()}`;
+const retention = { factRetention: 'P7D' };
+let watcher: WatcherWorker;
+let client: Client;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  watcher = await createWatcherWorker({
+    address: inject('temporalAddress'),
+    namespace: 'default',
+    taskQueue,
+    workflowBundlePath: inject('workflowBundlePath'),
+  });
+  client = watcher.client;
+  running = watcher.run();
+});
+
+afterAll(async () => {
+  await watcher?.shutdown();
+  await running;
+});
+
+const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+const DAY = 86_400_000;
+
+function expectationOn(subjectId: string, extra: Partial<Expectation> = {}): Expectation {
+  const id = unique('route');
+  return {
+    expectationId: id,
+    kind: 'delivery',
+    subject: { type: 'shipment', id: subjectId },
+    expects: 'The shipment is delivered',
+    satisfiedBy: { factKey: `shipment:${id}:delivered` },
+    dueAt: new Date(Date.now() + 30 * DAY).toISOString(),
+    basis: 'contract',
+    ...extra,
+  };
+}
+
+async function raise(expectation: Expectation): Promise<ExpectationInput> {
+  const input: ExpectationInput = {
+    expectation,
+    agent: { id: 'shipping-agent' },
+    origin: { taskId: 'origin-task', contextId: 'ctx' },
+    lineage: 0,
+    links: expectationLinks(expectation),
+    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
+  };
+  expect(await startExpectation(client, taskQueue, input)).toBe('raised');
+  return input;
+}
+
+function fact(factKey: string, extra: Partial<Fact> = {}): Fact {
+  return { factKey, observedAt: new Date().toISOString(), source: 'carrier-feed', ...extra };
+}
+
+/** Polls the record until `accept` holds (10 s). */
+async function until(id: string, accept: (record: ExpectationRecord) => boolean): Promise<ExpectationRecord> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const record = await getExpectationRecord(client, id);
+    if (record && accept(record)) return record;
+    if (Date.now() > deadline) throw new Error(`timed out on ${id}: ${JSON.stringify(record)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function untilTrue(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function ledgerExists(workflowId: string): Promise<boolean> {
+  try {
+    await client.workflow.getHandle(workflowId).describe();
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
+describe('recordFact', () => {
+  it('satisfies the expectation waiting on the key, through the ledger', async () => {
+    const { expectation } = await raise(expectationOn(unique('S')));
+    await until(expectation.expectationId, (r) => r.state === 'open');
+
+    expect(await recordFact(client, taskQueue, fact(expectation.satisfiedBy.factKey), retention)).toBe('recorded');
+
+    const record = await until(expectation.expectationId, (r) => r.closedAt !== undefined);
+    expect(record).toMatchObject({ state: 'satisfied', late: false, satisfiedBy: { source: 'carrier-feed' } });
+  });
+
+  it('starts the ledger with update-with-start and keeps an early fact for an expectation raised later', async () => {
+    const expectation = expectationOn(unique('S'));
+    const early = fact(expectation.satisfiedBy.factKey);
+
+    expect(await recordFact(client, taskQueue, early, retention)).toBe('recorded');
+    expect(await recordFact(client, taskQueue, early, retention)).toBe('duplicate');
+    await raise(expectation);
+
+    const record = await until(expectation.expectationId, (r) => r.closedAt !== undefined);
+    expect(record).toMatchObject({ state: 'satisfied', observedAt: early.observedAt });
+  });
+
+  it('with a zero retention, starts nothing when nobody waits, and reaches an existing ledger', async () => {
+    const expectation = expectationOn(unique('S'));
+    const zero = { factRetention: 'PT0S' };
+
+    expect(await recordFact(client, taskQueue, fact(expectation.satisfiedBy.factKey), zero)).toBe('recorded');
+    expect(await ledgerExists(factLedgerWorkflowId(expectation.satisfiedBy.factKey))).toBe(false);
+
+    await raise(expectation);
+    await untilTrue(() => ledgerExists(factLedgerWorkflowId(expectation.satisfiedBy.factKey)));
+    expect(await recordFact(client, taskQueue, fact(expectation.satisfiedBy.factKey, { source: 'other' }), zero)).toBe(
+      'recorded',
+    );
+    expect((await until(expectation.expectationId, (r) => r.closedAt !== undefined)).state).toBe('satisfied');
+  });
+
+  it('records a fact with a subject on the subject ledger only when it exists', async () => {
+    const subject = { type: 'shipment', id: unique('S') };
+    await recordFact(client, taskQueue, fact(unique('scan'), { subject }), { factRetention: 'PT0S' });
+    expect(await ledgerExists(subjectLedgerWorkflowId(subject))).toBe(false);
+
+    const { expectation } = await raise(expectationOn(subject.id));
+    await untilTrue(() => ledgerExists(subjectLedgerWorkflowId(subject)));
+    const scan = fact(unique('scan'), { subject });
+    await recordFact(client, taskQueue, scan, { factRetention: 'PT0S' });
+
+    expect((await until(expectation.expectationId, (r) => r.lastFactAt !== undefined)).lastFactAt).toBe(scan.observedAt);
+  });
+});
+
+describe('startExpectation, getExpectationRecord, withdrawExpectation', () => {
+  it('answers exists for an id already used, running or closed', async () => {
+    const input = await raise(expectationOn(unique('S')));
+    expect(await startExpectation(client, taskQueue, input)).toBe('exists');
+
+    await recordFact(client, taskQueue, fact(input.expectation.satisfiedBy.factKey), retention);
+    await until(input.expectation.expectationId, (r) => r.closedAt !== undefined);
+    await client.workflow.getHandle(input.links.self).result();
+
+    expect(await startExpectation(client, taskQueue, input)).toBe('exists');
+  });
+
+  it('reads the record of a running, a closed and an unknown expectation', async () => {
+    const { expectation, links } = await raise(expectationOn(unique('S')));
+
+    const open = await until(expectation.expectationId, (r) => r.state === 'open');
+    expect(open.expectation).toEqual(expectation);
+    expect(await withdrawExpectation(client, expectation.expectationId, { reason: 'cancelled' })).toBe('withdrawn');
+    const closed = await client.workflow.getHandle(links.self).result();
+
+    expect(await getExpectationRecord(client, expectation.expectationId)).toEqual(closed);
+    expect(closed).toMatchObject({ state: 'withdrawn', withdrawnReason: 'cancelled' });
+    expect(await getExpectationRecord(client, unique('unknown'))).toBeUndefined();
+    expect(await withdrawExpectation(client, expectation.expectationId, { reason: 'again' })).toBe('not-open');
+  });
+
+  it('sets all six search attributes at start and upserts the state', async () => {
+    const { expectation, links } = await raise(expectationOn(unique('S')));
+    await withdrawExpectation(client, expectation.expectationId, { reason: 'cancelled' });
+    await client.workflow.getHandle(links.self).result();
+
+    const attributes = (await client.workflow.getHandle(links.self).describe()).typedSearchAttributes;
+
+    expect(attributes.get(ExpectationState)).toBe('withdrawn');
+    const ours = attributes.getAll().filter((pair) => pair.key.name.startsWith('Expectation'));
+    expect(ours.map((pair) => pair.key.name).sort()).toEqual([
+      'ExpectationAgent',
+      'ExpectationDueAt',
+      'ExpectationFactKey',
+      'ExpectationKind',
+      'ExpectationState',
+      'ExpectationSubject',
+    ]);
+  });
+});
