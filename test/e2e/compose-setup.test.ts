@@ -108,13 +108,13 @@ describe('setup-namespace.sh (the temporal-setup job)', () => {
   });
 
   it('fails when a search attribute exists with another type', async () => {
-    const [first] = allSearchAttributes;
-    const otherType = first!.type === SearchAttributeType.DATETIME ? 'Keyword' : 'Datetime';
+    const { name, type }: { name: string; type: SearchAttributeType } = allSearchAttributes[0];
+    const otherType = type === SearchAttributeType.DATETIME ? 'Keyword' : 'Datetime';
 
-    const clash = await runSetup([`${first!.name}=${otherType}`], '720h');
+    const clash = await runSetup([`${name}=${otherType}`], '720h');
 
     expect(clash.code).toBe(1);
-    expect(clash.stderr).toContain(`${first!.name} exists with another type`);
+    expect(clash.stderr).toContain(`${name} exists with another type`);
   });
 
   it('refuses an argument that is not NAME=Type before touching the namespace', async () => {
