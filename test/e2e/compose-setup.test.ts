@@ -108,8 +108,8 @@ describe('setup-namespace.sh (the temporal-setup job)', () => {
   });
 
   it('fails when a search attribute exists with another type', async () => {
-    const { name, type }: { name: string; type: SearchAttributeType } = allSearchAttributes[0];
-    const otherType = type === SearchAttributeType.DATETIME ? 'Keyword' : 'Datetime';
+    const { name, type } = allSearchAttributes[0];
+    const otherType = (type as SearchAttributeType) === SearchAttributeType.DATETIME ? 'Keyword' : 'Datetime';
 
     const clash = await runSetup([`${name}=${otherType}`], '720h');
 
