@@ -1,0 +1,278 @@
+/**
+ * The watcher as an A2A agent: its own card at `/.well-known/agent-card.json` and an A2A v1.0 JSON-RPC endpoint at
+ * `/a2a/jsonrpc`, built with @a2a-js/sdk's server. A `SendMessage` carrying facts (and, from an agent, expectations
+ * and withdraw lists) under `metadata[URI]` is applied by the same ingest service as `POST /a2a/events`, with the
+ * same bearer tokens; the answer is a Task that is a receipt: completed with one result per item, rejected (4xx
+ * class) or failed (5xx class) with the problem and its field paths.
+ *
+ * Unlike `/a2a/events`, where a plain Message may carry facts only (DESIGN 3.1), here a Message may raise
+ * expectations: the agent is talking to the watcher directly, so the message is the request, not a side remark
+ * in a conversation with someone else.
+ */
+import { Role, TaskState, type AgentCard, type Message, type Part, type Task } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+  type User,
+} from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import express, { type Request, type Router } from 'express';
+import type { Logger } from 'pino';
+import pkg from '../../package.json' with { type: 'json' };
+import type { Principal, PrincipalStore } from '../auth/principals.js';
+import { authenticate, principalOf } from '../http/auth.js';
+import { toProblem, type Problem } from '../http/problem.js';
+import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
+import { joinPath, SchemaError, type FieldError } from '../service/errors.js';
+import type { Located } from '../service/extract.js';
+import type { IngestResult, IngestService } from '../service/ingest.js';
+import { RecentTaskStore } from './recent-task-store.js';
+
+export const AGENT_CARD_PATH = '/.well-known/agent-card.json';
+export const AGENT_JSONRPC_PATH = '/a2a/jsonrpc';
+/** The id of the watcher's one skill. */
+export const RECORD_SKILL = 'record-expectations-and-facts';
+
+export interface WatcherAgentDeps {
+  ingest: IngestService;
+  principals: PrincipalStore;
+  logger?: Logger;
+  /** How many receipts are kept for GetTask (default 1000). */
+  recentTasks?: number;
+}
+
+/** The watcher's agent card, with its JSON-RPC interface under `baseUrl`. */
+export function watcherAgentCard(baseUrl: string): AgentCard {
+  const base = baseUrl.replace(/\/+$/, '');
+  return {
+    name: 'Expectations watcher',
+    description:
+      'Keeps time for agents that keep no clock. Report facts, raise expectations ("I expect fact F about subject S ' +
+      'by time T") and withdraw them under metadata["' +
+      EXTENSION_URI +
+      '"] of a message; when an expectation is overdue, skipped or stalled the watcher sends its agent a lapse task.',
+    supportedInterfaces: [
+      { url: `${base}${AGENT_JSONRPC_PATH}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+    ],
+    provider: { organization: 'expectations-watcher', url: base },
+    version: pkg.version,
+    capabilities: {
+      streaming: false,
+      pushNotifications: false,
+      extendedAgentCard: false,
+      extensions: [
+        {
+          uri: EXTENSION_URI,
+          description:
+            'Expectations: this agent is a watcher. Activate the extension (A2A-Extensions header) and put ' +
+            '{facts, expectations, withdraw} under metadata[URI] of the message.',
+          required: true,
+          // The watcher keeps time and raises no expectations of its own; lapse tasks go to the raising agents.
+          params: { keepsTime: true, lapseSkill: RECORD_SKILL, kinds: [], role: 'watcher' },
+        },
+      ],
+    },
+    securitySchemes: {
+      bearer: {
+        scheme: {
+          $case: 'httpAuthSecurityScheme',
+          value: { description: 'The bearer token of a principal (agent or reporter).', scheme: 'Bearer', bearerFormat: '' },
+        },
+      },
+    },
+    securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+    defaultInputModes: ['application/json', 'text/plain'],
+    defaultOutputModes: ['application/json', 'text/plain'],
+    skills: [
+      {
+        id: RECORD_SKILL,
+        name: 'Report facts, raise and withdraw expectations',
+        description:
+          'Records the facts, expectations and withdraw list found under metadata[URI] of the message (any ' +
+          'principal may report facts; only an agent may raise or withdraw) and answers with a completed task ' +
+          'whose "receipt" artifact holds one result per item.',
+        tags: ['expectations', 'facts', 'watcher', 'deadlines'],
+        examples: [
+          'metadata[URI] = {"facts":[{"factKey":"shipment/S-1/delivered","observedAt":"2026-12-01T09:30:00Z"}]}',
+          'metadata[URI] = {"expectations":[{"expectationId":"EXP-42","kind":"delivery",...}]}',
+        ],
+        inputModes: ['application/json'],
+        outputModes: ['application/json', 'text/plain'],
+        securityRequirements: [],
+      },
+    ],
+    signatures: [],
+  };
+}
+
+/** The A2A user of a request the bridge's bearer check let in. */
+class PrincipalUser implements User {
+  constructor(readonly principal: Principal) {}
+  get isAuthenticated(): boolean {
+    return true;
+  }
+  get userName(): string {
+    return this.principal.id;
+  }
+}
+
+const textPart = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+const dataPart = (value: unknown): Part => ({
+  content: { $case: 'data', value },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'application/json',
+});
+
+/** What the message asks for: its items with their paths in the JSON-RPC request body. */
+function locate(message: Message) {
+  const base = ['params', 'message', 'metadata', EXTENSION_URI];
+  const found = { expectations: [] as Located[], facts: [] as Located[], withdraw: [] as Located<string>[], schemaErrors: [] as FieldError[] };
+  const payload: unknown = message.metadata?.[EXTENSION_URI];
+  if (payload === undefined) return found;
+  const parsed = extensionMetadataSchema.safeParse(payload);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      found.schemaErrors.push({ path: joinPath([...base, ...issue.path]), message: issue.message });
+    }
+    return found;
+  }
+  parsed.data.expectations?.forEach((value, i) => found.expectations.push({ path: [...base, 'expectations', i], value }));
+  parsed.data.facts?.forEach((value, i) => found.facts.push({ path: [...base, 'facts', i], value }));
+  parsed.data.withdraw?.forEach((value, i) => found.withdraw.push({ path: [...base, 'withdraw', i], value }));
+  return found;
+}
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+/** One line a person reads: what was recorded. */
+export function receiptText(result: IngestResult): string {
+  const groups: string[] = [];
+  const add = (items: { result: string }[], noun: string, outcome: string, ids: string[]) => {
+    if (ids.length > 0) groups.push(`${count(ids.length, noun)} ${outcome} (${ids.join(', ')})`);
+  };
+  const ids = <T extends { result: string }>(items: T[], outcome: string, id: (item: T) => string) =>
+    items.filter((item) => item.result === outcome).map(id);
+  add(result.expectations, 'expectation', 'raised', ids(result.expectations, 'raised', (e) => e.expectationId));
+  add(result.expectations, 'expectation', 'unchanged', ids(result.expectations, 'unchanged', (e) => e.expectationId));
+  add(result.facts, 'fact', 'recorded', ids(result.facts, 'recorded', (f) => f.factKey));
+  add(result.facts, 'fact', 'already known', ids(result.facts, 'duplicate', (f) => f.factKey));
+  add(result.withdrawn, 'expectation', 'withdrawn', ids(result.withdrawn, 'withdrawn', (w) => w.expectationId));
+  add(result.withdrawn, 'expectation', 'not open (nothing to withdraw)', ids(result.withdrawn, 'not-open', (w) => w.expectationId));
+  const warnings = result.warnings?.length ? ` Warnings: ${result.warnings.map((w) => `${w.path}: ${w.message}`).join('; ')}.` : '';
+  return `Recorded: ${groups.join('; ')}.${warnings}`;
+}
+
+/** One paragraph a person reads: why nothing was recorded. */
+export function problemText(problem: Problem): string {
+  const fields = problem.errors?.map((error) => `\n- ${error.path || '(message)'}: ${error.message}`).join('') ?? '';
+  return `${problem.title} (${problem.status}): ${problem.detail}${fields}`;
+}
+
+/** The executor: applies the message through the ingest service and publishes the receipt task. */
+export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest' | 'logger'>): AgentExecutor {
+  const receipt = (requestContext: RequestContext, state: TaskState, parts: Part[], artifacts: Task['artifacts']) =>
+    AgentEvent.task({
+      id: requestContext.taskId,
+      contextId: requestContext.contextId,
+      status: {
+        state,
+        timestamp: new Date().toISOString(),
+        message: {
+          messageId: crypto.randomUUID(),
+          contextId: requestContext.contextId,
+          taskId: requestContext.taskId,
+          role: Role.ROLE_AGENT,
+          parts,
+          metadata: undefined,
+          extensions: [EXTENSION_URI],
+          referenceTaskIds: [],
+        },
+      },
+      artifacts,
+      history: [requestContext.userMessage],
+      metadata: undefined,
+    });
+
+  const refuse = (requestContext: RequestContext, eventBus: ExecutionEventBus, problem: Problem) => {
+    const state = problem.status < 500 ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
+    eventBus.publish(receipt(requestContext, state, [textPart(problemText(problem)), dataPart(problem)], []));
+  };
+
+  return {
+    async execute(requestContext, eventBus) {
+      const { context } = requestContext;
+      const user = context.user;
+      try {
+        if (!(user instanceof PrincipalUser)) throw new Error('the watcher agent runs only behind the bearer check');
+        // The card marks the extension required, so the SDK has refused any request that did not activate it.
+        context.addActivatedExtension(EXTENSION_URI);
+        const found = locate(requestContext.userMessage);
+        if (found.expectations.length + found.facts.length + found.withdraw.length + found.schemaErrors.length === 0) {
+          const at = joinPath(['params', 'message', 'metadata', EXTENSION_URI]);
+          throw new SchemaError(`the message carries nothing to record: put facts, expectations or withdraw under ${at}`, [
+            { path: at, message: 'required: {facts, expectations, withdraw}' },
+          ]);
+        }
+        const origin = { taskId: requestContext.taskId, contextId: requestContext.contextId };
+        const result = await deps.ingest.ingest(user.principal, { origin, ...found });
+        deps.logger?.info(
+          { principal: user.principal.id, taskId: origin.taskId, contextId: origin.contextId, result },
+          'watcher agent: message recorded',
+        );
+        const text = receiptText(result);
+        eventBus.publish(
+          receipt(requestContext, TaskState.TASK_STATE_COMPLETED, [textPart(text)], [
+            {
+              artifactId: 'receipt',
+              name: 'receipt',
+              description: 'One result per item of the message: raised/unchanged, recorded/duplicate, withdrawn/not-open.',
+              parts: [dataPart(result), textPart(text)],
+              metadata: undefined,
+              extensions: [EXTENSION_URI],
+            },
+          ]),
+        );
+      } catch (error) {
+        const problem = toProblem(error);
+        if (problem.status >= 500) deps.logger?.[problem.status === 500 ? 'error' : 'warn']({ err: error }, problem.detail);
+        refuse(requestContext, eventBus, problem);
+      } finally {
+        eventBus.finished();
+      }
+    },
+    async cancelTask() {
+      // Receipts are final when they are created: there is nothing running to cancel.
+    },
+  };
+}
+
+/** The card and the JSON-RPC endpoint, as one router the bridge mounts (`app.use(createWatcherAgentRouter(...))`). */
+export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
+  // The interface URL in this card is not served: the card handler below builds one per request, from its origin.
+  const requestHandler = new DefaultRequestHandler(
+    watcherAgentCard('http://watcher.invalid'),
+    new RecentTaskStore(deps.recentTasks),
+    createWatcherAgentExecutor(deps),
+  );
+  const router = express.Router();
+  router.use(AGENT_CARD_PATH, (req, res, next) => {
+    const card = watcherAgentCard(originOf(req));
+    agentCardHandler({ agentCardProvider: async () => card, cache: { maxAge: 300 } })(req, res, next);
+  });
+  router.use(
+    AGENT_JSONRPC_PATH,
+    authenticate(deps.principals),
+    express.json({ limit: '1mb' }),
+    jsonRpcHandler({ requestHandler, userBuilder: async (req) => new PrincipalUser(principalOf(req)) }),
+  );
+  return router;
+}
+
+/** The origin the caller reached us at (honours `trust proxy` when the app sets it). */
+function originOf(req: Request): string {
+  return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+}
