@@ -5,6 +5,7 @@
 import type { Client } from '@temporalio/client';
 import express, { type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
 import { createCardResolver } from '../a2a/card.js';
 import type { PrincipalStore } from '../auth/principals.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
@@ -178,6 +179,8 @@ export function createApp(deps: AppDeps): express.Express {
     if (!parsed.success) throw schemaError(parsed.error.issues);
     res.json(await records.withdraw(principalOf(req), req.params.id, parsed.data.reason));
   });
+
+  app.use(createWatcherAgentRouter({ ingest, principals: deps.principals, logger: deps.logger }));
 
   app.use((req) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);
