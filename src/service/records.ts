@@ -11,7 +11,7 @@ import type { WatcherMetrics } from '../metrics.js';
 import type { ExpectationState } from '../schemas/extension.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import { getExpectationRecord, withdrawExpectation } from '../temporal/expectations.js';
-import { expectationWorkflowId } from '../temporal/ids.js';
+import { expectationWorkflowId, subjectKey } from '../temporal/ids.js';
 import {
   ExpectationAgent,
   ExpectationDueAt,
@@ -67,7 +67,7 @@ export const quote = (value: string): string => `'${value.replaceAll('\\', '\\\\
 export function listQuery(query: Omit<ListQuery, 'pageSize' | 'pageToken'>, agentId?: string): string {
   const clauses = [`WorkflowType = ${quote(WORKFLOW_TYPE)}`];
   if (query.subjectType !== undefined && query.subjectId !== undefined) {
-    clauses.push(`${ExpectationSubject.name} = ${quote(`${query.subjectType}/${query.subjectId}`)}`);
+    clauses.push(`${ExpectationSubject.name} = ${quote(subjectKey({ type: query.subjectType, id: query.subjectId }))}`);
   } else if (query.subjectType !== undefined) {
     clauses.push(`${ExpectationSubject.name} STARTS_WITH ${quote(`${query.subjectType}/`)}`);
   }

@@ -29,7 +29,7 @@ import {
   ExpectationState,
   ExpectationSubject,
 } from '../../workflows/search-attributes.js';
-import { expectationWorkflowId, factLedgerWorkflowId, subjectKey, subjectLedgerWorkflowId } from './ids.js';
+import { expectationWorkflowId, factLedgerWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from './ids.js';
 
 const cell = (value: string): string => value.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
@@ -72,7 +72,7 @@ export async function startExpectation(client: Client, taskQueue: string, input:
         { key: ExpectationSubject, value: subjectKey(e.subject) },
         { key: ExpectationState, value: 'open' },
         { key: ExpectationAgent, value: input.agent.id },
-        { key: ExpectationFactKey, value: e.satisfiedBy.factKey },
+        { key: ExpectationFactKey, value: keywordValue(e.satisfiedBy.factKey) },
         { key: ExpectationDueAt, value: new Date(e.dueAt) },
       ],
       staticSummary: `${e.kind}: ${e.expects} (due ${e.dueAt})`,

@@ -5,13 +5,22 @@ import { createHash } from 'node:crypto';
 import type { Subject } from '../schemas/extension.js';
 import type { ExpectationLinks } from '../../workflows/messages.js';
 
-const MAX_ID_BYTES = 512;
+/**
+ * Longest id or keyword value kept as it is. DESIGN 2 says 512 bytes, but Temporal's SQL persistence (PostgreSQL,
+ * MySQL, the compose stack) stores workflow ids and keyword search attributes in 255-character columns.
+ */
+export const MAX_KEY_BYTES = 255;
 
-/** Keeps an id under 512 bytes: a longer one becomes `<prefix>:sha256:<hex of the whole original>`. */
+const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+const fits = (text: string): boolean => Buffer.byteLength(text, 'utf8') <= MAX_KEY_BYTES;
+
+/** Keeps an id within MAX_KEY_BYTES: a longer one becomes `<prefix>:sha256:<hex of the whole original>`. */
 function bounded(prefix: string, id: string): string {
-  if (Buffer.byteLength(id, 'utf8') <= MAX_ID_BYTES) return id;
-  return `${prefix}:sha256:${createHash('sha256').update(id, 'utf8').digest('hex')}`;
+  return fits(id) ? id : `${prefix}:sha256:${sha256(id)}`;
 }
+
+/** A keyword search attribute value within MAX_KEY_BYTES: a longer one becomes `sha256:<hex>`. */
+export const keywordValue = (value: string): string => (fits(value) ? value : `sha256:${sha256(value)}`);
 
 export const expectationWorkflowId = (expectationId: string): string =>
   bounded('expectation', `expectation:${expectationId}`);
@@ -21,8 +30,14 @@ export const factLedgerWorkflowId = (factKey: string): string => bounded('fact',
 export const subjectLedgerWorkflowId = (subject: Subject): string =>
   bounded('subject', `subject:${encodeURIComponent(subject.type)}:${encodeURIComponent(subject.id)}`);
 
-/** The value of the `ExpectationSubject` search attribute. */
-export const subjectKey = (subject: Subject): string => `${subject.type}/${subject.id}`;
+/**
+ * The value of the `ExpectationSubject` search attribute, `type/id`. A long id is hashed (`type/sha256:<hex>`) so
+ * that a filter on the type alone (`STARTS_WITH "type/"`) still finds it.
+ */
+export function subjectKey(subject: Subject): string {
+  const key = `${subject.type}/${subject.id}`;
+  return fits(key) ? key : keywordValue(`${subject.type}/sha256:${sha256(subject.id)}`);
+}
 
 /** Every workflow id an expectation talks to. */
 export function expectationLinks(expectation: {

@@ -4,6 +4,8 @@ import {
   expectationLinks,
   expectationWorkflowId,
   factLedgerWorkflowId,
+  keywordValue,
+  subjectKey,
   subjectLedgerWorkflowId,
 } from '../../src/temporal/ids.js';
 
@@ -14,12 +16,22 @@ describe('workflow ids', () => {
     expect(subjectLedgerWorkflowId({ type: 'ship ment', id: 'a:b/c' })).toBe('subject:ship%20ment:a%3Ab%2Fc');
   });
 
-  it('replace an id over 512 bytes by the sha256 of the whole original', () => {
-    const long = 'é'.repeat(300); // 600 bytes
+  it('replace an id over 255 bytes (SQL persistence columns) by the sha256 of the whole original', () => {
+    const long = 'é'.repeat(130); // 260 bytes
     const expected = createHash('sha256').update(`expectation:${long}`).digest('hex');
 
     expect(expectationWorkflowId(long)).toBe(`expectation:sha256:${expected}`);
-    expect(expectationWorkflowId('x'.repeat(500))).toBe(`expectation:${'x'.repeat(500)}`);
+    expect(expectationWorkflowId('x'.repeat(243))).toBe(`expectation:${'x'.repeat(243)}`);
+    expect(Buffer.byteLength(factLedgerWorkflowId('k'.repeat(10_000)))).toBeLessThanOrEqual(255);
+  });
+
+  it('bound keyword search attribute values, keeping the subject type filterable', () => {
+    const id = 'i'.repeat(300);
+
+    expect(subjectKey({ type: 'shipment', id: 'SHP-1' })).toBe('shipment/SHP-1');
+    expect(subjectKey({ type: 'shipment', id })).toBe(`shipment/sha256:${createHash('sha256').update(id).digest('hex')}`);
+    expect(keywordValue('k'.repeat(255))).toBe('k'.repeat(255));
+    expect(keywordValue('k'.repeat(256))).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
   it('link an expectation to its ledgers, after and anchor targets', () => {
