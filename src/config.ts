@@ -23,6 +23,7 @@ const envSchema = z.object({
   WATCHER_LATE_WINDOW: isoDuration.default('P30D'),
   WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(60),
+  WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -48,6 +49,11 @@ export interface Config {
   lateWindow: string;
   maxLineage: number;
   cardCacheSeconds: number;
+  /**
+   * The worker's Prometheus endpoint (Temporal SDK metrics and lapse counters): port 9464 unless set; 0 serves none.
+   * `required` when the variable was set: then a port that cannot be bound stops the process instead of a warning.
+   */
+  workerMetrics: { port: number; required: boolean };
   logLevel: z.infer<typeof envSchema>['WATCHER_LOG_LEVEL'];
 }
 
@@ -90,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     lateWindow: e.WATCHER_LATE_WINDOW,
     maxLineage: e.WATCHER_MAX_LINEAGE,
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
+    workerMetrics: { port: e.WATCHER_WORKER_METRICS_PORT ?? 9464, required: e.WATCHER_WORKER_METRICS_PORT !== undefined },
     logLevel: e.WATCHER_LOG_LEVEL,
   };
 }
