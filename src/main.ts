@@ -5,12 +5,16 @@
 import { mkdirSync } from 'node:fs';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { createMetrics } from './metrics.js';
+import { installTelemetry } from './observability/telemetry.js';
 import { startBridge, startEmbeddedTemporal, startWorker, stopOnSignals, type Running } from './runtime.js';
 import { ProvisionError } from './temporal/provision.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
+  // First: the embedded server and the worker both run on the Temporal runtime this installs.
+  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });
   mkdirSync(config.dataDir, { recursive: true });
   const pieces: Running[] = [];
   stopOnSignals(pieces, log);
@@ -23,9 +27,11 @@ async function main(): Promise<void> {
     address = server.address;
     uiUrl ??= server.uiUrl;
   }
-  const worker = await startWorker(config, address, log);
+  // One registry for both, so the bridge's /metrics also counts the lapses this process delivers.
+  const metrics = createMetrics({ defaultMetrics: true });
+  const worker = await startWorker(config, address, log, { metrics });
   pieces.unshift(worker);
-  const bridge = await startBridge(config, address, log, uiUrl);
+  const bridge = await startBridge(config, address, log, uiUrl, { metrics });
   pieces.unshift(bridge);
 
   const lines = [
@@ -34,6 +40,8 @@ async function main(): Promise<void> {
     `  bridge:      ${bridge.url}  (GET /readyz, POST /a2a/events, GET /v1/expectations)`,
     `  Temporal:    ${address}${config.temporal.address ? '' : ' (embedded dev server)'}`,
     uiUrl ? `  Temporal UI: ${uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
+    `  metrics:     ${bridge.url}/metrics${telemetry.metricsUrl ? `, ${telemetry.metricsUrl} (Temporal SDK worker metrics)` : ''}`,
+    `  A2A agent:   ${bridge.url}/.well-known/agent-card.json`,
     `  data:        ${config.dataDir}`,
     bridge.generatedToken
       ? `  admin token: ${bridge.generatedToken}  (shown once; its sha256 is in ${config.dataDir}/principals.json)`

@@ -4,6 +4,7 @@
  */
 import type { Server } from 'node:http';
 import path from 'node:path';
+import express from 'express';
 import type { Config } from './config.js';
 import { connectionOptions, connectClient, isReachable } from './temporal/connection.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
@@ -11,6 +12,8 @@ import { createWatcherWorker } from './temporal/worker.js';
 import { createApp } from './http/app.js';
 import { ensurePrincipalsFile, loadPrincipals } from './auth/principals.js';
 import type { Logger } from './logger.js';
+import { createMetrics, type WatcherMetrics } from './metrics.js';
+import { requestLog } from './observability/request-log.js';
 
 export interface Running {
   stop(): Promise<void>;
@@ -30,13 +33,22 @@ export async function startEmbeddedTemporal(config: Config, log: Logger): Promis
   return server;
 }
 
-/** Runs the worker until stopped. A worker that dies unexpectedly ends the process with an error. */
-export async function startWorker(config: Config, address: string, log: Logger): Promise<Running> {
+/**
+ * Runs the worker until stopped. A worker that dies unexpectedly ends the process with an error. `metrics`: the
+ * bridge's registry when the bridge runs in the same process, so its `/metrics` counts lapses too.
+ */
+export async function startWorker(
+  config: Config,
+  address: string,
+  log: Logger,
+  options: { metrics?: WatcherMetrics } = {},
+): Promise<Running> {
   const watcher = await createWatcherWorker({
     address,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     connectionOptions: connectionOptions(config.temporal),
+    metrics: options.metrics,
   });
   const running = watcher.run();
   running.catch((error: unknown) => {
@@ -47,12 +59,13 @@ export async function startWorker(config: Config, address: string, log: Logger):
   return { stop: () => watcher.shutdown() };
 }
 
-/** Serves the bridge on `config.port`. */
+/** Serves the bridge on `config.port`, with a JSON request log. */
 export async function startBridge(
   config: Config,
   address: string,
   log: Logger,
   uiUrl = config.temporal.uiUrl,
+  options: { metrics?: WatcherMetrics } = {},
 ): Promise<Running & { url: string; generatedToken?: string }> {
   const client = await connectClient(address, config.temporal);
   const generated = config.principalsFile ? undefined : await ensurePrincipalsFile(config.dataDir);
@@ -70,10 +83,15 @@ export async function startBridge(
     },
     temporalUiUrl: uiUrl,
     logger: log,
+    metrics: options.metrics ?? createMetrics({ defaultMetrics: true }),
     isTemporalReachable: () => isReachable(client),
   });
+  const served = express();
+  served.disable('x-powered-by');
+  served.use(requestLog(log.child({ component: 'bridge' })));
+  served.use(app);
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, () => resolve(s));
+    const s = served.listen(config.port, () => resolve(s));
     s.once('error', reject);
   });
   const url = `http://localhost:${config.port}`;

@@ -4,15 +4,18 @@
  */
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { installTelemetry } from './observability/telemetry.js';
 import { startWorker, stopOnSignals, type Running } from './runtime.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
   if (!config.temporal.address) throw new ConfigError('TEMPORAL_ADDRESS: required by `npm run worker` (use `npm start` for the embedded server)');
+  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });
   const pieces: Running[] = [];
   stopOnSignals(pieces, log);
   pieces.push(await startWorker(config, config.temporal.address, log));
+  if (telemetry.metricsUrl) log.info({ url: telemetry.metricsUrl }, 'worker metrics (Prometheus)');
 }
 
 main().catch((error: unknown) => {

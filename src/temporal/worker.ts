@@ -4,6 +4,8 @@
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
+import type { WatcherMetrics } from '../metrics.js';
+import { activityObservability } from '../observability/activity-interceptor.js';
 import { registerSearchAttributes } from './search-attributes.js';
 import { workflowsPath } from './workflows-path.js';
 
@@ -19,6 +21,8 @@ export interface WatcherWorkerOptions {
   /** Client and native connection options, e.g. TLS and API key. */
   connectionOptions?: { tls?: ConnectionOptions['tls']; apiKey?: string };
   workerOptions?: Partial<WorkerOptions>;
+  /** Also count lapses on these (the bridge's registry, when worker and bridge share a process). */
+  metrics?: WatcherMetrics;
 }
 
 export interface WatcherWorker {
@@ -42,6 +46,8 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     taskQueue: options.taskQueue,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
     activities: createActivities({ client, fetch: options.fetch }),
+    // expectationId on every activity log line; lapse counters on the worker's metrics.
+    interceptors: { activity: [activityObservability({ metrics: options.metrics })] },
     ...options.workerOptions,
   });
   let running: Promise<void> | undefined;
