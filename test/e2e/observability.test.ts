@@ -1,0 +1,156 @@
+/**
+ * What an operator scrapes and reads from a worker process (`npm run worker` on the shared dev server): the
+ * Temporal SDK's own metrics and the lapse counters on WATCHER_WORKER_METRICS_PORT, and JSON log lines that carry
+ * the expectationId and workflowId of the lapse they are about. A real SDK agent receives (or refuses) the lapses.
+ */
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Expectation } from '../../src/schemas/extension.js';
+import { startExpectation } from '../../src/temporal/expectations.js';
+import { expectationLinks, expectationWorkflowId } from '../../src/temporal/ids.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { freePort } from '../support/global-setup.js';
+import { spawnEntry, type Spawned } from '../support/processes.js';
+
+const taskQueue = `observability-${randomUUID()}`;
+let worker: Spawned;
+let metricsUrl: string;
+let connection: Connection;
+let client: Client;
+const agents: TestAgent[] = [];
+
+beforeAll(async () => {
+  const port = await freePort();
+  metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  worker = spawnEntry('src/worker.ts', {
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    WATCHER_WORKER_METRICS_PORT: String(port),
+    WATCHER_LOG_LEVEL: 'info',
+  });
+  await worker.waitFor(/"msg":"worker running"/, 110_000);
+  connection = await Connection.connect({ address: inject('temporalAddress') });
+  client = new Client({ connection });
+});
+
+afterAll(async () => {
+  await worker?.stop('SIGTERM');
+  await connection?.close();
+  await Promise.all(agents.map((agent) => agent.close()));
+});
+
+/** Raises an expectation for `agent`, due in two seconds with no grace, on the spawned worker's queue. */
+async function raiseDueSoon(agent: TestAgent): Promise<Expectation> {
+  const suffix = randomUUID().slice(0, 8);
+  const due = new Date(Date.now() + 2_000);
+  due.setUTCMilliseconds(0);
+  const expectation: Expectation = {
+    expectationId: `obs-${suffix}`,
+    kind: 'delivery',
+    subject: { type: 'shipment', id: `S-${suffix}` },
+    expects: 'The shipment is delivered',
+    satisfiedBy: { factKey: `shipment/S-${suffix}/delivered` },
+    dueAt: due.toISOString(),
+    grace: 'PT0S',
+    basis: 'contract',
+  };
+  await startExpectation(client, taskQueue, {
+    expectation,
+    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
+    origin: { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` },
+    lineage: 0,
+    links: expectationLinks(expectation),
+    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
+  });
+  return expectation;
+}
+
+/** The value of the first sample of `metric` whose labels include `labels`, or undefined. */
+function sample(text: string, metric: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split('\n')) {
+    const match = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== metric) continue;
+    const found = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[3]);
+  }
+  return undefined;
+}
+
+const scrape = async () => (await fetch(metricsUrl)).text();
+
+/** The worker's JSON log lines so far. */
+function logLines(): Record<string, any>[] {
+  return worker
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, any>);
+}
+
+describe('the worker process, observed', () => {
+  it('serves the Temporal SDK’s own metrics for Prometheus', async () => {
+    const text = await scrape();
+
+    expect(text).toMatch(/^# TYPE temporal_\w+ /m);
+    expect(sample(text, 'temporal_num_pollers', { task_queue: taskQueue })).toBeGreaterThan(0);
+  });
+
+  it('counts a delivered lapse by type and logs it with its expectationId and workflowId', async () => {
+    const agent = await startTestAgent();
+    agents.push(agent);
+
+    const expectation = await raiseDueSoon(agent);
+    await agent.waitForMessages(1, 45_000);
+
+    await expect
+      .poll(async () => sample(await scrape(), 'watcher_lapses_total', { lapse: 'overdue', task_queue: taskQueue }), { timeout: 15_000 })
+      .toBe(1);
+    await expect.poll(() => logLines().find((line) => line.msg === 'lapse delivered'), { timeout: 15_000 }).toMatchObject({
+      level: 30,
+      expectationId: expectation.expectationId,
+      workflowId: expectationWorkflowId(expectation.expectationId),
+      activityType: 'deliverLapse',
+      lapse: 'overdue',
+      lapseTaskId: agent.received[0]!.taskId,
+    });
+  });
+
+  it('counts a delivery the agent refuses and logs the failure with its expectationId', async () => {
+    const agent = await startTestAgent();
+    agents.push(agent);
+    agent.failNext(400);
+
+    const expectation = await raiseDueSoon(agent);
+
+    await expect
+      .poll(async () => sample(await scrape(), 'watcher_lapse_deliveries_failed_total', { lapse: 'overdue', task_queue: taskQueue }), {
+        timeout: 45_000,
+      })
+      .toBe(1);
+    await expect.poll(() => logLines().find((line) => line.msg === 'lapse delivery failed for good'), { timeout: 15_000 }).toMatchObject({
+      level: 50,
+      expectationId: expectation.expectationId,
+      workflowId: expectationWorkflowId(expectation.expectationId),
+      err: expect.objectContaining({ message: expect.stringContaining('HTTP 400') }),
+    });
+  });
+
+  it('stops at start, naming the variable, when the metrics port it was given is taken', async () => {
+    const taken = net.createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => taken.once('listening', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+
+    const second = spawnEntry('src/worker.ts', {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      WATCHER_WORKER_METRICS_PORT: String(port),
+    });
+    const code = await second.exited;
+    taken.close();
+
+    expect(code).toBe(1);
+    expect(second.output()).toContain(`WATCHER_WORKER_METRICS_PORT=${port}: cannot serve the worker's metrics`);
+  });
+});
