@@ -1,17 +1,10 @@
 /**
- * One workflow per fact key (`fact:<factKey>`, DESIGN 3.2): records observations, forwards each new one to the
+ * One workflow per fact key (`fact:<factKey>`, DESIGN 3.2): records observations, forwards them to the
  * expectations waiting on the key, and keeps the latest for `retention` so an expectation raised later is
  * satisfied at once (early facts).
  */
-import {
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  getExternalWorkflowHandle,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
 import { ApplicationFailure } from '@temporalio/common';
+import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Fact } from '../src/schemas/extension.js';
 import { addDuration } from './duration.js';
 import {
@@ -22,6 +15,7 @@ import {
   unsubscribeSignal,
   type FactLedgerInput,
 } from './messages.js';
+import { Outbox } from './outbox.js';
 
 /** How many (observedAt, source) pairs the ledger remembers to recognise re-deliveries. */
 export const DEDUPE_WINDOW = 1000;
@@ -31,13 +25,17 @@ export const WRONG_FACT_KEY = 'WrongFactKey';
 
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 
-/** Runs while an expectation waits on the key or a fact is retained; continues as new when Temporal suggests it. */
+/**
+ * Runs while an expectation waits on the key or a fact is retained; continues as new when Temporal suggests it.
+ * A subscriber gets the first fact not yet sent to it: any fact with the key satisfies, later ones are no-ops.
+ */
 export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> {
   const subscribers = new Set(input.carried?.subscribers ?? []);
   const seen = [...(input.carried?.seen ?? [])];
   const seenSet = new Set(seen);
   let latest = input.carried?.latest;
   let lastReceivedAt = input.carried?.lastObservedAt;
+  const outbox = new Outbox<Fact>(factSignal, (pending, next) => pending ?? next, input.carried?.outbox);
   let changes = 0;
 
   const retainedUntilMs = (): number | undefined =>
@@ -47,19 +45,9 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
     return latest && until !== undefined && Date.now() < until ? latest : undefined;
   };
 
-  /** Signals one subscriber; a closed one is dropped (a closed expectation waits for nothing). */
-  async function send(workflowId: string, fact: Fact): Promise<void> {
-    try {
-      await getExternalWorkflowHandle(workflowId).signal(factSignal, fact);
-    } catch {
-      subscribers.delete(workflowId);
-      changes++;
-    }
-  }
-
   setHandler(
     recordFactUpdate,
-    async (fact) => {
+    (fact) => {
       const key = dedupeKey(fact);
       if (seenSet.has(key)) return 'duplicate';
       seen.push(key);
@@ -67,8 +55,8 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       while (seen.length > DEDUPE_WINDOW) seenSet.delete(seen.shift()!);
       latest = fact;
       lastReceivedAt = new Date().toISOString();
+      for (const subscriber of subscribers) outbox.add(subscriber, fact);
       changes++;
-      await Promise.all([...subscribers].map((id) => send(id, fact)));
       return 'recorded';
     },
     {
@@ -84,31 +72,38 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
     },
   );
 
-  setHandler(subscribeSignal, async ({ workflowId }) => {
+  setHandler(subscribeSignal, ({ workflowId }) => {
     subscribers.add(workflowId);
-    changes++;
     const fact = retained();
-    if (fact) await send(workflowId, fact);
+    if (fact) outbox.add(workflowId, fact);
+    changes++;
   });
 
   setHandler(unsubscribeSignal, ({ workflowId }) => {
     subscribers.delete(workflowId);
+    outbox.delete(workflowId);
     changes++;
   });
 
   setHandler(retainedFactQuery, retained);
 
-  const mayClose = () => subscribers.size === 0 && retained() === undefined && allHandlersFinished();
+  const mayClose = () =>
+    subscribers.size === 0 && outbox.size === 0 && retained() === undefined && allHandlersFinished();
   const mayContinueAsNew = () => workflowInfo().continueAsNewSuggested && allHandlersFinished();
 
   for (;;) {
-    if (mayClose()) return;
+    // Checked before every batch, so that a ledger that is never idle still continues as new (outbox and all).
     if (mayContinueAsNew()) {
       await continueAsNew<typeof factLedgerWorkflow>({
         ...input,
-        carried: { latest, seen, subscribers: [...subscribers], lastObservedAt: lastReceivedAt },
+        carried: { latest, seen, subscribers: [...subscribers], lastObservedAt: lastReceivedAt, outbox: outbox.carry() },
       });
     }
+    if (outbox.size > 0) {
+      for (const gone of await outbox.flush()) subscribers.delete(gone);
+      continue;
+    }
+    if (mayClose()) return;
     const before = changes;
     const wake = () => changes !== before || mayClose() || mayContinueAsNew();
     const until = retainedUntilMs();

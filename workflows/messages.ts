@@ -100,8 +100,17 @@ export interface FactLedgerInput {
   factKey: string;
   /** ISO 8601 duration: how long the latest fact is kept for expectations raised after it. */
   retention: string;
-  /** `lastObservedAt` is the workflow time at which the last observation reached the ledger (retention runs from it). */
-  carried?: { latest?: Fact; seen: string[]; subscribers: string[]; lastObservedAt?: string };
+  /**
+   * `lastObservedAt` is the workflow time at which the last observation reached the ledger (retention runs from
+   * it); `outbox` the facts received but not yet forwarded, one per subscriber.
+   */
+  carried?: {
+    latest?: Fact;
+    seen: string[];
+    subscribers: string[];
+    lastObservedAt?: string;
+    outbox?: Array<{ workflowId: string; fact: Fact }>;
+  };
 }
 
 /** Record one observation; answers whether it was new. Sent with update-with-start by the bridge. */
@@ -118,7 +127,8 @@ export const retainedFactQuery = defineQuery<Fact | undefined>('retainedFact');
 
 export interface SubjectLedgerInput {
   subject: { type: string; id: string };
-  carried?: { subscribers: string[]; lastFactAt?: string };
+  /** `outbox`: the latest fact not yet forwarded to each subscriber. */
+  carried?: { subscribers: string[]; lastFactAt?: string; outbox?: Array<{ workflowId: string; fact: SubjectFact }> };
 }
 
 /** A fact on the subject (started by expectations only; a fact never starts it). */

@@ -1,27 +1,29 @@
 /**
- * One workflow per subject (`subject:<type>:<id>`, DESIGN 3.2): forwards every fact on the subject to the
- * expectations on it, for stalls and `lastFactAt`. Started by expectations only; a fact never starts it.
+ * One workflow per subject (`subject:<type>:<id>`, DESIGN 3.2): tells the expectations on the subject that a fact
+ * on it reached the watcher, for stalls and `lastFactAt`. Started by expectations only; a fact never starts it.
  */
-import {
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  getExternalWorkflowHandle,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   subjectFactSignal,
   subjectObservedSignal,
   subscribeSignal,
   unsubscribeSignal,
+  type SubjectFact,
   type SubjectLedgerInput,
 } from './messages.js';
+import { Outbox } from './outbox.js';
 
-/** Runs while an expectation on the subject is open; continues as new when Temporal suggests it. */
+const latestObserved = (pending: SubjectFact | undefined, next: SubjectFact): SubjectFact =>
+  pending && Date.parse(pending.observedAt) >= Date.parse(next.observedAt) ? pending : next;
+
+/**
+ * Runs while an expectation on the subject is open; continues as new when Temporal suggests it. Facts are
+ * coalesced per subscriber: an expectation only needs to know that one arrived and the latest observedAt.
+ */
 export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<void> {
   const subscribers = new Set(input.carried?.subscribers ?? []);
   let lastFactAt = input.carried?.lastFactAt;
+  const outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
   let changes = 0;
 
   setHandler(subscribeSignal, ({ workflowId }) => {
@@ -31,32 +33,32 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
 
   setHandler(unsubscribeSignal, ({ workflowId }) => {
     subscribers.delete(workflowId);
+    outbox.delete(workflowId);
     changes++;
   });
 
-  setHandler(subjectObservedSignal, async (fact) => {
+  setHandler(subjectObservedSignal, (fact) => {
     if (lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(lastFactAt)) lastFactAt = fact.observedAt;
-    await Promise.all(
-      [...subscribers].map(async (workflowId) => {
-        try {
-          await getExternalWorkflowHandle(workflowId).signal(subjectFactSignal, fact);
-        } catch {
-          // A closed expectation waits for nothing: drop it.
-          subscribers.delete(workflowId);
-          changes++;
-        }
-      }),
-    );
+    for (const subscriber of subscribers) outbox.add(subscriber, fact);
+    changes++;
   });
 
-  const mayClose = () => subscribers.size === 0 && allHandlersFinished();
+  const mayClose = () => subscribers.size === 0 && outbox.size === 0 && allHandlersFinished();
   const mayContinueAsNew = () => workflowInfo().continueAsNewSuggested && allHandlersFinished();
 
   for (;;) {
-    if (mayClose()) return;
+    // Checked before every batch, so that a ledger that is never idle still continues as new (outbox and all).
     if (mayContinueAsNew()) {
-      await continueAsNew<typeof subjectLedgerWorkflow>({ ...input, carried: { subscribers: [...subscribers], lastFactAt } });
+      await continueAsNew<typeof subjectLedgerWorkflow>({
+        ...input,
+        carried: { subscribers: [...subscribers], lastFactAt, outbox: outbox.carry() },
+      });
     }
+    if (outbox.size > 0) {
+      for (const gone of await outbox.flush()) subscribers.delete(gone);
+      continue;
+    }
+    if (mayClose()) return;
     const before = changes;
     await condition(() => changes !== before || mayClose() || mayContinueAsNew());
   }

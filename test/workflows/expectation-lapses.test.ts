@@ -209,13 +209,13 @@ describe('withdraw', () => {
     await h.raise(shipmentExpectation(id, start, 10 * DAY));
     await h.until(id, (r) => r.state === 'open');
 
-    expect(await withdrawExpectation(h.env.client, id, { reason: 'order cancelled' })).toBe('withdrawn');
+    expect(await withdrawExpectation(h.client, id, { reason: 'order cancelled' })).toBe('withdrawn');
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
     expect(record).toMatchObject({ state: 'withdrawn', withdrawnReason: 'order cancelled' });
-    expect(await withdrawExpectation(h.env.client, id, { reason: 'again' })).toBe('not-open');
-    expect(await withdrawExpectation(h.env.client, h.id('never-raised'), { reason: 'x' })).toBe('unknown');
-    expect(await getExpectationRecord(h.env.client, h.id('never-raised'))).toBeUndefined();
+    expect(await withdrawExpectation(h.client, id, { reason: 'again' })).toBe('not-open');
+    expect(await withdrawExpectation(h.client, h.id('never-raised'), { reason: 'x' })).toBe('unknown');
+    expect(await getExpectationRecord(h.client, h.id('never-raised'))).toBeUndefined();
   });
 
   it('withdraws a lapsed expectation, which is still open', async () => {
@@ -225,7 +225,7 @@ describe('withdraw', () => {
     await advanceTo(start + 2 * DAY);
     await h.until(id, (r) => r.state === 'lapsed');
 
-    expect(await withdrawExpectation(h.env.client, id, { reason: 'gave up' })).toBe('withdrawn');
+    expect(await withdrawExpectation(h.client, id, { reason: 'gave up' })).toBe('withdrawn');
 
     expect(await h.until(id, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'withdrawn', withdrawnReason: 'gave up' });
   });
@@ -237,7 +237,7 @@ describe('withdraw', () => {
     await reportFact(h, expectation.satisfiedBy.factKey, start);
     await h.until(id, (r) => r.closedAt !== undefined);
 
-    expect(await withdrawExpectation(h.env.client, id, { reason: 'late' })).toBe('not-open');
+    expect(await withdrawExpectation(h.client, id, { reason: 'late' })).toBe('not-open');
     expect((await h.record(id)).state).toBe('satisfied');
     expect(links.self).toBe(expectationWorkflowId(id));
   });
@@ -275,7 +275,7 @@ describe("operator's view", () => {
     const start = await h.now();
     const id = h.id('ui');
     const { expectation } = await h.raise(shipmentExpectation(id, start, DAY, { grace: 'PT1H' }));
-    const handle = h.env.client.workflow.getHandle(expectationWorkflowId(id));
+    const handle = h.client.workflow.getHandle(expectationWorkflowId(id));
     await advanceTo(start + 2 * DAY);
     await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
 

@@ -11,7 +11,7 @@ import { inject } from 'vitest';
 import { createLedgerActivities } from '../../activities/ledgers.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from '../../activities/types.js';
 import type { Expectation, Fact } from '../../src/schemas/extension.js';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord, recordFact, startExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks } from '../../src/temporal/ids.js';
@@ -28,6 +28,8 @@ export const REJECTING_AGENT = 'rejecting-agent';
 
 export interface TimeSkippingHarness {
   env: TestWorkflowEnvironment;
+  /** A client that never moves the clock (only `env.sleep` does). */
+  client: Client;
   taskQueue: string;
   /** Every call of the test `deliverLapse` activity, in order. */
   deliveries: DeliverLapseInput[];
@@ -68,6 +70,9 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     server: { executable: { type: 'existing-path', path: inject('testServerPath') } },
   });
   await addSearchAttributes(env);
+  // A plain client: the environment's own client unlocks time skipping while it awaits a result, and doing that
+  // from activities or polls while the test also sleeps unbalances the test server's time lock.
+  const client = new Client({ connection: env.connection, namespace: env.namespace ?? 'default' });
   const taskQueue = `workflows-${randomUUID()}`;
   const deliveries: DeliverLapseInput[] = [];
   const worker = await Worker.create({
@@ -75,7 +80,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
     activities: {
-      ...createLedgerActivities({ client: env.client }),
+      ...createLedgerActivities({ client }),
       async deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult> {
         deliveries.push(input);
         if (input.agent.id === REJECTING_AGENT) {
@@ -89,6 +94,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
 
   const harness: TimeSkippingHarness = {
     env,
+    client,
     taskQueue,
     deliveries,
     id: (prefix) => `${prefix}-${randomUUID().slice(0, 8)}`,
@@ -102,19 +108,19 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
         ...options,
         links: expectationLinks(expectation),
       };
-      const started = await startExpectation(env.client, taskQueue, input);
+      const started = await startExpectation(client, taskQueue, input);
       if (started !== 'raised') throw new Error(`${expectation.expectationId} was not raised: ${started}`);
       return input;
     },
     async record(expectationId) {
-      const record = await getExpectationRecord(env.client, expectationId);
+      const record = await getExpectationRecord(client, expectationId);
       if (!record) throw new Error(`no record for ${expectationId}`);
       return record;
     },
     async until(expectationId, accept) {
       const deadline = Date.now() + 15_000;
       for (;;) {
-        const record = await getExpectationRecord(env.client, expectationId);
+        const record = await getExpectationRecord(client, expectationId);
         if (record && accept(record)) return record;
         if (Date.now() > deadline) throw new Error(`timed out waiting on ${expectationId}: ${JSON.stringify(record)}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -139,13 +145,13 @@ export function reportFact(
   factRetention = settings.factRetention,
 ): Promise<'recorded' | 'duplicate'> {
   const fact: Fact = { factKey, observedAt: new Date(observedAtMs).toISOString(), source: 'carrier-feed', ...extra };
-  return recordFact(h.env.client, h.taskQueue, fact, { factRetention });
+  return recordFact(h.client, h.taskQueue, fact, { factRetention });
 }
 
 /** The status name of a workflow, or 'NOT_FOUND'. */
 export async function workflowStatus(h: TimeSkippingHarness, workflowId: string): Promise<string> {
   try {
-    return (await h.env.client.workflow.getHandle(workflowId).describe()).status.name;
+    return (await h.client.workflow.getHandle(workflowId).describe()).status.name;
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) return 'NOT_FOUND';
     throw error;

@@ -1,0 +1,56 @@
+/**
+ * Forwarding from a ledger to its subscribers, coalesced: at most one pending signal per subscriber, sent in
+ * bounded batches by the ledger's main loop (not by its handlers), so that a busy ledger stays under Temporal's
+ * limit on pending external signals and its handlers finish at once, which lets it continue as new.
+ */
+import { getExternalWorkflowHandle, type SignalDefinition } from '@temporalio/workflow';
+
+/** How many signals one batch sends at once (Temporal refuses more than 2,000 pending per workflow). */
+export const OUTBOX_BATCH = 500;
+
+export class Outbox<T> {
+  private readonly pending: Map<string, T>;
+
+  constructor(
+    private readonly signal: SignalDefinition<[T]>,
+    /** Given what is pending for a subscriber (if anything) and a new item: what to send it. */
+    private readonly merge: (pending: T | undefined, next: T) => T,
+    carried: Array<{ workflowId: string; fact: T }> = [],
+  ) {
+    this.pending = new Map(carried.map(({ workflowId, fact }) => [workflowId, fact]));
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  add(workflowId: string, item: T): void {
+    this.pending.set(workflowId, this.merge(this.pending.get(workflowId), item));
+  }
+
+  delete(workflowId: string): void {
+    this.pending.delete(workflowId);
+  }
+
+  /** What is still to send, for continue-as-new. */
+  carry(): Array<{ workflowId: string; fact: T }> {
+    return [...this.pending].map(([workflowId, fact]) => ({ workflowId, fact }));
+  }
+
+  /** Sends one batch; returns the subscribers that are gone (closed), which the caller drops. */
+  async flush(): Promise<string[]> {
+    const batch = [...this.pending].slice(0, OUTBOX_BATCH);
+    for (const [workflowId] of batch) this.pending.delete(workflowId);
+    const gone: string[] = [];
+    await Promise.all(
+      batch.map(async ([workflowId, item]) => {
+        try {
+          await getExternalWorkflowHandle(workflowId).signal(this.signal, item);
+        } catch {
+          gone.push(workflowId);
+        }
+      }),
+    );
+    return gone;
+  }
+}
