@@ -1,0 +1,34 @@
+/**
+ * Raw Temporal baselines, bundled apart from the watcher's workflows and run on their own task queue: the least a
+ * Temporal application can do for each scenario, so that our figures read as ratios of what the server allows.
+ */
+import { condition, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import type { BaselineActivities } from './activities.js';
+
+/** Signal of the round-trip baseline. */
+export const goSignal = defineSignal('go');
+
+const { fired } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '30s' });
+
+/** Raise baseline: starts and completes, nothing else. */
+export async function noopWorkflow(): Promise<void> {}
+
+/** Fact-to-satisfied baseline: waits for one signal and completes. */
+export async function signalWorkflow(): Promise<void> {
+  let signalled = false;
+  setHandler(goSignal, () => {
+    signalled = true;
+  });
+  await condition(() => signalled);
+}
+
+/** Lapse baseline: a timer until the shared instant, then a no-op activity that records when it ran. */
+export async function timerWorkflow(id: string, dueMs: number): Promise<void> {
+  await sleep(Math.max(dueMs - Date.now(), 1));
+  await fired(id, dueMs);
+}
+
+/** Scale baseline: one timer months ahead, the least an open expectation could cost. */
+export async function sleepWorkflow(dueMs: number): Promise<void> {
+  await sleep(Math.max(dueMs - Date.now(), 1));
+}

@@ -1,0 +1,83 @@
+/**
+ * Reads workflow histories: events by type, workflow tasks, and the Temporal actions they bill (Temporal Cloud's
+ * definition, counted from the history: starts, signals received, activities scheduled, timers, search-attribute
+ * upserts, property changes, updates, signals sent, markers).
+ */
+import type { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
+
+const EventType = proto.temporal.api.enums.v1.EventType;
+
+/** Event types counted as actions. */
+const ACTION_EVENTS = new Set<string>([
+  'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
+  'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED',
+  'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED',
+  'EVENT_TYPE_TIMER_STARTED',
+  'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+  'EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED',
+  'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+  'EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
+  'EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED',
+  'EVENT_TYPE_MARKER_RECORDED',
+]);
+
+export interface HistoryEvent {
+  type: string;
+  timeMs: number;
+  /** Activity type of a scheduled activity. */
+  activityType?: string;
+  scheduledEventId?: number;
+  id: number;
+}
+
+export interface HistoryCount {
+  workflowId: string;
+  events: number;
+  workflowTasks: number;
+  actions: number;
+  byType: Record<string, number>;
+}
+
+const shortName = (type: string) =>
+  type
+    .replace(/^EVENT_TYPE_/, '')
+    .toLowerCase()
+    .replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** The events of the workflow's current run, in order. */
+export async function historyEvents(client: Client, workflowId: string): Promise<HistoryEvent[]> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).map((event) => {
+    const seconds = Number(event.eventTime?.seconds ?? 0);
+    const nanos = event.eventTime?.nanos ?? 0;
+    return {
+      id: Number(event.eventId ?? 0),
+      type: EventType[event.eventType ?? 0] ?? String(event.eventType),
+      timeMs: seconds * 1000 + nanos / 1e6,
+      activityType: event.activityTaskScheduledEventAttributes?.activityType?.name ?? undefined,
+      scheduledEventId: event.activityTaskStartedEventAttributes
+        ? Number(event.activityTaskStartedEventAttributes.scheduledEventId)
+        : undefined,
+    };
+  });
+}
+
+/** Events, workflow tasks and actions of one workflow's history. */
+export async function countHistory(client: Client, workflowId: string): Promise<HistoryCount> {
+  const events = await historyEvents(client, workflowId);
+  const byType: Record<string, number> = {};
+  let actions = 0;
+  for (const event of events) {
+    const name = shortName(event.type);
+    byType[name] = (byType[name] ?? 0) + 1;
+    if (ACTION_EVENTS.has(event.type)) actions++;
+  }
+  return {
+    workflowId,
+    events: events.length,
+    workflowTasks: byType.workflowTaskCompleted ?? 0,
+    actions,
+    byType,
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * What the benchmark sends: expectations of the test agent's `delivery` kind, in A2A v1.0 artifact updates, and
+ * facts. Ids carry the run's prefix so that runs against a shared server never collide.
+ */
+import { randomUUID } from 'node:crypto';
+import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
+
+/** A short random prefix for this run's ids. */
+export const runPrefix = `bench-${randomUUID().slice(0, 8)}`;
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** An RFC 3339 UTC instant without milliseconds. */
+export const instant = (ms: number): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+
+/** Due about six months from now: never lapses during a run. */
+export const monthsAhead = (): string => instant(Date.now() + 182 * DAY_MS);
+
+/** One expectation; its fact key is unique to it. */
+export function expectationFor(id: string, subjectId: string, dueAt: string, grace?: string): Expectation {
+  return {
+    expectationId: id,
+    kind: 'delivery',
+    subject: { type: 'shipment', id: subjectId },
+    expects: 'The shipment is delivered to the consignee',
+    satisfiedBy: { factKey: factKeyOf(id) },
+    dueAt,
+    ...(grace ? { grace } : {}),
+    basis: 'contract',
+  };
+}
+
+/** The fact key an expectation of `expectationFor` waits on. */
+export const factKeyOf = (expectationId: string): string => `shipment/${expectationId}/delivered`;
+
+/** The v1.0 push body of an artifact update carrying the expectations (one artifact, one origin task). */
+export function artifactUpdate(expectations: Expectation[], taskId: string) {
+  return {
+    artifactUpdate: {
+      taskId,
+      contextId: `ctx-${taskId}`,
+      artifact: {
+        artifactId: `plan-${taskId}`,
+        parts: [{ text: 'shipment plan' }],
+        metadata: { [EXTENSION_URI]: { expectations } },
+      },
+    },
+  };
+}
+
+/**
+ * A batch of `size` expectations on one subject (one shipment's plan), ids `<prefix>-<batch>-<i>`.
+ */
+export function batchOf(prefix: string, batch: number, size: number, dueAt: string, grace?: string): Expectation[] {
+  const subjectId = `${prefix}-S${batch}`;
+  return Array.from({ length: size }, (_, i) => expectationFor(`${prefix}-${batch}-${i}`, subjectId, dueAt, grace));
+}

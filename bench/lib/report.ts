@@ -1,0 +1,202 @@
+/**
+ * The run's results as JSON and as a markdown table (scenario, ours, raw Temporal, ratio, target, hit or miss),
+ * written under bench/results/ with a timestamp, and the table copied into BENCHMARKS.md between its markers.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { FactLatencyResult } from '../scenarios/fact-latency.js';
+import type { LapseResult, Stages } from '../scenarios/lapse-lateness.js';
+import type { ProcessCost, ScaleResult } from '../scenarios/scale.js';
+import type { ThroughputResult } from '../scenarios/throughput.js';
+import { repoRoot } from './child.js';
+import type { Machine } from './proc.js';
+import type { Summary } from './stats.js';
+
+export interface BenchResults {
+  mode: 'quick' | 'full';
+  startedAt: string;
+  durationSec: number;
+  server: string;
+  machine: Machine;
+  throughput?: ThroughputResult;
+  factLatency?: FactLatencyResult;
+  lapse?: LapseResult[];
+  scale?: ScaleResult;
+  targets: Target[];
+  notes: string[];
+  /** Temporal SDK warnings during the run: message → count. */
+  sdkWarnings?: Record<string, number>;
+}
+
+export interface Target {
+  name: string;
+  target: string;
+  measured: string;
+  /** undefined: not judged in this run (e.g. scale below 100,000). */
+  hit?: boolean;
+}
+
+/** Judges the four targets of issue 5 against what was measured. */
+export function judgeTargets(results: Omit<BenchResults, 'targets'>): Target[] {
+  const targets: Target[] = [];
+  const t = results.throughput;
+  if (t) {
+    targets.push({
+      name: 'Raise throughput, 1 per request',
+      target: '≥ 0.5 × raw starts',
+      measured: `${t.ratios.single} × (${t.single.acceptedPerSec}/s vs ${t.rawAcceptedPerSec}/s)`,
+      hit: t.ratios.single >= 0.5,
+    });
+    targets.push({
+      name: 'Raise throughput, 10 per request',
+      target: '≥ 0.5 × raw starts',
+      measured: `${t.ratios.batch} × (${t.batch.acceptedPerSec}/s vs ${t.rawAcceptedPerSec}/s)`,
+      hit: t.ratios.batch >= 0.5,
+    });
+  }
+  const f = results.factLatency;
+  if (f) targets.push({ name: 'Fact to satisfied p99', target: '≤ 250 ms', measured: `${f.oursMs.p99} ms`, hit: f.oursMs.p99 <= 250 });
+  const at200 = results.lapse?.find((l) => l.count === 200);
+  if (at200) {
+    targets.push({
+      name: 'Lapse lateness p99 at 200 dues',
+      target: '≤ 1000 ms',
+      measured: `${at200.oursMs.p99} ms`,
+      hit: at200.oursMs.p99 <= 1000 && at200.settledBeforeDueMs > 0,
+    });
+  }
+  const s = results.scale;
+  if (s) {
+    targets.push({
+      name: `Worker memory at ${s.count.toLocaleString('en-US')} open`,
+      target: '≤ 400 MB at 100,000',
+      measured: `${s.ours.worker.rssMiB} MiB (peak ${s.ours.worker.peakMiB})`,
+      hit: s.count >= 100_000 ? s.ours.worker.rssMiB * 1.048576 <= 400 : undefined,
+    });
+  }
+  return targets;
+}
+
+const ms = (s: Summary) => `${s.p50} / ${s.p95} / ${s.p99} ms`;
+const msMax = (s: Summary) => `${s.p50} / ${s.p95} / ${s.p99} / ${s.max} ms`;
+const verdict = (hit: boolean | undefined) => (hit === undefined ? 'not judged' : hit ? '**hit**' : '**miss**');
+const n = (value: number) => value.toLocaleString('en-US');
+const cost = (c: ProcessCost | undefined) => (c ? `${c.rssMiB} MiB (empty ${c.emptyRssMiB}, peak ${c.peakMiB})` : '—');
+const cpu = (c: ProcessCost | undefined) => (c ? `${c.idleCpuPct} %` : '—');
+
+function stageRows(label: string, ours: Stages, raw: Stages): string[] {
+  const row = (stage: keyof Stages, what: string) =>
+    `| ${label}: ${what} (p50 / p99) | ${ours[stage].p50} / ${ours[stage].p99} ms | ${raw[stage].p50} / ${raw[stage].p99} ms |`;
+  return [
+    row('timer', 'due → timer fired'),
+    row('decide', 'timer fired → activity scheduled'),
+    row('queue', 'scheduled → activity started'),
+    row('activity', 'activity started → at the agent / recorded'),
+  ];
+}
+
+/** The markdown of one run: the main table, then where the time goes. */
+export function markdown(results: BenchResults): string {
+  const lines: string[] = [];
+  const m = results.machine;
+  lines.push(
+    `Run: \`${results.mode}\`, ${results.startedAt}, ${Math.round(results.durationSec / 60)} min; server: ${results.server}.`,
+    `Machine: ${m.cpus} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}, ${m.temporal}; load average at start ${m.loadAverageAtStart.join(' ')}.`,
+    '',
+    '| Scenario | Watcher | Raw Temporal, same server | Ratio | Target | Result |',
+    '|---|---|---|---|---|---|',
+  );
+  const targetOf = (name: string) => results.targets.find((t) => t.name === name);
+  const t = results.throughput;
+  if (t) {
+    const c = t.options.concurrency;
+    const raw = `${t.rawAcceptedPerSec}/s starts (settled ${t.rawSettledPerSec}/s)`;
+    lines.push(
+      `| Raise, 1 expectation per request, concurrency ${c} | ${t.single.acceptedPerSec}/s accepted (settled ${t.single.settledPerSec}/s) | ${raw} | ${t.ratios.single} (settled ${t.ratios.singleSettled}) | ≥ 0.5 | ${verdict(targetOf('Raise throughput, 1 per request')?.hit)} |`,
+      `| Raise, 10 per request, concurrency ${c} | ${t.batch.acceptedPerSec}/s accepted (settled ${t.batch.settledPerSec}/s) | ${raw} | ${t.ratios.batch} (settled ${t.ratios.batchSettled}) | ≥ 0.5 | ${verdict(targetOf('Raise throughput, 10 per request')?.hit)} |`,
+    );
+  }
+  const f = results.factLatency;
+  if (f) {
+    lines.push(
+      `| Fact → satisfied, p50 / p95 / p99 (${f.samples} samples) | ${ms(f.oursMs)} | signal → result ${ms(f.rawMs)} | p50 ${f.ratios.p50}, p99 ${f.ratios.p99} | p99 ≤ 250 ms | ${verdict(targetOf('Fact to satisfied p99')?.hit)} |`,
+    );
+  }
+  for (const l of results.lapse ?? []) {
+    const judged = l.count === 200 ? verdict(targetOf('Lapse lateness p99 at 200 dues')?.hit) : 'not judged';
+    lines.push(
+      `| Lapse lateness, ${n(l.count)} due at once, p50 / p95 / p99 / max | ${msMax(l.oursMs)} | timer → activity ${msMax(l.rawMs)} | p99 ${l.ratios.p99}, max ${l.ratios.max} | p99 ≤ 1 s at 200 | ${judged} |`,
+    );
+  }
+  const s = results.scale;
+  if (s) {
+    const label = `Scale, ${n(s.count)} open`;
+    const target = targetOf(`Worker memory at ${n(s.count)} open`);
+    lines.push(
+      `| ${label}: worker RSS | ${cost(s.ours.worker)} | ${cost(s.raw.worker)} | ${s.ratios.workerRss} | ≤ 400 MB at 100,000 | ${verdict(target?.hit)} |`,
+      `| ${label}: dev server RSS | ${cost(s.ours.server)} | ${cost(s.raw.server)} | ${s.ratios.serverRss ?? '—'} | | |`,
+      `| ${label}: bridge RSS | ${cost(s.ours.bridge)} | — | | | |`,
+      `| ${label}: database (SQLite + WAL) | ${s.ours.databaseMiB ? `${s.ours.databaseMiB.total} MiB` : '—'} | ${s.raw.databaseMiB ? `${s.raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | | |`,
+      `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(s.ours.worker)} / ${cpu(s.ours.bridge)} / ${cpu(s.ours.server)} | ${cpu(s.raw.worker)} / — / ${cpu(s.raw.server)} | | | |`,
+      `| ${label}: raising (${s.ours.via}) | ${s.ours.raisePerSec}/s, settled in ${s.ours.settledSec} s | ${s.raw.raisePerSec}/s, settled in ${s.raw.settledSec} s | ${(s.ours.raisePerSec / s.raw.raisePerSec).toFixed(2)} | | |`,
+    );
+  }
+
+  lines.push('', '#### Where the time goes', '', '| Measure | Watcher | Raw Temporal |', '|---|---|---|');
+  if (t) {
+    const [expectation, factLedger, subjectLedger] = t.histories.ours;
+    const sum = (key: 'events' | 'workflowTasks' | 'actions') => t.histories.ours.reduce((total, h) => total + h[key], 0);
+    lines.push(
+      `| Workflows per raise (1 per request) | 3: expectation, fact ledger, subject ledger | 1 |`,
+      `| History events per raise (expectation + fact ledger + subject ledger) | ${sum('events')} (${expectation!.events} + ${factLedger!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
+      `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${factLedger!.workflowTasks} + ${subjectLedger!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
+      `| Temporal actions per raise, from the histories (+1 query by the subscribe activity) | ${sum('actions')} (${expectation!.actions} + ${factLedger!.actions} + ${subjectLedger!.actions}) | ${t.histories.raw.actions} |`,
+      `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / dev server | ${t.single.cpuMsPerItem.node} / ${t.single.cpuMsPerItem.server ?? '—'} ms | ${t.raw[0]!.cpuMsPerItem.node} / ${t.raw[0]!.cpuMsPerItem.server ?? '—'} ms |`,
+      `| CPU per expectation, 10 per request | ${t.batch.cpuMsPerItem.node} / ${t.batch.cpuMsPerItem.server ?? '—'} ms | |`,
+      `| Request latency p50 / p95 / p99, 1 per request | ${ms(t.single.latencyMs)} | start ${ms(t.raw[0]!.latencyMs)} |`,
+      `| Request latency p50 / p95 / p99, 10 per request | ${ms(t.batch.latencyMs)} | |`,
+      `| Card fetches by the bridge over the whole run (cache 60 s) | ${t.counters.bridgeCardFetches} | |`,
+    );
+  }
+  if (f) {
+    lines.push(
+      `| Fact POST answered (bridge + ledger update + signal) p50 / p95 / p99 | ${ms(f.postMs)} | |`,
+      `| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`,
+      `| Queries per sample until satisfied, p50 / p99 | ${f.pollsPerSample.p50} / ${f.pollsPerSample.p99} | |`,
+    );
+  }
+  for (const l of results.lapse ?? []) {
+    lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
+    lines.push(`| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses} | |`);
+  }
+  const warnings = Object.entries(results.sdkWarnings ?? {});
+  if (warnings.length > 0) {
+    lines.push('', 'Temporal SDK warnings during the run:', '');
+    for (const [message, count] of warnings) lines.push(`- ${count} × ${message.replace(/\s+/g, ' ').slice(0, 140)}`);
+  }
+  if (results.notes.length > 0) lines.push('', ...results.notes.map((note) => `- ${note}`));
+  return `${lines.join('\n')}\n`;
+}
+
+const START = '<!-- bench:latest:start -->';
+const END = '<!-- bench:latest:end -->';
+
+/** Writes `bench/results/<stamp>-<mode>.{json,md}` and refreshes the latest table in BENCHMARKS.md. */
+export function writeResults(results: BenchResults): { json: string; md: string } {
+  const dir = path.join(repoRoot, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const stamp = results.startedAt.replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
+  const base = path.join(dir, `${stamp}-${results.mode}`);
+  const table = markdown(results);
+  writeFileSync(`${base}.json`, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(`${base}.md`, `### Benchmark ${results.mode}, ${results.startedAt}\n\n${table}`);
+
+  const benchmarks = path.join(repoRoot, 'BENCHMARKS.md');
+  const section = `${START}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\`\n${END}`;
+  const current = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8') : `# Benchmarks\n\n## Latest run\n\n${START}\n${END}\n`;
+  const updated = current.includes(START) && current.includes(END)
+    ? current.replace(new RegExp(`${START}[\\s\\S]*${END}`), () => section)
+    : `${current.trimEnd()}\n\n## Latest run\n\n${section}\n`;
+  writeFileSync(benchmarks, updated);
+  return { json: `${base}.json`, md: `${base}.md` };
+}

@@ -1,0 +1,27 @@
+/**
+ * The Temporal SDK's warnings during a run: counted by message and printed once each, so that a flood of the same
+ * warning (e.g. activities completing after their timeout under load) shows as a count in the report.
+ */
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
+import { progress } from './progress.js';
+
+const counts = new Map<string, number>();
+
+/** Installs the counting logger on the SDK runtime (WARN and above). */
+export function installSdkLog(): void {
+  Runtime.install({
+    logger: new DefaultLogger('WARN', (entry: LogEntry) => {
+      const key = entry.message.slice(0, 160);
+      const seen = counts.get(key) ?? 0;
+      counts.set(key, seen + 1);
+      if (seen === 0) progress(`SDK ${entry.level}: ${entry.message.slice(0, 300)} (counted, printed once)`);
+    }),
+    // Core's own (Rust) warnings come through the same logger instead of straight to stderr.
+    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'WARN' }, forward: {} } },
+  });
+}
+
+/** Warnings so far: message → count. */
+export function sdkWarnings(): Record<string, number> {
+  return Object.fromEntries(counts);
+}

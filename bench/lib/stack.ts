@@ -1,0 +1,164 @@
+/**
+ * The in-process stack of scenarios 1–3: the bridge (`createApp` on a loopback port), the watcher's worker
+ * (`createWatcherWorker`), a real @a2a-js/sdk agent, and the raw baseline's worker on a task queue of its own, all
+ * on one Temporal server. Counts what the watcher fetches from the agent.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
+import { createApp } from '../../src/http/app.js';
+import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
+import { createBaselineActivities } from '../baseline/activities.js';
+import { runPrefix } from './payloads.js';
+import { progress, waitUntil } from './progress.js';
+import type { BenchServer } from './server.js';
+
+export interface Counters {
+  /** Card fetches the bridge made (cached for cardCacheSeconds). */
+  bridgeCardFetches: number;
+  /** Card fetches the lapse delivery activity made. */
+  workerCardFetches: number;
+  /** JSON-RPC requests the delivery activity sent. */
+  workerSends: number;
+}
+
+export interface Stack {
+  server: BenchServer;
+  /** The benchmark's own client: raw starts, queries, visibility counts, histories. */
+  client: Client;
+  watcherQueue: string;
+  baselineQueue: string;
+  bridgeUrl: string;
+  tokens: { agent: string; feed: string };
+  agent: TestAgent;
+  /** Baseline timer firings: workflow id → wall-clock ms. */
+  firedAt: Map<string, number>;
+  counters: Counters;
+  /** What the watcher's queue has started so far, for `waitSettled`. */
+  expected: { factLedgers: number; subjectLedgers: number };
+  /** Resolves once every raise so far has started its fact and subject ledgers (visibility counts). */
+  waitSettled(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Wraps fetch to count requests whose URL passes `match`. */
+function countingFetch(count: (url: string) => void): typeof fetch {
+  return async (resource, init) => {
+    count(typeof resource === 'string' ? resource : resource instanceof URL ? resource.href : resource.url);
+    return fetch(resource, init);
+  };
+}
+
+/** Starts everything on `server`; the bundles are prebuilt files. */
+export async function startStack(server: BenchServer, bundles: { watcher: string; baseline: string }): Promise<Stack> {
+  const watcherQueue = `${runPrefix}-watcher`;
+  const baselineQueue = `${runPrefix}-raw`;
+  const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0, workerSends: 0 };
+  const agent = await startTestAgent();
+
+  const watcher: WatcherWorker = await createWatcherWorker({
+    address: server.address,
+    namespace: server.namespace,
+    taskQueue: watcherQueue,
+    workflowBundlePath: bundles.watcher,
+    connectionOptions: server.connectionOptions,
+    fetch: countingFetch((url) => {
+      if (url === agent.cardUrl) counters.workerCardFetches++;
+      else counters.workerSends++;
+    }),
+  });
+  const watcherRunning = watcher.run();
+
+  const firedAt = new Map<string, number>();
+  const baselineConnection = await NativeConnection.connect({ address: server.address, ...server.connectionOptions });
+  const baselineWorker = await Worker.create({
+    connection: baselineConnection,
+    namespace: server.namespace,
+    taskQueue: baselineQueue,
+    workflowBundle: { codePath: bundles.baseline },
+    activities: createBaselineActivities(firedAt),
+  });
+  const baselineRunning = baselineWorker.run();
+
+  // The bridge and the benchmark each get their own connection, as separate deployments would.
+  const bridgeConnection = await Connection.connect({ address: server.address, ...server.connectionOptions });
+  const bridgeClient = new Client({ connection: bridgeConnection, namespace: server.namespace });
+  const benchConnection = await Connection.connect({ address: server.address, ...server.connectionOptions });
+  const client = new Client({ connection: benchConnection, namespace: server.namespace });
+
+  const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
+  const principals = createPrincipalStore({
+    principals: [
+      { id: 'bench-agent', tokenSha256: tokenSha256(tokens.agent), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
+      { id: 'bench-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter'] },
+    ],
+  });
+  const app = createApp({
+    client: bridgeClient,
+    taskQueue: watcherQueue,
+    namespace: server.namespace,
+    principals,
+    // The defaults of src/config.ts.
+    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60 },
+    fetch: countingFetch(() => counters.bridgeCardFetches++),
+  });
+  const http: Server = await new Promise((resolve, reject) => {
+    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+    listening.once('error', reject);
+  });
+  const bridgeUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  progress(`stack: bridge ${bridgeUrl}, watcher queue ${watcherQueue}, raw queue ${baselineQueue}, agent ${agent.url}`);
+
+  const expected = { factLedgers: 0, subjectLedgers: 0 };
+  const count = async (type: string) =>
+    (await client.workflow.count(`WorkflowType = '${type}' AND TaskQueue = '${watcherQueue}'`)).count;
+
+  return {
+    server,
+    client,
+    watcherQueue,
+    baselineQueue,
+    bridgeUrl,
+    tokens,
+    agent,
+    firedAt,
+    counters,
+    expected,
+    async waitSettled(timeoutMs = 600_000) {
+      let facts = 0;
+      let subjects = 0;
+      await waitUntil(
+        'every raise to start its ledgers',
+        async () => {
+          facts = await count('factLedgerWorkflow');
+          subjects = await count('subjectLedgerWorkflow');
+          return facts >= expected.factLedgers && subjects >= expected.subjectLedgers;
+        },
+        {
+          timeoutMs,
+          intervalMs: 500,
+          onTick: () =>
+            progress(`  settling: fact ledgers ${facts}/${expected.factLedgers}, subject ledgers ${subjects}/${expected.subjectLedgers}`),
+        },
+      );
+    },
+    async close() {
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      });
+      await watcher.shutdown();
+      await watcherRunning;
+      baselineWorker.shutdown();
+      await baselineRunning;
+      await baselineConnection.close();
+      await bridgeConnection.close();
+      await benchConnection.close();
+      await agent.close();
+    },
+  };
+}

@@ -1,0 +1,154 @@
+/**
+ * `npm run bench` (full) and `npm run bench -- --quick` (a few minutes): the watcher side by side with raw
+ * Temporal on the same server in the same run. Embedded dev server (SQLite in a temp dir, free ports) unless
+ * TEMPORAL_ADDRESS is set. Options: `--only=throughput,latency,lapse,scale`, `--scale-via=bridge|direct`,
+ * `--concurrency=16`, `--no-write` (print the table only).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config.js';
+import { workflowsPath } from '../src/temporal/workflows-path.js';
+import { baselineWorkflowsPath } from './baseline/paths.js';
+import { describeMachine } from './lib/proc.js';
+import { progress } from './lib/progress.js';
+import { installSdkLog, sdkWarnings } from './lib/sdk-log.js';
+import { judgeTargets, markdown, writeResults, type BenchResults } from './lib/report.js';
+import { bundleTo, startServer, temporalCliPath } from './lib/server.js';
+import { startStack } from './lib/stack.js';
+import { runFactLatency } from './scenarios/fact-latency.js';
+import { runLapseLateness } from './scenarios/lapse-lateness.js';
+import { runScale } from './scenarios/scale.js';
+import { runThroughput } from './scenarios/throughput.js';
+
+const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+interface Options {
+  quick: boolean;
+  only: Set<Scenario>;
+  scaleVia: 'bridge' | 'direct';
+  concurrency: number;
+  write: boolean;
+  /** `--set=singles=100,scale=2000`: sizes of the mode overridden, for experiments. */
+  sizes: Partial<Record<SizeKey, number>>;
+}
+
+function parseArgs(argv: string[]): Options {
+  const options: Options = { quick: false, only: new Set(SCENARIOS), scaleVia: 'bridge', concurrency: 16, write: true, sizes: {} };
+  for (const arg of argv) {
+    const [key, value] = arg.split('=', 2) as [string, string | undefined];
+    if (key === '--quick') options.quick = true;
+    else if (key === '--no-write') options.write = false;
+    else if (key === '--only' && value) {
+      const names = value.split(',').map((s) => s.trim());
+      for (const name of names) if (!SCENARIOS.includes(name as Scenario)) throw new Error(`--only: unknown scenario '${name}' (${SCENARIOS.join(', ')})`);
+      options.only = new Set(names as Scenario[]);
+    } else if (key === '--scale-via' && (value === 'bridge' || value === 'direct')) options.scaleVia = value;
+    else if (key === '--concurrency' && value && Number(value) > 0) options.concurrency = Number(value);
+    else if (key === '--set' && value) {
+      for (const pair of value.split(',')) {
+        const [name, number] = pair.split('=') as [SizeKey, string | undefined];
+        if (!SIZE_KEYS.includes(name) || !(Number(number) > 0)) throw new Error(`--set: bad size '${pair}'`);
+        options.sizes[name] = Number(number);
+      }
+    }
+    else throw new Error(`unknown option ${arg}; see the comment at the top of bench/run.ts`);
+  }
+  return options;
+}
+
+/** How much of each scenario a quick and a full run do. */
+const SIZES = {
+  quick: { singles: 400, batches: 60, rawStarts: 600, latencySamples: 100, lapses: [200], scale: 10_000 },
+  full: { singles: 2_000, batches: 300, rawStarts: 3_000, latencySamples: 500, lapses: [200, 1_000], scale: 100_000 },
+};
+type SizeKey = Exclude<keyof (typeof SIZES)['quick'], 'lapses'> | 'lapse';
+const SIZE_KEYS: SizeKey[] = ['singles', 'batches', 'rawStarts', 'latencySamples', 'lapse', 'scale'];
+
+async function main(): Promise<void> {
+  const options = parseArgs(process.argv.slice(2));
+  const mode = options.quick ? 'quick' : 'full';
+  const { lapse, ...overrides } = options.sizes;
+  const size = { ...SIZES[mode], ...overrides, ...(lapse ? { lapses: [lapse] } : {}) };
+  installSdkLog();
+  const config = loadConfig();
+  const startedAt = new Date().toISOString();
+  const t0 = Date.now();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'expectations-bench-'));
+  progress(`${mode} run of ${[...options.only].join(', ')}; work directory ${dir}`);
+  const machine = describeMachine(config.temporal.address ? undefined : temporalCliPath());
+  progress(`machine: ${machine.cpus} cores, ${machine.memoryGiB} GiB, node ${machine.node}, ${machine.temporal.split('\n')[0]}`);
+
+  progress('bundling the watcher workflows and the baseline workflows');
+  const bundles = {
+    watcher: await bundleTo(workflowsPath, path.join(dir, 'watcher-bundle.js')),
+    baseline: await bundleTo(baselineWorkflowsPath, path.join(dir, 'baseline-bundle.js')),
+  };
+
+  const partial: Omit<BenchResults, 'targets' | 'durationSec'> = {
+    mode,
+    startedAt,
+    server: config.temporal.address ? `external cluster ${config.temporal.address}` : 'embedded dev server, SQLite file',
+    machine,
+    notes: [
+      'The machine is shared with other work (tests of other sessions may run): absolute figures move, the ratios to raw Temporal on the same server in the same run are what to read.',
+      'Scenarios 1–3 run the bridge, the worker, the raw baseline worker, the agent and the load generator in one Node process; scenario 4 runs worker, bridge and dev server as separate processes on a fresh server per side.',
+    ],
+  };
+
+  if (options.only.has('throughput') || options.only.has('latency') || options.only.has('lapse')) {
+    const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3');
+    const stack = await startStack(server, bundles);
+    try {
+      let raisePerSec = 50;
+      let rawPerSec = 200;
+      if (options.only.has('throughput')) {
+        partial.throughput = await runThroughput(stack, {
+          concurrency: options.concurrency,
+          singles: size.singles,
+          batches: size.batches,
+          rawStarts: size.rawStarts,
+        });
+        raisePerSec = partial.throughput.batch.settledPerSec;
+        rawPerSec = partial.throughput.rawAcceptedPerSec;
+      }
+      if (options.only.has('latency')) partial.factLatency = await runFactLatency(stack, size.latencySamples, options.concurrency);
+      if (options.only.has('lapse')) {
+        partial.lapse = [];
+        for (const count of size.lapses) {
+          partial.lapse.push(await runLapseLateness(stack, { count, concurrency: options.concurrency, raisePerSec, rawPerSec }));
+        }
+      }
+    } finally {
+      await stack.close();
+      await server.stop();
+    }
+  }
+
+  if (options.only.has('scale')) {
+    partial.scale = await runScale(config, path.join(dir, 'scale'), {
+      count: size.scale,
+      via: options.scaleVia,
+      concurrency: options.concurrency,
+      baselineBundle: bundles.baseline,
+    });
+  }
+
+  partial.sdkWarnings = sdkWarnings();
+  if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);
+  const durationSec = Math.round((Date.now() - t0) / 1000);
+  const results: BenchResults = { ...partial, durationSec, targets: judgeTargets({ ...partial, durationSec }) };
+  process.stdout.write(`\n${markdown(results)}\n`);
+  if (options.write) {
+    const written = writeResults(results);
+    progress(`wrote ${written.json}, ${written.md} and BENCHMARKS.md`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  progress(`done in ${Math.round(durationSec / 60)} min ${durationSec % 60} s`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

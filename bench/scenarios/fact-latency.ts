@@ -1,0 +1,94 @@
+/**
+ * Scenario 2, fact to satisfied: from the fact's `POST /v1/facts` to the expectation's record reading `satisfied`
+ * (its query polled back to back), against a raw signal → result round trip of a workflow that waits for one
+ * signal, on the same server. Samples of ours and raw alternate one by one so that both see the same load.
+ */
+import { recordQuery } from '../../workflows/messages.js';
+import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { goSignal } from '../baseline/workflows.js';
+import { postJson, runPool } from '../lib/load.js';
+import { artifactUpdate, batchOf, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { progress, waitUntil } from '../lib/progress.js';
+import type { Stack } from '../lib/stack.js';
+import { ratio, summarise, type Summary } from '../lib/stats.js';
+
+export interface FactLatencyResult {
+  samples: number;
+  /** POST sent → record satisfied. */
+  oursMs: Summary;
+  /** POST sent → POST answered (the bridge, the ledger's update, its signal to the expectation). */
+  postMs: Summary;
+  /** POST sent → the workflow's own satisfiedAt (workflow clock: the task that applied the fact started). */
+  decidedMs: Summary;
+  /** Queries per sample until satisfied. */
+  pollsPerSample: Summary;
+  /** Signal sent → workflow result. */
+  rawMs: Summary;
+  ratios: { p50: number; p99: number };
+}
+
+export async function runFactLatency(stack: Stack, samples: number, concurrency: number): Promise<FactLatencyResult> {
+  const prefix = `${runPrefix}-lat`;
+  const batches = Math.ceil(samples / 10);
+  progress(`fact to satisfied: raising ${batches * 10} expectations and starting ${samples} signal workflows`);
+  const dueAt = monthsAhead();
+  const raised = await runPool(batches, concurrency, (b) =>
+    postJson(`${stack.bridgeUrl}/a2a/events`, stack.tokens.agent, artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`)),
+  );
+  if (raised.errors.length > 0) throw new Error(`fact to satisfied: raising failed: ${raised.errors[0]}`);
+  stack.expected.factLedgers += batches * 10;
+  stack.expected.subjectLedgers += batches;
+  const started = await runPool(samples, concurrency, (i) =>
+    stack.client.workflow.start('signalWorkflow', { workflowId: `${prefix}-raw-${i}`, taskQueue: stack.baselineQueue, args: [] }),
+  );
+  if (started.errors.length > 0) throw new Error(`fact to satisfied: raw starts failed: ${started.errors[0]}`);
+  await stack.waitSettled();
+
+  const ours: number[] = [];
+  const post: number[] = [];
+  const decided: number[] = [];
+  const polls: number[] = [];
+  const raw: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const id = `${prefix}-${Math.floor(i / 10)}-${i % 10}`;
+    const handle = stack.client.workflow.getHandle(expectationWorkflowId(id));
+    const wall0 = Date.now();
+    const t0 = performance.now();
+    await postJson(`${stack.bridgeUrl}/v1/facts`, stack.tokens.feed, {
+      facts: [{ factKey: factKeyOf(id), observedAt: new Date(wall0).toISOString(), subject: { type: 'shipment', id: `${prefix}-S${Math.floor(i / 10)}` } }],
+    });
+    post.push(performance.now() - t0);
+    let queries = 0;
+    for (;;) {
+      const record = await handle.query(recordQuery);
+      queries++;
+      if (record.state === 'satisfied') {
+        ours.push(performance.now() - t0);
+        decided.push(Date.parse(record.satisfiedAt!) - wall0);
+        break;
+      }
+    }
+    polls.push(queries);
+
+    const rawHandle = stack.client.workflow.getHandle(`${prefix}-raw-${i}`);
+    // The raw workflow must be waiting (its first task done) before the clock starts.
+    await waitUntil('the signal workflow to wait', async () => (await rawHandle.describe()).historyLength >= 4, { timeoutMs: 60_000, intervalMs: 20 });
+    const r0 = performance.now();
+    await rawHandle.signal(goSignal);
+    await rawHandle.result();
+    raw.push(performance.now() - r0);
+    if ((i + 1) % 50 === 0) progress(`  fact to satisfied: ${i + 1}/${samples} samples`);
+  }
+  const oursMs = summarise(ours);
+  const rawMs = summarise(raw);
+  progress(`  fact to satisfied: p50 ${oursMs.p50} / p99 ${oursMs.p99} ms; raw signal→result p50 ${rawMs.p50} / p99 ${rawMs.p99} ms`);
+  return {
+    samples,
+    oursMs,
+    postMs: summarise(post),
+    decidedMs: summarise(decided),
+    pollsPerSample: summarise(polls, 0),
+    rawMs,
+    ratios: { p50: ratio(oursMs.p50, rawMs.p50), p99: ratio(oursMs.p99, rawMs.p99) },
+  };
+}

@@ -1,0 +1,260 @@
+/**
+ * Scenario 4, scale: N open expectations due months ahead. The worker (`src/worker.ts`), the bridge
+ * (`src/bridge.ts`) and the dev server run as separate processes, each on a fresh server, so that resident memory
+ * (VmRSS), database size (SQLite + WAL) and CPU over 30 s of idle can be read per process. Against the raw
+ * baseline: N workflows each sleeping on one timer months ahead, with their own worker process.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { Config } from '../../src/config.js';
+import { tokenSha256 } from '../../src/auth/principals.js';
+import { startExpectation } from '../../src/temporal/expectations.js';
+import { expectationLinks } from '../../src/temporal/ids.js';
+import { startTestAgent } from '../../test/support/agent.js';
+import { spawnEntry, type Child } from '../lib/child.js';
+import { postJson, runPool } from '../lib/load.js';
+import { artifactUpdate, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { cpuMs, memoryMiB, sqliteMiB } from '../lib/proc.js';
+import { delay, progress, waitUntil } from '../lib/progress.js';
+import { freePort, startServer, type BenchServer } from '../lib/server.js';
+import { ratio } from '../lib/stats.js';
+
+export interface ProcessCost {
+  /** Resident memory after raising and 30 s of idle, MiB. */
+  rssMiB: number;
+  /** Peak resident memory (VmHWM) over the process's life, MiB. */
+  peakMiB: number;
+  /** Resident memory before anything was raised, MiB. */
+  emptyRssMiB: number;
+  /** CPU used over 30 s of idle, percent of one core. */
+  idleCpuPct: number;
+}
+
+export interface ScaleSide {
+  count: number;
+  via: string;
+  raisePerSec: number;
+  /** From the first raise until every raise had settled, s. */
+  settledSec: number;
+  worker: ProcessCost;
+  bridge?: ProcessCost;
+  server?: ProcessCost;
+  databaseMiB?: { db: number; wal: number; total: number };
+}
+
+export interface ScaleResult {
+  count: number;
+  ours: ScaleSide;
+  raw: ScaleSide;
+  ratios: { workerRss: number; serverRss?: number; database?: number };
+}
+
+const IDLE_WINDOW_MS = 30_000;
+
+/** Waits until the process has used under `thresholdMs` of CPU in each of two consecutive 2 s windows. */
+async function waitIdle(pid: number, what: string, thresholdMs = 60): Promise<void> {
+  let calm = 0;
+  await waitUntil(
+    `${what} to go idle`,
+    async () => {
+      const before = cpuMs(pid);
+      await delay(2_000);
+      calm = cpuMs(pid) - before < thresholdMs ? calm + 1 : 0;
+      return calm >= 2;
+    },
+    { timeoutMs: 1_800_000, intervalMs: 0 },
+  );
+}
+
+/** RSS now, peak, and CPU over the idle window, for every process at once. */
+async function measure(pids: Record<string, number>, empty: Record<string, number>): Promise<Record<string, ProcessCost>> {
+  const cpu0 = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
+  await delay(IDLE_WINDOW_MS);
+  const costs: Record<string, ProcessCost> = {};
+  for (const [name, pid] of Object.entries(pids)) {
+    const memory = memoryMiB(pid);
+    costs[name] = {
+      rssMiB: memory.rss,
+      peakMiB: memory.peak,
+      emptyRssMiB: empty[name]!,
+      idleCpuPct: Number((((cpuMs(pid) - cpu0[name]!) / IDLE_WINDOW_MS) * 100).toFixed(2)),
+    };
+  }
+  return costs;
+}
+
+function rssOf(pids: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).rss]));
+}
+
+function rateReporter(label: string, total: number) {
+  const t0 = performance.now();
+  return (done: number) =>
+    progress(`  ${label}: ${done}/${total} (${((done * 1000) / (performance.now() - t0)).toFixed(0)}/s)`);
+}
+
+async function connect(server: BenchServer): Promise<Client> {
+  const connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
+  return new Client({ connection, namespace: server.namespace });
+}
+
+async function oursSide(config: Config, dir: string, count: number, via: 'bridge' | 'direct', concurrency: number): Promise<ScaleSide> {
+  const server = await startServer(config, path.join(dir, 'ours'), 'scale (ours)');
+  const queue = `${runPrefix}-scale`;
+  const env = {
+    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_NAMESPACE: server.namespace,
+    TEMPORAL_TASK_QUEUE: queue,
+    WATCHER_LOG_LEVEL: 'info',
+    WATCHER_DATA_DIR: path.join(dir, 'ours'),
+  };
+  const children: Child[] = [];
+  const agent = await startTestAgent();
+  const client = await connect(server);
+  try {
+    progress('scale (ours): starting the worker process (src/worker.ts bundles the workflows)');
+    const worker = spawnEntry('src/worker.ts', [], env, path.join(dir, 'ours', 'worker.log'));
+    children.push(worker);
+    await worker.waitFor(/worker running/);
+    const token = `agent-${randomUUID()}`;
+    const principalsFile = path.join(dir, 'ours', 'principals.json');
+    writeFileSync(
+      principalsFile,
+      JSON.stringify({ principals: [{ id: 'bench-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl: agent.cardUrl } }] }),
+    );
+    const port = await freePort();
+    const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile }, path.join(dir, 'ours', 'bridge.log'));
+    children.push(bridge);
+    await bridge.waitFor(/bridge listening/);
+    const pids: Record<string, number> = { worker: worker.pid, bridge: bridge.pid };
+    if (server.embedded) pids.server = server.embedded.pid;
+    const empty = rssOf(pids);
+
+    const batches = Math.ceil(count / 10);
+    const dueAt = monthsAhead();
+    progress(`scale (ours): raising ${batches * 10} expectations ${via === 'bridge' ? 'through the bridge in batches of 10' : 'with startExpectation'}`);
+    const t0 = performance.now();
+    const report = rateReporter('scale (ours) raised', via === 'bridge' ? batches : batches * 10);
+    const pool =
+      via === 'bridge'
+        ? await runPool(
+            batches,
+            concurrency,
+            (b) => postJson(`http://127.0.0.1:${port}/a2a/events`, token, artifactUpdate(batchOf(`${runPrefix}-scale`, b, 10, dueAt), `${runPrefix}-scale-task-${b}`)),
+            { onProgress: report },
+          )
+        : await runPool(
+            batches * 10,
+            concurrency,
+            (i) => {
+              const expectation = batchOf(`${runPrefix}-scale`, Math.floor(i / 10), 10, dueAt)[i % 10]!;
+              return startExpectation(client, queue, {
+                expectation,
+                agent: { id: 'bench-agent', cardUrl: agent.cardUrl },
+                origin: { taskId: `${runPrefix}-scale-task-${Math.floor(i / 10)}`, contextId: `ctx-${Math.floor(i / 10)}` },
+                lineage: 0,
+                links: expectationLinks(expectation),
+                settings: { lateWindow: 'P30D', factRetention: 'P7D' },
+              });
+            },
+            { onProgress: report },
+          );
+    if (pool.errors.length > 0) throw new Error(`scale (ours): raising failed: ${pool.errors[0]}`);
+    const raisedMs = performance.now() - t0;
+    let facts = 0;
+    let subjects = 0;
+    const countOf = async (type: string) => (await client.workflow.count(`WorkflowType = '${type}' AND TaskQueue = '${queue}'`)).count;
+    await waitUntil(
+      'every raise to start its ledgers',
+      async () => {
+        facts = await countOf('factLedgerWorkflow');
+        subjects = await countOf('subjectLedgerWorkflow');
+        return facts >= batches * 10 && subjects >= batches;
+      },
+      { timeoutMs: 3_600_000, intervalMs: 1_000, onTick: () => progress(`  scale (ours): ledgers started: fact ${facts}/${batches * 10}, subject ${subjects}/${batches}`) },
+    );
+    await waitIdle(worker.pid, 'the worker');
+    const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
+    progress(`scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
+    const costs = await measure(pids, empty);
+    return {
+      count: batches * 10,
+      via: via === 'bridge' ? 'bridge, batches of 10' : 'startExpectation',
+      raisePerSec: Number(((batches * 10 * 1000) / raisedMs).toFixed(1)),
+      settledSec,
+      worker: costs.worker!,
+      bridge: costs.bridge,
+      server: costs.server,
+      databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined,
+    };
+  } finally {
+    for (const child of children.reverse()) await child.stop();
+    await client.connection.close();
+    await agent.close();
+    await server.stop();
+  }
+}
+
+async function rawSide(config: Config, dir: string, count: number, bundle: string, concurrency: number): Promise<ScaleSide> {
+  const server = await startServer(config, path.join(dir, 'raw'), 'scale (raw)');
+  const queue = `${runPrefix}-scale-raw`;
+  const client = await connect(server);
+  let worker: Child | undefined;
+  try {
+    worker = spawnEntry('bench/baseline/worker.ts', [server.address, server.namespace, queue, bundle], {}, path.join(dir, 'raw', 'worker.log'));
+    await worker.waitFor(/baseline worker running/);
+    const pids: Record<string, number> = { worker: worker.pid };
+    if (server.embedded) pids.server = server.embedded.pid;
+    const empty = rssOf(pids);
+    const dueMs = Date.parse(monthsAhead());
+    progress(`scale (raw): starting ${count} workflows sleeping until ${new Date(dueMs).toISOString()}`);
+    const t0 = performance.now();
+    const pool = await runPool(
+      count,
+      concurrency,
+      (i) => client.workflow.start('sleepWorkflow', { workflowId: `${runPrefix}-scale-raw-${i}`, taskQueue: queue, args: [dueMs] }),
+      { onProgress: rateReporter('scale (raw) started', count) },
+    );
+    if (pool.errors.length > 0) throw new Error(`scale (raw): starts failed: ${pool.errors[0]}`);
+    const raisedMs = performance.now() - t0;
+    await waitIdle(worker.pid, 'the baseline worker');
+    const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
+    progress(`scale (raw): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
+    const costs = await measure(pids, empty);
+    return {
+      count,
+      via: 'client.workflow.start',
+      raisePerSec: Number(((count * 1000) / raisedMs).toFixed(1)),
+      settledSec,
+      worker: costs.worker!,
+      server: costs.server,
+      databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined,
+    };
+  } finally {
+    await worker?.stop();
+    await client.connection.close();
+    await server.stop();
+  }
+}
+
+export async function runScale(
+  config: Config,
+  dir: string,
+  options: { count: number; via: 'bridge' | 'direct'; concurrency: number; baselineBundle: string },
+): Promise<ScaleResult> {
+  mkdirSync(dir, { recursive: true });
+  const ours = await oursSide(config, dir, options.count, options.via, options.concurrency);
+  const raw = await rawSide(config, dir, ours.count, options.baselineBundle, options.concurrency);
+  return {
+    count: ours.count,
+    ours,
+    raw,
+    ratios: {
+      workerRss: ratio(ours.worker.rssMiB, raw.worker.rssMiB),
+      serverRss: ours.server && raw.server ? ratio(ours.server.rssMiB, raw.server.rssMiB) : undefined,
+      database: ours.databaseMiB && raw.databaseMiB ? ratio(ours.databaseMiB.total, raw.databaseMiB.total) : undefined,
+    },
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * Scenario 1, raise throughput: expectations per second through `POST /a2a/events` (one per request, and batches
+ * of 10 in one artifact) at a fixed concurrency, against raw `client.workflow.start` of a no-op workflow at the same
+ * concurrency. Raw runs before and after ours; the ratio uses their mean. "Accepted" is the rate of 200 answers;
+ * "settled" also waits until the worker has started every raise's fact and subject ledgers (raw: every no-op
+ * workflow completed).
+ */
+import type { Client } from '@temporalio/client';
+import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { countHistory, type HistoryCount } from '../lib/history.js';
+import { postJson, runPool } from '../lib/load.js';
+import { artifactUpdate, batchOf, expectationFor, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { cpuMs } from '../lib/proc.js';
+import { progress, waitUntil } from '../lib/progress.js';
+import type { Stack } from '../lib/stack.js';
+import { ratio, summarise, type Summary } from '../lib/stats.js';
+
+export interface ThroughputOptions {
+  concurrency: number;
+  /** Requests of one expectation each. */
+  singles: number;
+  /** Requests of 10 expectations each. */
+  batches: number;
+  /** Raw starts per baseline phase. */
+  rawStarts: number;
+}
+
+export interface Phase {
+  label: string;
+  expectations: number;
+  requests: number;
+  acceptedPerSec: number;
+  settledPerSec: number;
+  elapsedMs: number;
+  settledMs: number;
+  /** Per-request latency (ms). */
+  latencyMs: Summary;
+  errors: string[];
+  /** CPU per expectation, ms: the benchmark process (bridge, worker, load) and the dev server. */
+  cpuMsPerItem: { node: number; server?: number };
+}
+
+export interface ThroughputResult {
+  options: ThroughputOptions;
+  raw: Phase[];
+  single: Phase;
+  batch: Phase;
+  rawAcceptedPerSec: number;
+  rawSettledPerSec: number;
+  ratios: { single: number; batch: number; singleSettled: number; batchSettled: number };
+  histories: { ours: HistoryCount[]; raw: HistoryCount };
+  counters: Stack['counters'];
+}
+
+function cpuMeter(stack: Stack) {
+  const serverPid = stack.server.embedded?.pid;
+  const node0 = process.cpuUsage();
+  const server0 = serverPid ? cpuMs(serverPid) : 0;
+  return (items: number) => {
+    const node = process.cpuUsage(node0);
+    return {
+      node: Number(((node.user + node.system) / 1000 / items).toFixed(2)),
+      server: serverPid ? Number(((cpuMs(serverPid) - server0) / items).toFixed(2)) : undefined,
+    };
+  };
+}
+
+const perSec = (items: number, ms: number) => Number(((items * 1000) / ms).toFixed(1));
+
+let rawStarted = 0;
+
+async function rawPhase(stack: Stack, options: ThroughputOptions, label: string): Promise<Phase> {
+  progress(`throughput: ${label}: ${options.rawStarts} raw workflow starts at concurrency ${options.concurrency}`);
+  const meter = cpuMeter(stack);
+  const t0 = performance.now();
+  const pool = await runPool(options.rawStarts, options.concurrency, (i) =>
+    stack.client.workflow.start('noopWorkflow', {
+      workflowId: `${runPrefix}-${label}-${i}`,
+      taskQueue: stack.baselineQueue,
+      args: [],
+    }),
+  );
+  rawStarted += options.rawStarts - pool.errors.length;
+  await waitUntil(
+    'every no-op workflow to complete',
+    async () =>
+      (
+        await stack.client.workflow.count(
+          `WorkflowType = 'noopWorkflow' AND TaskQueue = '${stack.baselineQueue}' AND ExecutionStatus = 'Completed'`,
+        )
+      ).count >= rawStarted,
+    { timeoutMs: 600_000, intervalMs: 500 },
+  );
+  const settledMs = performance.now() - t0;
+  const phase: Phase = {
+    label,
+    expectations: options.rawStarts,
+    requests: options.rawStarts,
+    acceptedPerSec: perSec(options.rawStarts, pool.elapsedMs),
+    settledPerSec: perSec(options.rawStarts, settledMs),
+    elapsedMs: Math.round(pool.elapsedMs),
+    settledMs: Math.round(settledMs),
+    latencyMs: summarise(pool.latenciesMs),
+    errors: pool.errors,
+    cpuMsPerItem: meter(options.rawStarts),
+  };
+  progress(`  ${label}: ${phase.acceptedPerSec}/s accepted, ${phase.settledPerSec}/s settled, p99 ${phase.latencyMs.p99} ms`);
+  return phase;
+}
+
+async function oursPhase(stack: Stack, options: ThroughputOptions, label: string, size: number, requests: number): Promise<Phase> {
+  const prefix = `${runPrefix}-${label}`;
+  progress(`throughput: ${label}: ${requests} requests of ${size} expectation(s) at concurrency ${options.concurrency}`);
+  const dueAt = monthsAhead();
+  const meter = cpuMeter(stack);
+  const t0 = performance.now();
+  const pool = await runPool(
+    requests,
+    options.concurrency,
+    (i) => {
+      const expectations = size === 1 ? [expectationFor(`${prefix}-${i}`, `${prefix}-S${i}`, dueAt)] : batchOf(prefix, i, size, dueAt);
+      return postJson(`${stack.bridgeUrl}/a2a/events`, stack.tokens.agent, artifactUpdate(expectations, `${prefix}-task-${i}`));
+    },
+    { onProgress: (done) => progress(`  ${label}: ${done}/${requests} requests answered`) },
+  );
+  const ok = requests - pool.errors.length;
+  stack.expected.factLedgers += ok * size;
+  stack.expected.subjectLedgers += ok;
+  await stack.waitSettled();
+  const settledMs = performance.now() - t0;
+  const expectations = requests * size;
+  const phase: Phase = {
+    label,
+    expectations,
+    requests,
+    acceptedPerSec: perSec(expectations, pool.elapsedMs),
+    settledPerSec: perSec(expectations, settledMs),
+    elapsedMs: Math.round(pool.elapsedMs),
+    settledMs: Math.round(settledMs),
+    latencyMs: summarise(pool.latenciesMs),
+    errors: pool.errors.slice(0, 5),
+    cpuMsPerItem: meter(expectations),
+  };
+  if (pool.errors.length > 0) progress(`  ${label}: ${pool.errors.length} errors, first: ${pool.errors[0]}`);
+  progress(`  ${label}: ${phase.acceptedPerSec}/s accepted, ${phase.settledPerSec}/s settled, request p99 ${phase.latencyMs.p99} ms`);
+  return phase;
+}
+
+/** The histories one single raise leaves (its expectation, fact ledger and subject ledger) and one raw start's. */
+async function raiseHistories(client: Client, singleId: string, rawId: string) {
+  const ours = await Promise.all([
+    countHistory(client, expectationWorkflowId(singleId)),
+    countHistory(client, factLedgerWorkflowId(factKeyOf(singleId))),
+    countHistory(client, subjectLedgerWorkflowId({ type: 'shipment', id: singleId.replace(/-(\d+)$/, '-S$1') })),
+  ]);
+  return { ours, raw: await countHistory(client, rawId) };
+}
+
+export async function runThroughput(stack: Stack, options: ThroughputOptions): Promise<ThroughputResult> {
+  // Warm-up: the bridge fetches the card once, both workers have their bundles loaded.
+  await oursPhase(stack, { ...options, concurrency: 4 }, 'warmup', 1, 8);
+  await runPool(8, 4, (i) => stack.client.workflow.execute('noopWorkflow', { workflowId: `${runPrefix}-rawwarm-${i}`, taskQueue: stack.baselineQueue, args: [] }));
+  rawStarted += 8;
+
+  const rawBefore = await rawPhase(stack, options, 'raw-before');
+  const single = await oursPhase(stack, options, 'single', 1, options.singles);
+  const batch = await oursPhase(stack, options, 'batch10', 10, options.batches);
+  const rawAfter = await rawPhase(stack, options, 'raw-after');
+
+  const rawAcceptedPerSec = Number(((rawBefore.acceptedPerSec + rawAfter.acceptedPerSec) / 2).toFixed(1));
+  const rawSettledPerSec = Number(((rawBefore.settledPerSec + rawAfter.settledPerSec) / 2).toFixed(1));
+  const histories = await raiseHistories(stack.client, `${runPrefix}-single-0`, `${runPrefix}-raw-before-0`);
+  return {
+    options,
+    raw: [rawBefore, rawAfter],
+    single,
+    batch,
+    rawAcceptedPerSec,
+    rawSettledPerSec,
+    ratios: {
+      single: ratio(single.acceptedPerSec, rawAcceptedPerSec),
+      batch: ratio(batch.acceptedPerSec, rawAcceptedPerSec),
+      singleSettled: ratio(single.settledPerSec, rawSettledPerSec),
+      batchSettled: ratio(batch.settledPerSec, rawSettledPerSec),
+    },
+    histories,
+    counters: { ...stack.counters },
+  };
+}
