@@ -16,6 +16,8 @@ declare module 'vitest' {
     temporalAddress: string;
     workflowBundlePath: string;
     testServerPath: string;
+    /** The shared dev server's web UI, e.g. http://127.0.0.1:43123 (for the browser test). */
+    temporalUiUrl: string;
   }
 }
 
@@ -53,5 +55,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   });
   project.provide('temporalAddress', server.address);
   process.env.WATCHER_TEST_UI_URL = server.uiUrl;
+  project.provide('temporalUiUrl', server.uiUrl ?? '');
   return () => server.stop();
 }
