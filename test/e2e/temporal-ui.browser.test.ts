@@ -1,0 +1,153 @@
+/**
+ * The Temporal UI as an operator uses it, in headless Chromium: filter the workflows by `ExpectationSubject`, open
+ * the expectation, read its summary, its static details and its current details (DESIGN 6). The expectation is a
+ * real one: raised on the shared dev server, held by our worker, lapsed and delivered to a real SDK agent.
+ * Screenshots go to test-output/ui/.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Expectation } from '../../src/schemas/extension.js';
+import type { ExpectationRecord } from '../../src/schemas/record.js';
+import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
+import { expectationLinks, expectationWorkflowId } from '../../src/temporal/ids.js';
+import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { launchChromium, screenshotPath } from '../support/browser.js';
+
+const taskQueue = `temporal-ui-${randomUUID()}`;
+const suffix = randomUUID().slice(0, 8);
+const uiUrl = inject('temporalUiUrl');
+let watcher: WatcherWorker;
+let running: Promise<void>;
+let agent: TestAgent;
+let browser: Browser;
+let page: Page;
+
+/** Lapses two seconds after it is raised; the agent gets the lapse task. */
+let lapsing: Expectation;
+/** Same kind, another subject: the filter must leave it out. */
+let elsewhere: Expectation;
+let record: ExpectationRecord;
+
+function expectation(id: string, subjectId: string, dueInMs: number): Expectation {
+  const due = new Date(Date.now() + dueInMs);
+  due.setUTCMilliseconds(0);
+  return {
+    expectationId: id,
+    kind: 'delivery',
+    subject: { type: 'shipment', id: subjectId },
+    expects: 'The shipment is delivered to the consignee',
+    satisfiedBy: { factKey: `shipment/${subjectId}/delivered` },
+    dueAt: due.toISOString().replace('.000Z', 'Z'),
+    grace: 'PT0S',
+    basis: 'contract',
+  };
+}
+
+async function raise(e: Expectation): Promise<void> {
+  await startExpectation(watcher.client, taskQueue, {
+    expectation: e,
+    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
+    origin: { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` },
+    lineage: 0,
+    links: expectationLinks(e),
+    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
+  });
+}
+
+beforeAll(async () => {
+  expect(uiUrl, 'the shared dev server runs with its UI').toMatch(/^http:/);
+  watcher = await createWatcherWorker({
+    address: inject('temporalAddress'),
+    namespace: 'default',
+    taskQueue,
+    workflowBundlePath: inject('workflowBundlePath'),
+  });
+  running = watcher.run();
+  agent = await startTestAgent();
+  lapsing = expectation(`ui-${suffix}`, `S-ui-${suffix}`, 2_000);
+  elsewhere = expectation(`ui-other-${suffix}`, `S-other-${suffix}`, 365 * 24 * 3600 * 1000);
+  await raise(lapsing);
+  await raise(elsewhere);
+  await agent.waitForMessages(1, 45_000);
+  record = await recordWhen(lapsing.expectationId, (r) => r.lapses[0]?.delivery.status === 'delivered');
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await watcher?.shutdown();
+  await running;
+  await agent?.close();
+});
+
+/** Polls the record (a query: nothing to subscribe to) until `done` holds. */
+async function recordWhen(id: string, done: (r: ExpectationRecord) => boolean, timeoutMs = 30_000): Promise<ExpectationRecord> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await getExpectationRecord(watcher.client, id);
+    if (found && done(found)) return found;
+    if (Date.now() > deadline) throw new Error(`record of ${id} never reached the awaited state: ${JSON.stringify(found)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const subjectQuery = (e: Expectation) => `ExpectationSubject="${e.subject.type}/${e.subject.id}"`;
+
+/** Opens the workflow list filtered by `query`, reloading until the visibility store has caught up. */
+async function openFilteredList(query: string, expectedWorkflowId: string): Promise<void> {
+  const url = `${uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(query)}`;
+  await expect
+    .poll(
+      async () => {
+        await page.goto(url);
+        return page
+          .getByRole('link', { name: expectedWorkflowId, exact: true })
+          .waitFor({ timeout: 3_000 })
+          .then(() => true, () => false);
+      },
+      { timeout: 30_000, interval: 500 },
+    )
+    .toBe(true);
+}
+
+/** The text of every markdown block the UI renders (each in its own iframe), in page order. */
+async function renderedBlocks(): Promise<string[]> {
+  const frames = await page.locator('iframe[title="output"]').all();
+  return Promise.all(frames.map((frame) => frame.contentFrame().locator('body').innerText()));
+}
+
+describe('the Temporal UI in Chromium', () => {
+  it('lists only the expectations of one subject when filtered by ExpectationSubject', async () => {
+    await openFilteredList(subjectQuery(lapsing), expectationWorkflowId(lapsing.expectationId));
+
+    await page.screenshot({ path: screenshotPath('filtered-by-subject') });
+    const chip = page.getByRole('button', { name: /ExpectationSubject/ }).first();
+    expect((await chip.innerText()).replace(/\s+/g, ' ')).toBe(subjectQuery(lapsing).replace('=', ' = '));
+    expect(await page.getByRole('link', { name: expectationWorkflowId(lapsing.expectationId), exact: true }).count()).toBe(1);
+    expect(await page.getByRole('link', { name: expectationWorkflowId(elsewhere.expectationId), exact: true }).count()).toBe(0);
+  });
+
+  it('shows the opened expectation’s summary, static details and current details (lapsed, delivered)', async () => {
+    await openFilteredList(subjectQuery(lapsing), expectationWorkflowId(lapsing.expectationId));
+    await page.getByRole('link', { name: expectationWorkflowId(lapsing.expectationId), exact: true }).click();
+    await page.getByTestId('user-metadata-tab').click();
+
+    const summary = `delivery: ${lapsing.expects} (due ${lapsing.dueAt})`;
+    await expect.poll(renderedBlocks, { timeout: 20_000 }).toEqual(
+      expect.arrayContaining([
+        summary,
+        expect.stringMatching(new RegExp(`expectationId\\s+${lapsing.expectationId}`)),
+        expect.stringMatching(/^lapsed · due /),
+      ]),
+    );
+    await page.screenshot({ path: screenshotPath('expectation-user-metadata'), fullPage: true });
+    const current = (await renderedBlocks()).find((text) => text.startsWith('lapsed'))!;
+    expect(current).toContain('overdue');
+    expect(current).toContain('delivered');
+    expect(current).toContain(record.lapses[0]!.lapseTaskId!);
+    expect(await page.getByRole('heading', { name: expectationWorkflowId(lapsing.expectationId) }).count()).toBe(1);
+  });
+});
