@@ -1,0 +1,179 @@
+/**
+ * Regenerates the recorded histories replayed by replay.test.ts: `npx tsx test/histories/record-histories.ts`.
+ * Starts its own dev server (continue-as-new suggested at 300 events), the real worker and a real test agent, runs
+ * one scenario per behaviour of each workflow type in real time (seconds), waits for every workflow to close, and
+ * writes each run's history to `test/histories/<name>.json`. Re-record after a deliberate, patched() change only.
+ */
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import type { Expectation, Fact } from '../../src/schemas/extension.js';
+import { startDevServer } from '../../src/temporal/dev-server.js';
+import { recordFact, startExpectation, withdrawExpectation } from '../../src/temporal/expectations.js';
+import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { createWatcherWorker } from '../../src/temporal/worker.js';
+import type { ExpectationInput } from '../../workflows/messages.js';
+import { startTestAgent } from '../support/agent.js';
+import { freePort } from '../support/global-setup.js';
+
+const { History } = proto.temporal.api.history.v1;
+
+/**
+ * The history as JSON (protobufjs object form: enums by name, 64-bit integers and bytes as strings), read back
+ * by replay.test.ts with `History.fromObject`. (The SDK's historyToJSON trips over a second protobufjs copy.)
+ */
+const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
+  History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const taskQueue = 'record-histories';
+const suffix = randomUUID().slice(0, 8);
+const settings = { lateWindow: 'PT3S', factRetention: 'PT2S' };
+
+const server = await startDevServer({ port: await freePort(), dynamicConfig: ['limit.historyCount.suggestContinueAsNew=300'] });
+const watcher = await createWatcherWorker({ address: server.address, namespace: server.namespace, taskQueue });
+const running = watcher.run();
+const agent = await startTestAgent();
+const client: Client = watcher.client;
+
+const secondsFromNow = (s: number) => new Date(Date.now() + s * 1000).toISOString();
+
+function expectation(name: string, dueInSeconds: number, extra: Partial<Expectation> = {}): Expectation {
+  return {
+    expectationId: `${name}-${suffix}`,
+    kind: 'delivery',
+    subject: { type: 'shipment', id: `S-${name}-${suffix}` },
+    expects: `the shipment is delivered (${name})`,
+    satisfiedBy: { factKey: `shipment:${name}-${suffix}:delivered` },
+    dueAt: secondsFromNow(dueInSeconds),
+    basis: 'contract',
+    ...extra,
+  };
+}
+
+async function raise(e: Expectation, lineage = 0): Promise<ExpectationInput> {
+  const input: ExpectationInput = {
+    expectation: e,
+    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
+    origin: { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` },
+    lineage,
+    links: expectationLinks(e),
+    settings,
+  };
+  await startExpectation(client, taskQueue, input);
+  await waitFor(async () => (await client.workflow.getHandle(input.links.self).query('record')) !== undefined);
+  return input;
+}
+
+const fact = (factKey: string, extra: Partial<Fact> = {}): Fact => ({
+  factKey,
+  observedAt: new Date().toISOString(),
+  source: 'carrier-feed',
+  ...extra,
+});
+
+const report = (f: Fact) => recordFact(client, taskQueue, f, settings);
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const recorded: Array<{ name: string; workflowId: string }> = [];
+const keep = (name: string, workflowId: string) => recorded.push({ name, workflowId });
+
+// Satisfied in time, with a fact on the subject first; its fact ledger and subject ledger close after it.
+const satisfied = await raise(expectation('satisfied', 60));
+await report(fact(`shipment:scan-${suffix}`, { subject: satisfied.expectation.subject }));
+await report(fact(satisfied.expectation.satisfiedBy.factKey, { subject: satisfied.expectation.subject }));
+keep('expectation-satisfied', satisfied.links.self);
+keep('fact-ledger-satisfied', satisfied.links.factLedger);
+keep('subject-ledger-satisfied', satisfied.links.subjectLedger);
+
+// Early fact: the ledger started by the fact, then the expectation satisfied at once from it.
+const early = expectation('early', 60);
+await report(fact(early.satisfiedBy.factKey));
+await raise(early);
+keep('expectation-early-fact', expectationLinks(early).self);
+keep('fact-ledger-early-fact', factLedgerWorkflowId(early.satisfiedBy.factKey));
+
+// Overdue after grace, lapse delivered to the agent, then a late fact.
+const late = await raise(expectation('late', 1, { grace: 'PT1S' }));
+await agent.waitForMessages(1, 30_000);
+await report(fact(late.expectation.satisfiedBy.factKey));
+keep('expectation-overdue-then-late-fact', late.links.self);
+
+// Lapsed and closed at the end of the late window; a horizon with no fact stalls first.
+const stalled = await raise(expectation('stalled', 2, { horizon: secondsFromNow(1) }));
+keep('expectation-stalled-overdue-late-window', stalled.links.self);
+
+// Anchor satisfied moves its dependent; the dependent then satisfied; a second dependent joins after the anchor closed.
+const anchor = await raise(expectation('anchor', 60));
+const dependent = await raise(expectation('dependent', 120, { anchor: { expectationId: anchor.expectation.expectationId, offset: 'PT30S' } }));
+await report(fact(anchor.expectation.satisfiedBy.factKey));
+await waitFor(async () => (await client.workflow.getHandle(anchor.links.self).describe()).status.name === 'COMPLETED');
+const joiner = await raise(expectation('joiner', 120, { anchor: { expectationId: anchor.expectation.expectationId, offset: 'PT30S' } }));
+await report(fact(dependent.expectation.satisfiedBy.factKey));
+await withdrawExpectation(client, joiner.expectation.expectationId, { reason: 'recorded' });
+keep('expectation-anchor', anchor.links.self);
+keep('expectation-dependent', dependent.links.self);
+keep('expectation-dependent-after-anchor-closed', joiner.links.self);
+
+// Superseded anchor: its dependent follows the replacement; everything withdrawn at the end.
+const old = await raise(expectation('old-eta', 60));
+const follower = await raise(expectation('follower', 120, { anchor: { expectationId: old.expectation.expectationId, offset: 'PT30S' } }));
+const replacement = await raise(expectation('new-eta', 60, { supersedes: old.expectation.expectationId }), 1);
+await report(fact(replacement.expectation.satisfiedBy.factKey));
+await withdrawExpectation(client, follower.expectation.expectationId, { reason: 'recorded' });
+keep('expectation-superseded', old.links.self);
+keep('expectation-superseding', replacement.links.self);
+keep('expectation-follows-superseding-anchor', follower.links.self);
+
+// Skipped: B (after A) satisfied while A is open.
+const subject = { type: 'shipment', id: `S-skip-${suffix}` };
+const first = await raise(expectation('first', 60, { subject }));
+const second = await raise(expectation('second', 60, { subject, after: [first.expectation.expectationId] }));
+await report(fact(second.expectation.satisfiedBy.factKey));
+await waitFor(async () => agent.received.length >= 3);
+await withdrawExpectation(client, first.expectation.expectationId, { reason: 'recorded' });
+keep('expectation-skipped', first.links.self);
+keep('expectation-satisfied-after', second.links.self);
+
+// A busy subject: its ledger and the expectation on it continue as new.
+const busy = await raise(expectation('busy', 120));
+for (let i = 0; i < 400; i++) {
+  await report(fact(`shipment:busy-${suffix}:scan-${i}`, { subject: busy.expectation.subject }));
+}
+await withdrawExpectation(client, busy.expectation.expectationId, { reason: 'recorded' });
+keep('expectation-busy', busy.links.self);
+keep('subject-ledger-busy', subjectLedgerWorkflowId(busy.expectation.subject));
+
+let files = 0;
+for (const { name, workflowId } of recorded) {
+  const handle = client.workflow.getHandle(workflowId);
+  await waitFor(async () => (await handle.describe()).status.name === 'COMPLETED');
+  // Every run of the chain, oldest first: a continued-as-new run has its own history.
+  const description = await handle.describe();
+  let runId: string | undefined = description.raw.workflowExecutionInfo?.firstRunId ?? description.runId;
+  for (let run = 0; runId; run++) {
+    const runHandle = client.workflow.getHandle(workflowId, runId);
+    const history = await runHandle.fetchHistory();
+    const file = path.join(here, `${name}${run === 0 ? '' : `-run${run}`}.json`);
+    writeFileSync(file, JSON.stringify(toJson(history)) + '\n');
+    files++;
+    const last = history.events?.at(-1);
+    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+}
+console.log(`wrote ${files} histories to ${here}`);
+
+await agent.close();
+await watcher.shutdown();
+await running;
+await server.stop();
