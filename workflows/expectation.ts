@@ -96,7 +96,8 @@ function currentDetails(record: ExpectationRecord): string {
   const paragraphs = [`**${record.state}** · due ${due}`];
   if (record.satisfiedBy) {
     const late = record.late ? ' (late)' : '';
-    paragraphs.push(`satisfied at ${record.satisfiedAt} by \`${record.satisfiedBy.factKey}\` observed ${record.observedAt}${late}`);
+    const by = `\`${record.satisfiedBy.factKey}\` observed ${record.observedAt}${late}`;
+    paragraphs.push(`satisfied at ${record.satisfiedAt} by ${by}`);
   }
   if (record.withdrawnReason) paragraphs.push(`withdrawn: ${record.withdrawnReason}`);
   if (record.lastFactAt) paragraphs.push(`last fact on the subject: ${record.lastFactAt}`);

@@ -59,7 +59,11 @@ export function expectationDetails(input: ExpectationInput): string {
 }
 
 /** Starts the expectation's workflow; an id already used (running or closed) answers 'exists' and starts nothing. */
-export async function startExpectation(client: Client, taskQueue: string, input: ExpectationInput): Promise<'raised' | 'exists'> {
+export async function startExpectation(
+  client: Client,
+  taskQueue: string,
+  input: ExpectationInput,
+): Promise<'raised' | 'exists'> {
   const e = input.expectation;
   try {
     await client.workflow.start<typeof expectationWorkflow>('expectationWorkflow', {

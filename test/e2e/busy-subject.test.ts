@@ -14,7 +14,12 @@ import {
   startExpectation,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
-import { expectationLinks, expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import {
+  expectationLinks,
+  expectationWorkflowId,
+  factLedgerWorkflowId,
+  subjectLedgerWorkflowId,
+} from '../../src/temporal/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
@@ -138,12 +143,16 @@ it(
     // The fact ledger and the subject ledger continued as new, and so did the expectations on the subject.
     expect((await runs(factLedgerWorkflowId(busyKey))).continued).toBe(true);
     expect((await runs(subjectLedgerWorkflowId(subject))).continued).toBe(true);
-    for (const e of waiting) expect((await runs(expectationWorkflowId(e.expectationId))).continued, e.expectationId).toBe(true);
+    for (const e of waiting) {
+      expect((await runs(expectationWorkflowId(e.expectationId))).continued, e.expectationId).toBe(true);
+    }
 
     // Subscribers kept: the satisfying facts and the anchor's dependent still reach them.
-    await recordFact(client, taskQueue, { factKey: satisfied.satisfiedBy.factKey, observedAt: lastScan.observedAt, source: 'carrier-feed' }, { factRetention: 'P7D' });
     const anchorObservedAt = new Date().toISOString();
-    await recordFact(client, taskQueue, { factKey: anchor.satisfiedBy.factKey, observedAt: anchorObservedAt, source: 'carrier-feed' }, { factRetention: 'P7D' });
+    await report([
+      { factKey: satisfied.satisfiedBy.factKey, observedAt: lastScan.observedAt, source: 'carrier-feed' },
+      { factKey: anchor.satisfiedBy.factKey, observedAt: anchorObservedAt, source: 'carrier-feed' },
+    ]);
     expect(await withdrawExpectation(client, withdrawn.expectationId, { reason: 'cancelled' })).toBe('withdrawn');
 
     // Latest fact and dedupe keys kept by the fact ledger.

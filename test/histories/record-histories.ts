@@ -33,7 +33,10 @@ const taskQueue = 'record-histories';
 const suffix = randomUUID().slice(0, 8);
 const settings = { lateWindow: 'PT3S', factRetention: 'PT2S' };
 
-const server = await startDevServer({ port: await freePort(), dynamicConfig: ['limit.historyCount.suggestContinueAsNew=300'] });
+const server = await startDevServer({
+  port: await freePort(),
+  dynamicConfig: ['limit.historyCount.suggestContinueAsNew=300'],
+});
 const watcher = await createWatcherWorker({ address: server.address, namespace: server.namespace, taskQueue });
 const running = watcher.run();
 const agent = await startTestAgent();
@@ -115,10 +118,11 @@ keep('expectation-stalled-overdue-late-window', stalled.links.self);
 
 // Anchor satisfied moves its dependent; the dependent then satisfied; a second dependent joins after the anchor closed.
 const anchor = await raise(expectation('anchor', 60));
-const dependent = await raise(expectation('dependent', 120, { anchor: { expectationId: anchor.expectation.expectationId, offset: 'PT30S' } }));
+const anchoredOn = (e: ExpectationInput) => ({ anchor: { expectationId: e.expectation.expectationId, offset: 'PT30S' } });
+const dependent = await raise(expectation('dependent', 120, anchoredOn(anchor)));
 await report(fact(anchor.expectation.satisfiedBy.factKey));
 await waitFor(async () => (await client.workflow.getHandle(anchor.links.self).describe()).status.name === 'COMPLETED');
-const joiner = await raise(expectation('joiner', 120, { anchor: { expectationId: anchor.expectation.expectationId, offset: 'PT30S' } }));
+const joiner = await raise(expectation('joiner', 120, anchoredOn(anchor)));
 await report(fact(dependent.expectation.satisfiedBy.factKey));
 await withdrawExpectation(client, joiner.expectation.expectationId, { reason: 'recorded' });
 keep('expectation-anchor', anchor.links.self);
@@ -127,7 +131,7 @@ keep('expectation-dependent-after-anchor-closed', joiner.links.self);
 
 // Superseded anchor: its dependent follows the replacement; everything withdrawn at the end.
 const old = await raise(expectation('old-eta', 60));
-const follower = await raise(expectation('follower', 120, { anchor: { expectationId: old.expectation.expectationId, offset: 'PT30S' } }));
+const follower = await raise(expectation('follower', 120, anchoredOn(old)));
 const replacement = await raise(expectation('new-eta', 60, { supersedes: old.expectation.expectationId }), 1);
 await report(fact(replacement.expectation.satisfiedBy.factKey));
 await withdrawExpectation(client, follower.expectation.expectationId, { reason: 'recorded' });
@@ -162,13 +166,12 @@ for (const { name, workflowId } of recorded) {
   const description = await handle.describe();
   let runId: string | undefined = description.raw.workflowExecutionInfo?.firstRunId ?? description.runId;
   for (let run = 0; runId; run++) {
-    const runHandle = client.workflow.getHandle(workflowId, runId);
-    const history = await runHandle.fetchHistory();
+    const history: proto.temporal.api.history.v1.IHistory = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     const file = path.join(here, `${name}${run === 0 ? '' : `-run${run}`}.json`);
     writeFileSync(file, JSON.stringify(toJson(history)) + '\n');
     files++;
-    const last = history.events?.at(-1);
-    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+    const continued = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
+    runId = continued?.newExecutionRunId ?? undefined;
   }
 }
 console.log(`wrote ${files} histories to ${here}`);

@@ -36,7 +36,10 @@ export interface TimeSkippingHarness {
   /** A fresh id with a prefix, unique per test. */
   id(prefix: string): string;
   /** Raises an expectation with ids computed by ids.ts; `dueAt` etc. given as offsets from the server's now. */
-  raise(expectation: Expectation, options?: Partial<Omit<ExpectationInput, 'expectation' | 'links'>>): Promise<ExpectationInput>;
+  raise(
+    expectation: Expectation,
+    options?: Partial<Omit<ExpectationInput, 'expectation' | 'links'>>,
+  ): Promise<ExpectationInput>;
   record(expectationId: string): Promise<ExpectationRecord>;
   /** Polls the record (without moving the clock) until `accept` holds; fails after 15 s of wall time. */
   until(expectationId: string, accept: (record: ExpectationRecord) => boolean): Promise<ExpectationRecord>;
