@@ -1,0 +1,166 @@
+/**
+ * Fault 3 (issue 6): Temporal unreachable. The bridge, wired as `npm run bridge` wires it (a lazy client, the
+ * default deadlines), answers 503 problem+json within 3 s and `/readyz` fails; once Temporal is back, the same
+ * request sent again completes with nothing lost and nothing doubled.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import type { ExpectationRecord } from '../../src/schemas/record.js';
+import { connectClient, isReachable } from '../../src/temporal/connection.js';
+import { getExpectationRecord } from '../../src/temporal/expectations.js';
+import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+import {
+  artifactUpdate,
+  countWorkflows,
+  dueExpectation,
+  lapsesFor,
+  send,
+  spawnWorker,
+  startBridgeApp,
+  startOwnDevServer,
+  unique,
+  waitUntil,
+  type BridgeApp,
+  type OwnDevServer,
+  type WorkerProcess,
+} from '../support/faults.js';
+import { freePort } from '../support/global-setup.js';
+
+const PROBLEM = 'application/problem+json';
+const taskQueue = `faults-down-${randomUUID()}`;
+let agent: TestAgent;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  agent = await startTestAgent();
+});
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  await agent?.close();
+});
+
+/** The bridge as `npm run bridge` builds it on `address`: the lazy client and the reachability probe of runtime.ts. */
+async function productionBridge(address: string): Promise<{ bridge: BridgeApp; client: Client }> {
+  const client = await connectClient(address, loadConfig({}).temporal);
+  const bridge = await startBridgeApp(
+    client,
+    taskQueue,
+    [
+      { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
+      { id: 'carrier-feed', roles: ['reporter'] },
+    ],
+    { isTemporalReachable: () => isReachable(client) },
+  );
+  cleanups.push(() => bridge.close(), () => client.connection.close());
+  return { bridge, client };
+}
+
+function expectQuick503(answer: { status: number; contentType: string; body: any; ms: number }) {
+  expect(answer.status).toBe(503);
+  expect(answer.contentType).toContain(PROBLEM);
+  expect(answer.body).toMatchObject({ type: 'urn:expectations-watcher:problem:temporal-unavailable', status: 503 });
+  expect(answer.ms).toBeLessThan(3_000);
+}
+
+describe('Temporal at an address where nothing listens', () => {
+  it('answers 503 problem+json within 3 s to a raise and to a fact report, and /readyz fails', async () => {
+    const { bridge } = await productionBridge(`127.0.0.1:${await freePort()}`);
+
+    const raise = await send(`${bridge.url}/a2a/events`, {
+      token: bridge.tokens['shipping-agent'],
+      json: artifactUpdate({ expectations: [dueExpectation(`down-${unique()}`, new Date(Date.now() + 3_600_000))] }),
+    });
+    const facts = await send(`${bridge.url}/v1/facts`, {
+      token: bridge.tokens['carrier-feed'],
+      json: { facts: [{ factKey: `down-${unique()}`, observedAt: new Date().toISOString() }] },
+    });
+    const ready = await send(`${bridge.url}/readyz`);
+
+    expectQuick503(raise);
+    expectQuick503(facts);
+    expect(ready.status).toBe(503);
+    expect(ready.contentType).toContain(PROBLEM);
+    expect(ready.ms).toBeLessThan(3_000);
+  });
+});
+
+describe('Temporal stopped, then started again', () => {
+  let server: OwnDevServer;
+  let worker: WorkerProcess;
+  let reader: Connection;
+
+  beforeAll(async () => {
+    server = await startOwnDevServer('down');
+    cleanups.push(() => server.dispose());
+    worker = await spawnWorker(server.address, taskQueue);
+    cleanups.push(() => worker.kill9());
+  });
+
+  afterAll(async () => {
+    await reader?.close();
+  });
+
+  it('completes the request sent again after recovery, with one workflow, one lapse and the fact recorded once', async () => {
+    const { bridge } = await productionBridge(server.address);
+    expect((await send(`${bridge.url}/readyz`)).status).toBe(200);
+    const lapsing = dueExpectation(`down-lapse-${unique()}`, new Date(Date.now() + 5_000));
+    const waiting = dueExpectation(`down-wait-${unique()}`, new Date(Date.now() + 3_600_000));
+    const fact = { factKey: waiting.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: waiting.subject };
+    const body = artifactUpdate({ expectations: [lapsing, waiting], facts: [fact] });
+    const post = () => send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent'], json: body });
+
+    await server.stop();
+    const whileDown = await post();
+    const readyWhileDown = await send(`${bridge.url}/readyz`);
+    await server.start();
+    await waitUntil('/readyz to pass again', async () => (await send(`${bridge.url}/readyz`)).status === 200, { timeoutMs: 60_000 });
+    const again = await waitUntil('the request sent again to complete', async () => {
+      const answer = await post();
+      return answer.status === 200 ? answer : undefined;
+    }, { timeoutMs: 60_000, intervalMs: 1_000 });
+    const once = await post();
+    reader = await Connection.connect({ address: server.address });
+    const client = new Client({ connection: reader });
+    const records = await waitUntil(
+      'the lapse delivered and the waiting expectation satisfied',
+      async () => {
+        const [l, w] = await Promise.all([getExpectationRecord(client, lapsing.expectationId), getExpectationRecord(client, waiting.expectationId)]);
+        const done = l?.lapses[0]?.delivery.status === 'delivered' && w?.state === 'satisfied';
+        return done ? ([l, w] as ExpectationRecord[]) : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    const ledger = await client.workflow.getHandle(factLedgerWorkflowId(fact.factKey)).fetchHistory();
+    const outcomes = (ledger.events ?? [])
+      .map((event) => event.workflowExecutionUpdateCompletedEventAttributes?.outcome?.success?.payloads?.[0])
+      .filter((payload) => payload !== undefined && payload !== null)
+      .map((payload) => defaultPayloadConverter.fromPayload(payload));
+    const workflows = await Promise.all(
+      [lapsing, waiting].map((e) => countWorkflows(client, `WorkflowId = '${expectationWorkflowId(e.expectationId)}'`)),
+    );
+
+    expectQuick503(whileDown);
+    expect(readyWhileDown.status).toBe(503);
+    expect(again.body.expectations.map((e: { result: string }) => e.result)).toEqual(['raised', 'raised']);
+    expect(once.status).toBe(200);
+    expect(once.body).toEqual({
+      expectations: [
+        { expectationId: lapsing.expectationId, result: 'unchanged' },
+        { expectationId: waiting.expectationId, result: 'unchanged' },
+      ],
+      facts: [{ factKey: fact.factKey, result: 'duplicate' }],
+      withdrawn: [],
+    });
+    expect(workflows).toEqual([1, 1]);
+    expect(lapsesFor(agent, lapsing.expectationId)).toHaveLength(1);
+    expect(lapsesFor(agent, waiting.expectationId)).toHaveLength(0);
+    expect(records[0]!.lapses).toHaveLength(1);
+    expect(records[1]!.satisfiedBy).toMatchObject({ factKey: fact.factKey, observedAt: fact.observedAt, source: 'shipping-agent' });
+    expect(outcomes.filter((outcome) => outcome === 'recorded')).toHaveLength(1);
+  });
+});
