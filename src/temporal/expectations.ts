@@ -71,6 +71,8 @@ export async function startExpectation(
       taskQueue,
       args: [input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      // The id as raised, for lists: a long id's workflow id is a hash (src/temporal/ids.ts).
+      memo: { expectationId: e.expectationId },
       typedSearchAttributes: [
         { key: ExpectationKind, value: e.kind },
         { key: ExpectationSubject, value: subjectKey(e.subject) },

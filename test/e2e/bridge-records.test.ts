@@ -297,6 +297,19 @@ describe('list from the visibility store', () => {
     expect(new Set(all)).toEqual(new Set([...ids, otherId]));
   });
 
+  it('lists an expectation whose id is too long for a workflow id under the id it was raised with', async () => {
+    const longType = `crate-${unique()}`;
+    const e = expectation(`long-${unique()}-${'x'.repeat(300)}`, { subject: { type: longType, id: 'C-1' } });
+    const raise = await request(`${env.url}/a2a/events`, { token: token('agent-a'), body: artifactUpdate({ expectations: [e] }) });
+    expect(raise.status).toBe(200);
+
+    const answer = await listed('reader', `subjectType=${longType}`, 1);
+
+    expect(answer.body.items[0].expectationId).toBe(e.expectationId);
+    expect(answer.body.items[0].workflowId).toMatch(/^expectation:sha256:[0-9a-f]{64}$/);
+    expect((await request(`${env.url}/v1/expectations/${encodeURIComponent(e.expectationId)}`, { token: token('reader') })).status).toBe(200);
+  });
+
   it('refuses subjectId without subjectType (400)', async () => {
     const answer = await list('reader', 'subjectId=P-1');
 
