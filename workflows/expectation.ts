@@ -32,7 +32,9 @@ import {
   subjectFactSignal,
   unsubscribeSignal,
   withdrawSignal,
+  withdrawUpdate,
   type ExpectationInput,
+  type WithdrawRequest,
 } from './messages.js';
 import { ExpectationDueAt, ExpectationState } from './search-attributes.js';
 
@@ -243,8 +245,8 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
     }
   });
 
-  setHandler(withdrawSignal, (request) => {
-    if (!isOpen(record.state)) return;
+  function withdraw(request: WithdrawRequest): 'withdrawn' | 'not-open' {
+    if (!isOpen(record.state)) return 'not-open';
     record.state = 'withdrawn';
     record.withdrawnReason = request.reason;
     if (request.supersededBy) {
@@ -252,7 +254,11 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
       supersededByWorkflowId = request.supersededBy.workflowId;
     }
     changed();
-  });
+    return 'withdrawn';
+  }
+
+  setHandler(withdrawSignal, (request) => void withdraw(request));
+  setHandler(withdrawUpdate, withdraw);
 
   setHandler(skippedSignal, ({ satisfiedExpectationId }) => {
     if (!maySkip(record)) return;

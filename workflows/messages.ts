@@ -62,6 +62,8 @@ export interface WithdrawRequest {
   supersededBy?: { expectationId: string; workflowId: string };
 }
 export const withdrawSignal = defineSignal<[WithdrawRequest]>('withdraw');
+/** The same as an update, for callers that must know the outcome: 'withdrawn', or 'not-open' when already closed. */
+export const withdrawUpdate = defineUpdate<'withdrawn' | 'not-open', [WithdrawRequest]>('withdraw');
 
 /** Sent by an anchor to its dependents when it is satisfied. */
 export interface AnchorSatisfied {

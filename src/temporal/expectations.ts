@@ -6,6 +6,7 @@ import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
 import type { Fact } from '../schemas/extension.js';
@@ -17,7 +18,7 @@ import {
   recordFactUpdate,
   recordQuery,
   subjectObservedSignal,
-  withdrawSignal,
+  withdrawUpdate,
   type ExpectationInput,
   type WithdrawRequest,
 } from '../../workflows/messages.js';
@@ -174,12 +175,11 @@ export async function withdrawExpectation(
   }
   if (status !== 'RUNNING') return 'not-open';
   try {
-    const record = await handle.query(recordQuery);
-    if (record.state !== 'open' && record.state !== 'lapsed') return 'not-open';
-    await handle.signal(withdrawSignal, request);
-    return 'withdrawn';
+    // An update, not query-then-signal: the workflow itself decides, so a fact landing meanwhile cannot be overruled.
+    return await handle.executeUpdate(withdrawUpdate, { args: [request] });
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return 'not-open';
+    // Closed between describe and update.
+    if (error instanceof WorkflowNotFoundError || error instanceof WorkflowUpdateFailedError) return 'not-open';
     throw error;
   }
 }
