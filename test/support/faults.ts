@@ -211,6 +211,7 @@ export async function startBridgeApp(
 
 export interface Answer {
   status: number;
+  headers: Headers;
   contentType: string;
   body: any;
   ms: number;
@@ -219,10 +220,19 @@ export interface Answer {
 /** One request to the bridge: JSON body (or a raw one with its own content type), bearer token, timing. */
 export async function send(
   url: string,
-  init: { method?: string; token?: string; json?: unknown; raw?: string | Buffer; contentType?: string } = {},
+  init: {
+    method?: string;
+    token?: string;
+    /** The whole Authorization header, for malformed ones. */
+    authorization?: string;
+    json?: unknown;
+    raw?: string | Buffer;
+    contentType?: string;
+  } = {},
 ): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+  if (init.authorization !== undefined) headers.authorization = init.authorization;
   let body: string | Buffer | undefined = init.raw;
   if (init.json !== undefined) body = JSON.stringify(init.json);
   if (body !== undefined) headers['content-type'] = init.contentType ?? 'application/json';
@@ -235,7 +245,13 @@ export async function send(
   } catch {
     // not JSON (e.g. /metrics)
   }
-  return { status: response.status, contentType: response.headers.get('content-type') ?? '', body: parsed, ms: Date.now() - started };
+  return {
+    status: response.status,
+    headers: response.headers,
+    contentType: response.headers.get('content-type') ?? '',
+    body: parsed,
+    ms: Date.now() - started,
+  };
 }
 
 /** A unique suffix for ids. */

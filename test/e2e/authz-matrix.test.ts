@@ -1,0 +1,292 @@
+/**
+ * Authorization (issue 6, DESIGN 4): every endpoint against no token, a bad token, a reporter, the owning agent,
+ * another agent, a reader and an admin, one test per cell, on the real bridge, a real worker and a real agent's
+ * card. Denied changes are checked to have changed nothing. Then: `source` cannot be spoofed, and malformed
+ * Authorization headers are 401.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { tokenSha256 } from '../../src/auth/principals.js';
+import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
+import { getExpectationRecord } from '../../src/temporal/expectations.js';
+import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+import {
+  artifactUpdate,
+  dueExpectation,
+  send,
+  startBridgeApp,
+  unique,
+  waitUntil,
+  type Answer,
+  type BridgeApp,
+} from '../support/faults.js';
+
+const taskQueue = `authz-${randomUUID()}`;
+const run = unique();
+let watcher: WatcherWorker;
+let running: Promise<void>;
+let agent: TestAgent;
+let bridge: BridgeApp;
+
+/** The columns of the matrix: who calls. */
+const callers = ['none', 'bad token', 'reporter', 'owning agent', 'other agent', 'reader', 'admin'] as const;
+type Caller = (typeof callers)[number];
+const principalOf: Record<Exclude<Caller, 'none' | 'bad token'>, string> = {
+  reporter: 'carrier-feed',
+  'owning agent': 'agent-a',
+  'other agent': 'agent-b',
+  reader: 'ops-reader',
+  admin: 'ops-admin',
+};
+
+beforeAll(async () => {
+  watcher = await createWatcherWorker({
+    address: inject('temporalAddress'),
+    namespace: 'default',
+    taskQueue,
+    workflowBundlePath: inject('workflowBundlePath'),
+  });
+  running = watcher.run();
+  agent = await startTestAgent();
+  bridge = await startBridgeApp(watcher.client, taskQueue, [
+    { id: 'agent-a', roles: ['agent'], cardUrl: agent.cardUrl },
+    { id: 'agent-b', roles: ['agent'], cardUrl: agent.cardUrl },
+    { id: 'carrier-feed', roles: ['reporter'] },
+    { id: 'ops-reader', roles: ['reader'] },
+    { id: 'ops-admin', roles: ['admin'] },
+  ]);
+});
+
+afterAll(async () => {
+  await bridge?.close();
+  await agent?.close();
+  await watcher?.shutdown();
+  await running;
+});
+
+/** The token a caller presents (undefined: no Authorization header). */
+function tokenOf(caller: Caller): string | undefined {
+  if (caller === 'none') return undefined;
+  if (caller === 'bad token') return `not-a-token-${randomUUID()}`;
+  return bridge.tokens[principalOf[caller]];
+}
+
+/** A fresh expectation of agent-a on this run's subject, raised through the bridge. */
+async function raisedByA(): Promise<Expectation> {
+  const e = dueExpectation(`authz-${unique()}`, new Date(Date.now() + 3_600_000), { subject: { type: 'shipment', id: `authz-${run}` } });
+  const answer = await send(`${bridge.url}/a2a/events`, { token: bridge.tokens['agent-a'], json: artifactUpdate({ expectations: [e] }) });
+  if (answer.status !== 200) throw new Error(`arrange: raise answered ${answer.status} ${JSON.stringify(answer.body)}`);
+  return e;
+}
+
+const stateOf = async (id: string) => (await getExpectationRecord(watcher.client, id))?.state;
+
+/** What one cell does, and what it checks beyond the status (for a denied change: that nothing changed). */
+interface Endpoint {
+  name: string;
+  act(token: string | undefined): Promise<{ answer: Answer; after?: () => Promise<unknown>; expectedAfter?: unknown }>;
+  expected: Record<Caller, number>;
+}
+
+const allowed = (status: number): Record<Caller, number> =>
+  Object.fromEntries(callers.map((caller) => [caller, status])) as Record<Caller, number>;
+
+/** Items of a list answer, by id. */
+const listedIds = (answer: Answer): string[] => (answer.body.items ?? []).map((item: { expectationId: string }) => item.expectationId);
+
+let shared: Expectation;
+const endpoints: Endpoint[] = [
+  {
+    name: 'POST /a2a/events raising a new expectation',
+    async act(token) {
+      const e = dueExpectation(`authz-new-${unique()}`, new Date(Date.now() + 3_600_000));
+      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
+      return { answer, after: () => stateOf(e.expectationId), expectedAfter: answer.status === 200 ? 'open' : undefined };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 200, reader: 403, admin: 403 },
+  },
+  {
+    name: "POST /a2a/events raising agent-a's expectation id again, same content",
+    async act(token) {
+      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [shared] }) });
+      return { answer, after: async () => (await getExpectationRecord(watcher.client, shared.expectationId))?.agent.id, expectedAfter: 'agent-a' };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 409, reader: 403, admin: 403 },
+  },
+  {
+    name: "POST /a2a/events superseding agent-a's expectation",
+    async act(token) {
+      const old = await raisedByA();
+      const e = dueExpectation(`authz-sup-${unique()}`, new Date(Date.now() + 3_600_000), { supersedes: old.expectationId });
+      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
+      return { answer, after: () => stateOf(old.expectationId), expectedAfter: answer.status === 200 ? 'withdrawn' : 'open' };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
+  },
+  {
+    name: "POST /a2a/events withdrawing agent-a's expectation",
+    async act(token) {
+      const old = await raisedByA();
+      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ withdraw: [old.expectationId] }) });
+      return { answer, after: () => stateOf(old.expectationId), expectedAfter: answer.status === 200 ? 'withdrawn' : 'open' };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
+  },
+  {
+    name: 'POST /a2a/events with facts only (a plain message)',
+    async act(token) {
+      const message = {
+        message: {
+          messageId: `m-${unique()}`,
+          role: 'ROLE_AGENT',
+          parts: [{ text: 'delivered' }],
+          metadata: { [EXTENSION_URI]: { facts: [{ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() }] } },
+        },
+      };
+      return { answer: await send(`${bridge.url}/a2a/events`, { token, json: message }) };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 200, 'owning agent': 200, 'other agent': 200, reader: 403, admin: 403 },
+  },
+  {
+    name: 'POST /v1/facts',
+    async act(token) {
+      const json = { facts: [{ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() }] };
+      return { answer: await send(`${bridge.url}/v1/facts`, { token, json }) };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 200, 'owning agent': 200, 'other agent': 200, reader: 403, admin: 403 },
+  },
+  {
+    name: "GET /v1/expectations/{id} of agent-a's expectation",
+    async act(token) {
+      const answer = await send(`${bridge.url}/v1/expectations/${encodeURIComponent(shared.expectationId)}`, { token });
+      if (answer.status === 200) expect(answer.body).toMatchObject({ expectation: shared, agent: { id: 'agent-a' } });
+      return { answer };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 200, admin: 200 },
+  },
+  {
+    name: 'GET /v1/expectations/{id} of an id never raised',
+    async act(token) {
+      return { answer: await send(`${bridge.url}/v1/expectations/authz-ghost-${unique()}`, { token }) };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 404, 'other agent': 404, reader: 404, admin: 404 },
+  },
+  {
+    name: "GET /v1/expectations on agent-a's subject",
+    async act(token) {
+      const answer = await send(`${bridge.url}/v1/expectations?subjectType=shipment&subjectId=authz-${run}`, { token });
+      // Readers, admins and the owner see agent-a's expectation; another agent sees none of it.
+      return { answer, after: async () => listedIds(answer).includes(shared.expectationId) };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 200, reader: 200, admin: 200 },
+  },
+  {
+    name: "POST /v1/expectations/{id}/withdraw of agent-a's expectation",
+    async act(token) {
+      const old = await raisedByA();
+      const answer = await send(`${bridge.url}/v1/expectations/${encodeURIComponent(old.expectationId)}/withdraw`, {
+        token,
+        json: { reason: 'authorization matrix' },
+      });
+      return { answer, after: () => stateOf(old.expectationId), expectedAfter: answer.status === 200 ? 'withdrawn' : 'open' };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 200 },
+  },
+  {
+    name: 'GET /healthz',
+    act: async (token) => ({ answer: await send(`${bridge.url}/healthz`, { token }) }),
+    expected: allowed(200),
+  },
+  {
+    name: 'GET /readyz',
+    act: async (token) => ({ answer: await send(`${bridge.url}/readyz`, { token }) }),
+    expected: allowed(200),
+  },
+  {
+    name: 'GET /metrics',
+    act: async (token) => ({ answer: await send(`${bridge.url}/metrics`, { token }) }),
+    expected: allowed(200),
+  },
+  {
+    name: 'GET an unknown route',
+    act: async (token) => ({ answer: await send(`${bridge.url}/v1/nothing-here`, { token }) }),
+    expected: allowed(404),
+  },
+];
+
+const cells = endpoints.flatMap((endpoint) => callers.map((caller) => [endpoint.name, caller, endpoint.expected[caller], endpoint] as const));
+
+describe('authorization matrix', () => {
+  beforeAll(async () => {
+    shared = await raisedByA();
+    // The list is read from the visibility store, which lags: wait until a reader sees the expectation.
+    await waitUntil('the expectation in the visibility store', async () => {
+      const answer = await send(`${bridge.url}/v1/expectations?subjectType=shipment&subjectId=authz-${run}`, {
+        token: bridge.tokens['ops-reader'],
+      });
+      return listedIds(answer).includes(shared.expectationId);
+    });
+  });
+
+  it.each(cells)('%s as %s: %i', async (_name, caller, status, endpoint) => {
+    const { answer, after, expectedAfter } = await endpoint.act(tokenOf(caller));
+
+    expect(answer.status, JSON.stringify(answer.body)).toBe(status);
+    if (status >= 400) {
+      expect(answer.contentType).toContain('application/problem+json');
+      expect(answer.body.status).toBe(status);
+    }
+    if (status === 401) expect(answer.headers.get('www-authenticate')).toBe('Bearer');
+    if (endpoint.name.startsWith('GET /v1/expectations on')) {
+      expect(await after!()).toBe(status === 200 && caller !== 'other agent');
+    } else if (after) {
+      // A supersede withdraws the old expectation from the new one's workflow: the effect follows the answer.
+      let seen: unknown;
+      await waitUntil(`the state to become ${String(expectedAfter)}`, async () => (seen = await after()) === expectedAfter, {
+        timeoutMs: 15_000,
+      }).catch(() => undefined);
+      expect(seen).toBe(expectedAfter);
+    }
+  });
+});
+
+describe('identity cannot be borrowed', () => {
+  it.each([
+    ['carrier-feed', 'agent-a'],
+    ['agent-b', 'agent-a'],
+    ['carrier-feed', 'ops-admin'],
+  ])('a fact reported by %s claiming source %s is attributed to its reporter, the claim kept apart', async (reporter, claimed) => {
+    const e = await raisedByA();
+
+    const answer = await send(`${bridge.url}/v1/facts`, {
+      token: bridge.tokens[reporter],
+      json: { facts: [{ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), source: claimed }] },
+    });
+    const record = await waitUntil('the expectation satisfied', async () => {
+      const read = await getExpectationRecord(watcher.client, e.expectationId);
+      return read?.state === 'satisfied' ? read : undefined;
+    });
+
+    expect(answer.status).toBe(200);
+    expect(record.satisfiedBy).toMatchObject({ source: reporter, claimedSource: claimed });
+  });
+
+  it.each([
+    ['a Basic header', () => `Basic ${Buffer.from(`agent-a:${bridge.tokens['agent-a']}`).toString('base64')}`],
+    ['a bare token without the scheme', () => bridge.tokens['agent-a']!],
+    ['Bearer with nothing after it', () => 'Bearer '],
+    ['two tokens', () => `Bearer ${bridge.tokens['agent-a']} ${bridge.tokens['ops-admin']}`],
+    ["agent-a's token with one character more", () => `Bearer ${bridge.tokens['agent-a']}x`],
+    ["agent-a's token cut short", () => `Bearer ${bridge.tokens['agent-a']!.slice(0, -1)}`],
+    ["agent-a's stored sha256 presented as the token", () => `Bearer ${tokenSha256(bridge.tokens['agent-a']!)}`],
+  ])('answers 401 to %s', async (_case, authorization) => {
+    const answer = await send(`${bridge.url}/v1/facts`, {
+      authorization: authorization(),
+      json: { facts: [{ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() }] },
+    });
+
+    expect(answer.status).toBe(401);
+    expect(answer.contentType).toContain('application/problem+json');
+  });
+});
