@@ -4,7 +4,7 @@
  */
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
-import { startBridge, stopOnSignals, type Running } from './runtime.js';
+import { startBridge, startTracingIfConfigured, stopOnSignals, type Running } from './runtime.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -12,8 +12,10 @@ async function main(): Promise<void> {
   if (!config.temporal.address) throw new ConfigError('TEMPORAL_ADDRESS: required by `npm run bridge` (use `npm start` for the embedded server)');
   const pieces: Running[] = [];
   stopOnSignals(pieces, log);
-  const bridge = await startBridge(config, config.temporal.address, log);
+  const traced = startTracingIfConfigured(config, 'expectations-watcher-bridge', log);
+  const bridge = await startBridge(config, config.temporal.address, log, undefined, { tracing: traced?.tracing });
   pieces.push(bridge);
+  if (traced) pieces.push(traced);
   if (bridge.generatedToken) process.stdout.write(`admin token: ${bridge.generatedToken} (shown once)\n`);
 }
 

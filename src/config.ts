@@ -24,6 +24,8 @@ const envSchema = z.object({
   WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(60),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
   WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -54,6 +56,8 @@ export interface Config {
    * `required` when the variable was set: then a port that cannot be bound stops the process instead of a warning.
    */
   workerMetrics: { port: number; required: boolean };
+  /** OpenTelemetry tracing to an OTLP/HTTP collector; absent (off) unless OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  tracing?: { endpoint: string; serviceName?: string };
   logLevel: z.infer<typeof envSchema>['WATCHER_LOG_LEVEL'];
 }
 
@@ -97,6 +101,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxLineage: e.WATCHER_MAX_LINEAGE,
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
     workerMetrics: { port: e.WATCHER_WORKER_METRICS_PORT ?? 9464, required: e.WATCHER_WORKER_METRICS_PORT !== undefined },
+    tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
+      ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }
+      : undefined,
     logLevel: e.WATCHER_LOG_LEVEL,
   };
 }

@@ -7,7 +7,14 @@ import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { installTelemetry } from './observability/telemetry.js';
-import { startBridge, startEmbeddedTemporal, startWorker, stopOnSignals, type Running } from './runtime.js';
+import {
+  startBridge,
+  startEmbeddedTemporal,
+  startTracingIfConfigured,
+  startWorker,
+  stopOnSignals,
+  type Running,
+} from './runtime.js';
 import { ProvisionError } from './temporal/provision.js';
 
 async function main(): Promise<void> {
@@ -18,6 +25,8 @@ async function main(): Promise<void> {
   mkdirSync(config.dataDir, { recursive: true });
   const pieces: Running[] = [];
   stopOnSignals(pieces, log);
+  const traced = startTracingIfConfigured(config, 'expectations-watcher', log);
+  if (traced) pieces.unshift(traced);
 
   let address = config.temporal.address;
   let uiUrl = config.temporal.uiUrl;
@@ -29,9 +38,9 @@ async function main(): Promise<void> {
   }
   // One registry for both, so the bridge's /metrics also counts the lapses this process delivers.
   const metrics = createMetrics({ defaultMetrics: true });
-  const worker = await startWorker(config, address, log, { metrics });
+  const worker = await startWorker(config, address, log, { metrics, tracing: traced?.tracing });
   pieces.unshift(worker);
-  const bridge = await startBridge(config, address, log, uiUrl, { metrics });
+  const bridge = await startBridge(config, address, log, uiUrl, { metrics, tracing: traced?.tracing });
   pieces.unshift(bridge);
 
   const lines = [

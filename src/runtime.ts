@@ -14,6 +14,7 @@ import { ensurePrincipalsFile, loadPrincipals } from './auth/principals.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type WatcherMetrics } from './metrics.js';
 import { requestLog } from './observability/request-log.js';
+import { startTracing, type Tracing } from './observability/tracing.js';
 
 export interface Running {
   stop(): Promise<void>;
@@ -41,7 +42,7 @@ export async function startWorker(
   config: Config,
   address: string,
   log: Logger,
-  options: { metrics?: WatcherMetrics } = {},
+  options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
 ): Promise<Running> {
   const watcher = await createWatcherWorker({
     address,
@@ -49,6 +50,7 @@ export async function startWorker(
     taskQueue: config.temporal.taskQueue,
     connectionOptions: connectionOptions(config.temporal),
     metrics: options.metrics,
+    ...(options.tracing ? { workerOptions: { plugins: [options.tracing.plugin] } } : {}),
   });
   const running = watcher.run();
   running.catch((error: unknown) => {
@@ -65,9 +67,9 @@ export async function startBridge(
   address: string,
   log: Logger,
   uiUrl = config.temporal.uiUrl,
-  options: { metrics?: WatcherMetrics } = {},
+  options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
 ): Promise<Running & { url: string; generatedToken?: string }> {
-  const client = await connectClient(address, config.temporal);
+  const client = await connectClient(address, config.temporal, options.tracing ? { plugins: [options.tracing.plugin] } : {});
   const generated = config.principalsFile ? undefined : await ensurePrincipalsFile(config.dataDir);
   const principals = await loadPrincipals(config.principalsFile ?? generated!.file);
   const app = createApp({
@@ -105,6 +107,18 @@ export async function startBridge(
       await client.connection.close();
     },
   };
+}
+
+/**
+ * OpenTelemetry tracing when the configuration asks for it (OTEL_EXPORTER_OTLP_ENDPOINT), as a piece to stop last
+ * (its stop flushes the spans); undefined otherwise.
+ */
+export function startTracingIfConfigured(config: Config, defaultServiceName: string, log: Logger): (Running & { tracing: Tracing }) | undefined {
+  if (!config.tracing) return undefined;
+  const serviceName = config.tracing.serviceName ?? defaultServiceName;
+  const tracing = startTracing({ endpoint: config.tracing.endpoint, serviceName });
+  log.info({ endpoint: config.tracing.endpoint, serviceName }, 'OpenTelemetry tracing on');
+  return { tracing, stop: () => tracing.shutdown() };
 }
 
 /** Stops the given pieces in order on SIGINT/SIGTERM, then exits. A second signal exits at once. */

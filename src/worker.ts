@@ -5,7 +5,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { installTelemetry } from './observability/telemetry.js';
-import { startWorker, stopOnSignals, type Running } from './runtime.js';
+import { startTracingIfConfigured, startWorker, stopOnSignals, type Running } from './runtime.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -14,7 +14,9 @@ async function main(): Promise<void> {
   const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });
   const pieces: Running[] = [];
   stopOnSignals(pieces, log);
-  pieces.push(await startWorker(config, config.temporal.address, log));
+  const traced = startTracingIfConfigured(config, 'expectations-watcher-worker', log);
+  pieces.push(await startWorker(config, config.temporal.address, log, { tracing: traced?.tracing }));
+  if (traced) pieces.push(traced);
   if (telemetry.metricsUrl) log.info({ url: telemetry.metricsUrl }, 'worker metrics (Prometheus)');
 }
 
