@@ -7,6 +7,7 @@ import {
   Connection,
   defaultGrpcRetryOptions,
   makeGrpcRetryInterceptor,
+  type ClientPlugin,
   type ConnectionOptions,
 } from '@temporalio/client';
 import type { TemporalConnectionConfig } from '../config.js';
@@ -32,14 +33,21 @@ export function connectionOptions(config: TemporalConnectionConfig): { tls?: Con
  */
 const BRIDGE_GRPC_ATTEMPTS = 4;
 
-/** A client for the bridge. The connection is lazy so that the bridge starts (and answers 503) while Temporal is down. */
-export async function connectClient(address: string, config: TemporalConnectionConfig): Promise<Client> {
+/**
+ * A client for the bridge. The connection is lazy so that the bridge starts (and answers 503) while Temporal is down.
+ * `plugins`: e.g. the OpenTelemetry plugin when tracing is on.
+ */
+export async function connectClient(
+  address: string,
+  config: TemporalConnectionConfig,
+  options: { plugins?: ClientPlugin[] } = {},
+): Promise<Client> {
   const connection = Connection.lazy({
     address,
     ...connectionOptions(config),
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: BRIDGE_GRPC_ATTEMPTS }))],
   });
-  return new Client({ connection, namespace: config.namespace });
+  return new Client({ connection, namespace: config.namespace, ...(options.plugins ? { plugins: options.plugins } : {}) });
 }
 
 /** True when the frontend answers within `timeoutMs`. */
