@@ -1,0 +1,112 @@
+/**
+ * Optional OpenTelemetry tracing, on with OTEL_EXPORTER_OTLP_ENDPOINT: a bridge process and a worker process on the
+ * shared dev server export to a small OTLP/HTTP receiver, and an expectation raised through the bridge is one trace
+ * from the bridge's StartWorkflow span to the worker's workflow and activity spans.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { tokenSha256 } from '../../src/auth/principals.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { freePort } from '../support/global-setup.js';
+import { spawnEntry, type Spawned } from '../support/processes.js';
+import { artifactUpdate, expectation, unique } from './bridge-fixtures.js';
+
+interface ReceivedSpan {
+  service: string;
+  name: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+}
+
+const spans: ReceivedSpan[] = [];
+let receiver: Server;
+let agent: TestAgent;
+const processes: Spawned[] = [];
+let bridgeUrl: string;
+const token = `agent-${randomUUID()}`;
+
+/** Reads the OTLP/HTTP JSON body of an export request. */
+function collect(body: any): void {
+  for (const resourceSpans of body.resourceSpans ?? []) {
+    const service = resourceSpans.resource?.attributes?.find((a: any) => a.key === 'service.name')?.value?.stringValue ?? '';
+    for (const scopeSpans of resourceSpans.scopeSpans ?? []) {
+      for (const span of scopeSpans.spans ?? []) {
+        spans.push({ service, name: span.name, traceId: span.traceId, spanId: span.spanId, parentSpanId: span.parentSpanId || undefined });
+      }
+    }
+  }
+}
+
+beforeAll(async () => {
+  const app = express();
+  app.post('/v1/traces', express.json({ limit: '20mb' }), (req, res) => {
+    collect(req.body);
+    res.json({});
+  });
+  receiver = await new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => resolve(server));
+  });
+  const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  agent = await startTestAgent();
+
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-tracing-'));
+  const principalsFile = path.join(dir, 'principals.json');
+  writeFileSync(
+    principalsFile,
+    JSON.stringify({ principals: [{ id: 'shipping-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl: agent.cardUrl } }] }),
+  );
+  const common = {
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: `tracing-${randomUUID()}`,
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    WATCHER_LOG_LEVEL: 'info',
+  };
+  const port = await freePort();
+  const worker = spawnEntry('src/worker.ts', { ...common, WATCHER_WORKER_METRICS_PORT: '0' });
+  const bridge = spawnEntry('src/bridge.ts', { ...common, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile, WATCHER_DATA_DIR: dir });
+  processes.push(worker, bridge);
+  await Promise.all([worker.waitFor(/"msg":"worker running"/, 110_000), bridge.waitFor(/"msg":"bridge listening"/, 60_000)]);
+  bridgeUrl = `http://127.0.0.1:${port}`;
+});
+
+afterAll(async () => {
+  await Promise.all(processes.map((p) => p.stop('SIGTERM')));
+  await agent?.close();
+  await new Promise((resolve) => receiver?.close(resolve));
+});
+
+describe('OpenTelemetry tracing', () => {
+  it('makes a raise through the bridge and the workflow it starts one trace', async () => {
+    const e = expectation(`traced-${unique()}`);
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+
+    const raised = await fetch(`${bridgeUrl}/a2a/events`, { method: 'POST', headers, body: JSON.stringify(artifactUpdate({ expectations: [e] })) });
+    // Withdrawn, the workflow closes, and its RunWorkflow span (open as long as the workflow runs) is exported.
+    const withdrawn = await fetch(`${bridgeUrl}/v1/expectations/${e.expectationId}/withdraw`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ reason: 'tracing test' }),
+    });
+
+    expect([raised.status, withdrawn.status]).toEqual([200, 200]);
+    const trace = () => {
+      const start = spans.find((s) => s.name === 'StartWorkflow:expectationWorkflow' && s.service === 'expectations-watcher-bridge');
+      return start ? { start, spans: spans.filter((s) => s.traceId === start.traceId) } : undefined;
+    };
+    await expect.poll(() => trace()?.spans.some((s) => s.name === 'RunWorkflow:expectationWorkflow'), { timeout: 30_000, interval: 250 }).toBe(true);
+    const { start, spans: inTrace } = trace()!;
+    const run = inTrace.find((s) => s.name === 'RunWorkflow:expectationWorkflow')!;
+    const startActivity = inTrace.find((s) => s.name === 'StartActivity:subscribeFactLedger');
+    const runActivity = inTrace.find((s) => s.name === 'RunActivity:subscribeFactLedger');
+    expect(run).toMatchObject({ service: 'expectations-watcher-worker', parentSpanId: start.spanId });
+    expect(startActivity).toMatchObject({ service: 'expectations-watcher-worker', parentSpanId: run.spanId });
+    expect(runActivity).toMatchObject({ service: 'expectations-watcher-worker', parentSpanId: startActivity!.spanId });
+  });
+});
