@@ -104,11 +104,13 @@ function currentDetails(record: ExpectationRecord): string {
   if (record.withdrawnReason) paragraphs.push(`withdrawn: ${record.withdrawnReason}`);
   if (record.lastFactAt) paragraphs.push(`last fact on the subject: ${record.lastFactAt}`);
   if (record.lapses.length > 0) {
-    const rows = record.lapses.map(({ lapse, delivery, lapseTaskId }) => {
-      const status = delivery.error ? `${delivery.status}: ${delivery.error}` : delivery.status;
-      return `| ${lapse.lapse} | ${lapse.dueAt} | ${lapse.lapsedAt} | ${status} | ${lapseTaskId ?? ''} |`;
+    // A list, not a table: the UI shows current details in a narrow frame where table cells wrap and are cut.
+    const lines = record.lapses.map(({ lapse, delivery, lapseTaskId }) => {
+      const status = delivery.error ? `${delivery.status} (${delivery.error})` : delivery.status;
+      const task = lapseTaskId ? ` · task \`${lapseTaskId}\`` : '';
+      return `- **${lapse.lapse}** at ${lapse.lapsedAt} (due ${lapse.dueAt}) · ${status}${task}`;
     });
-    paragraphs.push(['| lapse | dueAt | lapsedAt | delivery | lapse task |', '|---|---|---|---|---|', ...rows].join('\n'));
+    paragraphs.push(lines.join('\n'));
   }
   return paragraphs.join('\n\n');
 }

@@ -287,6 +287,6 @@ describe("operator's view", () => {
     expect(await description.staticSummary()).toBe(`delivery: the shipment is delivered (due ${expectation.dueAt})`);
     expect(await description.staticDetails()).toContain(`| expectationId | ${id} |`);
     expect(metadata.currentDetails).toContain('**lapsed**');
-    expect(metadata.currentDetails).toContain('| overdue |');
+    expect(metadata.currentDetails).toMatch(/- \*\*overdue\*\* at \S+Z \(due \S+Z\) · delivered/);
   });
 });
