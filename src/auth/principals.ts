@@ -101,14 +101,14 @@ export async function loadPrincipals(file: string): Promise<PrincipalStore> {
 
 /**
  * The embedded default: makes sure `<dataDir>/principals.json` exists. When it does not, writes one with a random
- * admin (+reader) token, stored as its sha256 with file mode 0600, and returns the token (the only time it is seen).
+ * admin token (also reader and reporter, so an operator can report facts by hand), stored as its sha256 with file mode 0600, and returns the token (the only time it is seen).
  */
 export async function ensurePrincipalsFile(dataDir: string): Promise<{ file: string; generatedToken?: string }> {
   const file = path.join(dataDir, 'principals.json');
   await mkdir(dataDir, { recursive: true });
   const token = randomBytes(32).toString('base64url');
   const content: PrincipalsFile = {
-    principals: [{ id: 'admin', tokenSha256: tokenSha256(token), roles: ['admin', 'reader'] }],
+    principals: [{ id: 'admin', tokenSha256: tokenSha256(token), roles: ['admin', 'reader', 'reporter'] }],
   };
   try {
     // `wx`: never overwrite a file someone already has (or a concurrent start just wrote).

@@ -107,7 +107,7 @@ describe('ensurePrincipalsFile', () => {
     const stored = JSON.parse(await readFile(first.file, 'utf8')) as typeof file;
     expect(first.file).toBe(path.join(dir, 'principals.json'));
     expect(stored.principals).toEqual([
-      { id: 'admin', tokenSha256: tokenSha256(first.generatedToken!), roles: ['admin', 'reader'] },
+      { id: 'admin', tokenSha256: tokenSha256(first.generatedToken!), roles: ['admin', 'reader', 'reporter'] },
     ]);
     expect((await stat(first.file)).mode & 0o777).toBe(0o600);
     expect(second).toEqual({ file: first.file });
