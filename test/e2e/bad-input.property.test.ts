@@ -1,0 +1,671 @@
+/**
+ * Bad input (issue 6), property-based with fast-check against the real `createApp` on a real Temporal client:
+ * malformed and hostile payloads for `POST /a2a/events` and `POST /v1/facts` (wrong types, missing and extra
+ * fields, invalid dates and durations, huge strings and arrays, deep nesting, `__proto__`/`constructor` keys, odd
+ * unicode in ids, invalid JSON, wrong content types). Each must get a 4xx application/problem+json, never a 5xx,
+ * and start nothing: no worker polls the bridge's task queue, so anything started would stay there to be counted.
+ */
+import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { countWorkflows, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/faults.js';
+
+const run = unique();
+const taskQueue = `bad-input-${randomUUID()}`;
+let connection: Connection;
+let client: Client;
+let agent: TestAgent;
+let bridge: BridgeApp;
+
+/** Every input sent, and the ids and fact keys they carried (checked at the end: none may have started anything). */
+let tried = 0;
+const idsUsed = new Set<string>();
+const factKeysUsed = new Set<string>();
+
+beforeAll(async () => {
+  connection = await Connection.connect({ address: inject('temporalAddress') });
+  client = new Client({ connection });
+  agent = await startTestAgent();
+  bridge = await startBridgeApp(client, taskQueue, [
+    { id: 'agent-a', roles: ['agent'], cardUrl: agent.cardUrl },
+    { id: 'feed', roles: ['reporter'] },
+  ]);
+});
+
+afterAll(async () => {
+  console.log(`bad-input: ${tried} inputs tried`);
+  await bridge?.close();
+  await agent?.close();
+  await connection?.close();
+});
+
+// ── building blocks ──────────────────────────────────────────────────────────────────────────────────────
+
+const PREFIX = `bad-${run}-`;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Strings that have broken parsers, logs, queries and terminals elsewhere. */
+const oddText = fc.oneof(
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '\u202e',
+    '\u200b',
+    'e\u0301',
+    '😀',
+    '\ud800',
+    '\udfff',
+    '\n\r\t',
+    '../../etc/passwd',
+    "' OR WorkflowId != '",
+    '%00',
+    '${jndi:ldap://127.0.0.1/x}',
+    '<script>alert(1)</script>',
+    '\\',
+    '"',
+    'ｅｘｐ',
+    '\ufeff',
+    '__proto__',
+    'constructor',
+    'x'.repeat(600),
+  ),
+  fc.string({ unit: 'binary', maxLength: 24 }),
+);
+
+/** An id in this run's namespace with an odd tail. */
+const oddId = fc.tuple(fc.nat({ max: 1_000_000 }), oddText).map(([n, tail]) => `${PREFIX}${n}${tail}`);
+
+const validExpectation = fc.tuple(oddId, oddText).map(([id, tail]) => ({
+  expectationId: id,
+  kind: 'delivery',
+  subject: { type: 'shipment', id: `S-${id}` },
+  expects: `The shipment is delivered${tail}`,
+  satisfiedBy: { factKey: `${PREFIX}key-${id}` },
+  dueAt: '2030-01-01T00:00:00Z',
+  basis: 'contract',
+}));
+
+const validFact = oddId.map((id) => ({ factKey: `${PREFIX}key-${id}`, observedAt: '2026-01-01T00:00:00Z' }));
+
+/** Values of the wrong type for a string field. */
+const notAString = fc.oneof(
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.string(), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 5 }), fc.string({ maxLength: 5 }), { maxKeys: 3 }),
+);
+/** Values of the wrong type (or shape) for an object field. */
+const notAnObject = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }), fc.constant({}));
+
+/** Date-times the seed's `date-time` (UTC) does not allow; several of them `Date.parse` would take. */
+const invalidDate = fc.oneof(
+  fc.constantFrom(
+    '2026-01-01T00:00:00',
+    '2026-01-01',
+    '2026-13-01T00:00:00Z',
+    '2026-01-32T00:00:00Z',
+    '2026-02-30T00:00:00Z',
+    '2026-04-31T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T25:00:00Z',
+    '2026-01-01T00:60:00Z',
+    '2026-01-01T00:00:00+02:00',
+    '2026-01-01T00:00:00+00:00',
+    '2026-01-01 00:00:00Z',
+    '2026-01-01t00:00:00z',
+    '2026-01-01T00:00Z',
+    '+275760-09-13T00:00:00.000Z',
+    '１０２６-01-01T00:00:00Z',
+    'tomorrow',
+    'NaN',
+    '',
+    '1767225600000',
+  ),
+  fc.string({ maxLength: 30 }).filter((s) => !/^\d{4}-/.test(s)),
+);
+
+/** Durations that are not ISO 8601 (or not in the form the seed allows). */
+const invalidDuration = fc.oneof(
+  fc.constantFrom('P', 'PT', '6H', 'P1.5.5D', 'P1,5,5D', '-P1D', 'P-1D', 'P1DT', 'PT1H30', 'PT-1S', 'pt1h', 'P1W2D', '', 'forever', 'PT1H PT1H'),
+  fc.string({ maxLength: 20 }).filter((s) => !s.startsWith('P')),
+);
+
+const requiredStringFields = ['expectationId', 'kind', 'expects', 'dueAt', 'basis'] as const;
+const nonEmptyPaths = [['expectationId'], ['kind'], ['expects'], ['subject', 'type'], ['subject', 'id'], ['satisfiedBy', 'factKey']];
+
+type Break = { op: 'delete'; path: readonly string[] } | { op: 'set'; path: readonly string[]; value: unknown };
+
+/** One change that makes an expectation invalid, described as data so that a counterexample reads plainly. */
+const expectationBreak: fc.Arbitrary<Break> = fc.oneof(
+  fc.record({ op: fc.constant('delete' as const), path: fc.constantFrom(...requiredStringFields.map((f) => [f]), ['subject'], ['satisfiedBy'], ['subject', 'type'], ['subject', 'id'], ['satisfiedBy', 'factKey']) }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(...requiredStringFields.map((f) => [f]), ['subject', 'id'], ['satisfiedBy', 'factKey'], ['supersedes'], ['horizon']), value: notAString }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(['subject'], ['satisfiedBy'], ['anchor']), value: notAnObject }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(['dueAt'], ['horizon']), value: invalidDate }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constant(['grace']), value: invalidDuration }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constant(['anchor']),
+    value: invalidDuration.map((offset) => ({ expectationId: `${PREFIX}anchor`, offset })),
+  }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(...nonEmptyPaths), value: fc.constant('') }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constant(['after']),
+    value: fc.oneof(fc.string(), fc.constant(null), fc.constant([1, 2]), fc.constant(['']), fc.constant({})),
+  }),
+  // Schema-valid, but a rule of DESIGN 3.1 is broken (422): nothing may start either.
+  fc.record({ op: fc.constant('set' as const), path: fc.constant(['kind']), value: oddId.map((id) => `undeclared-${id}`) }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constant(['basis']), value: fc.constantFrom('observed', 'estimate', '') }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constant(['after']), value: oddId.map((id) => [`never-${id}`]) }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constant(['supersedes']), value: oddId.map((id) => `never-${id}`) }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constant(['anchor']),
+    value: oddId.map((id) => ({ expectationId: `never-${id}`, offset: 'PT1H' })),
+  }),
+);
+
+/** One change that makes a fact invalid. */
+const factBreak: fc.Arbitrary<Break> = fc.oneof(
+  fc.record({ op: fc.constant('delete' as const), path: fc.constantFrom(['factKey'], ['observedAt']) }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(['factKey'], ['observedAt'], ['source']), value: notAString }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constant(['observedAt']), value: invalidDate }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constant(['factKey']), value: fc.constant('') }),
+  fc.record({ op: fc.constant('set' as const), path: fc.constant(['subject']), value: fc.oneof(notAnObject, fc.constant({ type: '', id: 'x' }), fc.constant({ type: 'x' })) }),
+);
+
+
+/** Keys and values that are harmless alone and hostile in company: extra fields, prototype keys, deep values. */
+const FIELDS = new Set(['expectationId', 'kind', 'subject', 'expects', 'satisfiedBy', 'dueAt', 'grace', 'anchor', 'after', 'horizon', 'basis', 'supersedes', 'factKey', 'observedAt', 'source', 'facts', 'expectations', 'withdraw', EXTENSION_URI]);
+const decoration = fc.oneof(
+  fc.record({ key: fc.string({ maxLength: 12 }).filter((key) => !FIELDS.has(key)), value: fc.jsonValue({ maxDepth: 3 }) }),
+  fc.record({ key: fc.constant('__proto__'), value: fc.constant({ polluted: 'yes', isAdmin: true, expectationId: 'from-proto' }) }),
+  fc.record({ key: fc.constant('constructor'), value: fc.constant({ prototype: { polluted: 'yes' } }) }),
+  fc.record({ key: fc.constant('prototype'), value: fc.constant({ polluted: 'yes' }) }),
+  fc.record({ key: fc.constant('deep'), value: fc.integer({ min: 100, max: 2_000 }).map(nest) }),
+);
+type Decoration = { key: string; value: unknown };
+
+/** A value nested `depth` levels deep (objects and arrays in turn). */
+function nest(depth: number): unknown {
+  let value: unknown = 'bottom';
+  for (let i = 0; i < depth; i++) value = i % 2 ? [value] : { d: value };
+  return value;
+}
+
+/** The JSON text of a value nested `depth` levels deep, built as text: JSON.stringify would overflow the stack. */
+const nestedText = (depth: number): string => '{"d":['.repeat(depth) + '"bottom"' + ']}'.repeat(depth);
+
+/** `json` as text with the string "__NEST__" replaced by a value nested `depth` levels deep. */
+const withNested = (json: unknown, depth: number): string => JSON.stringify(json).replace('"__NEST__"', nestedText(depth));
+
+/** A deep copy with the break applied (the path's parents are created as plain objects). */
+function broken(base: Record<string, unknown>, change: Break): Record<string, unknown> {
+  const copy = structuredClone(base);
+  let target: Record<string, unknown> = copy;
+  for (const key of change.path.slice(0, -1)) {
+    if (typeof target[key] !== 'object' || target[key] === null) target[key] = {};
+    target = target[key] as Record<string, unknown>;
+  }
+  const last = change.path.at(-1)!;
+  if (change.op === 'delete') delete target[last];
+  else target[last] = change.value;
+  return copy;
+}
+
+/** Adds own properties, `__proto__` included (as JSON.parse would make it), without touching any prototype. */
+function decorate<T extends object>(value: T, decorations: Decoration[]): T {
+  for (const { key, value: v } of decorations) {
+    Object.defineProperty(value, key, { value: v, enumerable: true, configurable: true, writable: true });
+  }
+  return value;
+}
+
+/** Where the items go: every place of DESIGN 3.1 that carries expectations, in v1.0 and v0.3. */
+const envelopes = ['artifactUpdate', 'inputRequiredStatus', 'taskArtifact', 'v03Task', 'v03ArtifactUpdate', 'v03InputRequired'] as const;
+type Envelope = (typeof envelopes)[number];
+
+function envelope(kind: Envelope, payload: unknown, decorations: Decoration[] = []): unknown {
+  const metadata = decorate({ [EXTENSION_URI]: payload } as Record<string, unknown>, decorations);
+  const ids = { taskId: `t-${run}`, contextId: `c-${run}` };
+  switch (kind) {
+    case 'artifactUpdate':
+      return { artifactUpdate: { ...ids, artifact: { artifactId: 'a', parts: [{ text: 'plan' }], metadata } } };
+    case 'inputRequiredStatus':
+      return { statusUpdate: { ...ids, status: { state: 'TASK_STATE_INPUT_REQUIRED', message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata } } } };
+    case 'taskArtifact':
+      return { task: { id: ids.taskId, contextId: ids.contextId, status: { state: 'TASK_STATE_WORKING' }, artifacts: [{ artifactId: 'a', parts: [], metadata }] } };
+    case 'v03Task':
+      return { kind: 'task', id: ids.taskId, contextId: ids.contextId, status: { state: 'working' }, artifacts: [{ artifactId: 'a', parts: [], metadata }] };
+    case 'v03ArtifactUpdate':
+      return { kind: 'artifact-update', ...ids, artifact: { artifactId: 'a', parts: [], metadata } };
+    case 'v03InputRequired':
+      return { kind: 'status-update', ...ids, status: { state: 'input-required', message: { kind: 'message', messageId: 'm', role: 'agent', parts: [], metadata } } };
+  }
+}
+
+/** Remembers the ids and fact keys a body carries, wherever they are. */
+function remember(items: Record<string, unknown>[]): void {
+  for (const item of items) {
+    if (typeof item.expectationId === 'string') idsUsed.add(item.expectationId);
+    const key = (item.satisfiedBy as { factKey?: unknown } | undefined)?.factKey ?? item.factKey;
+    if (typeof key === 'string') factKeysUsed.add(key);
+  }
+}
+
+const token = (who: 'agent-a' | 'feed') => bridge.tokens[who];
+
+/** Sends one input and checks the answer: 4xx problem+json naming its own status, never a 5xx. */
+async function expectRefused(answer: Promise<Answer>): Promise<Answer> {
+  tried++;
+  const a = await answer;
+  expect(a.status, JSON.stringify(a.body).slice(0, 500)).toBeGreaterThanOrEqual(400);
+  expect(a.status, JSON.stringify(a.body).slice(0, 500)).toBeLessThan(500);
+  expect(a.contentType).toMatch(/^application\/problem\+json/);
+  expect(a.body).toMatchObject({ status: a.status, type: expect.stringMatching(/^urn:expectations-watcher:problem:/), title: expect.any(String), detail: expect.any(String) });
+  return a;
+}
+
+const events = (json: unknown, as: 'agent-a' | 'feed' = 'agent-a') => send(`${bridge.url}/a2a/events`, { token: token(as), json });
+const facts = (json: unknown) => send(`${bridge.url}/v1/facts`, { token: token('feed'), json });
+
+const RUNS = { items: 3_000, envelopes: 2_000, facts: 2_000, transport: 1_000, huge: 60 };
+
+// ── properties ───────────────────────────────────────────────────────────────────────────────────────────
+
+describe('POST /a2a/events with bad expectations', () => {
+  it('refuses every request that holds one broken expectation, and raises none of the good ones beside it', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...envelopes),
+        fc.array(validExpectation, { maxLength: 3 }),
+        fc.array(fc.tuple(validExpectation, expectationBreak, fc.array(decoration, { maxLength: 2 })), { minLength: 1, maxLength: 3 }),
+        fc.array(validFact, { maxLength: 2 }),
+        fc.array(decoration, { maxLength: 2 }),
+        fc.boolean(),
+        async (kind, good, bad, goodFacts, outer, badFirst) => {
+          const broke = bad.map(([e, change, decorations]) => decorate(broken(e, change), decorations));
+          const expectations = badFirst ? [...broke, ...good] : [...good, ...broke];
+          remember([...good, ...broke, ...goodFacts]);
+          await expectRefused(events(envelope(kind, { expectations, facts: goodFacts }, outer)));
+        },
+      ),
+      { numRuns: RUNS.items },
+    );
+  });
+
+  it('refuses a reporter that carries expectations or withdrawals (403), whatever they hold', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...envelopes), validExpectation, fc.boolean(), async (kind, e, asWithdraw) => {
+        remember([e]);
+        const payload = asWithdraw ? { withdraw: [e.expectationId] } : { expectations: [e] };
+        const answer = await expectRefused(events(envelope(kind, payload), 'feed'));
+        // A lone surrogate is refused (400) before anything else is looked at; anything else is the role (403).
+        const carried = asWithdraw ? [e.expectationId] : [e.expectationId, e.expects, e.subject.id, e.satisfiedBy.factKey];
+        const illFormed = carried.some((text) => LONE_SURROGATE.test(text));
+        expect(answer.status).toBe(illFormed ? 400 : 403);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('POST /a2a/events with bad facts and bad envelopes', () => {
+  it('refuses every request that holds one broken fact, in any place a fact may be', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...envelopes, 'message' as const),
+        fc.array(validFact, { maxLength: 3 }),
+        fc.array(fc.tuple(validFact, factBreak), { minLength: 1, maxLength: 3 }),
+        async (kind, good, bad) => {
+          const items = [...good, ...bad.map(([f, change]) => broken(f, change))];
+          remember(items);
+          const body =
+            kind === 'message'
+              ? { message: { messageId: 'm', role: 'ROLE_USER', parts: [], metadata: { [EXTENSION_URI]: { facts: items } } } }
+              : envelope(kind, { facts: items });
+          await expectRefused(events(body, 'feed'));
+        },
+      ),
+      { numRuns: RUNS.envelopes },
+    );
+  });
+
+  /** Envelopes broken where the bridge reads them: ids, states, metadata and the extension's own shape. */
+  const envelopeBreak = fc.oneof(
+    fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)),
+    fc.constant({}),
+    fc.constant({ task: {}, message: {} }),
+    fc.constant({ kind: 'not-a-kind' }),
+    fc.constant({ kind: 'task', id: 't' }),
+    fc.record({ artifactUpdate: fc.record({ taskId: fc.oneof(fc.constant(''), notAString), contextId: fc.constant('c'), artifact: fc.constant({}) }) }),
+    fc.record({ artifactUpdate: fc.record({ taskId: fc.constant('t'), contextId: fc.constant('c'), artifact: notAnObject.filter((v) => JSON.stringify(v) !== '{}') }) }),
+    fc.record({ statusUpdate: fc.record({ taskId: fc.constant('t'), contextId: fc.constant('c'), status: fc.record({ state: fc.oneof(fc.string(), fc.integer({ min: 9 }), fc.integer({ max: -1 })) }) }) }),
+    fc.record({ artifactUpdate: fc.record({ taskId: fc.constant('t'), contextId: fc.constant('c'), artifact: fc.record({ metadata: fc.oneof(fc.string(), fc.array(fc.integer()), fc.integer()) }) }) }),
+    // metadata[URI] of the wrong shape: not an object, expectations or facts not arrays, withdraw ids not strings.
+    fc.oneof(
+      fc.jsonValue({ maxDepth: 1 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)),
+      fc.record({ expectations: fc.oneof(fc.string(), fc.integer(), fc.constant({}), fc.constant(null)) }),
+      fc.record({ facts: fc.oneof(fc.string(), fc.integer(), fc.constant({}), fc.constant(null)) }),
+      fc.record({ withdraw: fc.oneof(fc.string(), fc.constant(['']), fc.constant([1]), fc.constant([null]), fc.constant({})) }),
+    ).chain((payload) => fc.constantFrom(...envelopes).map((kind) => envelope(kind, payload))),
+    // Expectations and withdrawals where the extension does not allow them (422).
+    fc.tuple(validExpectation, fc.boolean()).map(([e, inMessage]) => {
+      remember([e]);
+      const metadata = { [EXTENSION_URI]: { expectations: [e] } };
+      return inMessage
+        ? { message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata } }
+        : { statusUpdate: { taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_WORKING', message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata } } } };
+    }),
+  );
+
+  it('refuses envelopes that are not A2A objects, or carry the extension in the wrong shape or place', async () => {
+    await fc.assert(
+      fc.asyncProperty(envelopeBreak, async (body) => {
+        await expectRefused(events(body));
+      }),
+      { numRuns: RUNS.envelopes },
+    );
+  });
+});
+
+describe('POST /v1/facts with bad bodies', () => {
+  const body = fc.oneof(
+    fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)),
+    fc.constant({}),
+    fc.record({ facts: fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.constant({}), fc.constant([])) }),
+    fc
+      .tuple(fc.array(validFact, { maxLength: 3 }), fc.array(fc.tuple(validFact, factBreak), { minLength: 1, maxLength: 3 }), fc.array(decoration, { maxLength: 3 }))
+      .map(([good, bad, decorations]) => {
+        const items = [...good, ...bad.map(([f, change]) => broken(f, change))];
+        remember(items);
+        return decorate({ facts: items }, decorations);
+      }),
+  );
+
+  it('refuses every body that is not a list of good facts, and records none of the good ones beside a bad one', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, async (json) => {
+        await expectRefused(facts(json));
+      }),
+      { numRuns: RUNS.facts },
+    );
+  });
+});
+
+describe('bodies that are not JSON, or not sent as JSON', () => {
+  const validBodies = (key: string) => ({
+    events: JSON.stringify(envelope('artifactUpdate', { facts: [{ factKey: `${PREFIX}${key}`, observedAt: '2026-01-01T00:00:00Z' }] })),
+    facts: JSON.stringify({ facts: [{ factKey: `${PREFIX}${key}`, observedAt: '2026-01-01T00:00:00Z' }] }),
+  });
+
+  /** Corruptions that leave no valid JSON behind. */
+  const corrupt = fc.oneof(
+    fc.nat().map((n) => (text: string) => text.slice(0, 1 + (n % (text.length - 1)))),
+    fc.constantFrom('x', ',', '}', ']', '"', '{', '\u0000').map((tail) => (text: string) => `${text}${tail}`),
+    fc.constant((text: string) => text.replaceAll('"', "'")),
+    fc.constant((text: string) => `${text.slice(0, -1)},}`),
+    fc.constant((text: string) => text.replace('"2026-01-01T00:00:00Z"', 'NaN')),
+    fc.constant((text: string) => `// a comment\n${text}`),
+    fc.constant((text: string) => text.replace(':', '=')),
+  );
+
+  it('answers 400 to JSON that does not parse, on both endpoints', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('events', 'facts') as fc.Arbitrary<'events' | 'facts'>, corrupt, fc.nat(), async (which, mangle, n) => {
+        const raw = mangle(validBodies(`json-${n}`)[which]);
+        factKeysUsed.add(`${PREFIX}json-${n}`);
+        const answer = await expectRefused(send(`${bridge.url}/${which === 'events' ? 'a2a/events' : 'v1/facts'}`, { token: token('feed'), raw }));
+        expect(answer.status).toBe(400);
+      }),
+      { numRuns: RUNS.transport },
+    );
+  });
+
+  it.each([
+    ['text/plain', 415],
+    ['text/json', 415],
+    ['application/x-www-form-urlencoded', 415],
+    ['multipart/form-data; boundary=x', 415],
+    ['application/xml', 415],
+    ['application/jsonx', 415],
+    ['application/octet-stream', 415],
+    // UTF-16 is a charset body-parser reads: the bytes sent are UTF-8, so what it reads is not JSON.
+    ['application/json; charset=utf-16', 400],
+    ['application/json; charset=iso-8859-1', 415],
+  ])('answers %s with %i, on both endpoints', async (contentType, status) => {
+    for (const [path, raw] of [
+      ['a2a/events', validBodies(`ct-${contentType}`).events],
+      ['v1/facts', validBodies(`ct-${contentType}`).facts],
+    ] as const) {
+      factKeysUsed.add(`${PREFIX}ct-${contentType}`);
+      const answer = await expectRefused(send(`${bridge.url}/${path}`, { token: token('feed'), raw, contentType }));
+      expect(answer.status).toBe(status);
+    }
+  });
+
+  it('answers 415 to a body sent with no content type', async () => {
+    factKeysUsed.add(`${PREFIX}ct-none`);
+    const raw = Buffer.from(validBodies('ct-none').facts);
+    const answer = await expectRefused(
+      fetch(`${bridge.url}/v1/facts`, { method: 'POST', headers: { authorization: `Bearer ${token('feed')}` }, body: raw }).then(async (r) => ({
+        status: r.status,
+        headers: r.headers,
+        contentType: r.headers.get('content-type') ?? '',
+        body: JSON.parse(await r.text()),
+        ms: 0,
+      })),
+    );
+    expect(answer.status).toBe(415);
+  });
+
+  it.each([
+    ['gzip', () => Buffer.from('this is not gzip')],
+    ['deflate', () => Buffer.from('nor is this deflate')],
+    ['gzip', () => gzipSync(Buffer.from('{"facts": [ {"factKey": ')).subarray(0, 20)],
+    ['x-unheard-of', () => Buffer.from(validBodies('enc').facts)],
+  ])('refuses a body in Content-Encoding %s that cannot be decoded', async (encoding, raw) => {
+    factKeysUsed.add(`${PREFIX}enc`);
+    const answer = await expectRefused(
+      fetch(`${bridge.url}/v1/facts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token('feed')}`, 'content-type': 'application/json', 'content-encoding': encoding },
+        body: raw(),
+      }).then(async (r) => {
+        const text = await r.text();
+        return { status: r.status, headers: r.headers, contentType: r.headers.get('content-type') ?? '', body: JSON.parse(text), ms: 0 };
+      }),
+    );
+    expect([400, 415]).toContain(answer.status);
+  });
+});
+
+describe('huge and deep bodies', () => {
+  it('refuses huge strings, huge arrays and deep nesting with a 4xx (413 over 1 MiB)', async () => {
+    const text = (path: 'events' | 'facts', json: unknown) => ({ path, raw: JSON.stringify(json) });
+    const shapes = fc.oneof(
+      // A huge id or fact key in an otherwise broken item.
+      fc.integer({ min: 10_000, max: 900_000 }).map((n) =>
+        text('events', envelope('artifactUpdate', { expectations: [{ expectationId: `${PREFIX}${'i'.repeat(n)}`, kind: 'delivery' }] })),
+      ),
+      fc.integer({ min: 10_000, max: 900_000 }).map((n) => text('facts', { facts: [{ factKey: `${PREFIX}${'k'.repeat(n)}`, observedAt: 'then' }] })),
+      // Over the limit.
+      fc.integer({ min: 1_100_000, max: 2_000_000 }).map((n) => text('facts', { facts: [{ factKey: 'k'.repeat(n), observedAt: '2026-01-01T00:00:00Z' }] })),
+      // Huge arrays of broken items, and of good items beside one broken one.
+      fc.integer({ min: 1_000, max: 20_000 }).map((n) => text('facts', { facts: Array.from({ length: n }, () => ({})) })),
+      fc.integer({ min: 1_000, max: 10_000 }).map((n) =>
+        text('facts', {
+          facts: [...Array.from({ length: n }, (_, i) => ({ factKey: `${PREFIX}many-${i}`, observedAt: '2026-01-01T00:00:00Z' })), { factKey: '' }],
+        }),
+      ),
+      fc.integer({ min: 1_000, max: 5_000 }).map((n) =>
+        text('events', envelope('artifactUpdate', { expectations: Array.from({ length: n }, (_, i) => ({ expectationId: `${PREFIX}arr-${i}` })) })),
+      ),
+      // Deep nesting: as the body, as the extension's payload, inside an expectation, and where an object is expected.
+      fc.integer({ min: 1_000, max: 100_000 }).map((n) => ({ path: 'facts' as const, raw: nestedText(n) })),
+      fc.integer({ min: 1_000, max: 50_000 }).map((n) => ({
+        path: 'events' as const,
+        raw: withNested(envelope('artifactUpdate', { expectations: ['__NEST__'] }), n),
+      })),
+      fc.integer({ min: 1_000, max: 50_000 }).map((n) => ({
+        path: 'events' as const,
+        raw: withNested(envelope('artifactUpdate', { expectations: [{ expectationId: `${PREFIX}deep`, kind: 'delivery', extra: '__NEST__' }] }), n),
+      })),
+      fc.integer({ min: 1_000, max: 50_000 }).map((n) => ({
+        path: 'facts' as const,
+        raw: withNested({ facts: [{ factKey: `${PREFIX}deep`, observedAt: '2026-01-01T00:00:00Z', subject: '__NEST__' }] }, n),
+      })),
+    );
+    await fc.assert(
+      fc.asyncProperty(shapes, async ({ path, raw }) => {
+        const answer = await expectRefused(
+          send(`${bridge.url}/${path === 'events' ? 'a2a/events' : 'v1/facts'}`, { token: token(path === 'events' ? 'agent-a' : 'feed'), raw }),
+        );
+        expect(answer.status).not.toBe(404);
+      }),
+      { numRuns: RUNS.huge },
+    );
+  });
+});
+
+describe('the other endpoints: path parameters and list queries', () => {
+  it.each(['%', '%E0%A4%A', '%ED%A0%80', '%FF', '%C0%AF'])('answers 400, not 500, to an expectation id that is not valid percent-encoding: %s', async (id) => {
+    const read = await expectRefused(send(`${bridge.url}/v1/expectations/${id}`, { token: token('agent-a') }));
+    const withdraw = await expectRefused(
+      send(`${bridge.url}/v1/expectations/${id}/withdraw`, { token: token('agent-a'), json: { reason: 'bad id' } }),
+    );
+
+    expect([read.status, withdraw.status]).toEqual([400, 400]);
+  });
+
+  it('answers 400 naming the field when a string holds a lone surrogate', async () => {
+    const answer = await expectRefused(facts({ facts: [{ factKey: `${PREFIX}\ud800`, observedAt: '2026-01-01T00:00:00Z' }] }));
+
+    expect(answer.status).toBe(400);
+    expect(answer.body.errors).toEqual([{ path: 'facts/0/factKey', message: 'must be well-formed Unicode (it holds a lone surrogate)' }]);
+  });
+});
+
+/** Schema-valid but hostile: odd ids are raised and read back as sent, or refused with a 4xx; never a 5xx. */
+describe('odd but well-formed ids, on a worker of their own', () => {
+  const oddQueue = `bad-input-odd-${randomUUID()}`;
+  let watcher: WatcherWorker;
+  let running: Promise<void>;
+  let oddBridge: BridgeApp;
+
+  beforeAll(async () => {
+    watcher = await createWatcherWorker({
+      address: inject('temporalAddress'),
+      namespace: 'default',
+      taskQueue: oddQueue,
+      workflowBundlePath: inject('workflowBundlePath'),
+    });
+    running = watcher.run();
+    oddBridge = await startBridgeApp(client, oddQueue, [{ id: 'agent-a', roles: ['agent'], cardUrl: agent.cardUrl }]);
+  });
+
+  afterAll(async () => {
+    await oddBridge?.close();
+    await watcher?.shutdown();
+    await running;
+  });
+
+  const wellFormedOdd = fc
+    .tuple(fc.nat({ max: 1_000_000 }), oddText.filter((text) => !LONE_SURROGATE.test(text) && text !== ''))
+    .map(([n, tail]) => `odd-${run}-${n}${tail}`);
+
+  it('raises each as sent and reads it back under the same id, or refuses it with a 4xx', async () => {
+    const seen = new Set<string>();
+    await fc.assert(
+      fc.asyncProperty(wellFormedOdd, async (id) => {
+        fc.pre(!seen.has(id));
+        seen.add(id);
+        tried++;
+        const e = { expectationId: id, kind: 'delivery', subject: { type: 'shipment', id }, expects: 'x', satisfiedBy: { factKey: id }, dueAt: '2030-01-01T00:00:00Z', basis: 'contract' };
+
+        const raised = await send(`${oddBridge.url}/a2a/events`, { token: oddBridge.tokens['agent-a'], json: envelope('artifactUpdate', { expectations: [e] }) });
+        expect(raised.status, JSON.stringify(raised.body)).toBeLessThan(500);
+        if (raised.status !== 200) {
+          expect(raised.contentType).toMatch(/^application\/problem\+json/);
+          return;
+        }
+        const read = await send(`${oddBridge.url}/v1/expectations/${encodeURIComponent(id)}`, { token: oddBridge.tokens['agent-a'] });
+        expect(read.status, JSON.stringify(read.body)).toBe(200);
+        expect(read.body.expectation.expectationId).toBe(id);
+        const again = await send(`${oddBridge.url}/a2a/events`, { token: oddBridge.tokens['agent-a'], json: envelope('artifactUpdate', { expectations: [e] }) });
+        expect(again.body.expectations).toEqual([{ expectationId: id, result: 'unchanged' }]);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  // DESIGN 3.1 checks every field "with its format"; a duration whose end no clock can represent is not a duration
+  // the watcher can keep. Raised, it gives a workflow that lapses at once (NaN deadlines) or whose every task fails.
+  it.each([
+    ['grace', { grace: 'P99999999999999999999Y' }],
+    ['grace', { grace: 'PT9007199254740993S' }],
+    ['grace', { grace: 'P300000000D' }],
+  ])('refuses a %s whose end is past any representable instant (%o) with a 4xx', async (_field, override) => {
+    const e = { ...dueExpectationOf(`huge-${unique()}`), ...override };
+
+    const answer = await expectRefused(
+      send(`${oddBridge.url}/a2a/events`, { token: oddBridge.tokens['agent-a'], json: envelope('artifactUpdate', { expectations: [e] }) }),
+    );
+
+    expect(answer.status).toBeLessThan(500);
+  });
+
+  it('answers 400, not 503, to a page token that is not one of its own', async () => {
+    const answer = await expectRefused(send(`${oddBridge.url}/v1/expectations?pageToken=AAAA`, { token: oddBridge.tokens['agent-a'] }));
+
+    expect(answer.status).toBe(400);
+  });
+});
+
+const dueExpectationOf = (id: string) => ({
+  expectationId: id,
+  kind: 'delivery',
+  subject: { type: 'shipment', id: `S-${id}` },
+  expects: 'The shipment is delivered',
+  satisfiedBy: { factKey: `${PREFIX}key-${id}` },
+  dueAt: '2030-01-01T00:00:00Z',
+  basis: 'contract',
+});
+
+describe('after all of it', () => {
+  it('started nothing, and polluted no prototype of the process that ran the bridge', async () => {
+    // Nothing polls the bridge's task queue: a workflow started by any input would still be listed on it.
+    const started = await countWorkflows(client, `TaskQueue = '${taskQueue}'`);
+    // Ids with a lone surrogate cannot even be asked about (they are not UTF-8); the count above covers them.
+    const askable = (id: string) => !LONE_SURROGATE.test(id);
+    const sample = [...idsUsed]
+      .filter(askable)
+      .slice(0, 200)
+      .map(expectationWorkflowId)
+      .concat([...factKeysUsed].filter(askable).slice(0, 200).map(factLedgerWorkflowId));
+    const found: string[] = [];
+    for (const workflowId of sample) {
+      try {
+        await client.workflow.getHandle(workflowId).describe();
+        found.push(workflowId);
+      } catch (error) {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+      }
+    }
+
+    expect(tried).toBeGreaterThan(1_000);
+    expect(started).toBe(0);
+    expect(found).toEqual([]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
+  });
+});
