@@ -26,6 +26,7 @@ import { createRecordsService } from '../service/records.js';
 import { createTemporalCall } from '../service/temporal-call.js';
 import { authenticate, principalOf } from './auth.js';
 import { problemMiddleware, sendProblem, toProblem } from './problem.js';
+import { wellFormedBody } from './well-formed.js';
 
 export interface AppSettings {
   factRetention: string;
@@ -118,6 +119,7 @@ export function createApp(deps: AppDeps): express.Express {
       next();
     },
     express.json({ limit: BODY_LIMIT, type: JSON_TYPES, strict: false }),
+    wellFormedBody,
   ];
 
   app.get('/healthz', (_req, res) => {
