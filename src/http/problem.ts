@@ -69,8 +69,22 @@ function fromBodyParser(error: unknown): DomainError | undefined {
     case 'charset.unsupported':
       return new UnsupportedMediaTypeError(e.message ?? 'unsupported encoding');
     default:
-      return undefined;
+      return fromClientStatus(error);
   }
+}
+
+/**
+ * Other errors Express raises for a bad request carry their 4xx status (http-errors): a path parameter that is not
+ * valid percent-encoding (URIError, 400), a body that cannot be inflated (400). They are the client's fault, not a 500.
+ */
+function fromClientStatus(error: unknown): DomainError | undefined {
+  const e = error as { status?: unknown; statusCode?: unknown; message?: string };
+  const status = typeof e.status === 'number' ? e.status : e.statusCode;
+  const detail = e.message || 'the request could not be read';
+  if (status === 400) return error instanceof URIError ? new SchemaError(detail) : new MalformedBodyError(detail);
+  if (status === 413) return new PayloadTooLargeError(detail);
+  if (status === 415) return new UnsupportedMediaTypeError(detail);
+  return undefined;
 }
 
 /** The problem for an error; unknown errors are a 500 without internals. */
