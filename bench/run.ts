@@ -12,7 +12,7 @@ import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { baselineWorkflowsPath } from './baseline/paths.js';
 import { describeMachine } from './lib/proc.js';
 import { progress } from './lib/progress.js';
-import { installSdkLog, sdkWarnings } from './lib/sdk-log.js';
+import { countAgentConsoleWarnings, installSdkLog, sdkWarnings } from './lib/sdk-log.js';
 import { judgeTargets, markdown, writeResults, type BenchResults } from './lib/report.js';
 import { bundleTo, startServer, temporalCliPath } from './lib/server.js';
 import { startStack } from './lib/stack.js';
@@ -37,7 +37,8 @@ interface Options {
 function parseArgs(argv: string[]): Options {
   const options: Options = { quick: false, only: new Set(SCENARIOS), scaleVia: 'bridge', concurrency: 16, write: true, sizes: {} };
   for (const arg of argv) {
-    const [key, value] = arg.split('=', 2) as [string, string | undefined];
+    const at = arg.indexOf('=');
+    const [key, value] = at === -1 ? [arg, undefined] : [arg.slice(0, at), arg.slice(at + 1)];
     if (key === '--quick') options.quick = true;
     else if (key === '--no-write') options.write = false;
     else if (key === '--only' && value) {
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
   const { lapse, ...overrides } = options.sizes;
   const size = { ...SIZES[mode], ...overrides, ...(lapse ? { lapses: [lapse] } : {}) };
   installSdkLog();
+  countAgentConsoleWarnings();
   const config = loadConfig();
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
@@ -145,10 +147,14 @@ async function main(): Promise<void> {
     progress(`wrote ${written.json}, ${written.md} and BENCHMARKS.md`);
   }
   rmSync(dir, { recursive: true, force: true });
-  progress(`done in ${Math.round(durationSec / 60)} min ${durationSec % 60} s`);
+  progress(`done in ${Math.floor(durationSec / 60)} min ${durationSec % 60} s`);
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+main().then(
+  // Whatever handle a library left open, the run is over.
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

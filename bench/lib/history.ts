@@ -81,3 +81,41 @@ export async function countHistory(client: Client, workflowId: string): Promise<
     byType,
   };
 }
+
+/** Milliseconds between the first event of type `from` and the first of type `to` after it, if both exist. */
+function between(events: HistoryEvent[], from: (e: HistoryEvent) => boolean, to: (e: HistoryEvent) => boolean): number | undefined {
+  const start = events.find(from);
+  if (!start) return undefined;
+  const end = events.find((e) => e.id > start.id && to(e));
+  return end ? end.timeMs - start.timeMs : undefined;
+}
+
+const is = (type: string, activityType?: string) => (e: HistoryEvent) =>
+  e.type === `EVENT_TYPE_${type}` && (activityType === undefined || e.activityType === activityType);
+
+/**
+ * The stages a raised expectation goes through until it waits on its timer, from its history: the first workflow
+ * task's queue time and run time, each subscribe activity's queue time and run time, and start → timer started.
+ */
+export function raiseStages(events: HistoryEvent[]): Record<string, number | undefined> {
+  const activity = (type: string) => {
+    const scheduled = events.find(is('ACTIVITY_TASK_SCHEDULED', type));
+    const started = scheduled && events.find((e) => e.type === 'EVENT_TYPE_ACTIVITY_TASK_STARTED' && e.scheduledEventId === scheduled.id);
+    const completed = started && events.find((e) => e.id > started.id && e.type === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
+    return {
+      queue: started && scheduled ? started.timeMs - scheduled.timeMs : undefined,
+      run: completed && started ? completed.timeMs - started.timeMs : undefined,
+    };
+  };
+  const fact = activity('subscribeFactLedger');
+  const subject = activity('subscribeSubjectLedger');
+  return {
+    firstTaskQueue: between(events, is('WORKFLOW_TASK_SCHEDULED'), is('WORKFLOW_TASK_STARTED')),
+    firstTaskRun: between(events, is('WORKFLOW_TASK_STARTED'), is('WORKFLOW_TASK_COMPLETED')),
+    factActivityQueue: fact.queue,
+    factActivityRun: fact.run,
+    subjectActivityQueue: subject.queue,
+    subjectActivityRun: subject.run,
+    startToTimer: between(events, is('WORKFLOW_EXECUTION_STARTED'), is('TIMER_STARTED')),
+  };
+}

@@ -142,7 +142,9 @@ export function markdown(results: BenchResults): string {
     );
   }
 
-  lines.push('', '#### Where the time goes', '', '| Measure | Watcher | Raw Temporal |', '|---|---|---|');
+  if (t || f || (results.lapse ?? []).length > 0) {
+    lines.push('', '#### Where the time goes', '', '| Measure | Watcher | Raw Temporal |', '|---|---|---|');
+  }
   if (t) {
     const [expectation, factLedger, subjectLedger] = t.histories.ours;
     const sum = (key: 'events' | 'workflowTasks' | 'actions') => t.histories.ours.reduce((total, h) => total + h[key], 0);
@@ -157,6 +159,18 @@ export function markdown(results: BenchResults): string {
       `| Request latency p50 / p95 / p99, 10 per request | ${ms(t.batch.latencyMs)} | |`,
       `| Card fetches by the bridge over the whole run (cache 60 s) | ${t.counters.bridgeCardFetches} | |`,
     );
+    const stageLabels: Record<string, string> = {
+      firstTaskQueue: 'first workflow task: scheduled → started',
+      firstTaskRun: 'first workflow task: started → completed',
+      factActivityQueue: 'subscribe-fact-ledger activity: scheduled → started',
+      factActivityRun: 'subscribe-fact-ledger activity: started → completed',
+      subjectActivityQueue: 'subscribe-subject-ledger activity: scheduled → started',
+      subjectActivityRun: 'subscribe-subject-ledger activity: started → completed',
+      startToTimer: 'workflow started → waiting on its timer (raise set up)',
+    };
+    for (const [name, summary] of Object.entries(t.raiseStages)) {
+      lines.push(`| Raise stage, ${stageLabels[name] ?? name} (p50 / p99) | ${summary.p50} / ${summary.p99} ms | |`);
+    }
   }
   if (f) {
     lines.push(

@@ -21,6 +21,25 @@ export function installSdkLog(): void {
   });
 }
 
+/**
+ * The test agent's @a2a-js/sdk server warns on the console for every lapse whose referenceTaskIds it does not hold
+ * (it never saw the origin task): counted like the SDK's warnings instead of flooding the progress lines.
+ */
+export function countAgentConsoleWarnings(): void {
+  const warn = console.warn.bind(console);
+  console.warn = (...args: unknown[]) => {
+    const text = args.map(String).join(' ');
+    if (/^Reference task .* not found\.$/.test(text)) {
+      const key = 'agent SDK: Reference task <id> not found.';
+      const seen = counts.get(key) ?? 0;
+      counts.set(key, seen + 1);
+      if (seen === 0) progress(`${text} (the agent's SDK; counted, printed once)`);
+      return;
+    }
+    warn(...args);
+  };
+}
+
 /** Warnings so far: message → count. */
 export function sdkWarnings(): Record<string, number> {
   return Object.fromEntries(counts);

@@ -7,7 +7,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import { countHistory, type HistoryCount } from '../lib/history.js';
+import { countHistory, historyEvents, raiseStages, type HistoryCount } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, expectationFor, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs } from '../lib/proc.js';
@@ -49,6 +49,8 @@ export interface ThroughputResult {
   rawSettledPerSec: number;
   ratios: { single: number; batch: number; singleSettled: number; batchSettled: number };
   histories: { ours: HistoryCount[]; raw: HistoryCount };
+  /** Per stage of a raise (ms), from up to 100 expectation histories of the 1-per-request phase. */
+  raiseStages: Record<string, Summary>;
   counters: Stack['counters'];
 }
 
@@ -170,6 +172,16 @@ export async function runThroughput(stack: Stack, options: ThroughputOptions): P
   const rawAcceptedPerSec = Number(((rawBefore.acceptedPerSec + rawAfter.acceptedPerSec) / 2).toFixed(1));
   const rawSettledPerSec = Number(((rawBefore.settledPerSec + rawAfter.settledPerSec) / 2).toFixed(1));
   const histories = await raiseHistories(stack.client, `${runPrefix}-single-0`, `${runPrefix}-raw-before-0`);
+  progress('throughput: reading expectation histories for the stages of a raise');
+  const step = Math.max(1, Math.floor(options.singles / 100));
+  const rows: Record<string, number | undefined>[] = [];
+  await runPool(Math.ceil(options.singles / step), 8, async (k) => {
+    rows.push(raiseStages(await historyEvents(stack.client, expectationWorkflowId(`${runPrefix}-single-${k * step}`))));
+  });
+  const stageNames = Object.keys(rows[0] ?? {});
+  const stages = Object.fromEntries(
+    stageNames.map((name) => [name, summarise(rows.map((r) => r[name]).filter((v): v is number => v !== undefined))]),
+  );
   return {
     options,
     raw: [rawBefore, rawAfter],
@@ -184,6 +196,7 @@ export async function runThroughput(stack: Stack, options: ThroughputOptions): P
       batchSettled: ratio(batch.settledPerSec, rawSettledPerSec),
     },
     histories,
+    raiseStages: stages,
     counters: { ...stack.counters },
   };
 }
