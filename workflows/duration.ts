@@ -16,7 +16,8 @@ export interface DurationParts {
   seconds: number;
 }
 
-const PATTERN =
+/** `PnYnMnWnDTnHnMnS`, every part optional but at least one present; only W, D, H, M, S may be fractional. */
+export const DURATION_PATTERN =
   /^P(?!$)(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+(?:[.,]\d+)?)W)?(?:(\d+(?:[.,]\d+)?)D)?(?:T(?!$)(?:(\d+(?:[.,]\d+)?)H)?(?:(\d+(?:[.,]\d+)?)M)?(?:(\d+(?:[.,]\d+)?)S)?)?$/;
 
 /** ApplicationFailure type of a string that is not an ISO 8601 duration. */
@@ -26,7 +27,7 @@ const num = (text: string | undefined): number => (text === undefined ? 0 : Numb
 
 /** Parses `PnYnMnWnDTnHnMnS`; throws a non-retryable ApplicationFailure on anything else. */
 export function parseDuration(iso: string): DurationParts {
-  const match = PATTERN.exec(iso);
+  const match = DURATION_PATTERN.exec(iso);
   if (!match) {
     throw ApplicationFailure.create({
       type: INVALID_DURATION,

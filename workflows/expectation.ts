@@ -21,6 +21,7 @@ import { LAPSE_REJECTED } from '../activities/types.js';
 import type { Fact, Lapse, LapseKind } from '../src/schemas/extension.js';
 import type { ExpectationRecord, LapseEntry } from '../src/schemas/record.js';
 import { anchoredDueAt, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline } from './decisions.js';
+import { addDuration } from './duration.js';
 import { lapseMessageId } from './message-id.js';
 import {
   anchorMovedSignal,
@@ -64,6 +65,17 @@ function initialRecord(input: ExpectationInput): ExpectationRecord {
   const dueMs = Date.parse(input.expectation.dueAt);
   if (Number.isNaN(dueMs)) {
     throw ApplicationFailure.create({ type: INVALID_EXPECTATION, message: 'dueAt is not an instant', nonRetryable: true });
+  }
+  // The bridge refuses these (src/schemas/extension.ts); a caller that skips it gets a failure, not a RangeError loop.
+  const { grace, anchor } = input.expectation;
+  for (const [field, duration] of [['grace', grace], ['anchor.offset', anchor?.offset]] as const) {
+    if (duration !== undefined && !Number.isFinite(new Date(addDuration(dueMs, duration)).getTime())) {
+      throw ApplicationFailure.create({
+        type: INVALID_EXPECTATION,
+        message: `dueAt plus ${field} (${duration}) is not an instant`,
+        nonRetryable: true,
+      });
+    }
   }
   return {
     expectation: input.expectation,

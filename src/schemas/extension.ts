@@ -2,6 +2,7 @@
  * Zod schemas mirroring `spec/expectations-v1.json` field by field. Every type of the extension comes from here.
  */
 import { z } from 'zod';
+import { addDuration, DURATION_PATTERN } from '../../workflows/duration.js';
 
 /** The extension URI: the key of `metadata`, the value of the `A2A-Extensions` header. */
 export const EXTENSION_URI = 'https://rsaxb.com/a2a/expectations/v1';
@@ -9,8 +10,24 @@ export const EXTENSION_URI = 'https://rsaxb.com/a2a/expectations/v1';
 /** RFC 3339 instant in UTC (`Z`), as the seed's `date-time` fields require. */
 export const utcDateTime = z.iso.datetime({ message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' });
 
-/** ISO 8601 duration such as `PT6H` or `P30D`. */
-export const isoDuration = z.iso.duration({ message: 'must be an ISO 8601 duration, e.g. PT6H or P7D' });
+/** ISO 8601 duration such as `PT6H` or `P30D`, in the form the workflows compute with (workflows/duration.ts). */
+export const isoDuration = z
+  .string()
+  .refine((value) => DURATION_PATTERN.test(value), { message: 'must be an ISO 8601 duration, e.g. PT6H or P7D' });
+
+/** The latest instant a deadline may fall on: the end of year 9999, as far as RFC 3339 reaches. */
+export const LATEST_INSTANT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * False only when both are well-formed and `instant` plus `duration` lies beyond LATEST_INSTANT_MS (or no instant at
+ * all); malformed values have issues of their own.
+ */
+export function reachable(instant: string, duration: string): boolean {
+  const start = Date.parse(instant);
+  if (Number.isNaN(start) || !DURATION_PATTERN.test(duration)) return true;
+  const ms = addDuration(start, duration);
+  return Number.isFinite(ms) && ms <= LATEST_INSTANT_MS;
+}
 
 const nonEmpty = (what: string) => z.string().min(1, { message: `${what} must not be empty` });
 
@@ -50,6 +67,13 @@ export const expectationSchema = z.object({
   horizon: utcDateTime.optional(),
   basis: z.string(),
   supersedes: nonEmpty('supersedes').optional(),
+}).superRefine((e, ctx) => {
+  // A deadline no clock can reach would lapse at once or never; refuse it here rather than start such a workflow.
+  const beyond = 'dueAt plus this duration must fall no later than 9999-12-31T23:59:59.999Z';
+  if (e.grace !== undefined && !reachable(e.dueAt, e.grace)) ctx.addIssue({ code: 'custom', path: ['grace'], message: beyond });
+  if (e.anchor && !reachable(e.dueAt, e.anchor.offset)) {
+    ctx.addIssue({ code: 'custom', path: ['anchor', 'offset'], message: beyond });
+  }
 });
 export type Expectation = z.infer<typeof expectationSchema>;
 

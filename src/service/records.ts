@@ -3,6 +3,7 @@
  * result once closed), lists from the visibility store by search attributes, and the withdraw call.
  * Readers (and admins) see everything; an agent sees and withdraws only what it raised.
  */
+import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
@@ -22,6 +23,36 @@ import {
 } from '../temporal/search-attributes.js';
 import { ForbiddenError, NotFoundError, SchemaError } from './errors.js';
 import type { TemporalCall } from './temporal-call.js';
+
+/** Which list a page token belongs to: a short hash of the visibility query. */
+const queryTag = (visibilityQuery: string): string =>
+  createHash('sha256').update(visibilityQuery).digest('base64url').slice(0, 16);
+
+/**
+ * Our page tokens wrap the visibility store's with the list they belong to, so that a token that is not ours, or
+ * one from another list, is a 400 here instead of an opaque error from the store.
+ */
+export function encodePageToken(storeToken: Uint8Array, visibilityQuery: string): string {
+  const body = JSON.stringify({ q: queryTag(visibilityQuery), t: Buffer.from(storeToken).toString('base64') });
+  return Buffer.from(body).toString('base64url');
+}
+
+/** The visibility store's token inside one of ours; a SchemaError naming `pageToken` otherwise. */
+export function decodePageToken(pageToken: string, visibilityQuery: string): Buffer {
+  const refuse = (message: string) => new SchemaError('invalid pageToken', [{ path: 'pageToken', message }]);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(pageToken, 'base64url').toString('utf8'));
+  } catch {
+    throw refuse('not a page token from a previous answer');
+  }
+  const { q, t } = (parsed ?? {}) as { q?: unknown; t?: unknown };
+  if (typeof q !== 'string' || typeof t !== 'string' || t.length === 0) {
+    throw refuse('not a page token from a previous answer');
+  }
+  if (q !== queryTag(visibilityQuery)) throw refuse('the page token belongs to a list with other filters');
+  return Buffer.from(t, 'base64');
+}
 
 export interface RecordsDeps {
   client: Client;
@@ -153,16 +184,18 @@ export function createRecordsService(deps: RecordsDeps) {
         }
         agentFilter = principal.id;
       }
+      const visibilityQuery = listQuery(query, agentFilter);
+      const nextPageToken = query.pageToken ? decodePageToken(query.pageToken, visibilityQuery) : undefined;
       const response = await deps.call(async () => {
         try {
           return await deps.client.workflowService.listWorkflowExecutions({
             namespace: deps.namespace,
-            query: listQuery(query, agentFilter),
+            query: visibilityQuery,
             pageSize: query.pageSize,
-            nextPageToken: query.pageToken ? Buffer.from(query.pageToken, 'base64url') : undefined,
+            nextPageToken,
           });
         } catch (error) {
-          // INVALID_ARGUMENT: most often a page token that is not one of ours.
+          // INVALID_ARGUMENT: a well-formed token the visibility store no longer accepts.
           if ((error as { code?: unknown }).code === 3) {
             throw new SchemaError('the list request was refused by the visibility store', [
               { path: 'pageToken', message: `not a page token from a previous answer (${(error as Error).message})` },
@@ -171,7 +204,7 @@ export function createRecordsService(deps: RecordsDeps) {
           throw error;
         }
       });
-      const token = response.nextPageToken?.length ? Buffer.from(response.nextPageToken).toString('base64url') : undefined;
+      const token = response.nextPageToken?.length ? encodePageToken(response.nextPageToken, visibilityQuery) : undefined;
       return { items: response.executions.map(summary), ...(token ? { nextPageToken: token } : {}) };
     },
 

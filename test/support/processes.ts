@@ -11,7 +11,7 @@ export interface Spawned {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Resolves with the exit code once the process has ended by itself. */
   exited: Promise<number | null>;
-  /** Sends the signal and resolves with the exit code (null when killed by a signal). */
+  /** Sends the signal (SIGKILL: to the whole process group) and resolves with the exit code (null when killed). */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
 }
 
@@ -19,10 +19,19 @@ const tsx = path.resolve('node_modules/.bin/tsx');
 
 /** Runs `tsx <script>` with the given environment (on top of PATH/HOME only, so the test controls every setting). */
 export function spawnEntry(script: string, env: Record<string, string>): Spawned {
+  // Its own process group, so that SIGKILL reaches the node process tsx runs (and anything it started) too.
   const child = spawn(tsx, [script], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
+  const killGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // The group is gone already.
+    }
+  };
   let text = '';
   const listeners = new Set<() => void>();
   const append = (chunk: Buffer) => {
@@ -64,9 +73,14 @@ export function spawnEntry(script: string, env: Record<string, string>): Spawned
       });
     },
     async stop(signal = 'SIGTERM', timeoutMs = 30_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        killGroup('SIGKILL'); // leftovers of a launcher that exited
+        return child.exitCode;
+      }
+      // tsx relays SIGTERM and SIGINT to the script; SIGKILL cannot be relayed, so it goes to the whole group.
+      if (signal === 'SIGKILL') killGroup('SIGKILL');
+      else child.kill(signal);
+      const timer = setTimeout(() => killGroup('SIGKILL'), timeoutMs);
       const code = await exited;
       clearTimeout(timer);
       return code;
