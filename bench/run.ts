@@ -30,12 +30,16 @@ interface Options {
   scaleVia: 'bridge' | 'direct';
   concurrency: number;
   write: boolean;
+  /** `--scale-sides=ours`: run only one side of scenario 4 (experiments). */
+  scaleSides: Set<'ours' | 'raw'>;
+  /** `--worker-env=NODE_OPTIONS=--max-old-space-size=320;K=V`: environment of scenario 4's worker process. */
+  workerEnv: Record<string, string>;
   /** `--set=singles=100,scale=2000`: sizes of the mode overridden, for experiments. */
   sizes: Partial<Record<SizeKey, number>>;
 }
 
 function parseArgs(argv: string[]): Options {
-  const options: Options = { quick: false, only: new Set(SCENARIOS), scaleVia: 'bridge', concurrency: 16, write: true, sizes: {} };
+  const options: Options = { quick: false, only: new Set(SCENARIOS), scaleVia: 'bridge', concurrency: 16, write: true, sizes: {}, scaleSides: new Set(['ours', 'raw']), workerEnv: {} };
   for (const arg of argv) {
     const at = arg.indexOf('=');
     const [key, value] = at === -1 ? [arg, undefined] : [arg.slice(0, at), arg.slice(at + 1)];
@@ -47,7 +51,17 @@ function parseArgs(argv: string[]): Options {
       options.only = new Set(names as Scenario[]);
     } else if (key === '--scale-via' && (value === 'bridge' || value === 'direct')) options.scaleVia = value;
     else if (key === '--concurrency' && value && Number(value) > 0) options.concurrency = Number(value);
-    else if (key === '--set' && value) {
+    else if (key === '--scale-sides' && value) {
+      const sides = value.split(',');
+      if (!sides.every((side) => side === 'ours' || side === 'raw')) throw new Error(`--scale-sides: ours and/or raw, not '${value}'`);
+      options.scaleSides = new Set(sides as Array<'ours' | 'raw'>);
+    } else if (key === '--worker-env' && value) {
+      for (const pair of value.split(';')) {
+        const eq = pair.indexOf('=');
+        if (eq <= 0) throw new Error(`--worker-env: NAME=value pairs separated by ';', not '${pair}'`);
+        options.workerEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+      }
+    } else if (key === '--set' && value) {
       for (const pair of value.split(',')) {
         const [name, number] = pair.split('=') as [SizeKey, string | undefined];
         if (!SIZE_KEYS.includes(name) || !(Number(number) > 0)) throw new Error(`--set: bad size '${pair}'`);
@@ -134,7 +148,10 @@ async function main(): Promise<void> {
       via: options.scaleVia,
       concurrency: options.concurrency,
       baselineBundle: bundles.baseline,
+      sides: options.scaleSides,
+      workerEnv: options.workerEnv,
     });
+    if (Object.keys(options.workerEnv).length > 0) partial.notes.push(`Scenario 4's worker ran with ${JSON.stringify(options.workerEnv)}.`);
   }
 
   partial.sdkWarnings = sdkWarnings();

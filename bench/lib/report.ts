@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FactLatencyResult } from '../scenarios/fact-latency.js';
 import type { LapseResult, Stages } from '../scenarios/lapse-lateness.js';
-import type { ProcessCost, ScaleResult } from '../scenarios/scale.js';
+import type { ProcessCost, ScaleResult, ScaleSide } from '../scenarios/scale.js';
 import type { ThroughputResult } from '../scenarios/throughput.js';
 import { repoRoot } from './child.js';
 import type { Machine } from './proc.js';
@@ -66,7 +66,7 @@ export function judgeTargets(results: Omit<BenchResults, 'targets'>): Target[] {
     });
   }
   const s = results.scale;
-  if (s) {
+  if (s?.ours) {
     targets.push({
       name: `Worker memory at ${s.count.toLocaleString('en-US')} open`,
       target: '≤ 400 MB at 100,000',
@@ -120,6 +120,9 @@ export function markdown(results: BenchResults): string {
   if (f) {
     lines.push(
       `| Fact → satisfied, p50 / p95 / p99 (${f.samples} samples) | ${ms(f.oursMs)} | signal → result ${ms(f.rawMs)} | p50 ${f.ratios.p50}, p99 ${f.ratios.p99} | p99 ≤ 250 ms | ${verdict(targetOf('Fact to satisfied p99')?.hit)} |`,
+      ...(f.rawQueryMs
+        ? [`| Fact → satisfied, against the raw signal read the same way (query polled) | ${ms(f.oursMs)} | signal → query sees it ${ms(f.rawQueryMs)} | p50 ${f.ratios.queryP50}, p99 ${f.ratios.queryP99} | | |`]
+        : []),
     );
   }
   for (const l of results.lapse ?? []) {
@@ -130,15 +133,18 @@ export function markdown(results: BenchResults): string {
   }
   const s = results.scale;
   if (s) {
+    const none = { count: 0, via: '—', raisePerSec: Number.NaN, settledSec: Number.NaN } as const;
+    const ours: Partial<ScaleSide> = s.ours ?? none;
+    const raw: Partial<ScaleSide> = s.raw ?? none;
     const label = `Scale, ${n(s.count)} open`;
     const target = targetOf(`Worker memory at ${n(s.count)} open`);
     lines.push(
-      `| ${label}: worker RSS | ${cost(s.ours.worker)} | ${cost(s.raw.worker)} | ${s.ratios.workerRss} | ≤ 400 MB at 100,000 | ${verdict(target?.hit)} |`,
-      `| ${label}: dev server RSS | ${cost(s.ours.server)} | ${cost(s.raw.server)} | ${s.ratios.serverRss ?? '—'} | | |`,
-      `| ${label}: bridge RSS | ${cost(s.ours.bridge)} | — | | | |`,
-      `| ${label}: database (SQLite + WAL) | ${s.ours.databaseMiB ? `${s.ours.databaseMiB.total} MiB` : '—'} | ${s.raw.databaseMiB ? `${s.raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | | |`,
-      `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(s.ours.worker)} / ${cpu(s.ours.bridge)} / ${cpu(s.ours.server)} | ${cpu(s.raw.worker)} / — / ${cpu(s.raw.server)} | | | |`,
-      `| ${label}: raising (${s.ours.via}) | ${s.ours.raisePerSec}/s, settled in ${s.ours.settledSec} s | ${s.raw.raisePerSec}/s, settled in ${s.raw.settledSec} s | ${(s.ours.raisePerSec / s.raw.raisePerSec).toFixed(2)} | | |`,
+      `| ${label}: worker RSS | ${cost(ours.worker)} | ${cost(raw.worker)} | ${s.ratios.workerRss} | ≤ 400 MB at 100,000 | ${verdict(target?.hit)} |`,
+      `| ${label}: dev server RSS | ${cost(ours.server)} | ${cost(raw.server)} | ${s.ratios.serverRss ?? '—'} | | |`,
+      `| ${label}: bridge RSS | ${cost(ours.bridge)} | — | | | |`,
+      `| ${label}: database (SQLite + WAL) | ${ours.databaseMiB ? `${ours.databaseMiB.total} MiB` : '—'} | ${raw.databaseMiB ? `${raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | | |`,
+      `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | | |`,
+      `| ${label}: raising (${ours.via}) | ${ours.raisePerSec}/s, settled in ${ours.settledSec} s | ${raw.raisePerSec}/s, settled in ${raw.settledSec} s | ${((ours.raisePerSec ?? NaN) / (raw.raisePerSec ?? NaN)).toFixed(2)} | | |`,
     );
   }
 

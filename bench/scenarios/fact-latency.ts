@@ -5,7 +5,7 @@
  */
 import { recordQuery } from '../../workflows/messages.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
-import { goSignal } from '../baseline/workflows.js';
+import { goSignal, signalledQuery } from '../baseline/workflows.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
@@ -24,7 +24,10 @@ export interface FactLatencyResult {
   pollsPerSample: Summary;
   /** Signal sent → workflow result. */
   rawMs: Summary;
-  ratios: { p50: number; p99: number };
+  /** Signal sent → a query polled back to back sees it (read exactly as ours is). */
+  rawQueryMs: Summary;
+  /** Ours / raw signal → result; and ours / raw read by query. */
+  ratios: { p50: number; p99: number; queryP50: number; queryP99: number };
 }
 
 export async function runFactLatency(stack: Stack, samples: number, concurrency: number): Promise<FactLatencyResult> {
@@ -49,6 +52,11 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
   const decided: number[] = [];
   const polls: number[] = [];
   const raw: number[] = [];
+  const rawQuery: number[] = [];
+  const startRaw = (i: number) =>
+    stack.client.workflow.start('signalWorkflow', { workflowId: `${prefix}-rawq-${i}`, taskQueue: stack.baselineQueue, args: [] });
+  const rawQueried = await runPool(samples, concurrency, startRaw);
+  if (rawQueried.errors.length > 0) throw new Error(`fact to satisfied: raw starts failed: ${rawQueried.errors[0]}`);
   for (let i = 0; i < samples; i++) {
     const id = `${prefix}-${Math.floor(i / 10)}-${i % 10}`;
     const handle = stack.client.workflow.getHandle(expectationWorkflowId(id));
@@ -77,11 +85,23 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
     await rawHandle.signal(goSignal);
     await rawHandle.result();
     raw.push(performance.now() - r0);
+
+    const queried = stack.client.workflow.getHandle(`${prefix}-rawq-${i}`);
+    await waitUntil('the signal workflow to wait', async () => (await queried.describe()).historyLength >= 4, { timeoutMs: 60_000, intervalMs: 20 });
+    const q0 = performance.now();
+    await queried.signal(goSignal);
+    while (!(await queried.query(signalledQuery))) {
+      // polled back to back, as ours
+    }
+    rawQuery.push(performance.now() - q0);
     if ((i + 1) % 50 === 0) progress(`  fact to satisfied: ${i + 1}/${samples} samples`);
   }
   const oursMs = summarise(ours);
   const rawMs = summarise(raw);
-  progress(`  fact to satisfied: p50 ${oursMs.p50} / p99 ${oursMs.p99} ms; raw signal→result p50 ${rawMs.p50} / p99 ${rawMs.p99} ms`);
+  const rawQueryMs = summarise(rawQuery);
+  progress(
+    `  fact to satisfied: p50 ${oursMs.p50} / p99 ${oursMs.p99} ms; raw signal→result p50 ${rawMs.p50} / p99 ${rawMs.p99} ms, signal→query p50 ${rawQueryMs.p50} / p99 ${rawQueryMs.p99} ms`,
+  );
   return {
     samples,
     oursMs,
@@ -89,6 +109,12 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
     decidedMs: summarise(decided),
     pollsPerSample: summarise(polls, 0),
     rawMs,
-    ratios: { p50: ratio(oursMs.p50, rawMs.p50), p99: ratio(oursMs.p99, rawMs.p99) },
+    rawQueryMs,
+    ratios: {
+      p50: ratio(oursMs.p50, rawMs.p50),
+      p99: ratio(oursMs.p99, rawMs.p99),
+      queryP50: ratio(oursMs.p50, rawQueryMs.p50),
+      queryP99: ratio(oursMs.p99, rawQueryMs.p99),
+    },
   };
 }

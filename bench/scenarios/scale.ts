@@ -46,8 +46,8 @@ export interface ScaleSide {
 
 export interface ScaleResult {
   count: number;
-  ours: ScaleSide;
-  raw: ScaleSide;
+  ours?: ScaleSide;
+  raw?: ScaleSide;
   ratios: { workerRss: number; serverRss?: number; database?: number };
 }
 
@@ -100,7 +100,14 @@ async function connect(server: BenchServer): Promise<Client> {
   return new Client({ connection, namespace: server.namespace });
 }
 
-async function oursSide(config: Config, dir: string, count: number, via: 'bridge' | 'direct', concurrency: number): Promise<ScaleSide> {
+async function oursSide(
+  config: Config,
+  dir: string,
+  count: number,
+  via: 'bridge' | 'direct',
+  concurrency: number,
+  workerEnv: Record<string, string>,
+): Promise<ScaleSide> {
   const server = await startServer(config, path.join(dir, 'ours'), 'scale (ours)');
   const queue = `${runPrefix}-scale`;
   const env = {
@@ -115,7 +122,7 @@ async function oursSide(config: Config, dir: string, count: number, via: 'bridge
   const client = await connect(server);
   try {
     progress('scale (ours): starting the worker process (src/worker.ts bundles the workflows)');
-    const worker = spawnEntry('src/worker.ts', [], env, path.join(dir, 'ours', 'worker.log'));
+    const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerEnv }, path.join(dir, 'ours', 'worker.log'));
     children.push(worker);
     await worker.waitFor(/worker running/);
     const token = `agent-${randomUUID()}`;
@@ -242,19 +249,34 @@ async function rawSide(config: Config, dir: string, count: number, bundle: strin
 export async function runScale(
   config: Config,
   dir: string,
-  options: { count: number; via: 'bridge' | 'direct'; concurrency: number; baselineBundle: string },
+  options: {
+    count: number;
+    via: 'bridge' | 'direct';
+    concurrency: number;
+    baselineBundle: string;
+    sides: Set<'ours' | 'raw'>;
+    workerEnv: Record<string, string>;
+  },
 ): Promise<ScaleResult> {
   mkdirSync(dir, { recursive: true });
-  const ours = await oursSide(config, dir, options.count, options.via, options.concurrency);
-  const raw = await rawSide(config, dir, ours.count, options.baselineBundle, options.concurrency);
+  const count = Math.ceil(options.count / 10) * 10;
+  const ours = options.sides.has('ours')
+    ? await oursSide(config, dir, count, options.via, options.concurrency, options.workerEnv)
+    : undefined;
+  const raw = options.sides.has('raw') ? await rawSide(config, dir, count, options.baselineBundle, options.concurrency) : undefined;
+  const both = <T>(pick: (side: ScaleSide) => T | undefined, f: (a: T, b: T) => number) => {
+    const a = ours && pick(ours);
+    const b = raw && pick(raw);
+    return a !== undefined && b !== undefined ? f(a, b) : undefined;
+  };
   return {
-    count: ours.count,
+    count,
     ours,
     raw,
     ratios: {
-      workerRss: ratio(ours.worker.rssMiB, raw.worker.rssMiB),
-      serverRss: ours.server && raw.server ? ratio(ours.server.rssMiB, raw.server.rssMiB) : undefined,
-      database: ours.databaseMiB && raw.databaseMiB ? ratio(ours.databaseMiB.total, raw.databaseMiB.total) : undefined,
+      workerRss: both((s) => s.worker.rssMiB, ratio) ?? Number.NaN,
+      serverRss: both((s) => s.server?.rssMiB, ratio),
+      database: both((s) => s.databaseMiB?.total, ratio),
     },
   };
 }
