@@ -198,10 +198,9 @@ export function markdown(results: BenchResults): string {
   return `${lines.join('\n')}\n`;
 }
 
-const START = '<!-- bench:latest:start -->';
-const END = '<!-- bench:latest:end -->';
+const marker = (mode: string, edge: 'start' | 'end') => `<!-- bench:${mode}:${edge} -->`;
 
-/** Writes `bench/results/<stamp>-<mode>.{json,md}` and refreshes the latest table in BENCHMARKS.md. */
+/** Writes `bench/results/<stamp>-<mode>.{json,md}` and refreshes the mode's latest table in BENCHMARKS.md. */
 export function writeResults(results: BenchResults): { json: string; md: string } {
   const dir = path.join(repoRoot, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
@@ -212,11 +211,14 @@ export function writeResults(results: BenchResults): { json: string; md: string 
   writeFileSync(`${base}.md`, `### Benchmark ${results.mode}, ${results.startedAt}\n\n${table}`);
 
   const benchmarks = path.join(repoRoot, 'BENCHMARKS.md');
-  const section = `${START}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\`\n${END}`;
-  const current = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8') : `# Benchmarks\n\n## Latest run\n\n${START}\n${END}\n`;
-  const updated = current.includes(START) && current.includes(END)
-    ? current.replace(new RegExp(`${START}[\\s\\S]*${END}`), () => section)
-    : `${current.trimEnd()}\n\n## Latest run\n\n${section}\n`;
+  const start = marker(results.mode, 'start');
+  const end = marker(results.mode, 'end');
+  const section = `${start}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\`\n${end}`;
+  const current = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8') : '# Benchmarks\n';
+  const updated =
+    current.includes(start) && current.includes(end)
+      ? current.replace(new RegExp(`${start}[\\s\\S]*${end}`), () => section)
+      : `${current.trimEnd()}\n\n## Latest ${results.mode} run\n\n${section}\n`;
   writeFileSync(benchmarks, updated);
   return { json: `${base}.json`, md: `${base}.md` };
 }

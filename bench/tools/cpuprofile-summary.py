@@ -11,7 +11,7 @@ from collections import Counter
 
 def group(url: str, name: str) -> str:
     if not url:
-        return f'({name})' if name.startswith('(') else '(native/other)'
+        return name if name.startswith('(') else '(native/other)'
     m = re.search(r'node_modules/((?:@[^/]+/)?[^/]+)', url)
     if m:
         return m.group(1)
