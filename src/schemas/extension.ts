@@ -10,10 +10,16 @@ export const EXTENSION_URI = 'https://rsaxb.com/a2a/expectations/v1';
 /** RFC 3339 instant in UTC (`Z`), as the seed's `date-time` fields require. */
 export const utcDateTime = z.iso.datetime({ message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' });
 
-/** ISO 8601 duration such as `PT6H` or `P30D`, in the form the workflows compute with (workflows/duration.ts). */
+/**
+ * ISO 8601 duration such as `PT6H` or `P30D`: the JSON Schema `duration` format (RFC 3339 Appendix A: weeks stand
+ * alone), in the form the workflows compute with (workflows/duration.ts). One message for either failure.
+ */
+const rfc3339Duration = z.iso.duration();
 export const isoDuration = z
   .string()
-  .refine((value) => DURATION_PATTERN.test(value), { message: 'must be an ISO 8601 duration, e.g. PT6H or P7D' });
+  .refine((value) => rfc3339Duration.safeParse(value).success && DURATION_PATTERN.test(value), {
+    message: 'must be an ISO 8601 duration, e.g. PT6H or P7D',
+  });
 
 /** The latest instant a deadline may fall on: the end of year 9999, as far as RFC 3339 reaches. */
 export const LATEST_INSTANT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);

@@ -40,3 +40,13 @@ describe('deadlines a clock can reach', () => {
     ]);
   });
 });
+
+describe('duration format', () => {
+  it.each(['P1W2D', 'P', 'PT', 'P1.5Y', '6 hours'])('refuses %s as RFC 3339 does', (grace) => {
+    expect(issues({ ...seed, grace })).toEqual([{ path: 'grace', message: 'must be an ISO 8601 duration, e.g. PT6H or P7D' }]);
+  });
+
+  it.each(['P1W', 'P1Y2M3DT4H5M6.5S', 'PT0.5S', 'P0D'])('accepts %s', (grace) => {
+    expect(issues({ ...seed, grace })).toBeUndefined();
+  });
+});
