@@ -10,6 +10,7 @@ import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { baselineWorkflowsPath } from './baseline/paths.js';
+import { stopOnSignals } from './lib/cleanup.js';
 import { describeMachine } from './lib/proc.js';
 import { progress } from './lib/progress.js';
 import { countAgentConsoleWarnings, installSdkLog, sdkWarnings } from './lib/sdk-log.js';
@@ -113,6 +114,18 @@ async function main(): Promise<void> {
     ],
   };
 
+  // A scenario that fails is reported in the notes; the others still run and the results are still written.
+  const failures: string[] = [];
+  const attempt = async (name: string, run: () => Promise<void>) => {
+    try {
+      await run();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      progress(`${name} FAILED: ${message}`);
+      failures.push(`${name} failed: ${message.slice(0, 300)}`);
+    }
+  };
+
   if (options.only.has('throughput') || options.only.has('latency') || options.only.has('lapse')) {
     const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3');
     const stack = await startStack(server, bundles);
@@ -120,20 +133,29 @@ async function main(): Promise<void> {
       let raisePerSec = 50;
       let rawPerSec = 200;
       if (options.only.has('throughput')) {
-        partial.throughput = await runThroughput(stack, {
-          concurrency: options.concurrency,
-          singles: size.singles,
-          batches: size.batches,
-          rawStarts: size.rawStarts,
+        await attempt('scenario 1 (raise throughput)', async () => {
+          const throughput = await runThroughput(stack, {
+            concurrency: options.concurrency,
+            singles: size.singles,
+            batches: size.batches,
+            rawStarts: size.rawStarts,
+          });
+          partial.throughput = throughput;
+          raisePerSec = throughput.batch.settledPerSec;
+          rawPerSec = throughput.rawAcceptedPerSec;
         });
-        raisePerSec = partial.throughput.batch.settledPerSec;
-        rawPerSec = partial.throughput.rawAcceptedPerSec;
       }
-      if (options.only.has('latency')) partial.factLatency = await runFactLatency(stack, size.latencySamples, options.concurrency);
+      if (options.only.has('latency')) {
+        await attempt('scenario 2 (fact to satisfied)', async () => {
+          partial.factLatency = await runFactLatency(stack, size.latencySamples, options.concurrency);
+        });
+      }
       if (options.only.has('lapse')) {
         partial.lapse = [];
         for (const count of size.lapses) {
-          partial.lapse.push(await runLapseLateness(stack, { count, concurrency: options.concurrency, raisePerSec, rawPerSec }));
+          await attempt(`scenario 3 (lapse lateness, ${count})`, async () => {
+            partial.lapse!.push(await runLapseLateness(stack, { count, concurrency: options.concurrency, raisePerSec, rawPerSec }));
+          });
         }
       }
     } finally {
@@ -143,17 +165,23 @@ async function main(): Promise<void> {
   }
 
   if (options.only.has('scale')) {
-    partial.scale = await runScale(config, path.join(dir, 'scale'), {
-      count: size.scale,
-      via: options.scaleVia,
-      concurrency: options.concurrency,
-      baselineBundle: bundles.baseline,
-      sides: options.scaleSides,
-      workerEnv: options.workerEnv,
+    await attempt('scenario 4 (scale)', async () => {
+      partial.scale = await runScale(config, path.join(dir, 'scale'), {
+        count: size.scale,
+        via: options.scaleVia,
+        concurrency: options.concurrency,
+        baselineBundle: bundles.baseline,
+        sides: options.scaleSides,
+        workerEnv: options.workerEnv,
+      });
     });
     if (Object.keys(options.workerEnv).length > 0) partial.notes.push(`Scenario 4's worker ran with ${JSON.stringify(options.workerEnv)}.`);
+    if (partial.scale?.ours?.wentIdle === false || partial.scale?.raw?.wentIdle === false) {
+      partial.notes.push('Scenario 4: a worker never went idle after raising; its figures were read anyway.');
+    }
   }
 
+  partial.notes.push(...failures);
   partial.sdkWarnings = sdkWarnings();
   if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);
   const durationSec = Math.round((Date.now() - t0) / 1000);
@@ -163,13 +191,19 @@ async function main(): Promise<void> {
     const written = writeResults(results);
     progress(`wrote ${written.json}, ${written.md} and BENCHMARKS.md`);
   }
-  rmSync(dir, { recursive: true, force: true });
+  if (failures.length > 0) {
+    process.exitCode = 1;
+    progress(`kept ${dir} for its logs (worker.log, bridge.log, temporal.log)`);
+  } else {
+    rmSync(dir, { recursive: true, force: true });
+  }
   progress(`done in ${Math.floor(durationSec / 60)} min ${durationSec % 60} s`);
 }
 
+stopOnSignals();
 main().then(
   // Whatever handle a library left open, the run is over.
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (error: unknown) => {
     console.error(error);
     process.exit(1);

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { onInterrupt } from './cleanup.js';
 
 /** The repository root. */
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -36,6 +37,10 @@ export function spawnEntry(script: string, args: string[], env: Record<string, s
   child.stderr!.on('data', append);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   if (child.pid === undefined) throw new Error(`could not spawn ${script}`);
+  const unregister = onInterrupt(async () => {
+    child.kill('SIGKILL');
+    await exited;
+  });
   return {
     pid: child.pid,
     waitFor(pattern, timeoutMs = 180_000) {
@@ -62,6 +67,7 @@ export function spawnEntry(script: string, args: string[], env: Record<string, s
         await exited;
         clearTimeout(timer);
       }
+      unregister();
       log.end();
     },
   };

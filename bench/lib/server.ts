@@ -10,6 +10,7 @@ import type { Config } from '../../src/config.js';
 import { connectionOptions } from '../../src/temporal/connection.js';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { ensureDevServer } from '../../src/temporal/provision.js';
+import { onInterrupt } from './cleanup.js';
 import { progress } from './progress.js';
 
 export interface BenchServer {
@@ -62,12 +63,16 @@ export async function startServer(config: Config, dir: string, label: string): P
     throw new Error('the embedded dev server runs inside the SDK (no temporal CLI): its memory cannot be measured apart');
   }
   progress(`${label}: embedded dev server on ${devServer.address} (pid ${devServer.pid}, SQLite ${dbFile})`);
+  const unregister = onInterrupt(() => devServer.stop());
   return {
     address: devServer.address,
     namespace: devServer.namespace,
     connectionOptions: options,
     embedded: { devServer, pid: devServer.pid, dbFile },
-    stop: () => devServer.stop(),
+    stop: async () => {
+      await devServer.stop();
+      unregister();
+    },
   };
 }
 
