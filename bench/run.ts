@@ -1,8 +1,9 @@
 /**
- * `npm run bench` (full) and `npm run bench -- --quick` (a few minutes): the watcher side by side with raw
- * Temporal on the same server in the same run. Embedded dev server (SQLite in a temp dir, free ports) unless
- * TEMPORAL_ADDRESS is set. Options: `--only=throughput,latency,lapse,scale`, `--scale-via=bridge|direct`,
- * `--concurrency=16`, `--no-write` (print the table only).
+ * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (about 25 minutes): the watcher side by
+ * side with raw Temporal on the same server in the same run. Embedded dev server (SQLite in a temp dir, free ports)
+ * unless TEMPORAL_ADDRESS is set. Options: `--only=throughput,latency,lapse,scale`, `--scale-via=bridge|direct`,
+ * `--concurrency=16`, `--no-write` (print the table only); for experiments `--set=<size>=<n>,…`,
+ * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process). BENCHMARKS.md explains them.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -40,7 +41,16 @@ interface Options {
 }
 
 function parseArgs(argv: string[]): Options {
-  const options: Options = { quick: false, only: new Set(SCENARIOS), scaleVia: 'bridge', concurrency: 16, write: true, sizes: {}, scaleSides: new Set(['ours', 'raw']), workerEnv: {} };
+  const options: Options = {
+    quick: false,
+    only: new Set(SCENARIOS),
+    scaleVia: 'bridge',
+    concurrency: 16,
+    write: true,
+    sizes: {},
+    scaleSides: new Set(['ours', 'raw']),
+    workerEnv: {},
+  };
   for (const arg of argv) {
     const at = arg.indexOf('=');
     const [key, value] = at === -1 ? [arg, undefined] : [arg.slice(0, at), arg.slice(at + 1)];
@@ -68,8 +78,7 @@ function parseArgs(argv: string[]): Options {
         if (!SIZE_KEYS.includes(name) || !(Number(number) > 0)) throw new Error(`--set: bad size '${pair}'`);
         options.sizes[name] = Number(number);
       }
-    }
-    else throw new Error(`unknown option ${arg}; see the comment at the top of bench/run.ts`);
+    } else throw new Error(`unknown option ${arg}; see the comment at the top of bench/run.ts`);
   }
   return options;
 }
