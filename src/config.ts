@@ -24,6 +24,7 @@ const envSchema = z.object({
   WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(60),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).optional(),
   WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -58,6 +59,11 @@ export interface Config {
   workerMetrics: { port: number; required: boolean };
   /** OpenTelemetry tracing to an OTLP/HTTP collector; absent (off) unless OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   tracing?: { endpoint: string; serviceName?: string };
+  /**
+   * Workflows the worker keeps in memory between tasks. Expectations sleep for months, so a small cache costs a short
+   * replay per fact or lapse and keeps memory flat however many are open (the SDK's default grows with the heap).
+   */
+  maxCachedWorkflows: number;
   logLevel: z.infer<typeof envSchema>['WATCHER_LOG_LEVEL'];
 }
 
@@ -104,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }
       : undefined,
+    maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS,
     logLevel: e.WATCHER_LOG_LEVEL,
   };
 }

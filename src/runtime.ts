@@ -50,7 +50,10 @@ export async function startWorker(
     taskQueue: config.temporal.taskQueue,
     connectionOptions: connectionOptions(config.temporal),
     metrics: options.metrics,
-    ...(options.tracing ? { workerOptions: { plugins: [options.tracing.plugin] } } : {}),
+    workerOptions: {
+      maxCachedWorkflows: config.maxCachedWorkflows,
+      ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
+    },
   });
   const running = watcher.run();
   running.catch((error: unknown) => {

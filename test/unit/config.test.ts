@@ -12,6 +12,7 @@ describe('loadConfig', () => {
     expect(config.lateWindow).toBe('P30D');
     expect(config.maxLineage).toBe(10);
     expect(config.principalsFile).toBeUndefined();
+    expect(config.maxCachedWorkflows).toBe(500);
   });
 
   it('reads every variable it documents', () => {
@@ -25,6 +26,7 @@ describe('loadConfig', () => {
       WATCHER_FACT_RETENTION: 'PT0S',
       WATCHER_LATE_WINDOW: 'P2D',
       WATCHER_MAX_LINEAGE: '3',
+      WATCHER_WORKER_MAX_CACHED_WORKFLOWS: '50',
     });
 
     expect(config.temporal).toMatchObject({ address: 'temporal:7233', namespace: 'ops', taskQueue: 'tq' });
@@ -35,6 +37,7 @@ describe('loadConfig', () => {
       factRetention: 'PT0S',
       lateWindow: 'P2D',
       maxLineage: 3,
+      maxCachedWorkflows: 50,
     });
   });
 
