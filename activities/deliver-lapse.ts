@@ -25,7 +25,11 @@ export interface DeliveryDeps {
   now?: () => Date;
   /** Per-attempt timeout; defaults to {@link DEFAULT_ATTEMPT_TIMEOUT_MS}. */
   attemptTimeoutMs?: number;
+  /** How long a fetched agent card is reused (default 60 s; 0 fetches it for every attempt). */
+  cardCacheMs?: number;
 }
+
+const DEFAULT_CARD_CACHE_MS = 60_000;
 
 // JSON-RPC error codes that say the request itself is unacceptable: sending it again cannot help.
 const INVALID_REQUEST_CODES = new Set([
@@ -108,6 +112,11 @@ const isMessage = (result: Message | Task): result is Message => 'messageId' in 
 export function createDeliveryActivities(deps: DeliveryDeps) {
   const baseFetch = deps.fetch ?? globalThis.fetch;
   const attemptTimeoutMs = deps.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
+  const cardCacheMs = deps.cardCacheMs ?? DEFAULT_CARD_CACHE_MS;
+  const clock = () => (deps.now ? deps.now() : new Date()).getTime();
+  // Many lapses fall due together for one agent: one card fetch serves them, as the bridge's card cache does.
+  // Keyed by URL and credentials; an entry is dropped when a send with it fails, so a changed card is refetched.
+  const cards = new Map<string, { card: unknown; expiresAt: number }>();
 
   return {
     /**
@@ -132,19 +141,24 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       const authorization: Record<string, string> = agent.authorization ? { Authorization: agent.authorization } : {};
       const timeoutMessage = (what: string) => `${what} for agent ${agent.id} timed out after ${attemptTimeoutMs} ms`;
 
-      // 1. The card, fetched by us so that the agent's Authorization goes with it.
-      let rawCard: unknown;
-      try {
-        const response = await observingFetch(cardUrl, {
-          headers: { 'A2A-Version': '1.0', Accept: 'application/json', ...authorization },
-          signal,
-        });
-        if (!response.ok) throw httpFailure(`agent ${agent.id}: agent card unavailable`, lastResponse()!);
-        rawCard = await response.json();
-      } catch (error) {
-        if (error instanceof ApplicationFailure) throw error;
-        if (isTimeout(error, signal)) throw retryable(timeoutMessage('fetching the agent card'), error);
-        throw retryable(`agent ${agent.id}: could not fetch the agent card from ${cardUrl}: ${describe(error)}`, error);
+      // 1. The card, fetched by us so that the agent's Authorization goes with it (or reused for a while).
+      const cardKey = `${cardUrl}\n${agent.authorization ?? ''}`;
+      const cached = cards.get(cardKey);
+      let rawCard: unknown = cached && cached.expiresAt > clock() ? cached.card : undefined;
+      if (rawCard === undefined) {
+        try {
+          const response = await observingFetch(cardUrl, {
+            headers: { 'A2A-Version': '1.0', Accept: 'application/json', ...authorization },
+            signal,
+          });
+          if (!response.ok) throw httpFailure(`agent ${agent.id}: agent card unavailable`, lastResponse()!);
+          rawCard = await response.json();
+          if (cardCacheMs > 0) cards.set(cardKey, { card: rawCard, expiresAt: clock() + cardCacheMs });
+        } catch (error) {
+          if (error instanceof ApplicationFailure) throw error;
+          if (isTimeout(error, signal)) throw retryable(timeoutMessage('fetching the agent card'), error);
+          throw retryable(`agent ${agent.id}: could not fetch the agent card from ${cardUrl}: ${describe(error)}`, error);
+        }
       }
 
       // 2. A client on the card's JSON-RPC interface; a v0.3 card gets the v0.3 compat transport.
@@ -156,6 +170,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       try {
         client = await factory.createFromAgentCard(rawCard as Parameters<ClientFactory['createFromAgentCard']>[0]);
       } catch (error) {
+        cards.delete(cardKey);
         throw rejected(`agent ${agent.id}: its card at ${cardUrl} offers no usable JSON-RPC interface: ${describe(error)}`, error);
       }
 
@@ -176,6 +191,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
           { signal, serviceParameters },
         );
       } catch (error) {
+        cards.delete(cardKey);
         if (isTimeout(error, signal)) throw retryable(timeoutMessage('sending the lapse'), error);
         const observed = lastResponse();
         if (observed && (observed.status < 200 || observed.status >= 300)) {

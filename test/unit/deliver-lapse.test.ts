@@ -259,3 +259,47 @@ describe('deliverLapse failures', () => {
     expect(failure.message).toContain('-32603');
   });
 });
+
+describe('the agent card during delivery', () => {
+  /** Counts the GETs of the card through the injected fetch. */
+  function countingCardFetches(cardUrl: string): { fetch: typeof fetch; count: () => number } {
+    let count = 0;
+    return {
+      fetch: async (resource, init) => {
+        if (String(resource instanceof Request ? resource.url : resource) === cardUrl) count++;
+        return fetch(resource, init);
+      },
+      count: () => count,
+    };
+  }
+
+  it('is fetched once for lapses delivered together to one agent', async () => {
+    const agent = await agentWith();
+    const counter = countingCardFetches(agent.cardUrl);
+    const { deliverLapse } = createDeliveryActivities({ fetch: counter.fetch });
+
+    await deliverLapse(inputFor(agent.cardUrl));
+    await deliverLapse(inputFor(agent.cardUrl));
+    await deliverLapse(inputFor(agent.cardUrl));
+
+    expect(agent.received).toHaveLength(3);
+    expect(counter.count()).toBe(1);
+  });
+
+  it('is fetched again after a send that failed, and after its cache time', async () => {
+    const agent = await agentWith();
+    const counter = countingCardFetches(agent.cardUrl);
+    let now = Date.parse('2026-12-01T00:00:00Z');
+    const { deliverLapse } = createDeliveryActivities({ fetch: counter.fetch, now: () => new Date(now), cardCacheMs: 60_000 });
+
+    await deliverLapse(inputFor(agent.cardUrl));
+    agent.failNext(500, 1);
+    await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+    await deliverLapse(inputFor(agent.cardUrl));
+    now += 61_000;
+    await deliverLapse(inputFor(agent.cardUrl));
+
+    // first, after the failed send, after the cache time
+    expect(counter.count()).toBe(3);
+  });
+});
