@@ -15,6 +15,8 @@ import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 
+export { artifactUpdate, unique } from '../support/payloads.js';
+
 export const UI_URL = 'http://temporal-ui.test:8233';
 
 /** A v1.0 card (the SDK's JSON shape) declaring the extension with `delivery` and `pickup` kinds. */
@@ -152,7 +154,6 @@ export async function startBridgeEnv(
 }
 
 /** A unique suffix for ids, so files and tests never collide on the shared server. */
-export const unique = (): string => randomUUID().slice(0, 8);
 
 /** An expectation of kind `delivery`, due in a year (it never lapses during a test). */
 export function expectation(id: string, overrides: Partial<Expectation> = {}): Expectation {
@@ -170,16 +171,6 @@ export function expectation(id: string, overrides: Partial<Expectation> = {}): E
   };
 }
 
-/** The v1.0 push body of an artifact update carrying `payload` under metadata[URI]. */
-export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, contextId = `ctx-${unique()}`) {
-  return {
-    artifactUpdate: {
-      taskId,
-      contextId,
-      artifact: { artifactId: `a-${unique()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
-    },
-  };
-}
 
 export interface Answer {
   status: number;

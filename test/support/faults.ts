@@ -19,6 +19,8 @@ import type { TestAgent, ReceivedMessage } from './agent.js';
 import { freePort } from './global-setup.js';
 import { spawnEntry, type Spawned } from './processes.js';
 
+export { artifactUpdate, unique } from './payloads.js';
+
 /** Polls `probe` until it returns something other than undefined/false; fails naming `what` and the last value. */
 export async function waitUntil<T>(
   what: string,
@@ -254,8 +256,6 @@ export async function send(
   };
 }
 
-/** A unique suffix for ids. */
-export const unique = (): string => randomUUID().slice(0, 8);
 
 /** A `delivery` expectation on `shipment` (the test agent's default kind), due at `dueAt` with no grace. */
 export function dueExpectation(id: string, dueAt: Date, overrides: Partial<Expectation> = {}): Expectation {
@@ -274,16 +274,6 @@ export function dueExpectation(id: string, dueAt: Date, overrides: Partial<Expec
   };
 }
 
-/** The v1.0 push body of an artifact update carrying `payload` under metadata[URI]. */
-export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, contextId = `ctx-${unique()}`) {
-  return {
-    artifactUpdate: {
-      taskId,
-      contextId,
-      artifact: { artifactId: `a-${unique()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
-    },
-  };
-}
 
 /** The lapse object of a message the agent received (undefined for anything else). */
 export const lapseOf = (received: ReceivedMessage): { expectationId: string; lapse: string; dueAt: string } | undefined =>
