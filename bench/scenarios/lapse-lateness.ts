@@ -79,7 +79,8 @@ export async function runLapseLateness(
   options: { count: number; concurrency: number; raisePerSec: number; rawPerSec: number },
 ): Promise<LapseResult> {
   const { count, concurrency } = options;
-  const prefix = `${runPrefix}-lapse`;
+  // One prefix per count: a full run raises 200 and then 1,000, and ids are never reused.
+  const prefix = `${runPrefix}-lapse${count}`;
   const batches = Math.ceil(count / 10);
   // Long enough that every raise has settled before the instant, with room for a slow machine.
   const leadMs = Math.max(20_000, Math.round(((batches * 10) / options.raisePerSec) * 2_000) + 10_000);
