@@ -18,6 +18,7 @@ RUN npm ci --omit=dev && npm cache clean --force
 
 # Everything the entry points import (test/unit/compose.test.ts follows the imports and checks this list).
 COPY tsconfig.json ./
+COPY core ./core
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities

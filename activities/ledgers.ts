@@ -3,7 +3,7 @@
  * subject ledgers (signal-with-start) and linking a dependent to its anchor.
  */
 import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { ExpectationRecord } from '../src/schemas/record.js';
+import type { ExpectationRecord } from '../core/types.js';
 import { expectationWorkflowId } from '../src/temporal/ids.js';
 import { registerDependentSignal, retainedFactQuery, subscribeSignal } from '../workflows/messages.js';
 import type {

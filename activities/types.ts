@@ -1,8 +1,7 @@
 /**
  * Inputs and results of the activities, shared by workflows (as types) and the activity implementations.
  */
-import type { Fact, Lapse, Subject } from '../src/schemas/extension.js';
-import type { Origin } from '../src/schemas/record.js';
+import type { Fact, Lapse, Origin, Subject } from '../core/types.js';
 import type { AgentRef } from '../workflows/messages.js';
 
 export interface DeliverLapseInput {
@@ -20,8 +19,8 @@ export interface DeliverLapseResult {
   warnings: string[];
 }
 
-/** ApplicationFailure type of a delivery the agent refused with a 4xx: not retried, recorded as failed. */
-export const LAPSE_REJECTED = 'LapseDeliveryRejected';
+/** ApplicationFailure type of a delivery the agent refused with a 4xx (defined in core/failures.ts). */
+export { LAPSE_REJECTED } from '../core/failures.js';
 
 export interface SubscribeLedgerInput {
   /** Workflow id of the ledger (`fact:<key>` or `subject:<type>:<id>`). */

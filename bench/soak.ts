@@ -25,7 +25,7 @@ import { getExpectationRecord } from '../src/temporal/expectations.js';
 import { createWatcherWorker } from '../src/temporal/worker.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { startTestAgent } from '../test/support/agent.js';
-import { lapseMessageId } from '../workflows/message-id.js';
+import { lapseMessageId } from '../core/message-id.js';
 import { delay, progress, waitUntil } from './lib/progress.js';
 import { bundleTo, freePort, startServer, type BenchServer } from './lib/server.js';
 import { startDevServer } from '../src/temporal/dev-server.js';

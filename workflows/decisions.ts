@@ -3,9 +3,8 @@
  * which deadline comes next, which lapses are due at an instant, lateness, anchoring and closing.
  * No Temporal API here, so every rule is unit-tested without a server.
  */
-import type { ExpectationState, LapseKind } from '../src/schemas/extension.js';
-import type { ExpectationRecord } from '../src/schemas/record.js';
-import { addDuration, addDurationIso } from './duration.js';
+import { addDuration, addDurationIso } from '../core/duration.js';
+import type { ExpectationRecord, ExpectationState, LapseKind } from '../core/types.js';
 
 /** What the deadline decisions read: the record plus the once-only horizon check and the late window. */
 export interface DeadlineInputs {

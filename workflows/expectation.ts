@@ -17,12 +17,11 @@ import {
   type SignalDefinition,
 } from '@temporalio/workflow';
 import type { DeliveryActivities, LedgerActivities } from '../activities/types.js';
-import { LAPSE_REJECTED } from '../activities/types.js';
-import type { Fact, Lapse, LapseKind } from '../src/schemas/extension.js';
-import type { ExpectationRecord, LapseEntry } from '../src/schemas/record.js';
+import { addDuration } from '../core/duration.js';
+import { INVALID_EXPECTATION, LAPSE_REJECTED } from '../core/failures.js';
+import { lapseMessageId } from '../core/message-id.js';
+import type { ExpectationRecord, Fact, Lapse, LapseEntry, LapseKind } from '../core/types.js';
 import { anchoredDueAt, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline } from './decisions.js';
-import { addDuration } from './duration.js';
-import { lapseMessageId } from './message-id.js';
 import {
   anchorMovedSignal,
   anchorSatisfiedSignal,
@@ -52,9 +51,6 @@ const delivery = proxyActivities<DeliveryActivities>({
 
 /** How many superseded anchors a dependent follows in one go before it gives up (beyond any sane lineage). */
 const MAX_ANCHOR_HOPS = 100;
-
-/** ApplicationFailure type of an input the workflow cannot run with. */
-export const INVALID_EXPECTATION = 'InvalidExpectation';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const nowIso = (): string => iso(Date.now());

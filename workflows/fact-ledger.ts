@@ -5,8 +5,9 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Fact } from '../src/schemas/extension.js';
-import { addDuration } from './duration.js';
+import { addDuration } from '../core/duration.js';
+import { WRONG_FACT_KEY } from '../core/failures.js';
+import type { Fact } from '../core/types.js';
 import {
   factSignal,
   recordFactUpdate,
@@ -19,9 +20,6 @@ import { Outbox } from './outbox.js';
 
 /** How many (observedAt, source) pairs the ledger remembers to recognise re-deliveries. */
 export const DEDUPE_WINDOW = 1000;
-
-/** ApplicationFailure type of a fact sent to the ledger of another key. */
-export const WRONG_FACT_KEY = 'WrongFactKey';
 
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 

@@ -3,8 +3,7 @@
  * Workflow ids are never built here: callers pass them in (see src/temporal/ids.ts).
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { Expectation, Fact } from '../src/schemas/extension.js';
-import type { ExpectationRecord, Origin } from '../src/schemas/record.js';
+import type { Expectation, ExpectationRecord, Fact, Origin } from '../core/types.js';
 
 // ── expectation workflow (`expectation:<id>`) ─────────────────────────────────────────────────────────────
 

@@ -13,7 +13,7 @@ import type { Fact } from '../schemas/extension.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
-import { isZeroDuration } from '../../workflows/duration.js';
+import { isZeroDuration } from '../../core/duration.js';
 import {
   recordFactUpdate,
   recordQuery,

@@ -12,7 +12,7 @@ import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
-import { lapseMessageId } from '../../workflows/message-id.js';
+import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import {
   artifactUpdate,

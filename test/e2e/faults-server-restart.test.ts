@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Expectation } from '../../src/schemas/extension.js';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { lapseMessageId } from '../../workflows/message-id.js';
+import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import {
   artifactUpdate,

@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { lapseMessageId } from '../../workflows/message-id.js';
+import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import {
   artifactUpdate,

@@ -11,7 +11,7 @@ import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks } from '../../src/temporal/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
-import { lapseMessageId } from '../../workflows/message-id.js';
+import { lapseMessageId } from '../../core/message-id.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 

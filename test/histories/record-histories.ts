@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import type { Expectation, Fact } from '../../src/schemas/extension.js';
+import type { Expectation, Fact } from '../../core/types.js';
 import { startDevServer } from '../../src/temporal/dev-server.js';
 import { recordFact, startExpectation, withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';

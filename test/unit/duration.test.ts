@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { addDuration, addDurationIso, INVALID_DURATION, isZeroDuration, parseDuration } from '../../workflows/duration.js';
+import { addDuration, addDurationIso, isZeroDuration, parseDuration } from '../../core/duration.js';
+import { INVALID_DURATION } from '../../core/failures.js';
 
 const at = (iso: string) => Date.parse(iso);
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LAPSE_MESSAGE_NAMESPACE, lapseMessageId, sha1, utf8Bytes, uuidv5 } from '../../workflows/message-id.js';
+import { LAPSE_MESSAGE_NAMESPACE, lapseMessageId, sha1, utf8Bytes, uuidv5 } from '../../core/message-id.js';
 
 const URL_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getExpectationRecord, withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
-import { lapseMessageId } from '../../workflows/message-id.js';
+import { lapseMessageId } from '../../core/message-id.js';
 import { ExpectationDueAt, ExpectationState } from '../../workflows/search-attributes.js';
 import {
   DAY,

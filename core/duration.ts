@@ -1,9 +1,10 @@
 /**
- * ISO 8601 duration arithmetic for workflow code: pure, deterministic, no Node APIs.
+ * ISO 8601 duration arithmetic for workflows and the bridge alike: pure, deterministic, no Node APIs.
  * Years and months are calendar steps in UTC (the day of month is clamped: Jan 31 + P1M = Feb 28/29);
  * weeks, days, hours, minutes and seconds are exact (a UTC day is always 24 h), seconds may be fractional.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import { INVALID_DURATION } from './failures.js';
 
 /** The parts of a parsed duration. Only `seconds` (and the exact units) may be fractional. */
 export interface DurationParts {
@@ -19,9 +20,6 @@ export interface DurationParts {
 /** `PnYnMnWnDTnHnMnS`, every part optional but at least one present; only W, D, H, M, S may be fractional. */
 export const DURATION_PATTERN =
   /^P(?!$)(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+(?:[.,]\d+)?)W)?(?:(\d+(?:[.,]\d+)?)D)?(?:T(?!$)(?:(\d+(?:[.,]\d+)?)H)?(?:(\d+(?:[.,]\d+)?)M)?(?:(\d+(?:[.,]\d+)?)S)?)?$/;
-
-/** ApplicationFailure type of a string that is not an ISO 8601 duration. */
-export const INVALID_DURATION = 'InvalidDuration';
 
 const num = (text: string | undefined): number => (text === undefined ? 0 : Number(text.replace(',', '.')));
 
