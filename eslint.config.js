@@ -1,6 +1,32 @@
 // Lint rules of STYLE 11: no floating promises, type-only imports where only types are used.
+// And the rooms of STYLE 1-2: what workflows/, core/ and activities/ may import (test/unit/lint-rooms.test.ts).
+import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/** Any Node built-in: `node:*`, or a bare name such as `fs`, `crypto`, `fs/promises`. */
+const nodeBuiltin = `^(node:.*|${builtinModules.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})$`;
+/** A relative import that climbs out of the folder into `src/`, `workflows/` or `activities/`. */
+const into = (folder) => `^(\\.\\./)+${folder}(/|$)`;
+
+/** The rooms: each rule names what it keeps out and why; type-only imports (`import type`, inline `type`) pass. */
+const rooms = {
+  nodeBuiltin: { regex: nodeBuiltin, allowTypeImports: true, message: 'Node built-ins do not exist in the deterministic workflow sandbox.' },
+  src: { regex: into('src'), allowTypeImports: true, message: 'Import types only from src/: its runtime code is not deterministic (STYLE 2).' },
+  workflows: { regex: into('workflows'), allowTypeImports: true, message: 'core/ is the ground floor: it imports types only from workflows/.' },
+  activities: {
+    regex: into('activities'),
+    allowTypeImports: true,
+    message: 'Workflows reach activities through proxyActivities and import them as types only (STYLE 2).',
+  },
+  // A bare specifier (neither relative nor absolute) that is no Node built-in and not one of the two packages made
+  // for workflow code.
+  packages: {
+    regex: `^(?!${nodeBuiltin})(?!@temporalio/(workflow|common)(/|$))[^./]`,
+    allowTypeImports: true,
+    message: 'Workflow code imports only @temporalio/workflow and @temporalio/common at runtime (STYLE 2).',
+  },
+};
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'test-output/', 'scratch/', '.data/', 'bench/results/', 'dist/'] },
@@ -14,6 +40,46 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // Deterministic workflow code: @temporalio/workflow, @temporalio/common, siblings, core/, and types.
+    files: ['workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [rooms.nodeBuiltin, rooms.src, rooms.activities, rooms.packages] },
+      ],
+    },
+  },
+  {
+    // The ground floor both the workflows and the bridge stand on: nothing runtime from the floors above.
+    files: ['core/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            rooms.nodeBuiltin,
+            { ...rooms.src, message: 'core/ is the ground floor: it imports types only from src/.' },
+            rooms.workflows,
+            { ...rooms.activities, message: 'core/ is the ground floor: it imports types only from activities/.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Activities are effects behind the worker: they never see the HTTP layer, not even its types.
+    files: ['activities/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ regex: into('src/http'), message: 'Activities do not import the HTTP layer (src/http/).' }],
+          paths: [{ name: 'express', message: 'Activities do not import the HTTP layer (express).' }],
+        },
+      ],
     },
   },
 );
