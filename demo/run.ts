@@ -13,7 +13,6 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Role, type Message, type Task } from '@a2a-js/sdk';
@@ -26,6 +25,7 @@ import { startBridge, startWorker, type Running } from '../src/runtime.js';
 import { EXTENSION_URI, type Expectation, type Lapse } from '../src/schemas/extension.js';
 import type { ExpectationRecord } from '../src/schemas/record.js';
 import { startDevServer } from '../src/temporal/dev-server.js';
+import { freePort } from '../test/support/net.js';
 import { startDemoAgent } from './agent.js';
 
 const keep = process.argv.includes('--keep');
@@ -36,17 +36,6 @@ const step = (line: string) => say(`[+${((Date.now() - started) / 1000).toFixed(
 const clock = (iso: string) => (iso.slice(0, 10) === new Date().toISOString().slice(0, 10) ? iso.slice(11, 19) : `${iso.slice(0, 10)} ${iso.slice(11, 19)}`);
 /** An instant `ms` from now, whole seconds, as the extension writes it. */
 const inMs = (ms: number) => new Date(Math.ceil((Date.now() + ms) / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function until<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

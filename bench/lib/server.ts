@@ -3,15 +3,17 @@
  * ports (what `npm start` runs), or the cluster at TEMPORAL_ADDRESS.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { Config } from '../../src/config.js';
 import { connectionOptions } from '../../src/temporal/connection.js';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { ensureDevServer } from '../../src/temporal/provision.js';
+import { freePort } from '../../test/support/net.js';
 import { onInterrupt } from './cleanup.js';
 import { progress } from './progress.js';
+
+export { freePort };
 
 export interface BenchServer {
   address: string;
@@ -21,18 +23,6 @@ export interface BenchServer {
   /** The embedded server's process and SQLite file; absent for an external cluster. */
   embedded?: { devServer: DevServer; pid: number; dbFile: string };
   stop(): Promise<void>;
-}
-
-/** A port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The temporal CLI the embedded server runs (undefined when the SDK would download one). */

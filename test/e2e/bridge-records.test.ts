@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
-import { freePort } from '../support/global-setup.js';
+import { freePort } from '../support/net.js';
 import {
   artifactUpdate,
   cardJson,

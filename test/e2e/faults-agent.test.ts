@@ -25,7 +25,7 @@ import {
   waitUntil,
   type BridgeApp,
 } from '../support/faults.js';
-import { freePort } from '../support/global-setup.js';
+import { freePort } from '../support/net.js';
 
 const taskQueue = `faults-agent-${randomUUID()}`;
 let watcher: WatcherWorker;

@@ -28,7 +28,7 @@ import {
   type OwnDevServer,
   type WorkerProcess,
 } from '../support/faults.js';
-import { freePort } from '../support/global-setup.js';
+import { freePort } from '../support/net.js';
 
 const PROBLEM = 'application/problem+json';
 const taskQueue = `faults-down-${randomUUID()}`;

@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../support/global-setup.js';
-import { freePortPair, isListening, spawnEntry, type Spawned } from '../support/processes.js';
+import { freePort, freePortPair, isListening } from '../support/net.js';
+import { spawnEntry, type Spawned } from '../support/processes.js';
 
 const running: Spawned[] = [];
 afterAll(async () => {

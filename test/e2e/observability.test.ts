@@ -11,7 +11,7 @@ import type { Expectation } from '../../src/schemas/extension.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks, expectationWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { freePort } from '../support/global-setup.js';
+import { freePort } from '../support/net.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
 
 const taskQueue = `observability-${randomUUID()}`;

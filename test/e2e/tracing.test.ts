@@ -13,7 +13,7 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { tokenSha256 } from '../../src/auth/principals.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { freePort } from '../support/global-setup.js';
+import { freePort } from '../support/net.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
 import { artifactUpdate, expectation, unique } from './bridge-fixtures.js';
 

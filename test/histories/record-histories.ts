@@ -17,7 +17,7 @@ import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from 
 import { createWatcherWorker } from '../../src/temporal/worker.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent } from '../support/agent.js';
-import { freePort } from '../support/global-setup.js';
+import { freePort } from '../support/net.js';
 
 const { History } = proto.temporal.api.history.v1;
 

@@ -16,7 +16,7 @@ import { createApp, type AppDeps } from '../../src/http/app.js';
 import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import type { TestAgent, ReceivedMessage } from './agent.js';
-import { freePort } from './global-setup.js';
+import { freePort } from './net.js';
 import { spawnEntry, type Spawned } from './processes.js';
 
 export { artifactUpdate, unique } from './payloads.js';

@@ -3,13 +3,13 @@
  * A server that cannot start fails the run: no tier is silently skipped.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startDevServer } from '../../src/temporal/dev-server.js';
 import { ensureTestServer } from '../../src/temporal/provision.js';
 import { workflowsPath } from '../../src/temporal/workflows-path.js';
+import { freePort } from './net.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -19,18 +19,6 @@ declare module 'vitest' {
     /** The shared dev server's web UI, e.g. http://127.0.0.1:43123 (for the browser test). */
     temporalUiUrl: string;
   }
-}
-
-/** A port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {

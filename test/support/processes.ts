@@ -2,7 +2,6 @@
  * Child processes for end-to-end tests: spawn an entry point, read its output, wait for a line, stop it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 
 export interface Spawned {
@@ -86,25 +85,4 @@ export function spawnEntry(script: string, env: Record<string, string>): Spawned
       return code;
     },
   };
-}
-
-/** True when something accepts connections on 127.0.0.1:port. */
-export function isListening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** A port P such that P and P + 1000 are both free (the embedded server's frontend and UI). */
-export async function freePortPair(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 20000 + Math.floor(Math.random() * 30000);
-    if (!(await isListening(port)) && !(await isListening(port + 1000))) return port;
-  }
-  throw new Error('no free port pair');
 }

@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createDeliveryActivities, LAPSE_UNAVAILABLE } from '../../activities/deliver-lapse.js';
 import { LAPSE_REJECTED, type DeliverLapseInput } from '../../activities/types.js';
 import { EXTENSION_URI, type Lapse } from '../../src/schemas/extension.js';
-import { freePort } from '../support/global-setup.js';
+import { freePort } from '../support/net.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from '../support/agent.js';
 
 const lapse: Lapse = {
