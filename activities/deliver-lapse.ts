@@ -20,8 +20,26 @@ export const LAPSE_UNAVAILABLE = 'LapseDeliveryUnavailable';
 /** How long one attempt (card fetch and send) may take before it is abandoned and retried. */
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 20_000;
 
+/** Where an agent is reached: read from the principals file at delivery time, never from Temporal. */
+export interface AgentContact {
+  cardUrl?: string;
+  /** The Authorization header value the watcher sends to the agent. */
+  authorization?: string;
+}
+
+/** Finds an agent's contact by its principal id (the principals file, reloaded when it changes). */
+export interface AgentDirectory {
+  /** Undefined when no principal has this id (any more). */
+  contact(agentId: string): Promise<AgentContact | undefined>;
+}
+
 export interface DeliveryDeps {
   fetch?: typeof fetch;
+  /**
+   * The agents' card URLs and credentials. Without one, the delivery input's own `cardUrl`/`authorization` are used:
+   * only expectations raised before credentials left Temporal carry them.
+   */
+  agents?: AgentDirectory;
   now?: () => Date;
   /** Per-attempt timeout; defaults to {@link DEFAULT_ATTEMPT_TIMEOUT_MS}. */
   attemptTimeoutMs?: number;
@@ -118,13 +136,21 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
   // Keyed by URL and credentials; an entry is dropped when a send with it fails, so a changed card is refetched.
   const cards = new Map<string, { card: unknown; expiresAt: number }>();
 
+  /** The agent's card URL and credential as the principals file says now (a rotated token applies at once). */
+  async function contactOf(ref: DeliverLapseInput['agent']): Promise<{ id: string } & AgentContact> {
+    if (!deps.agents) return ref;
+    const contact = await deps.agents.contact(ref.id);
+    if (!contact) throw rejected(`agent ${ref.id} is not in the principals file: nowhere to deliver the lapse`);
+    return { id: ref.id, ...contact };
+  }
+
   return {
     /**
      * Sends the lapse task's first Message to the agent. Throws a non-retryable `LAPSE_REJECTED` failure when the
      * agent refuses it (4xx, invalid-request JSON-RPC errors, no JSON-RPC interface) and a retryable one otherwise.
      */
     async deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult> {
-      const agent = input.agent;
+      const agent = await contactOf(input.agent);
       const cardUrl = agent.cardUrl;
       if (!cardUrl) throw rejected(`agent ${agent.id} has no cardUrl: nowhere to deliver the lapse`);
 

@@ -8,6 +8,7 @@ import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { installTelemetry } from './observability/telemetry.js';
 import {
+  preparePrincipals,
   startBridge,
   startEmbeddedTemporal,
   startTracingIfConfigured,
@@ -36,11 +37,14 @@ async function main(): Promise<void> {
     address = server.address;
     uiUrl ??= server.uiUrl;
   }
+  // One file for both: the bridge authenticates by it, the worker finds the agents' cards and credentials in it.
+  const principals = await preparePrincipals(config);
+  const shared = { ...config, principalsFile: principals.file };
   // One registry for both, so the bridge's /metrics also counts the lapses this process delivers.
   const metrics = createMetrics({ defaultMetrics: true });
-  const worker = await startWorker(config, address, log, { metrics, tracing: traced?.tracing });
+  const worker = await startWorker(shared, address, log, { metrics, tracing: traced?.tracing });
   pieces.unshift(worker);
-  const bridge = await startBridge(config, address, log, uiUrl, { metrics, tracing: traced?.tracing });
+  const bridge = await startBridge(shared, address, log, uiUrl, { metrics, tracing: traced?.tracing });
   pieces.unshift(bridge);
 
   const lines = [
@@ -52,8 +56,8 @@ async function main(): Promise<void> {
     `  metrics:     ${bridge.url}/metrics${telemetry.metricsUrl ? `, ${telemetry.metricsUrl} (Temporal SDK worker metrics)` : ''}`,
     `  A2A agent:   ${bridge.url}/.well-known/agent-card.json`,
     `  data:        ${config.dataDir}`,
-    bridge.generatedToken
-      ? `  admin token: ${bridge.generatedToken}  (shown once; its sha256 is in ${config.dataDir}/principals.json)`
+    principals.generatedToken
+      ? `  admin token: ${principals.generatedToken}  (shown once; its sha256 is in ${principals.file})`
       : undefined,
     'Ctrl-C stops everything.',
     '',

@@ -2,15 +2,16 @@
  * The pieces every entry point composes: the embedded dev server, the worker, the bridge. Each start returns a
  * `stop` that ends it cleanly; nothing here keeps state a restart would lose (Temporal holds it).
  */
+import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
 import express from 'express';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { connectionOptions, connectClient, isReachable } from './temporal/connection.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { createWatcherWorker } from './temporal/worker.js';
 import { createApp } from './http/app.js';
-import { ensurePrincipalsFile, loadPrincipals } from './auth/principals.js';
+import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from './auth/principals.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type WatcherMetrics } from './metrics.js';
 import { requestLog } from './observability/request-log.js';
@@ -34,6 +35,37 @@ export async function startEmbeddedTemporal(config: Config, log: Logger): Promis
   return server;
 }
 
+/** How often the bridge and the worker look for a changed principals file (rotated tokens, moved cards). */
+const PRINCIPALS_RELOAD_MS = 5_000;
+
+/**
+ * The principals file: WATCHER_PRINCIPALS_FILE, or the embedded default under the data directory, written with a
+ * fresh admin token the first time (returned once, to be printed).
+ */
+export async function preparePrincipals(config: Config): Promise<{ file: string; generatedToken?: string }> {
+  if (config.principalsFile) return { file: config.principalsFile };
+  return ensurePrincipalsFile(config.dataDir);
+}
+
+/** The principals of a file, reloaded when it changes; a broken change is logged and the last good one kept. */
+const followPrincipals = (file: string, log: Logger) =>
+  loadReloadingPrincipals(file, {
+    onError: (error) => log.error({ err: error }, 'the principals file changed but cannot be read; keeping the last good one'),
+    onReload: () => log.info({ file }, 'principals file reloaded'),
+  });
+
+/** The file the worker reads agents' card URLs and credentials from when it delivers a lapse. */
+function workerPrincipalsFile(config: Config): string {
+  if (config.principalsFile) return config.principalsFile;
+  const file = path.join(config.dataDir, 'principals.json');
+  if (!existsSync(file)) {
+    throw new ConfigError(
+      `WATCHER_PRINCIPALS_FILE: the worker reads each agent's cardUrl and authorization from it when it delivers a lapse; none is set and ${file} does not exist`,
+    );
+  }
+  return file;
+}
+
 /**
  * Runs the worker until stopped. A worker that dies unexpectedly ends the process with an error. `metrics`: the
  * bridge's registry when the bridge runs in the same process, so its `/metrics` counts lapses too.
@@ -44,8 +76,10 @@ export async function startWorker(
   log: Logger,
   options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
 ): Promise<Running> {
+  const principals = await followPrincipals(workerPrincipalsFile(config), log);
   const watcher = await createWatcherWorker({
     address,
+    agents: agentDirectory(principals),
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     connectionOptions: connectionOptions(config.temporal),
@@ -61,7 +95,7 @@ export async function startWorker(
     process.exitCode = 1;
   });
   log.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker running');
-  return { stop: () => watcher.shutdown() };
+  return { stop: () => watcher.shutdown().finally(() => principals.close()) };
 }
 
 /** Serves the bridge on `config.port`, with a JSON request log. */
@@ -73,8 +107,9 @@ export async function startBridge(
   options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
 ): Promise<Running & { url: string; generatedToken?: string }> {
   const client = await connectClient(address, config.temporal, options.tracing ? { plugins: [options.tracing.plugin] } : {});
-  const generated = config.principalsFile ? undefined : await ensurePrincipalsFile(config.dataDir);
-  const principals = await loadPrincipals(config.principalsFile ?? generated!.file);
+  const generated = await preparePrincipals(config);
+  const principals = await followPrincipals(generated.file, log);
+  principals.watch(PRINCIPALS_RELOAD_MS);
   const app = createApp({
     client,
     taskQueue: config.temporal.taskQueue,
@@ -103,8 +138,9 @@ export async function startBridge(
   log.info({ url }, 'bridge listening');
   return {
     url,
-    generatedToken: generated?.generatedToken,
+    generatedToken: generated.generatedToken,
     async stop() {
+      principals.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await client.connection.close();

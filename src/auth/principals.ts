@@ -3,7 +3,7 @@
  * compared in constant time; the embedded default generates a file with one random admin (+reader) token.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { readFile, writeFile, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -52,6 +52,8 @@ export interface Principal {
 export interface PrincipalStore {
   /** The principal whose token this is, or undefined. Takes the same time whether it matches or not. */
   authenticate(token: string): Principal | undefined;
+  /** The principal with this id (the worker finds an agent's card URL and credential by it), or undefined. */
+  byId(id: string): Principal | undefined;
 }
 
 /** True when the principal holds the role. */
@@ -66,6 +68,7 @@ export function createPrincipalStore(file: PrincipalsFile): PrincipalStore {
     hash: Buffer.from(p.tokenSha256, 'hex'),
     principal: Object.freeze({ id: p.id, roles: Object.freeze([...p.roles]), agent: p.agent }) as Principal,
   }));
+  const ids = new Map(entries.map((entry) => [entry.principal.id, entry.principal]));
   return {
     authenticate(token) {
       const presented = createHash('sha256').update(token, 'utf8').digest();
@@ -75,6 +78,7 @@ export function createPrincipalStore(file: PrincipalsFile): PrincipalStore {
       }
       return found;
     },
+    byId: (id) => ids.get(id),
   };
 }
 
@@ -85,6 +89,10 @@ export class PrincipalsFileError extends Error {
 
 /** Reads and validates a principals file. */
 export async function loadPrincipals(file: string): Promise<PrincipalStore> {
+  return createPrincipalStore(await readPrincipalsFile(file));
+}
+
+async function readPrincipalsFile(file: string): Promise<PrincipalsFile> {
   let raw: unknown;
   try {
     raw = JSON.parse(await readFile(file, 'utf8'));
@@ -96,7 +104,72 @@ export async function loadPrincipals(file: string): Promise<PrincipalStore> {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new PrincipalsFileError(`${file}: invalid principals file\n${lines.join('\n')}`);
   }
-  return createPrincipalStore(parsed.data);
+  return parsed.data;
+}
+
+/** A principal store that follows its file: tokens and agent credentials rotate without a restart. */
+export interface ReloadingPrincipalStore extends PrincipalStore {
+  /** Reads the file again when it changed since the last read (size or mtime); a broken file keeps the last good one. */
+  refresh(): Promise<void>;
+  /** Refreshes every `intervalMs` in the background until `close`. */
+  watch(intervalMs: number): void;
+  close(): void;
+}
+
+/**
+ * Loads the principals file (a broken file at start is an error) and reloads it when it changes. A change that
+ * does not parse is reported through `onError` and ignored, so a half-written file never locks everybody out.
+ */
+export async function loadReloadingPrincipals(
+  file: string,
+  options: { onError?: (error: PrincipalsFileError) => void; onReload?: () => void } = {},
+): Promise<ReloadingPrincipalStore> {
+  const version = async () => {
+    const s = await stat(file);
+    return `${s.size}:${s.mtimeMs}`;
+  };
+  let seen = await version();
+  let current = createPrincipalStore(await readPrincipalsFile(file));
+  let timer: NodeJS.Timeout | undefined;
+  let refreshing: Promise<void> | undefined;
+  /** The version that failed to load, reported once. */
+  let failed: string | undefined;
+
+  async function reload(): Promise<void> {
+    let now: string | undefined;
+    try {
+      now = await version();
+      if (now === seen || now === failed) return;
+      current = createPrincipalStore(await readPrincipalsFile(file));
+      seen = now;
+      failed = undefined;
+      options.onReload?.();
+    } catch (error) {
+      if (now !== undefined && now === failed) return;
+      failed = now;
+      const wrapped = error instanceof PrincipalsFileError ? error : new PrincipalsFileError(`${file}: ${(error as Error).message}`);
+      options.onError?.(wrapped);
+    }
+  }
+
+  const refresh = (): Promise<void> => {
+    // Concurrent callers (many lapses due at once) share one stat.
+    refreshing ??= reload().finally(() => (refreshing = undefined));
+    return refreshing;
+  };
+
+  return {
+    authenticate: (token) => current.authenticate(token),
+    byId: (id) => current.byId(id),
+    refresh,
+    watch(intervalMs) {
+      timer ??= setInterval(() => void refresh(), intervalMs).unref();
+    },
+    close() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+  };
 }
 
 /**
@@ -118,4 +191,18 @@ export async function ensurePrincipalsFile(dataDir: string): Promise<{ file: str
     throw error;
   }
   return { file, generatedToken: token };
+}
+
+/**
+ * The agents' contacts for lapse delivery, from a principal store: a reloading store is refreshed first, so a
+ * rotated token or a moved card reaches expectations raised before the change.
+ */
+export function agentDirectory(store: PrincipalStore | ReloadingPrincipalStore) {
+  return {
+    async contact(agentId: string): Promise<{ cardUrl?: string; authorization?: string } | undefined> {
+      if ('refresh' in store) await store.refresh();
+      const principal = store.byId(agentId);
+      return principal ? { cardUrl: principal.agent?.cardUrl, authorization: principal.agent?.authorization } : undefined;
+    },
+  };
 }

@@ -18,6 +18,8 @@ export interface WatcherWorkerOptions {
   /** A prebuilt bundle (tests build one per run); unset bundles `workflowsPath`. */
   workflowBundlePath?: string;
   fetch?: ActivityDeps['fetch'];
+  /** Where lapses go: each agent's card URL and credential, looked up by principal id when a lapse is delivered. */
+  agents?: ActivityDeps['agents'];
   /** Client and native connection options, e.g. TLS and API key. */
   connectionOptions?: { tls?: ConnectionOptions['tls']; apiKey?: string };
   workerOptions?: Partial<WorkerOptions>;
@@ -45,7 +47,7 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
-    activities: createActivities({ client, fetch: options.fetch }),
+    activities: createActivities({ client, fetch: options.fetch, agents: options.agents }),
     // expectationId on every activity log line; lapse counters on the worker's metrics.
     interceptors: { activity: [activityObservability({ metrics: options.metrics })] },
     ...options.workerOptions,

@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  agentDirectory,
   createPrincipalStore,
+  loadReloadingPrincipals,
   ensurePrincipalsFile,
   hasRole,
   loadPrincipals,
@@ -94,6 +96,43 @@ describe('loadPrincipals', () => {
     await writeFile(at, JSON.stringify(twice));
 
     await expect(loadPrincipals(at)).rejects.toThrow(/two principals share one token/);
+  });
+});
+
+describe('loadReloadingPrincipals', () => {
+  const agentEntry = (authorization: string, token = 'agent-token') => ({
+    principals: [{ ...file.principals[0]!, tokenSha256: tokenSha256(token), agent: { cardUrl: 'http://127.0.0.1:9/card', authorization } }],
+  });
+
+  it('picks up a rotated agent credential and bearer token once the file changes', async () => {
+    const at = path.join(await tmp(), 'p.json');
+    await writeFile(at, JSON.stringify(agentEntry('Bearer old')));
+    const store = await loadReloadingPrincipals(at);
+    const directory = agentDirectory(store);
+    const before = await directory.contact('shipping-agent');
+
+    await writeFile(at, JSON.stringify(agentEntry('Bearer new-and-longer', 'new-token')));
+    const after = await directory.contact('shipping-agent');
+
+    expect(before).toEqual({ cardUrl: 'http://127.0.0.1:9/card', authorization: 'Bearer old' });
+    expect(after).toEqual({ cardUrl: 'http://127.0.0.1:9/card', authorization: 'Bearer new-and-longer' });
+    expect([store.authenticate('agent-token'), store.authenticate('new-token')?.id]).toEqual([undefined, 'shipping-agent']);
+    expect(await directory.contact('nobody')).toBeUndefined();
+  });
+
+  it('keeps the last good principals when a change cannot be read, and reports it once', async () => {
+    const at = path.join(await tmp(), 'p.json');
+    await writeFile(at, JSON.stringify(agentEntry('Bearer old')));
+    const errors: string[] = [];
+    const store = await loadReloadingPrincipals(at, { onError: (error) => errors.push(error.message) });
+
+    await writeFile(at, '{"principals": [');
+    await store.refresh();
+    await store.refresh();
+
+    expect(store.byId('shipping-agent')?.agent?.authorization).toBe('Bearer old');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(new RegExp(`^${at.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `));
   });
 });
 

@@ -106,6 +106,36 @@ describe('deliverLapse to a v1.0 agent', () => {
     expect(result.taskId).toBe(agent.received[0]?.taskId);
   });
 
+  it('reads the card URL and Authorization from the agent directory when it delivers, not from its input', async () => {
+    const agent = await agentWith({ expectedAuthorization: 'Bearer rotated' });
+    const asked: string[] = [];
+    const agents = {
+      async contact(agentId: string) {
+        asked.push(agentId);
+        return { cardUrl: agent.cardUrl, authorization: 'Bearer rotated' };
+      },
+    };
+    const { deliverLapse } = createDeliveryActivities({ agents });
+
+    const result = await deliverLapse({ ...inputFor('http://127.0.0.1:1/stale-card', 'Bearer stale'), agent: { id: 'shipping-agent' } });
+
+    expect(asked).toEqual(['shipping-agent']);
+    expect(agent.received[0]?.headers.authorization).toBe('Bearer rotated');
+    expect(result.taskId).toBe(agent.received[0]?.taskId);
+  });
+
+  it('refuses, not retries, a lapse of an agent the principals file no longer has', async () => {
+    const { deliverLapse } = createDeliveryActivities({ agents: { contact: async () => undefined } });
+
+    const failure = await failureOf(deliverLapse({ ...inputFor('http://127.0.0.1:1/card'), agent: { id: 'gone-agent' } }));
+
+    expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
+      LAPSE_REJECTED,
+      true,
+      'agent gone-agent is not in the principals file: nowhere to deliver the lapse',
+    ]);
+  });
+
   it('warns when the agent does not echo the extension', async () => {
     const agent = await agentWith({ echoExtension: false });
     const { deliverLapse } = createDeliveryActivities({});
