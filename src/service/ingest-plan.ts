@@ -1,0 +1,334 @@
+/**
+ * The raise rules of DESIGN 3.1 (with 3.2's attribution of facts and 3.6's withdraw rules) as pure functions: what
+ * one request would do, decided from the request, the principal, the records it refers to and the raising agent's
+ * card. Nothing here calls Temporal or the network; broken rules are thrown as the typed errors of errors.ts, and
+ * everything else comes back as a plan that ingest.ts applies.
+ */
+import { z } from 'zod';
+import type { AgentCardInfo } from '../a2a/card.js';
+import { hasRole, type Principal } from '../auth/principals.js';
+import {
+  expectationSchema,
+  reportedFactSchema,
+  type Expectation,
+  type Fact,
+  type ReportedFact,
+} from '../schemas/extension.js';
+import type { ExpectationRecord, Origin } from '../schemas/record.js';
+import { checkDeclaration, checkKind } from './card-rules.js';
+import { canonicalJson } from './canonical.js';
+import {
+  ConflictError,
+  ForbiddenError,
+  joinPath,
+  RuleViolationError,
+  SchemaError,
+  summarise,
+  type FieldError,
+} from './errors.js';
+import type { Located } from './extract.js';
+
+export interface IngestRequest {
+  /** The A2A task the items came from (absent for `POST /v1/facts`). */
+  origin: Origin;
+  expectations: Located[];
+  facts: Located[];
+  withdraw: Located<string>[];
+  /** Schema errors found while locating the items (metadata[URI] of the wrong shape): reported with the items'. */
+  schemaErrors?: FieldError[];
+  /** Expectations or withdraw lists in a place the extension does not allow them (422). */
+  placementErrors?: FieldError[];
+}
+
+/** A request whose principal may carry what it carries, and whose every item matches its schema. */
+export interface ParsedIngest {
+  origin: Origin;
+  expectations: Located<Expectation>[];
+  facts: Located<ReportedFact>[];
+  withdraw: Located<string>[];
+}
+
+/** What the planner reads besides the request. */
+export interface PlanSettings {
+  maxLineage: number;
+}
+
+export interface PlanInput {
+  parsed: ParsedIngest;
+  principal: Principal;
+  /** Every id of `referencedIds(parsed)`: its record, or undefined when it was never raised. */
+  records: ReadonlyMap<string, ExpectationRecord | undefined>;
+  /** The raising agent's card; needed only when `needsCard` says so. */
+  card?: AgentCardInfo;
+  settings: PlanSettings;
+}
+
+/** How one expectation of the request will be applied. */
+export type PlannedExpectation =
+  | { action: 'unchanged'; expectation: Expectation; path: PropertyKey[] }
+  | { action: 'raise'; expectation: Expectation; path: PropertyKey[]; lineage: number };
+
+/** Everything one request does, in the order it is applied: expectations, facts, withdrawals. */
+export interface IngestPlan {
+  expectations: PlannedExpectation[];
+  /** Attributed to the principal (DESIGN 3.2). */
+  facts: Fact[];
+  withdraw: { expectationId: string; reason: string }[];
+  /** Accepted, but worth a look (a subject type other than the kind's). */
+  warnings: FieldError[];
+}
+
+/**
+ * Checks the principal's role and every item's schema and placement, in that order (403, 400, 422): a reporter
+ * may carry facts only.
+ */
+export function parseIngest(principal: Principal, request: IngestRequest): ParsedIngest {
+  const isAgent = hasRole(principal, 'agent');
+  if (!isAgent && !hasRole(principal, 'reporter')) {
+    throw new ForbiddenError(`principal '${principal.id}' has neither the agent nor the reporter role`);
+  }
+  const placementErrors = request.placementErrors ?? [];
+  if (!isAgent && (request.expectations.length > 0 || request.withdraw.length > 0 || placementErrors.length > 0)) {
+    const paths = [
+      ...[...request.expectations, ...request.withdraw].map((item) => joinPath(item.path)),
+      ...placementErrors.map((error) => error.path),
+    ].map((path) => ({ path, message: 'a reporter may carry facts only' }));
+    throw new ForbiddenError(
+      `principal '${principal.id}' is a reporter: it may report facts, not raise or withdraw expectations`,
+      paths,
+    );
+  }
+  const schemaErrors: FieldError[] = [...(request.schemaErrors ?? [])];
+  const expectations = parseAll(request.expectations, expectationSchema, schemaErrors);
+  const facts = parseAll(request.facts, reportedFactSchema, schemaErrors);
+  const withdraw = parseAll(request.withdraw, z.string().min(1, { message: 'must not be empty' }), schemaErrors);
+  if (schemaErrors.length > 0) throw new SchemaError(summarise(schemaErrors, 'fields are invalid'), schemaErrors);
+  if (placementErrors.length > 0) throw ruleViolation(placementErrors);
+  return { origin: request.origin, expectations, facts, withdraw };
+}
+
+/** The ids whose records the planner reads: the incoming ids, everything they point at, and the withdraw list. */
+export function referencedIds(parsed: ParsedIngest): string[] {
+  const ids = parsed.expectations.flatMap(({ value: e }) => [
+    e.expectationId,
+    ...(e.after ?? []),
+    ...(e.anchor ? [e.anchor.expectationId] : []),
+    ...(e.supersedes ? [e.supersedes] : []),
+  ]);
+  return [...new Set([...ids, ...parsed.withdraw.map((w) => w.value)])];
+}
+
+/**
+ * True when the request raises something new, so the card must be resolved before `planIngest`. Throws the
+ * ConflictError of a reused id first: a conflict is answered without fetching the card.
+ */
+export function needsCard(input: Omit<PlanInput, 'card' | 'settings'>): boolean {
+  return classify(input).items.some((item) => item.action === 'raise');
+}
+
+/** Decides the whole request, or throws the first kind of broken rule: 409, then 422 (card), 403, 422. */
+export function planIngest(input: PlanInput): IngestPlan {
+  const { parsed, principal } = input;
+  const { items, lineages } = classify(input);
+  const problems: Problems = { forbidden: [], rules: [], warnings: [] };
+  const raises = items.filter((p): p is Extract<PlannedExpectation, { action: 'raise' }> => p.action === 'raise');
+  if (raises.length > 0) {
+    if (!input.card) throw new Error('planIngest: something new is raised, so the card is needed (see needsCard)');
+    const declaration = checkDeclaration(input.card);
+    if (!declaration.ok) throw ruleViolation(declaration.errors);
+    const known = new Map<string, Expectation>();
+    for (const [id, record] of input.records) if (record) known.set(id, record.expectation);
+    for (const item of items) {
+      if (item.action === 'raise') {
+        const kindCheck = checkKind(declaration, item.expectation, item.path);
+        problems.rules.push(...kindCheck.errors);
+        problems.warnings.push(...kindCheck.warnings);
+        problems.rules.push(...referenceErrors(item.expectation, item.path, known));
+        checkSupersedes(item, { ...input, lineages, known }, problems);
+      }
+      known.set(item.expectation.expectationId, item.expectation);
+    }
+  }
+  checkWithdraw(input, lineages, problems);
+  if (problems.forbidden.length > 0) throw new ForbiddenError(problems.forbidden[0]!.message, problems.forbidden);
+  if (problems.rules.length > 0) throw ruleViolation(problems.rules);
+  const reason = parsed.origin.taskId
+    ? `withdrawn by ${principal.id} in task ${parsed.origin.taskId}`
+    : `withdrawn by ${principal.id}`;
+  return {
+    expectations: items,
+    facts: parsed.facts.map(({ value }) => attribute(value, principal)),
+    withdraw: parsed.withdraw.map(({ value: expectationId }) => ({ expectationId, reason })),
+    warnings: problems.warnings,
+  };
+}
+
+/** True when a stored expectation was raised by this principal with this content (fields the schema drops aside). */
+export function sameContent(record: ExpectationRecord, principal: Principal, expectation: Expectation): boolean {
+  const stored = canonicalJson(normalise(record.expectation));
+  return record.agent.id === principal.id && stored === canonicalJson(expectation);
+}
+
+interface Problems {
+  forbidden: FieldError[];
+  rules: FieldError[];
+  warnings: FieldError[];
+}
+
+/** Lineage of each id of the request (new or unchanged), as far as it is known yet. */
+type Lineages = Map<string, { canonical: string; lineage: number }>;
+
+/**
+ * Same id: identical content from the same agent is a no-op; anything else is a conflict (409), whether the other
+ * content came before or earlier in this request.
+ */
+function classify({ parsed, principal, records }: Omit<PlanInput, 'card' | 'settings'>): {
+  items: PlannedExpectation[];
+  lineages: Lineages;
+} {
+  const conflicts: FieldError[] = [];
+  const items: PlannedExpectation[] = [];
+  const lineages: Lineages = new Map();
+  for (const { path, value: expectation } of parsed.expectations) {
+    const id = expectation.expectationId;
+    const canonical = canonicalJson(expectation);
+    const earlier = lineages.get(id);
+    const existing = records.get(id);
+    if (earlier) {
+      if (earlier.canonical === canonical) items.push({ action: 'unchanged', expectation, path });
+      else conflicts.push(conflictAt(path, `expectation '${id}' appears twice in this request with different content`));
+    } else if (!existing) {
+      items.push({ action: 'raise', expectation, path, lineage: 0 });
+      lineages.set(id, { canonical, lineage: 0 });
+    } else if (existing.agent.id !== principal.id) {
+      conflicts.push(conflictAt(path, `expectation id '${id}' was raised by another agent; ids are never reused`));
+    } else if (!sameContent(existing, principal, expectation)) {
+      conflicts.push(
+        conflictAt(path, `expectation '${id}' was raised before with other content; it is immutable and its id is never reused`),
+      );
+    } else {
+      items.push({ action: 'unchanged', expectation, path });
+      lineages.set(id, { canonical, lineage: existing.lineage });
+    }
+  }
+  if (conflicts.length > 0) throw new ConflictError(conflicts[0]!.message, conflicts);
+  return { items, lineages };
+}
+
+/** `supersedes` names an open expectation of the same agent, and the new lineage is within the bound. */
+function checkSupersedes(
+  item: Extract<PlannedExpectation, { action: 'raise' }>,
+  context: PlanInput & { lineages: Lineages; known: Map<string, Expectation> },
+  problems: Problems,
+): void {
+  const superseded = item.expectation.supersedes;
+  if (superseded === undefined) return;
+  const at = joinPath([...item.path, 'supersedes']);
+  const record = context.records.get(superseded);
+  const earlier = context.lineages.get(superseded);
+  if (record && record.agent.id !== context.principal.id) {
+    problems.forbidden.push({ path: at, message: `expectation '${superseded}' was raised by another agent` });
+  } else if (record && !isOpen(record)) {
+    problems.rules.push({
+      path: at,
+      rule: 'supersedes-open',
+      message: `supersedes '${superseded}', which is ${record.state}; only an open (or lapsed) expectation can be superseded`,
+    });
+  } else if (!record && !(earlier && context.known.has(superseded))) {
+    const message = `supersedes '${superseded}', which was never raised`;
+    problems.rules.push({ path: at, rule: 'supersedes-open', message });
+  } else {
+    item.lineage = (record?.lineage ?? earlier?.lineage ?? 0) + 1;
+    const { maxLineage } = context.settings;
+    if (item.lineage > maxLineage) {
+      problems.rules.push({
+        path: at,
+        rule: 'lineage',
+        message: `lineage would be ${item.lineage}, above the bound of ${maxLineage} superseded ancestors`,
+      });
+    }
+    context.lineages.get(item.expectation.expectationId)!.lineage = item.lineage;
+  }
+}
+
+/** Withdraw: only the raising agent may withdraw, and only what exists (or is raised in this request). */
+function checkWithdraw({ parsed, principal, records }: PlanInput, lineages: Lineages, problems: Problems): void {
+  for (const { path, value: id } of parsed.withdraw) {
+    const record = records.get(id);
+    if (record) {
+      if (record.agent.id !== principal.id) {
+        problems.forbidden.push({ path: joinPath(path), message: `expectation '${id}' was raised by another agent` });
+      }
+    } else if (!lineages.has(id)) {
+      const message = `expectation '${id}' was never raised`;
+      problems.rules.push({ path: joinPath(path), rule: 'withdraw-exists', message });
+    }
+  }
+}
+
+/** `after` ids exist and are on the same subject; `anchor` exists. */
+function referenceErrors(expectation: Expectation, path: PropertyKey[], known: Map<string, Expectation>): FieldError[] {
+  const errors: FieldError[] = [];
+  expectation.after?.forEach((id, i) => {
+    const at = joinPath([...path, 'after', i]);
+    const before = known.get(id);
+    if (!before) {
+      errors.push({ path: at, rule: 'after-exists', message: `after names '${id}', which was not raised before` });
+    } else if (before.subject.type !== expectation.subject.type || before.subject.id !== expectation.subject.id) {
+      errors.push({
+        path: at,
+        rule: 'after-subject',
+        message: `after names '${id}', which is on subject ${before.subject.type}/${before.subject.id}, not ${expectation.subject.type}/${expectation.subject.id}`,
+      });
+    }
+  });
+  if (expectation.anchor && !known.has(expectation.anchor.expectationId)) {
+    errors.push({
+      path: joinPath([...path, 'anchor', 'expectationId']),
+      rule: 'anchor-exists',
+      message: `anchor names '${expectation.anchor.expectationId}', which was not raised before`,
+    });
+  }
+  return errors;
+}
+
+/** The fact as recorded: `source` is the principal, a different reported source is kept as `claimedSource`. */
+function attribute(reported: ReportedFact, principal: Principal): Fact {
+  return {
+    factKey: reported.factKey,
+    observedAt: reported.observedAt,
+    source: principal.id,
+    ...(reported.source !== undefined && reported.source !== principal.id ? { claimedSource: reported.source } : {}),
+    ...(reported.subject ? { subject: reported.subject } : {}),
+  };
+}
+
+function parseAll<T>(items: Located[], schema: z.ZodType<T>, errors: FieldError[]): Located<T>[] {
+  const parsed: Located<T>[] = [];
+  for (const item of items) {
+    const result = schema.safeParse(item.value);
+    if (result.success) parsed.push({ path: item.path, value: result.data });
+    else {
+      for (const issue of result.error.issues) {
+        errors.push({ path: joinPath([...item.path, ...issue.path]), message: issue.message });
+      }
+    }
+  }
+  return parsed;
+}
+
+/** "Open" as supersedes reads it (DESIGN 3.7): not satisfied and not withdrawn; a lapsed one is still open. */
+const isOpen = (record: ExpectationRecord) => record.state !== 'satisfied' && record.state !== 'withdrawn';
+
+/** A stored expectation as the schema would parse it, so that fields the schema drops do not count as content. */
+function normalise(expectation: Expectation): Expectation {
+  const parsed = expectationSchema.safeParse(expectation);
+  return parsed.success ? parsed.data : expectation;
+}
+
+const ruleViolation = (errors: FieldError[]) => new RuleViolationError(summarise(errors, 'rules are broken'), errors);
+
+const conflictAt = (path: PropertyKey[], message: string): FieldError => ({
+  path: joinPath([...path, 'expectationId']),
+  message,
+});
