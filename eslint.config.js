@@ -5,15 +5,28 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /** Any Node built-in: `node:*`, or a bare name such as `fs`, `crypto`, `fs/promises`. */
-const nodeBuiltin = `^(node:.*|${builtinModules.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})$`;
+const escape = (name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+const nodeBuiltin = `^(node:.*|${builtinModules.map(escape).join('|')})$`;
 /** A relative import that climbs out of the folder into `src/`, `workflows/` or `activities/`. */
 const into = (folder) => `^(\\.\\./)+${folder}(/|$)`;
 
 /** The rooms: each rule names what it keeps out and why; type-only imports (`import type`, inline `type`) pass. */
 const rooms = {
-  nodeBuiltin: { regex: nodeBuiltin, allowTypeImports: true, message: 'Node built-ins do not exist in the deterministic workflow sandbox.' },
-  src: { regex: into('src'), allowTypeImports: true, message: 'Import types only from src/: its runtime code is not deterministic (STYLE 2).' },
-  workflows: { regex: into('workflows'), allowTypeImports: true, message: 'core/ is the ground floor: it imports types only from workflows/.' },
+  nodeBuiltin: {
+    regex: nodeBuiltin,
+    allowTypeImports: true,
+    message: 'Node built-ins do not exist in the deterministic workflow sandbox.',
+  },
+  src: {
+    regex: into('src'),
+    allowTypeImports: true,
+    message: 'Import types only from src/: its runtime code is not deterministic (STYLE 2).',
+  },
+  workflows: {
+    regex: into('workflows'),
+    allowTypeImports: true,
+    message: 'core/ is the ground floor: it imports types only from workflows/.',
+  },
   activities: {
     regex: into('activities'),
     allowTypeImports: true,
