@@ -2,7 +2,7 @@
  * The expectation workflow's own clock on the time-skipping server: satisfaction, overdue, late facts, stalls,
  * the late window, withdrawal, lapse delivery records and the operator's view.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getExpectationRecord, withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';
@@ -13,25 +13,12 @@ import {
   REJECTING_AGENT,
   reportFact,
   shipmentExpectation,
-  startHarness,
   untilStatus,
+  useHarness,
   workflowStatus,
-  type TimeSkippingHarness,
 } from './support.js';
 
-let h: TimeSkippingHarness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.shutdown();
-});
-
-/** Moves the server's clock to `instantMs` (never backwards). */
-async function advanceTo(instantMs: number): Promise<void> {
-  const now = await h.now();
-  if (instantMs > now) await h.env.sleep(instantMs - now);
-}
+const h = useHarness();
 
 describe('satisfaction', () => {
   it('is by exact fact key: a different key does nothing, the expected key satisfies', async () => {
@@ -79,11 +66,11 @@ describe('overdue', () => {
     await h.until(id, (r) => r.state === 'open');
     const overdueAt = Date.parse(expectation.dueAt) + 6 * HOUR;
 
-    await advanceTo(overdueAt - 1000);
+    await h.advanceTo(overdueAt - 1000);
     expect((await h.record(id)).state).toBe('open');
     expect(h.deliveries.filter((d) => d.lapse.expectationId === id)).toEqual([]);
 
-    await advanceTo(overdueAt + 1000);
+    await h.advanceTo(overdueAt + 1000);
     const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
 
     expect(record.state).toBe('lapsed');
@@ -112,7 +99,7 @@ describe('overdue', () => {
     const start = await h.now();
     const id = h.id('late');
     const { expectation } = await h.raise(shipmentExpectation(id, start, 90 * DAY, { grace: 'PT6H' }));
-    await advanceTo(start + 95 * DAY);
+    await h.advanceTo(start + 95 * DAY);
     await h.until(id, (r) => r.state === 'lapsed');
 
     await reportFact(h, expectation.satisfiedBy.factKey, start + 94 * DAY);
@@ -126,10 +113,10 @@ describe('overdue', () => {
     const start = await h.now();
     const id = h.id('once');
     await h.raise(shipmentExpectation(id, start, DAY));
-    await advanceTo(start + DAY + HOUR);
+    await h.advanceTo(start + DAY + HOUR);
     await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
 
-    await advanceTo(start + 20 * DAY);
+    await h.advanceTo(start + 20 * DAY);
 
     expect((await h.record(id)).lapses).toHaveLength(1);
     expect(h.deliveries.filter((d) => d.lapse.expectationId === id)).toHaveLength(1);
@@ -154,9 +141,9 @@ describe('stalled', () => {
     const horizon = start + 182 * DAY;
     await h.raise(shipmentExpectation(id, start, 365 * DAY, { horizon: new Date(horizon).toISOString() }));
 
-    await advanceTo(horizon - 1000);
+    await h.advanceTo(horizon - 1000);
     expect((await h.record(id)).state).toBe('open');
-    await advanceTo(horizon + 1000);
+    await h.advanceTo(horizon + 1000);
     const record = await h.until(id, (r) => r.state === 'lapsed');
 
     expect(record.lapse).toMatchObject({ lapse: 'stalled', dueAt: record.dueAt });
@@ -169,11 +156,11 @@ describe('stalled', () => {
     const id = h.id('alive');
     const horizon = start + 182 * DAY;
     const { expectation } = await h.raise(shipmentExpectation(id, start, 365 * DAY, { horizon: new Date(horizon).toISOString() }));
-    await advanceTo(start + 60 * DAY);
+    await h.advanceTo(start + 60 * DAY);
     await reportFact(h, 'shipment/customs-cleared', start + 59 * DAY, { subject: expectation.subject });
     await h.until(id, (r) => r.lastFactAt !== undefined);
 
-    await advanceTo(horizon + DAY);
+    await h.advanceTo(horizon + DAY);
     const record = await h.record(id);
 
     expect(record.state).toBe('open');
@@ -187,13 +174,13 @@ describe('closing', () => {
     const start = await h.now();
     const id = h.id('window');
     await h.raise(shipmentExpectation(id, start, DAY));
-    await advanceTo(start + DAY + HOUR);
+    await h.advanceTo(start + DAY + HOUR);
     const lapsed = await h.until(id, (r) => r.state === 'lapsed');
     const closesAt = Date.parse(lapsed.lapse!.lapsedAt) + 30 * DAY;
 
-    await advanceTo(closesAt - 1000);
+    await h.advanceTo(closesAt - 1000);
     expect(await workflowStatus(h, expectationWorkflowId(id))).toBe('RUNNING');
-    await advanceTo(closesAt + 1000);
+    await h.advanceTo(closesAt + 1000);
     await untilStatus(h, expectationWorkflowId(id), 'COMPLETED');
 
     const record = await h.record(id);
@@ -222,7 +209,7 @@ describe('withdraw', () => {
     const start = await h.now();
     const id = h.id('withdraw-lapsed');
     await h.raise(shipmentExpectation(id, start, DAY));
-    await advanceTo(start + 2 * DAY);
+    await h.advanceTo(start + 2 * DAY);
     await h.until(id, (r) => r.state === 'lapsed');
 
     expect(await withdrawExpectation(h.client, id, { reason: 'gave up' })).toBe('withdrawn');
@@ -248,7 +235,7 @@ describe('lapse delivery records', () => {
     const start = await h.now();
     const id = h.id('no-card');
     await h.raise(shipmentExpectation(id, start, DAY), { agent: { id: 'cardless-agent' } });
-    await advanceTo(start + 2 * DAY);
+    await h.advanceTo(start + 2 * DAY);
 
     const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'failed');
 
@@ -260,7 +247,7 @@ describe('lapse delivery records', () => {
     const start = await h.now();
     const id = h.id('rejected');
     await h.raise(shipmentExpectation(id, start, DAY), { agent: { id: REJECTING_AGENT, cardUrl: 'http://127.0.0.1:9/card' } });
-    await advanceTo(start + 2 * DAY);
+    await h.advanceTo(start + 2 * DAY);
 
     const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'failed');
 
@@ -276,7 +263,7 @@ describe("operator's view", () => {
     const id = h.id('ui');
     const { expectation } = await h.raise(shipmentExpectation(id, start, DAY, { grace: 'PT1H' }));
     const handle = h.client.workflow.getHandle(expectationWorkflowId(id));
-    await advanceTo(start + 2 * DAY);
+    await h.advanceTo(start + 2 * DAY);
     await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
 
     const description = await handle.describe();

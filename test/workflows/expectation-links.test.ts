@@ -2,22 +2,11 @@
  * How expectations talk to each other on the time-skipping server: anchors, anchors superseded, skipped
  * (`after`), supersedes and lineage.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
-import { DAY, HOUR, reportFact, shipmentExpectation, startHarness, untilStatus, type TimeSkippingHarness } from './support.js';
+import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
-let h: TimeSkippingHarness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.shutdown();
-});
-
-async function advanceTo(instantMs: number): Promise<void> {
-  const now = await h.now();
-  if (instantMs > now) await h.env.sleep(instantMs - now);
-}
+const h = useHarness();
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -33,7 +22,7 @@ describe('anchors', () => {
     );
     await h.until(id, (r) => r.state === 'open');
 
-    await advanceTo(start + 3 * DAY);
+    await h.advanceTo(start + 3 * DAY);
     await reportFact(h, anchor.expectation.satisfiedBy.factKey, start + 3 * DAY - HOUR);
     const moved = await h.until(id, (r) => r.dueAt !== projected);
 
@@ -41,7 +30,7 @@ describe('anchors', () => {
     expect(moved.projectedDueAt).toBe(projected);
     expect(moved.state).toBe('open');
 
-    await advanceTo(start + 5 * DAY + HOUR);
+    await h.advanceTo(start + 5 * DAY + HOUR);
     const lapsed = await h.until(id, (r) => r.state === 'lapsed');
     expect(lapsed.lapse).toMatchObject({ lapse: 'overdue', dueAt: iso(start + 5 * DAY - HOUR), projectedDueAt: projected });
   });
@@ -52,12 +41,12 @@ describe('anchors', () => {
     const id = h.id('again');
     const anchor = await h.raise(shipmentExpectation(anchorId, start, 30 * DAY));
     await h.raise(shipmentExpectation(id, start, 5 * DAY, { anchor: { expectationId: anchorId, offset: 'P2D' } }));
-    await advanceTo(start + 8 * DAY);
+    await h.advanceTo(start + 8 * DAY);
     await h.until(id, (r) => r.state === 'lapsed');
 
     await reportFact(h, anchor.expectation.satisfiedBy.factKey, start + 8 * DAY);
     await h.until(id, (r) => r.dueAt === iso(start + 10 * DAY));
-    await advanceTo(start + 10 * DAY + HOUR);
+    await h.advanceTo(start + 10 * DAY + HOUR);
     const record = await h.until(id, (r) => r.lapses.length === 2);
 
     expect(record.lapses.map((entry) => [entry.lapse.lapse, entry.lapse.dueAt])).toEqual([
@@ -193,7 +182,7 @@ describe('supersedes and lineage', () => {
       ['open', 2, undefined, undefined],
     ]);
 
-    await advanceTo(start + 8 * DAY + HOUR);
+    await h.advanceTo(start + 8 * DAY + HOUR);
     const lapsed = await h.until(ids[2]!, (r) => r.state === 'lapsed');
     expect(lapsed.lapse?.lineage).toBe(2);
   });

@@ -2,31 +2,11 @@
  * Fact and subject ledgers on the time-skipping server: early facts within and beyond retention, re-delivery,
  * fan-out to every subscriber, a zero retention, and when each ledger closes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import {
-  DAY,
-  HOUR,
-  reportFact,
-  shipmentExpectation,
-  startHarness,
-  untilStatus,
-  workflowStatus,
-  type TimeSkippingHarness,
-} from './support.js';
+import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness, workflowStatus } from './support.js';
 
-let h: TimeSkippingHarness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.shutdown();
-});
-
-async function advanceTo(instantMs: number): Promise<void> {
-  const now = await h.now();
-  if (instantMs > now) await h.env.sleep(instantMs - now);
-}
+const h = useHarness();
 
 describe('early facts', () => {
   it('satisfy at once an expectation raised within the retention (P7D) after the fact', async () => {
@@ -35,7 +15,7 @@ describe('early facts', () => {
     const expectation = shipmentExpectation(id, start, 10 * DAY);
     expect(await reportFact(h, expectation.satisfiedBy.factKey, start - HOUR)).toBe('recorded');
 
-    await advanceTo(start + 6 * DAY);
+    await h.advanceTo(start + 6 * DAY);
     await h.raise(expectation);
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
@@ -60,12 +40,12 @@ describe('early facts', () => {
     const id = h.id('too-early');
     const expectation = shipmentExpectation(id, start, 30 * DAY);
     await reportFact(h, expectation.satisfiedBy.factKey, start);
-    await advanceTo(start + 7 * DAY + HOUR);
+    await h.advanceTo(start + 7 * DAY + HOUR);
     await untilStatus(h, factLedgerWorkflowId(expectation.satisfiedBy.factKey), 'COMPLETED');
 
     await h.raise(expectation);
     await h.until(id, (r) => r.state === 'open');
-    await advanceTo(start + 8 * DAY);
+    await h.advanceTo(start + 8 * DAY);
 
     expect((await h.record(id)).state).toBe('open');
   });
@@ -117,9 +97,9 @@ describe('fact ledger', () => {
     await reportFact(h, expectation.satisfiedBy.factKey, start);
     await h.until(id, (r) => r.closedAt !== undefined);
 
-    await advanceTo(start + 7 * DAY - HOUR);
+    await h.advanceTo(start + 7 * DAY - HOUR);
     expect(await workflowStatus(h, ledger)).toBe('RUNNING');
-    await advanceTo(start + 7 * DAY + HOUR);
+    await h.advanceTo(start + 7 * DAY + HOUR);
     await untilStatus(h, ledger, 'COMPLETED');
   });
 });

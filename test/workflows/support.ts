@@ -1,13 +1,14 @@
 /**
- * Shared setup of the time-skipping workflow tests: one test server and one worker per file, the real ledger
- * activities, and a recording `deliverLapse` test activity (lapse delivery over A2A is tested in its own tier).
+ * Shared setup of the time-skipping workflow tests: one test server and one worker per file (`useHarness`), the
+ * real ledger activities, and a recording `deliverLapse` test activity (lapse delivery over A2A is tested in its
+ * own tier).
  */
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, SearchAttributeType } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { createLedgerActivities } from '../../activities/ledgers.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from '../../activities/types.js';
 import type { Expectation, Fact } from '../../src/schemas/extension.js';
@@ -44,6 +45,8 @@ export interface TimeSkippingHarness {
   /** Polls the record (without moving the clock) until `accept` holds; fails after 15 s of wall time. */
   until(expectationId: string, accept: (record: ExpectationRecord) => boolean): Promise<ExpectationRecord>;
   now(): Promise<number>;
+  /** Moves the server's clock to `instantMs` (never backwards). */
+  advanceTo(instantMs: number): Promise<void>;
   shutdown(): Promise<void>;
 }
 
@@ -130,12 +133,33 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
       }
     },
     now: () => env.currentTimeMs(),
+    async advanceTo(instantMs) {
+      const now = await env.currentTimeMs();
+      if (instantMs > now) await env.sleep(instantMs - now);
+    },
     async shutdown() {
       worker.shutdown();
       await running;
       await env.teardown();
     },
   };
+  return harness;
+}
+
+/**
+ * The harness of one test file: started in `beforeAll`, shut down in `afterAll`. The object is filled in when the
+ * hook has run, so it is used inside tests and hooks only.
+ */
+export function useHarness(): TimeSkippingHarness {
+  const harness = {} as TimeSkippingHarness;
+  let started: TimeSkippingHarness | undefined;
+  beforeAll(async () => {
+    started = await startHarness();
+    Object.assign(harness, started);
+  });
+  afterAll(async () => {
+    await started?.shutdown();
+  });
   return harness;
 }
 
