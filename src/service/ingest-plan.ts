@@ -143,7 +143,7 @@ export function planIngest(input: PlanInput): IngestPlan {
         const kindCheck = checkKind(declaration, item.expectation, item.path);
         problems.rules.push(...kindCheck.errors);
         problems.warnings.push(...kindCheck.warnings);
-        problems.rules.push(...referenceErrors(item.expectation, item.path, known));
+        checkReferences(item, { ...input, known }, problems);
         checkSupersedes(item, { ...input, lineages, known }, problems);
       }
       known.set(item.expectation.expectationId, item.expectation);
@@ -226,9 +226,8 @@ function checkSupersedes(
   const at = joinPath([...item.path, 'supersedes']);
   const record = context.records.get(superseded);
   const earlier = context.lineages.get(superseded);
-  if (record && record.agent.id !== context.principal.id) {
-    problems.forbidden.push({ path: at, message: `expectation '${superseded}' was raised by another agent` });
-  } else if (record && !isOpen(record)) {
+  if (raisedByAnother(context, superseded, at, problems)) return;
+  if (record && !isOpen(record)) {
     problems.rules.push({
       path: at,
       rule: 'supersedes-open',
@@ -252,13 +251,10 @@ function checkSupersedes(
 }
 
 /** Withdraw: only the raising agent may withdraw, and only what exists (or is raised in this request). */
-function checkWithdraw({ parsed, principal, records }: PlanInput, lineages: Lineages, problems: Problems): void {
-  for (const { path, value: id } of parsed.withdraw) {
-    const record = records.get(id);
-    if (record) {
-      if (record.agent.id !== principal.id) {
-        problems.forbidden.push({ path: joinPath(path), message: `expectation '${id}' was raised by another agent` });
-      }
+function checkWithdraw(input: PlanInput, lineages: Lineages, problems: Problems): void {
+  for (const { path, value: id } of input.parsed.withdraw) {
+    if (input.records.get(id)) {
+      raisedByAnother(input, id, joinPath(path), problems);
     } else if (!lineages.has(id)) {
       const message = `expectation '${id}' was never raised`;
       problems.rules.push({ path: joinPath(path), rule: 'withdraw-exists', message });
@@ -266,30 +262,44 @@ function checkWithdraw({ parsed, principal, records }: PlanInput, lineages: Line
   }
 }
 
-/** `after` ids exist and are on the same subject; `anchor` exists. */
-function referenceErrors(expectation: Expectation, path: PropertyKey[], known: Map<string, Expectation>): FieldError[] {
-  const errors: FieldError[] = [];
+/**
+ * `after` ids and the anchor name the raiser's own expectations (403, before anything about them is told), raised
+ * before or earlier in this request; `after` ids are on the same subject.
+ */
+function checkReferences(
+  { expectation, path }: PlannedExpectation,
+  context: PlanInput & { known: Map<string, Expectation> },
+  problems: Problems,
+): void {
+  const othersAt = (id: string, at: string) => raisedByAnother(context, id, at, problems);
   expectation.after?.forEach((id, i) => {
     const at = joinPath([...path, 'after', i]);
-    const before = known.get(id);
+    const before = context.known.get(id);
+    if (othersAt(id, at)) return;
     if (!before) {
-      errors.push({ path: at, rule: 'after-exists', message: `after names '${id}', which was not raised before` });
+      problems.rules.push({ path: at, rule: 'after-exists', message: `after names '${id}', which was not raised before` });
     } else if (before.subject.type !== expectation.subject.type || before.subject.id !== expectation.subject.id) {
-      errors.push({
+      problems.rules.push({
         path: at,
         rule: 'after-subject',
         message: `after names '${id}', which is on subject ${before.subject.type}/${before.subject.id}, not ${expectation.subject.type}/${expectation.subject.id}`,
       });
     }
   });
-  if (expectation.anchor && !known.has(expectation.anchor.expectationId)) {
-    errors.push({
-      path: joinPath([...path, 'anchor', 'expectationId']),
-      rule: 'anchor-exists',
-      message: `anchor names '${expectation.anchor.expectationId}', which was not raised before`,
-    });
+  const anchor = expectation.anchor?.expectationId;
+  if (anchor === undefined) return;
+  const at = joinPath([...path, 'anchor', 'expectationId']);
+  if (!othersAt(anchor, at) && !context.known.has(anchor)) {
+    problems.rules.push({ path: at, rule: 'anchor-exists', message: `anchor names '${anchor}', which was not raised before` });
   }
-  return errors;
+}
+
+/** Ownership (403): true, with the field error at `at`, when `id` names an expectation another agent raised. */
+function raisedByAnother(input: PlanInput, id: string, at: string, problems: Problems): boolean {
+  const record = input.records.get(id);
+  if (!record || record.agent.id === input.principal.id) return false;
+  problems.forbidden.push({ path: at, message: `expectation '${id}' was raised by another agent` });
+  return true;
 }
 
 /** The fact as recorded: `source` is the principal, a different reported source is kept as `claimedSource`. */

@@ -125,6 +125,33 @@ const endpoints: Endpoint[] = [
     expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
   },
   {
+    // B could otherwise make A receive a skipped lapse (issue 11): only the owner may order after its expectation.
+    name: "POST /a2a/events raising one after agent-a's expectation",
+    async act(token) {
+      const old = await raisedByA();
+      const e = dueExpectation(`authz-after-${unique()}`, new Date(Date.now() + 3_600_000), {
+        subject: old.subject,
+        after: [old.expectationId],
+      });
+      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
+      return { answer, after: () => stateOf(e.expectationId), expectedAfter: answer.status === 200 ? 'open' : undefined };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
+  },
+  {
+    // B would otherwise learn from its own due time when A's expectation was satisfied (DESIGN 3.4).
+    name: "POST /a2a/events raising one anchored on agent-a's expectation",
+    async act(token) {
+      const old = await raisedByA();
+      const e = dueExpectation(`authz-anchor-${unique()}`, new Date(Date.now() + 3_600_000), {
+        anchor: { expectationId: old.expectationId, offset: 'PT1H' },
+      });
+      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
+      return { answer, after: () => stateOf(e.expectationId), expectedAfter: answer.status === 200 ? 'open' : undefined };
+    },
+    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
+  },
+  {
     name: "POST /a2a/events withdrawing agent-a's expectation",
     async act(token) {
       const old = await raisedByA();

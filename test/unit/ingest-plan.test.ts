@@ -349,6 +349,41 @@ describe('after and anchor', () => {
     );
     expect(plan(request({ expectations: [expectation('e0'), anchored('e1', 'e0')] })).expectations).toHaveLength(2);
   });
+
+  it("refuses (403) after naming another agent's expectation, telling nothing of its subject", () => {
+    const theirs = record(expectation('e0', { subject: { type: 'shipment', id: 'S-2' } }), { agent: { id: 'agent-b' } });
+
+    expect(refusal(request({ expectations: [expectation('e1', { after: ['e0'] })] }), { records: [theirs] })).toEqual(
+      forbidden('expectations/0/after/0', "expectation 'e0' was raised by another agent"),
+    );
+  });
+
+  it("refuses (403) an anchor on another agent's expectation", () => {
+    const theirs = record(expectation('e0'), { agent: { id: 'agent-b' } });
+    const e = expectation('e1', { anchor: { expectationId: 'e0', offset: 'P1D' } });
+
+    expect(refusal(request({ expectations: [e] }), { records: [theirs] })).toEqual(
+      forbidden('expectations/0/anchor/expectationId', "expectation 'e0' was raised by another agent"),
+    );
+  });
+
+  it("names each after item and the anchor that is another agent's, and counts its own as its own", () => {
+    const theirs = record(expectation('e0'), { agent: { id: 'agent-b' } });
+    const mine = record(expectation('m0'));
+    const e = expectation('e2', { after: ['m0', 'e0', 'e1'], anchor: { expectationId: 'e0', offset: 'P1D' } });
+
+    const refused = refusal(request({ expectations: [expectation('e1'), e] }), { records: [theirs, mine] });
+
+    const message = "expectation 'e0' was raised by another agent";
+    expect(refused).toEqual({
+      name: 'ForbiddenError',
+      message,
+      errors: [
+        { path: 'expectations/1/after/1', message },
+        { path: 'expectations/1/anchor/expectationId', message },
+      ],
+    });
+  });
 });
 
 describe('supersedes and lineage', () => {
