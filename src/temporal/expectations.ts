@@ -1,6 +1,7 @@
 /**
  * The client-side operations the HTTP bridge calls: raise an expectation, read its record, record a fact, withdraw.
- * Every workflow id comes from ids.ts; every signal, query and update from workflows/messages.ts.
+ * Every workflow id comes from ids.ts; every signal, query and update from workflows/messages.ts; the UI texts from
+ * workflows/ui-text.ts.
  */
 import {
   WithStartWorkflowOperation,
@@ -9,11 +10,11 @@ import {
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
+import { isZeroDuration } from '../../core/duration.js';
 import type { Fact } from '../schemas/extension.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
-import { isZeroDuration } from '../../core/duration.js';
 import {
   recordFactUpdate,
   recordQuery,
@@ -30,34 +31,8 @@ import {
   ExpectationState,
   ExpectationSubject,
 } from '../../workflows/search-attributes.js';
+import { expectationDetails, expectationSummary } from '../../workflows/ui-text.js';
 import { expectationWorkflowId, factLedgerWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from './ids.js';
-
-const cell = (value: string): string => value.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-
-/** The expectation as a markdown table: the workflow's static details in the Temporal UI. */
-export function expectationDetails(input: ExpectationInput): string {
-  const e = input.expectation;
-  const rows: Array<[string, string | undefined]> = [
-    ['expectationId', e.expectationId],
-    ['kind', e.kind],
-    ['subject', subjectKey(e.subject)],
-    ['expects', e.expects],
-    ['satisfiedBy.factKey', e.satisfiedBy.factKey],
-    ['dueAt', e.dueAt],
-    ['grace', e.grace],
-    ['anchor', e.anchor ? `${e.anchor.expectationId} + ${e.anchor.offset}` : undefined],
-    ['after', e.after?.join(', ')],
-    ['horizon', e.horizon],
-    ['basis', e.basis],
-    ['supersedes', e.supersedes],
-    ['lineage', String(input.lineage)],
-    ['agent', input.agent.id],
-    ['origin task', input.origin.taskId],
-    ['origin context', input.origin.contextId],
-  ];
-  const body = rows.filter(([, value]) => value !== undefined && value !== '').map(([k, v]) => `| ${k} | ${cell(v!)} |`);
-  return ['| field | value |', '|---|---|', ...body].join('\n');
-}
 
 /** Starts the expectation's workflow; an id already used (running or closed) answers 'exists' and starts nothing. */
 export async function startExpectation(
@@ -82,8 +57,8 @@ export async function startExpectation(
         { key: ExpectationFactKey, value: keywordValue(e.satisfiedBy.factKey) },
         { key: ExpectationDueAt, value: new Date(e.dueAt) },
       ],
-      staticSummary: `${e.kind}: ${e.expects} (due ${e.dueAt})`,
-      staticDetails: expectationDetails(input),
+      staticSummary: expectationSummary(e),
+      staticDetails: expectationDetails(input, subjectKey(e.subject)),
     });
     return 'raised';
   } catch (error) {
