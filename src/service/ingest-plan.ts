@@ -215,7 +215,10 @@ function classify({ parsed, principal, records }: Omit<PlanInput, 'card' | 'sett
   return { items, lineages };
 }
 
-/** `supersedes` names an open expectation of the same agent, and the new lineage is within the bound. */
+/**
+ * `supersedes` names an open expectation of the same agent whose workflow still runs (a lapsed one closes
+ * `lateWindow` after its last lapse), and the new lineage is within the bound.
+ */
 function checkSupersedes(
   item: Extract<PlannedExpectation, { action: 'raise' }>,
   context: PlanInput & { lineages: Lineages; known: Map<string, Expectation> },
@@ -232,6 +235,13 @@ function checkSupersedes(
       path: at,
       rule: 'supersedes-open',
       message: `supersedes '${superseded}', which is ${record.state}; only an open (or lapsed) expectation can be superseded`,
+    });
+  } else if (record?.closedAt !== undefined) {
+    // Its workflow has ended: nothing is left to withdraw, so accepting would leave it looking superseded but not.
+    problems.rules.push({
+      path: at,
+      rule: 'supersedes-open',
+      message: `supersedes '${superseded}', which lapsed and closed after its late window; a closed expectation can no longer be withdrawn`,
     });
   } else if (!record && !(earlier && context.known.has(superseded))) {
     const message = `supersedes '${superseded}', which was never raised`;

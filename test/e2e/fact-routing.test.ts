@@ -4,8 +4,8 @@
  * Every expectation here is due far ahead: nothing lapses.
  */
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
 import type { Expectation, Fact } from '../../src/schemas/extension.js';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import {
@@ -14,32 +14,15 @@ import {
   startExpectation,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
-import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
+import { expectationInput } from '../support/expectations.js';
+import { useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `fact-routing-${randomUUID()}`;
 const retention = { factRetention: 'P7D' };
-let watcher: WatcherWorker;
-let client: Client;
-let running: Promise<void>;
-
-beforeAll(async () => {
-  watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
-    namespace: 'default',
-    taskQueue,
-    workflowBundlePath: inject('workflowBundlePath'),
-  });
-  client = watcher.client;
-  running = watcher.run();
-});
-
-afterAll(async () => {
-  await watcher?.shutdown();
-  await running;
-});
+const { client } = useWatcherWorker(taskQueue);
 
 const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 const DAY = 86_400_000;
@@ -59,14 +42,7 @@ function expectationOn(subjectId: string, extra: Partial<Expectation> = {}): Exp
 }
 
 async function raise(expectation: Expectation): Promise<ExpectationInput> {
-  const input: ExpectationInput = {
-    expectation,
-    agent: { id: 'shipping-agent' },
-    origin: { taskId: 'origin-task', contextId: 'ctx' },
-    lineage: 0,
-    links: expectationLinks(expectation),
-    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
-  };
+  const input = expectationInput(expectation, { id: 'shipping-agent' }, { taskId: 'origin-task', contextId: 'ctx' });
   expect(await startExpectation(client, taskQueue, input)).toBe('raised');
   return input;
 }

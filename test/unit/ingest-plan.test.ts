@@ -423,6 +423,26 @@ describe('supersedes and lineage', () => {
     );
   });
 
+  it('refuses to supersede a lapsed expectation whose late window has passed: its workflow has closed', () => {
+    const closed = record(expectation('e1'), { state: 'lapsed', closedAt: '2027-01-01T00:00:00.000Z' });
+
+    expect(refusal(request({ expectations: [superseding('e2', 'e1')] }), { records: [closed] })).toEqual(
+      rule(
+        'expectations/0/supersedes',
+        'supersedes-open',
+        "supersedes 'e1', which lapsed and closed after its late window; a closed expectation can no longer be withdrawn",
+      ),
+    );
+  });
+
+  it('still plans the withdrawal of a closed lapsed expectation: the applier reports it not-open (DESIGN 3.6)', () => {
+    const closed = record(expectation('e1'), { state: 'lapsed', closedAt: '2027-01-01T00:00:00.000Z' });
+
+    expect(plan(request({ withdraw: ['e1'] }), { records: [closed] }).withdraw).toEqual([
+      { expectationId: 'e1', reason: 'withdrawn by agent-a in task t-1' },
+    ]);
+  });
+
   it('refuses to supersede an expectation never raised, or raised later in the same request', () => {
     expect(refusal(request({ expectations: [superseding('e2', 'e1'), expectation('e1')] }))).toEqual(
       rule('expectations/0/supersedes', 'supersedes-open', "supersedes 'e1', which was never raised"),
