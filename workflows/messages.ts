@@ -4,6 +4,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Expectation, ExpectationRecord, Fact, Origin } from '../core/types.js';
+import type { CarriedExpectationState } from './expectation-manager.js';
 
 // ── expectation workflow (`expectation:<id>`) ─────────────────────────────────────────────────────────────
 
@@ -43,14 +44,8 @@ export interface ExpectationInput {
   carried?: CarriedExpectationState;
 }
 
-/** Everything an expectation keeps across continue-as-new. Deadlines are absolute instants. */
-export interface CarriedExpectationState {
-  record: ExpectationRecord;
-  horizonChecked: boolean;
-  dependents: string[];
-  /** Workflow id of the anchor the expectation is currently linked to (it changes when the anchor is superseded). */
-  anchorLink?: string;
-}
+/** Declared next to the state it carries (expectation-manager.ts); re-exported for clients of the input. */
+export type { CarriedExpectationState } from './expectation-manager.js';
 
 /** A fact forwarded by the fact ledger to an expectation waiting on its key. */
 export const factSignal = defineSignal<[Fact]>('fact');

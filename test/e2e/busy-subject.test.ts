@@ -4,8 +4,7 @@
  * new, and no fact, subscriber, dependent or deadline is lost: every expectation ends in the right state.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Expectation, Fact } from '../../src/schemas/extension.js';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import {
@@ -14,39 +13,22 @@ import {
   startExpectation,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
-import {
-  expectationLinks,
-  expectationWorkflowId,
-  factLedgerWorkflowId,
-  subjectLedgerWorkflowId,
-} from '../../src/temporal/ids.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
-import type { ExpectationInput } from '../../workflows/messages.js';
+import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { expectationInput } from '../support/expectations.js';
+import { useWatcherWorker } from '../support/watcher.js';
 
 const FACTS = 2000;
 const taskQueue = `busy-subject-${randomUUID()}`;
-let watcher: WatcherWorker;
-let client: Client;
-let running: Promise<void>;
+const { client } = useWatcherWorker(taskQueue);
 let agent: TestAgent;
 
 beforeAll(async () => {
-  watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
-    namespace: 'default',
-    taskQueue,
-    workflowBundlePath: inject('workflowBundlePath'),
-  });
-  client = watcher.client;
-  running = watcher.run();
   agent = await startTestAgent();
 });
 
 afterAll(async () => {
   await agent?.close();
-  await watcher?.shutdown();
-  await running;
 });
 
 const suffix = randomUUID().slice(0, 8);
@@ -67,14 +49,8 @@ function expectation(name: string, dueInMs: number, extra: Partial<Expectation> 
 }
 
 async function raise(e: Expectation): Promise<void> {
-  const input: ExpectationInput = {
-    expectation: e,
-    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
-    origin: { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` },
-    lineage: 0,
-    links: expectationLinks(e),
-    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
-  };
+  const origin = { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` };
+  const input = expectationInput(e, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
   expect(await startExpectation(client, taskQueue, input)).toBe('raised');
 }
 

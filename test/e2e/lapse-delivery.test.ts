@@ -2,57 +2,28 @@
  * Lapse delivery end to end: the real dev server, the real worker (our workflows and activities) and a real
  * @a2a-js/sdk agent. An expectation due in a few seconds lapses and the agent receives the lapse task.
  */
-import { createHash, randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Expectation } from '../../src/schemas/extension.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
-import { expectationLinks } from '../../src/temporal/ids.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { lapseMessageId } from '../../core/message-id.js';
-import type { ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { expectationInput } from '../support/expectations.js';
+import { nodeUuidv5, URL_NAMESPACE } from '../support/uuid-v5.js';
+import { useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `lapse-delivery-${randomUUID()}`;
-let watcher: WatcherWorker;
-let client: Client;
-let running: Promise<void>;
-
-beforeAll(async () => {
-  watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
-    namespace: 'default',
-    taskQueue,
-    workflowBundlePath: inject('workflowBundlePath'),
-  });
-  client = watcher.client;
-  running = watcher.run();
-});
-
-afterAll(async () => {
-  await watcher?.shutdown();
-  await running;
-});
+const { client } = useWatcherWorker(taskQueue);
 
 const agents: TestAgent[] = [];
 afterEach(async () => {
   await Promise.all(agents.splice(0).map((agent) => agent.close()));
 });
 
-/** UUID v5 with node's SHA-1, to cross-check the workflow's pure-JS implementation (DESIGN 3.8). */
-function uuidv5(name: string, namespace: string): string {
-  const hash = createHash('sha1')
-    .update(Buffer.from(namespace.replace(/-/g, ''), 'hex'))
-    .update(name, 'utf8')
-    .digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-const LAPSE_NAMESPACE = uuidv5(EXTENSION_URI, '6ba7b811-9dad-11d1-80b4-00c04fd430c8');
+/** The lapse namespace computed with node's SHA-1, to cross-check the workflow's pure-JS implementation. */
+const LAPSE_NAMESPACE = nodeUuidv5(EXTENSION_URI, URL_NAMESPACE);
 
 /** Raises an expectation due `dueInMs` from now with no grace, for `agent`; returns its id and inputs. */
 async function raiseDueSoon(agent: TestAgent, dueInMs = 3_000) {
@@ -69,14 +40,8 @@ async function raiseDueSoon(agent: TestAgent, dueInMs = 3_000) {
     grace: 'PT0S',
     basis: 'contract',
   };
-  const input: ExpectationInput = {
-    expectation,
-    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
-    origin: { taskId: `origin-task-${suffix}`, contextId: `ctx-${suffix}` },
-    lineage: 0,
-    links: expectationLinks(expectation),
-    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
-  };
+  const origin = { taskId: `origin-task-${suffix}`, contextId: `ctx-${suffix}` };
+  const input = expectationInput(expectation, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
   await startExpectation(client, taskQueue, input);
   return { expectation, input, messageId: lapseMessageId(expectation.expectationId, 'overdue', expectation.dueAt) };
 }
@@ -109,7 +74,7 @@ describe('lapse delivery to a real A2A agent', () => {
     const [received] = await agent.waitForMessages(1, 45_000);
     const record = await recordWhen(expectation.expectationId, deliverySettled);
 
-    expect(messageId).toBe(uuidv5(`${expectation.expectationId}|overdue|${expectation.dueAt}`, LAPSE_NAMESPACE));
+    expect(messageId).toBe(nodeUuidv5(`${expectation.expectationId}|overdue|${expectation.dueAt}`, LAPSE_NAMESPACE));
     expect(agent.received).toHaveLength(1);
     expect(agent.attempts).toHaveLength(1);
     const { message, headers, taskId } = received!;

@@ -2,21 +2,9 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LAPSE_MESSAGE_NAMESPACE, lapseMessageId, sha1, utf8Bytes, uuidv5 } from '../../core/message-id.js';
+import { nodeUuidv5, URL_NAMESPACE } from '../support/uuid-v5.js';
 
-const URL_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
-
-/** UUID v5 built on Node's own SHA-1, as the reference. */
-function nodeUuidv5(name: string, namespace: string): string {
-  const digest = createHash('sha1')
-    .update(Buffer.from(namespace.replace(/-/g, ''), 'hex'))
-    .update(name, 'utf8')
-    .digest();
-  digest[6] = (digest[6]! & 0x0f) | 0x50;
-  digest[8] = (digest[8]! & 0x3f) | 0x80;
-  const h = digest.subarray(0, 16).toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
 
 describe('lapse message id', () => {
   it('is the example of DESIGN 3.8', () => {

@@ -1,0 +1,376 @@
+/**
+ * The state of one expectation workflow and everything that changes it: its message handlers, its decisions on
+ * the watcher's clock, and the signals it sends. workflows/expectation.ts is only the loop around it.
+ */
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  getExternalWorkflowHandle,
+  proxyActivities,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+  type SignalDefinition,
+} from '@temporalio/workflow';
+import type { LedgerActivities } from '../activities/types.js';
+import { addDuration } from '../core/duration.js';
+import { INVALID_EXPECTATION } from '../core/failures.js';
+import type { ExpectationRecord, Fact, Lapse, LapseKind } from '../core/types.js';
+import { anchoredDueAt, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline } from './decisions.js';
+import { LapseDeliveries } from './lapse-deliveries.js';
+import {
+  anchorMovedSignal,
+  anchorSatisfiedSignal,
+  skippedSignal,
+  unsubscribeSignal,
+  withdrawSignal,
+  type AnchorMoved,
+  type ExpectationInput,
+  type SubjectFact,
+  type WithdrawRequest,
+} from './messages.js';
+import { ExpectationDueAt, ExpectationState } from './search-attributes.js';
+import { currentDetails, linkAnchorSummary, subscribeSummary } from './ui-text.js';
+
+const ledgers = proxyActivities<LedgerActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
+});
+
+/** How many superseded anchors a dependent follows in one go before it gives up (beyond any sane lineage). */
+const MAX_ANCHOR_HOPS = 100;
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const nowIso = (): string => iso(Date.now());
+const normalized = (instant: string): string => iso(Date.parse(instant));
+
+/** The record of a newly raised expectation; an input the workflow cannot run with fails it, not its task. */
+function initialRecord(input: ExpectationInput): ExpectationRecord {
+  const dueMs = Date.parse(input.expectation.dueAt);
+  if (Number.isNaN(dueMs)) {
+    throw ApplicationFailure.create({ type: INVALID_EXPECTATION, message: 'dueAt is not an instant', nonRetryable: true });
+  }
+  // The bridge refuses these (src/schemas/extension.ts); a caller that skips it gets a failure, not a RangeError loop.
+  const { grace, anchor } = input.expectation;
+  for (const [field, duration] of [['grace', grace], ['anchor.offset', anchor?.offset]] as const) {
+    if (duration !== undefined && !Number.isFinite(new Date(addDuration(dueMs, duration)).getTime())) {
+      throw ApplicationFailure.create({
+        type: INVALID_EXPECTATION,
+        message: `dueAt plus ${field} (${duration}) is not an instant`,
+        nonRetryable: true,
+      });
+    }
+  }
+  return {
+    expectation: input.expectation,
+    projectedDueAt: iso(dueMs),
+    dueAt: iso(dueMs),
+    state: 'open',
+    raisedAt: nowIso(),
+    lapses: [],
+    lineage: input.lineage,
+    agent: { id: input.agent.id },
+    origin: input.origin,
+  };
+}
+
+/** Signals another workflow; a closed or unknown target is not an error (it has nothing left to learn). */
+async function signalQuietly<T extends unknown[]>(workflowId: string, signal: SignalDefinition<T>, ...args: T) {
+  try {
+    await getExternalWorkflowHandle(workflowId).signal(signal, ...args);
+  } catch {
+    // The target closed: a closed expectation or ledger is not open, so there is nobody to tell.
+  }
+}
+
+/** Everything an expectation keeps across continue-as-new: the fields so marked in ExpectationManager. */
+export interface CarriedExpectationState {
+  record: ExpectationRecord;
+  horizonChecked: boolean;
+  dependents: string[];
+  /** Workflow id of the anchor the expectation is currently linked to (it changes when the anchor is superseded). */
+  anchorLink?: string;
+}
+
+/**
+ * One expectation (DESIGN 3): the record and what the workflow needs to decide on it. Handlers change the state and
+ * bump `changes`, which wakes the workflow's loop to decide again. Methods that the loop awaits return the
+ * Temporal promise itself, so that the commands come out in the same order as when the loop awaited it directly.
+ */
+export class ExpectationManager {
+  // ── carried across continue-as-new (CarriedExpectationState, see carry()) ──
+  readonly record: ExpectationRecord;
+  /** The horizon's stalled check is made once. */
+  private horizonChecked: boolean;
+  /** Workflow ids of the expectations anchored on this one. */
+  private readonly dependents: Set<string>;
+  private anchorLink: string | undefined;
+
+  // ── this run only ──
+  /** Bumped by every change that moves a deadline or the state, so the loop re-decides. */
+  private changeCount = 0;
+  /** The search attribute values last upserted; undefined until the first upsert of a new expectation. */
+  private published: { state: string; dueAt: string } | undefined;
+  /** Workflow id of the expectation that superseded this one: its dependents follow it. It closes at once. */
+  private supersededByWorkflowId: string | undefined;
+  private readonly deliveries: LapseDeliveries;
+
+  constructor(private readonly input: ExpectationInput) {
+    const { carried } = input;
+    this.record = carried?.record ?? initialRecord(input);
+    this.horizonChecked = carried?.horizonChecked ?? false;
+    this.dependents = new Set(carried?.dependents ?? []);
+    this.anchorLink = carried ? carried.anchorLink : input.links.anchor;
+    this.published = carried ? { state: this.record.state, dueAt: this.record.dueAt } : undefined;
+    this.deliveries = new LapseDeliveries(this.record, input.agent, () => this.publish());
+  }
+
+  /** What continue-as-new carries: exactly the fields marked so above. */
+  carry(): CarriedExpectationState {
+    const { record, horizonChecked, dependents, anchorLink } = this;
+    return { record, horizonChecked, dependents: [...dependents], anchorLink };
+  }
+
+  /** How many changes the handlers and decisions made so far: the loop waits for it to move. */
+  get changes(): number {
+    return this.changeCount;
+  }
+
+  // ── the operator's view ──
+
+  /** Search attributes when state or dueAt moved, and the current details. */
+  publish(): void {
+    const { record } = this;
+    if (this.published?.state !== record.state || this.published.dueAt !== record.dueAt) {
+      upsertSearchAttributes([
+        { key: ExpectationState, value: record.state },
+        { key: ExpectationDueAt, value: new Date(record.dueAt) },
+      ]);
+      this.published = { state: record.state, dueAt: record.dueAt };
+    }
+    setCurrentDetails(currentDetails(record));
+  }
+
+  private changed(): void {
+    this.changeCount++;
+    this.publish();
+  }
+
+  // ── start-up registration ──
+
+  /**
+   * What a newly raised expectation does once: withdraws the one it supersedes, subscribes to its fact ledger (an
+   * early fact satisfies it at once) and its subject ledger, and links to its anchor.
+   */
+  register(): Promise<unknown> {
+    const { expectation, links, settings } = this.input;
+    const self = { expectationId: expectation.expectationId, workflowId: links.self };
+    const taskQueue = workflowInfo().taskQueue;
+    return Promise.all([
+      links.supersedes
+        ? signalQuietly(links.supersedes, withdrawSignal, { reason: `superseded by ${self.expectationId}`, supersededBy: self })
+        : undefined,
+      ledgers.subscribeFactLedger
+        .executeWithOptions({ summary: subscribeSummary(links.factLedger) }, [
+          {
+            ledgerWorkflowId: links.factLedger,
+            subscriberWorkflowId: links.self,
+            taskQueue,
+            factKey: expectation.satisfiedBy.factKey,
+            retention: settings.factRetention,
+          },
+        ])
+        .then(({ retained }) => retained && this.applyFact(retained)),
+      ledgers.subscribeSubjectLedger.executeWithOptions({ summary: subscribeSummary(links.subjectLedger) }, [
+        { ledgerWorkflowId: links.subjectLedger, subscriberWorkflowId: links.self, taskQueue, subject: expectation.subject },
+      ]),
+      this.linkToAnchor(),
+    ]);
+  }
+
+  /** Registers with the current anchor, following superseded anchors to the one that replaced them. */
+  private async linkToAnchor(): Promise<void> {
+    for (let hop = 0; this.anchorLink && hop < MAX_ANCHOR_HOPS && isOpen(this.record.state); hop++) {
+      const link = this.anchorLink;
+      const result = await ledgers.linkAnchor.executeWithOptions({ summary: linkAnchorSummary(link) }, [
+        { anchorWorkflowId: link, dependentWorkflowId: this.input.links.self },
+      ]);
+      if (result.satisfiedObservedAt) this.applyAnchor(result.satisfiedObservedAt);
+      // A moved signal may have re-linked us meanwhile; only follow our own answer if it is still current.
+      if (!result.movedTo || this.anchorLink !== link) return;
+      this.anchorLink = result.movedTo.workflowId;
+    }
+  }
+
+  // ── message handlers ──
+
+  /** Exact key match only (DESIGN 3.2); the first matching fact wins, any later one is a no-op. */
+  applyFact(fact: Fact): void {
+    const { record } = this;
+    if (!isOpen(record.state) || fact.factKey !== this.input.expectation.satisfiedBy.factKey) return;
+    record.state = 'satisfied';
+    record.satisfiedAt = nowIso();
+    record.observedAt = normalized(fact.observedAt);
+    record.satisfiedBy = fact;
+    record.late = isLate(fact.observedAt, record.dueAt);
+    this.changed();
+  }
+
+  /** A fact of any kind on the subject: only the latest observedAt is kept, for stalls and `lastFactAt`. */
+  observeSubjectFact(fact: SubjectFact): void {
+    const { record } = this;
+    if (record.lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(record.lastFactAt)) {
+      record.lastFactAt = normalized(fact.observedAt);
+      this.publish();
+    }
+  }
+
+  /** Withdraws an open (or lapsed) expectation; 'not-open' when it is satisfied or withdrawn already. */
+  withdraw(request: WithdrawRequest): 'withdrawn' | 'not-open' {
+    const { record } = this;
+    if (!isOpen(record.state)) return 'not-open';
+    record.state = 'withdrawn';
+    record.withdrawnReason = request.reason;
+    if (request.supersededBy) {
+      record.supersededBy = request.supersededBy.expectationId;
+      this.supersededByWorkflowId = request.supersededBy.workflowId;
+    }
+    this.changed();
+    return 'withdrawn';
+  }
+
+  /** An expectation that comes after this one was satisfied while this one was open (DESIGN 3.3). */
+  skip({ satisfiedExpectationId }: { satisfiedExpectationId: string }): void {
+    if (!maySkip(this.record)) return;
+    this.raiseLapse('skipped', [satisfiedExpectationId]);
+    this.changed();
+  }
+
+  /** The anchor is satisfied: the current dueAt becomes its observedAt plus the offset (DESIGN 3.4). */
+  applyAnchor(observedAt: string): void {
+    const { record } = this;
+    const { anchor } = this.input.expectation;
+    if (!isOpen(record.state) || !anchor) return;
+    const dueAt = anchoredDueAt(observedAt, anchor.offset);
+    if (dueAt === record.dueAt) return;
+    record.dueAt = dueAt;
+    this.changed();
+  }
+
+  /** The anchor was superseded: link to the one that superseded it. */
+  async followAnchor(moved: AnchorMoved): Promise<void> {
+    if (!isOpen(this.record.state) || this.anchorLink === moved.workflowId) return;
+    this.anchorLink = moved.workflowId;
+    await this.linkToAnchor();
+  }
+
+  /** A dependent registers; one that comes after the anchor was satisfied or superseded is told at once. */
+  async registerDependent({ workflowId }: { workflowId: string }): Promise<void> {
+    const { record } = this;
+    this.dependents.add(workflowId);
+    if (record.state === 'satisfied' && record.observedAt) {
+      await signalQuietly(workflowId, anchorSatisfiedSignal, {
+        anchorExpectationId: this.input.expectation.expectationId,
+        observedAt: record.observedAt,
+      });
+    } else if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {
+      await signalQuietly(workflowId, anchorMovedSignal, {
+        expectationId: record.supersededBy,
+        workflowId: this.supersededByWorkflowId,
+      });
+    }
+  }
+
+  // ── decisions on the watcher's clock ──
+
+  private deadlineInputs() {
+    return { record: this.record, horizonChecked: this.horizonChecked, lateWindow: this.input.settings.lateWindow };
+  }
+
+  /** The next instant the loop must wake at, if any. */
+  nextDeadline(): Deadline | undefined {
+    return nextDeadline(this.deadlineInputs());
+  }
+
+  /** Raises the overdue and stalled lapses due now (DESIGN 3.3); the horizon counts as checked once passed. */
+  raiseDueLapses(): void {
+    if (!isOpen(this.record.state)) return;
+    const due = dueChecks(this.deadlineInputs(), Date.now());
+    if (due.horizonReached) this.horizonChecked = true;
+    for (const lapse of due.lapses) this.raiseLapse(lapse);
+    if (due.lapses.length > 0 || due.horizonReached) this.changed();
+  }
+
+  private raiseLapse(kind: LapseKind, satisfiedAfter?: string[]): void {
+    const { record } = this;
+    const { expectation } = this.input;
+    const lapse: Lapse = {
+      expectationId: expectation.expectationId,
+      kind: expectation.kind,
+      subject: expectation.subject,
+      expects: expectation.expects,
+      lapse: kind,
+      projectedDueAt: record.projectedDueAt,
+      dueAt: record.dueAt,
+      lapsedAt: nowIso(),
+      ...(record.lastFactAt ? { lastFactAt: record.lastFactAt } : {}),
+      ...(satisfiedAfter ? { satisfiedAfter } : {}),
+      lineage: record.lineage,
+    };
+    record.lapse = lapse;
+    delete record.lapseTaskId;
+    record.state = 'lapsed';
+    this.deliveries.start(lapse);
+  }
+
+  /** Nothing is left to wait for (DESIGN 3.3): satisfied, withdrawn, or the late window has passed. */
+  mayClose(): boolean {
+    return mayClose(this.deadlineInputs(), Date.now());
+  }
+
+  /** Temporal suggests it and nothing of this run would be lost: no delivery or handler still running. */
+  mayContinueAsNew(): boolean {
+    return workflowInfo().continueAsNewSuggested && this.deliveries.pending === 0 && allHandlersFinished();
+  }
+
+  /** No delivery and no handler still running: the workflow may return. */
+  settled(): boolean {
+    return this.deliveries.pending === 0 && allHandlersFinished();
+  }
+
+  // ── closing ──
+
+  /**
+   * Tells the others what the end means to them: a satisfied expectation its dependents (anchor satisfied) and the
+   * expectations it comes after (skipped); a superseded one its dependents (anchor moved); both ledgers to drop it.
+   */
+  tellOnClose(): Promise<unknown> {
+    const { record } = this;
+    const { links } = this.input;
+    const self = this.input.expectation.expectationId;
+    const tell: Promise<void>[] = [];
+    if (record.state === 'satisfied' && record.observedAt) {
+      const observedAt = record.observedAt;
+      for (const dependent of this.dependents) {
+        tell.push(signalQuietly(dependent, anchorSatisfiedSignal, { anchorExpectationId: self, observedAt }));
+      }
+      for (const target of Object.values(links.after)) {
+        tell.push(signalQuietly(target, skippedSignal, { satisfiedExpectationId: self }));
+      }
+    }
+    if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {
+      const moved = { expectationId: record.supersededBy, workflowId: this.supersededByWorkflowId };
+      for (const dependent of this.dependents) tell.push(signalQuietly(dependent, anchorMovedSignal, moved));
+    }
+    tell.push(signalQuietly(links.factLedger, unsubscribeSignal, { workflowId: links.self }));
+    tell.push(signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self }));
+    return Promise.all(tell);
+  }
+
+  /** The record's last change: the close instant. */
+  close(): ExpectationRecord {
+    this.record.closedAt = nowIso();
+    this.publish();
+    return this.record;
+  }
+}
