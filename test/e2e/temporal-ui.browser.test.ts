@@ -10,16 +10,16 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Expectation } from '../../src/schemas/extension.js';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
-import { expectationLinks, expectationWorkflowId } from '../../src/temporal/ids.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { launchChromium, screenshotPath } from '../support/browser.js';
+import { expectationInput } from '../support/expectations.js';
+import { useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `temporal-ui-${randomUUID()}`;
 const suffix = randomUUID().slice(0, 8);
 const uiUrl = inject('temporalUiUrl');
-let watcher: WatcherWorker;
-let running: Promise<void>;
+const watcher = useWatcherWorker(taskQueue);
 let agent: TestAgent;
 let browser: Browser;
 let page: Page;
@@ -46,25 +46,13 @@ function expectation(id: string, subjectId: string, dueInMs: number): Expectatio
 }
 
 async function raise(e: Expectation): Promise<void> {
-  await startExpectation(watcher.client, taskQueue, {
-    expectation: e,
-    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
-    origin: { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` },
-    lineage: 0,
-    links: expectationLinks(e),
-    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
-  });
+  const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
+  const input = expectationInput(e, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
+  await startExpectation(watcher.client, taskQueue, input);
 }
 
 beforeAll(async () => {
   expect(uiUrl, 'the shared dev server runs with its UI').toMatch(/^http:/);
-  watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
-    namespace: 'default',
-    taskQueue,
-    workflowBundlePath: inject('workflowBundlePath'),
-  });
-  running = watcher.run();
   agent = await startTestAgent();
   lapsing = expectation(`ui-${suffix}`, `S-ui-${suffix}`, 2_000);
   elsewhere = expectation(`ui-other-${suffix}`, `S-other-${suffix}`, 365 * 24 * 3600 * 1000);
@@ -78,8 +66,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await watcher?.shutdown();
-  await running;
   await agent?.close();
 });
 

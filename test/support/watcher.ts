@@ -1,0 +1,71 @@
+/**
+ * The watcher's worker and a client on the shared dev server, for the e2e tests: our workflows (the run's bundle)
+ * and activities on a task queue of the test file's own.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { createWatcherWorker } from '../../src/temporal/worker.js';
+
+export interface RunningWatcher {
+  /** The worker's own client (its activities use the same). */
+  client: Client;
+  /** Shuts the worker down, waits until it has drained, and closes its connections. */
+  stop(): Promise<void>;
+}
+
+/** Starts a watcher worker on the shared dev server, polling `taskQueue`. */
+export async function startWatcherWorker(taskQueue: string): Promise<RunningWatcher> {
+  const watcher = await createWatcherWorker({
+    address: inject('temporalAddress'),
+    namespace: 'default',
+    taskQueue,
+    workflowBundlePath: inject('workflowBundlePath'),
+  });
+  const running = watcher.run();
+  return {
+    client: watcher.client,
+    async stop() {
+      await watcher.shutdown();
+      await running;
+    },
+  };
+}
+
+/**
+ * A client of the shared dev server for one test file, closed in `afterAll`. Its connection is lazy (it connects
+ * on first use), so the client can be handed out at once, outside the hooks.
+ */
+export function useClient(): Client {
+  const connection = Connection.lazy({ address: inject('temporalAddress') });
+  afterAll(() => connection.close());
+  return new Client({ connection });
+}
+
+export interface WatcherOfFile {
+  taskQueue: string;
+  /** A client of the same server (not the worker's own), usable in the file's hooks and tests. */
+  client: Client;
+}
+
+/**
+ * A watcher worker for the test file (or the `describe`) that calls it: started in `beforeAll` on `taskQueue`,
+ * stopped in `afterAll`. Hooks registered after this call run after the worker has started and, when the file
+ * ends, before it stops.
+ */
+export function useWatcherWorker(taskQueue: string): WatcherOfFile {
+  const client = useClient();
+  let watcher: RunningWatcher | undefined;
+  beforeAll(async () => {
+    watcher = await startWatcherWorker(taskQueue);
+  });
+  afterAll(async () => {
+    await watcher?.stop();
+  });
+  return { taskQueue, client };
+}
+
+/** How many workflow executions the visibility store counts for a query (eventually consistent). */
+export async function countWorkflows(client: Client, query: string): Promise<number> {
+  const { count } = await client.workflow.count(query);
+  return count;
+}
