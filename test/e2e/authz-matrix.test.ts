@@ -5,11 +5,10 @@
  * Authorization headers are 401.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenSha256 } from '../../src/auth/principals.js';
 import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import {
   artifactUpdate,
@@ -17,15 +16,15 @@ import {
   send,
   startBridgeApp,
   unique,
-  waitUntil,
   type Answer,
   type BridgeApp,
-} from '../support/faults.js';
+} from '../support/bridge.js';
+import { waitUntil } from '../support/faults.js';
+import { useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `authz-${randomUUID()}`;
 const run = unique();
-let watcher: WatcherWorker;
-let running: Promise<void>;
+const watcher = useWatcherWorker(taskQueue);
 let agent: TestAgent;
 let bridge: BridgeApp;
 
@@ -41,13 +40,6 @@ const principalOf: Record<Exclude<Caller, 'none' | 'bad token'>, string> = {
 };
 
 beforeAll(async () => {
-  watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
-    namespace: 'default',
-    taskQueue,
-    workflowBundlePath: inject('workflowBundlePath'),
-  });
-  running = watcher.run();
   agent = await startTestAgent();
   bridge = await startBridgeApp(watcher.client, taskQueue, [
     { id: 'agent-a', roles: ['agent'], cardUrl: agent.cardUrl },
@@ -61,8 +53,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await bridge?.close();
   await agent?.close();
-  await watcher?.shutdown();
-  await running;
 });
 
 /** The token a caller presents (undefined: no Authorization header). */

@@ -7,19 +7,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { countWorkflows, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/faults.js';
+import { send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
+import { countWorkflows, useClient, useWatcherWorker } from '../support/watcher.js';
 
 const run = unique();
 const taskQueue = `bad-input-${randomUUID()}`;
-let connection: Connection;
-let client: Client;
+const client = useClient();
 let agent: TestAgent;
 let bridge: BridgeApp;
 
@@ -29,8 +28,6 @@ const idsUsed = new Set<string>();
 const factKeysUsed = new Set<string>();
 
 beforeAll(async () => {
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
   agent = await startTestAgent();
   bridge = await startBridgeApp(client, taskQueue, [
     { id: 'agent-a', roles: ['agent'], cardUrl: agent.cardUrl },
@@ -42,7 +39,6 @@ afterAll(async () => {
   console.log(`bad-input: ${tried} inputs tried`);
   await bridge?.close();
   await agent?.close();
-  await connection?.close();
 });
 
 // ── building blocks ──────────────────────────────────────────────────────────────────────────────────────
@@ -558,25 +554,15 @@ describe('the other endpoints: path parameters and list queries', () => {
 /** Schema-valid but hostile: odd ids are raised and read back as sent, or refused with a 4xx; never a 5xx. */
 describe('odd but well-formed ids, on a worker of their own', () => {
   const oddQueue = `bad-input-odd-${randomUUID()}`;
-  let watcher: WatcherWorker;
-  let running: Promise<void>;
+  useWatcherWorker(oddQueue);
   let oddBridge: BridgeApp;
 
   beforeAll(async () => {
-    watcher = await createWatcherWorker({
-      address: inject('temporalAddress'),
-      namespace: 'default',
-      taskQueue: oddQueue,
-      workflowBundlePath: inject('workflowBundlePath'),
-    });
-    running = watcher.run();
     oddBridge = await startBridgeApp(client, oddQueue, [{ id: 'agent-a', roles: ['agent'], cardUrl: agent.cardUrl }]);
   });
 
   afterAll(async () => {
     await oddBridge?.close();
-    await watcher?.shutdown();
-    await running;
   });
 
   const wellFormedOdd = fc

@@ -17,7 +17,7 @@ import {
   unique,
   type BridgeEnv,
   type CardServer,
-} from './bridge-fixtures.js';
+} from '../support/bridge.js';
 
 const U = 'https:~1~1rsaxb.com~1a2a~1expectations~1v1';
 const AT = `artifactUpdate/artifact/metadata/${U}`;

@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Role, TaskState, type AgentCard, type Message, type Task } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
@@ -16,9 +15,9 @@ import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js'
 import { createApp } from '../../src/http/app.js';
 import { createMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
-import { inject } from 'vitest';
-import { close, expectation, listen, request, unique } from './bridge-fixtures.js';
+import { expectation, request, unique } from '../support/bridge.js';
+import { close, listen, urlOf } from '../support/net.js';
+import { useWatcherWorker } from '../support/watcher.js';
 
 interface Delivery {
   kind: string;
@@ -35,8 +34,8 @@ const expectations = [
 ];
 expectations[1]!.after = [expectations[0]!.expectationId];
 
-let watcher: WatcherWorker;
-let running: Promise<void>;
+const taskQueue = `bridge-push-${randomUUID()}`;
+const watcher = useWatcherWorker(taskQueue);
 let bridge: Server;
 let bridgeUrl: string;
 let agentServer: Server;
@@ -139,18 +138,9 @@ function agentCard(url: string): AgentCard {
 }
 
 beforeAll(async () => {
-  const taskQueue = `bridge-push-${randomUUID()}`;
-  watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
-    namespace: 'default',
-    taskQueue,
-    workflowBundlePath: inject('workflowBundlePath'),
-  });
-  running = watcher.run();
-
   const agentApp = express();
   agentServer = await listen(agentApp);
-  agentUrl = `http://127.0.0.1:${(agentServer.address() as AddressInfo).port}`;
+  agentUrl = urlOf(agentServer);
   const handler = new DefaultRequestHandler(agentCard(agentUrl), new InMemoryTaskStore(), executor);
   agentApp.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
   agentApp.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
@@ -191,14 +181,12 @@ beforeAll(async () => {
   });
   outer.use(app);
   bridge = await listen(outer);
-  bridgeUrl = `http://127.0.0.1:${(bridge.address() as AddressInfo).port}`;
+  bridgeUrl = urlOf(bridge);
 });
 
 afterAll(async () => {
   if (bridge) await close(bridge);
   if (agentServer) await close(agentServer);
-  await watcher?.shutdown();
-  await running;
 });
 
 describe('push notifications from a real @a2a-js/sdk agent', () => {

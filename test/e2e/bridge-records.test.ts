@@ -6,13 +6,10 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
-import { freePort } from '../support/net.js';
 import {
   artifactUpdate,
   cardJson,
-  close,
   expectation,
-  listen,
   problem,
   request,
   startBridgeEnv,
@@ -21,7 +18,8 @@ import {
   type Answer,
   type BridgeEnv,
   type CardServer,
-} from './bridge-fixtures.js';
+} from '../support/bridge.js';
+import { close, freePort, listen } from '../support/net.js';
 
 let cards: CardServer;
 let env: BridgeEnv;

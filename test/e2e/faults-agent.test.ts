@@ -5,57 +5,35 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { lapseMessageId } from '../../core/message-id.js';
-import { startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  countWorkflows,
-  dueExpectation,
-  lapsesFor,
-  send,
-  startBridgeApp,
-  unique,
-  waitUntil,
-  type BridgeApp,
-} from '../support/faults.js';
-import { freePort } from '../support/net.js';
+import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
+import { waitUntil } from '../support/faults.js';
+import { close, freePort, listen, urlOf } from '../support/net.js';
+import { countWorkflows, useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `faults-agent-${randomUUID()}`;
-let watcher: WatcherWorker;
-let running: Promise<void>;
+const watcher = useWatcherWorker(taskQueue);
 let cards: Server;
 let cardsUrl: string;
 
 beforeAll(async () => {
-  watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
-    namespace: 'default',
-    taskQueue,
-    workflowBundlePath: inject('workflowBundlePath'),
-  });
-  running = watcher.run();
   // Cards that cannot be had: an error status, a body that is not JSON, JSON that is not a card.
   const app = express();
   app.get('/status/:code', (req, res) => void res.status(Number(req.params.code)).json({ error: 'no card here' }));
   app.get('/html', (_req, res) => void res.type('text/html').send('<html><body>Welcome</body></html>'));
   app.get('/not-a-card', (_req, res) => void res.json({ skills: 'none', capabilities: [] }));
-  cards = await new Promise((resolve) => {
-    const server = app.listen(0, '127.0.0.1', () => resolve(server));
-  });
-  cardsUrl = `http://127.0.0.1:${(cards.address() as AddressInfo).port}`;
+  cards = await listen(app);
+  cardsUrl = urlOf(cards);
 });
 
 afterAll(async () => {
-  await watcher?.shutdown();
-  await running;
-  await new Promise((resolve) => cards?.close(resolve));
+  if (cards) await close(cards);
 });
 
 const open: { close(): Promise<void> }[] = [];

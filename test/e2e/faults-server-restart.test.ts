@@ -10,22 +10,10 @@ import type { Expectation } from '../../src/schemas/extension.js';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapseMessageId } from '../../core/message-id.js';
-import { startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  countWorkflows,
-  dueExpectation,
-  lapsesFor,
-  send,
-  spawnWorker,
-  startBridgeApp,
-  startOwnDevServer,
-  unique,
-  waitUntil,
-  type BridgeApp,
-  type OwnDevServer,
-  type WorkerProcess,
-} from '../support/faults.js';
+import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
+import { spawnWorker, startOwnDevServer, waitUntil, type OwnDevServer, type WorkerProcess } from '../support/faults.js';
+import { countWorkflows } from '../support/watcher.js';
 
 const taskQueue = `faults-restart-${randomUUID()}`;
 let server: OwnDevServer;

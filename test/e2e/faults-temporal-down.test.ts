@@ -12,23 +12,11 @@ import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { connectClient, isReachable } from '../../src/temporal/connection.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
-import { startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  countWorkflows,
-  dueExpectation,
-  lapsesFor,
-  send,
-  spawnWorker,
-  startBridgeApp,
-  startOwnDevServer,
-  unique,
-  waitUntil,
-  type BridgeApp,
-  type OwnDevServer,
-  type WorkerProcess,
-} from '../support/faults.js';
+import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
+import { spawnWorker, startOwnDevServer, waitUntil, type OwnDevServer, type WorkerProcess } from '../support/faults.js';
 import { freePort } from '../support/net.js';
+import { countWorkflows } from '../support/watcher.js';
 
 const PROBLEM = 'application/problem+json';
 const taskQueue = `faults-down-${randomUUID()}`;

@@ -4,35 +4,22 @@
  * the agent, and every request the agent saw for one (expectation, lapse, dueAt) carries the same messageId.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapseMessageId } from '../../core/message-id.js';
-import { startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  dueExpectation,
-  lapsesFor,
-  send,
-  spawnWorker,
-  startBridgeApp,
-  unique,
-  waitUntil,
-  type BridgeApp,
-  type WorkerProcess,
-} from '../support/faults.js';
+import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
+import { spawnWorker, waitUntil, type WorkerProcess } from '../support/faults.js';
+import { useClient } from '../support/watcher.js';
 
 const taskQueue = `faults-worker-crash-${randomUUID()}`;
-let connection: Connection;
-let client: Client;
+const client = useClient();
 let agent: TestAgent;
 let bridge: BridgeApp;
 const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
   agent = await startTestAgent();
   bridge = await startBridgeApp(client, taskQueue, [{ id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl }]);
 });
@@ -41,7 +28,6 @@ afterAll(async () => {
   await Promise.all(workers.map((worker) => worker.kill9()));
   await bridge?.close();
   await agent?.close();
-  await connection?.close();
 });
 
 const delivered = (record: ExpectationRecord | undefined) =>

@@ -5,20 +5,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Expectation } from '../../src/schemas/extension.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
-import { expectationLinks, expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { expectationInput } from '../support/expectations.js';
 import { freePort } from '../support/net.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
+import { useClient } from '../support/watcher.js';
 
 const taskQueue = `observability-${randomUUID()}`;
 let worker: Spawned;
 let metricsUrl: string;
-let connection: Connection;
-let client: Client;
+const client = useClient();
 const agents: TestAgent[] = [];
 
 beforeAll(async () => {
@@ -31,13 +31,10 @@ beforeAll(async () => {
     WATCHER_LOG_LEVEL: 'info',
   });
   await worker.waitFor(/"msg":"worker running"/, 110_000);
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
 });
 
 afterAll(async () => {
   await worker?.stop('SIGTERM');
-  await connection?.close();
   await Promise.all(agents.map((agent) => agent.close()));
 });
 
@@ -56,14 +53,9 @@ async function raiseDueSoon(agent: TestAgent): Promise<Expectation> {
     grace: 'PT0S',
     basis: 'contract',
   };
-  await startExpectation(client, taskQueue, {
-    expectation,
-    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
-    origin: { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` },
-    lineage: 0,
-    links: expectationLinks(expectation),
-    settings: { lateWindow: 'P30D', factRetention: 'P7D' },
-  });
+  const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
+  const input = expectationInput(expectation, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
+  await startExpectation(client, taskQueue, input);
   return expectation;
 }
 

@@ -6,16 +6,15 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { tokenSha256 } from '../../src/auth/principals.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { freePort } from '../support/net.js';
+import { artifactUpdate, expectation, unique } from '../support/bridge.js';
+import { close, freePort, listen, urlOf } from '../support/net.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
-import { artifactUpdate, expectation, unique } from './bridge-fixtures.js';
 
 interface ReceivedSpan {
   service: string;
@@ -50,10 +49,8 @@ beforeAll(async () => {
     collect(req.body);
     res.json({});
   });
-  receiver = await new Promise((resolve) => {
-    const server = app.listen(0, '127.0.0.1', () => resolve(server));
-  });
-  const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiver = await listen(app);
+  const endpoint = urlOf(receiver);
   agent = await startTestAgent();
 
   const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-tracing-'));
@@ -79,7 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.stop('SIGTERM')));
   await agent?.close();
-  await new Promise((resolve) => receiver?.close(resolve));
+  if (receiver) await close(receiver);
 });
 
 describe('OpenTelemetry tracing', () => {

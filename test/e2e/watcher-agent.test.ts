@@ -18,7 +18,7 @@ import { AGENT_JSONRPC_PATH, RECORD_SKILL } from '../../src/a2a/agent-endpoint.j
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { expectation, startBridgeEnv, unique, type BridgeEnv } from './bridge-fixtures.js';
+import { expectation, startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
 
 let env: BridgeEnv;
 let agent: TestAgent;

@@ -274,3 +274,11 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
       }),
   };
 }
+
+/** The lapse object of a message the agent received (undefined for anything else). */
+export const lapseOf = (received: ReceivedMessage): { expectationId: string; lapse: string; dueAt: string } | undefined =>
+  received.message?.metadata?.[EXTENSION_URI]?.lapse;
+
+/** Every lapse message the agent received for one expectation. */
+export const lapsesFor = (agent: TestAgent, expectationId: string): ReceivedMessage[] =>
+  agent.received.filter((received) => lapseOf(received)?.expectationId === expectationId);

@@ -18,6 +18,7 @@ import { getExpectationRecord, recordFact, startExpectation } from '../../src/te
 import { expectationLinks } from '../../src/temporal/ids.js';
 import type { ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
+import { deliveryExpectation } from '../support/expectations.js';
 
 const { temporal } = proto;
 
@@ -196,21 +197,13 @@ export async function untilStatus(h: TimeSkippingHarness, workflowId: string, st
   }
 }
 
-/** An expectation on shipment `subjectId`, due `dueInMs` after `nowMs`. */
+/** A `delivery` expectation on shipment `S-<id>`, due `dueInMs` after `nowMs`. */
 export function shipmentExpectation(
   id: string,
   nowMs: number,
   dueInMs: number,
   extra: Partial<Expectation> = {},
 ): Expectation {
-  return {
-    expectationId: id,
-    kind: 'delivery',
-    subject: { type: 'shipment', id: `S-${id}` },
-    expects: 'the shipment is delivered',
-    satisfiedBy: { factKey: `shipment/${id}/delivered` },
-    dueAt: new Date(nowMs + dueInMs).toISOString(),
-    basis: 'contract',
-    ...extra,
-  };
+  const dueAt = new Date(nowMs + dueInMs).toISOString();
+  return deliveryExpectation(id, dueAt, { expects: 'the shipment is delivered', ...extra });
 }

@@ -1,0 +1,247 @@
+/**
+ * The bridge for e2e tests: `createApp` on a real Temporal client, listening on a random port with one random token
+ * per principal (`startBridgeApp`), or together with a watcher worker on a task queue of its own
+ * (`startBridgeEnv`); a server of agent cards whose content each test chooses; requests to the bridge; and the
+ * payloads and expectations the tests send it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import express from 'express';
+import type { Expectation } from '../../core/types.js';
+import { createPrincipalStore, tokenSha256, type Role } from '../../src/auth/principals.js';
+import { createApp, type AppDeps } from '../../src/http/app.js';
+import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
+import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { deliveryExpectation } from './expectations.js';
+import { close, listen, urlOf } from './net.js';
+import { startWatcherWorker } from './watcher.js';
+
+export const UI_URL = 'http://temporal-ui.test:8233';
+
+/** A unique suffix for ids, so files and tests never collide on the shared server. */
+export const unique = (): string => randomUUID().slice(0, 8);
+
+/** The v1.0 push body of an artifact update carrying `payload` under metadata[URI]. */
+export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, contextId = `ctx-${unique()}`) {
+  return {
+    artifactUpdate: {
+      taskId,
+      contextId,
+      artifact: { artifactId: `a-${unique()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
+    },
+  };
+}
+
+/** An expectation of kind `delivery`, due in a year (it never lapses during a test). */
+export function expectation(id: string, overrides: Partial<Expectation> = {}): Expectation {
+  const dueAt = new Date(Date.now() + 365 * 24 * 3600 * 1000);
+  dueAt.setUTCMilliseconds(0);
+  const wholeSeconds = dueAt.toISOString().replace('.000Z', 'Z');
+  return deliveryExpectation(id, wholeSeconds, { expects: 'The shipment is delivered to the consignee', ...overrides });
+}
+
+/** A `delivery` expectation on `shipment` (the test agent's default kind), due at `dueAt` with no grace. */
+export function dueExpectation(id: string, dueAt: Date, overrides: Partial<Expectation> = {}): Expectation {
+  const due = new Date(dueAt);
+  due.setUTCMilliseconds(0);
+  return deliveryExpectation(id, due.toISOString(), { grace: 'PT0S', ...overrides });
+}
+
+/** A v1.0 card (the SDK's JSON shape) declaring the extension with `delivery` and `pickup` kinds. */
+export function cardJson(overrides: { params?: unknown; skills?: string[]; declare?: boolean } = {}) {
+  const params = overrides.params ?? {
+    keepsTime: false,
+    lapseSkill: 'handle-lapse',
+    kinds: [
+      { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The shipment is delivered' },
+      { kind: 'pickup', subjectType: 'shipment', basis: 'observed', describes: 'The carrier picks the shipment up' },
+    ],
+  };
+  return {
+    name: 'Card of a test agent',
+    description: 'Keeps no clock.',
+    supportedInterfaces: [{ url: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    version: '1.0.0',
+    capabilities: {
+      extensions: overrides.declare === false ? [] : [{ uri: EXTENSION_URI, description: '', required: false, params }],
+    },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: (overrides.skills ?? ['handle-lapse']).map((id) => ({ id, name: id, description: '', tags: [], examples: [] })),
+    signatures: [],
+  };
+}
+
+export interface CardServer {
+  url(name: string): string;
+  set(name: string, card: unknown): void;
+  /** Authorization headers each card was fetched with. */
+  authorizations: string[];
+  close(): Promise<void>;
+}
+
+/** Serves `GET /cards/<name>` with whatever card `set` gave it (404 for an unknown name). */
+export async function startCardServer(): Promise<CardServer> {
+  const cards = new Map<string, unknown>();
+  const authorizations: string[] = [];
+  const app = express();
+  app.get('/cards/:name', (req, res) => {
+    authorizations.push(req.get('authorization') ?? '');
+    const card = cards.get(req.params.name);
+    if (card === undefined) res.status(404).json({ error: 'no such card' });
+    else res.json(card);
+  });
+  const server = await listen(app);
+  const base = urlOf(server);
+  return {
+    url: (name) => `${base}/cards/${name}`,
+    set: (name, card) => void cards.set(name, card),
+    authorizations,
+    close: () => close(server),
+  };
+}
+
+/** A principal of the bridge; `agent` principals need a card URL. */
+export interface PrincipalSpec {
+  id: string;
+  roles: Role[];
+  cardUrl?: string;
+  authorization?: string;
+}
+
+export interface BridgeApp {
+  url: string;
+  /** principal id → bearer token */
+  tokens: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** What a test may set of the app's dependencies: settings one by one, the rest whole. */
+export type BridgeOverrides = Partial<Omit<AppDeps, 'client' | 'taskQueue' | 'principals' | 'settings'>> & {
+  settings?: Partial<AppDeps['settings']>;
+};
+
+/** `createApp` on `client`, listening on 127.0.0.1 and a random port, with one random token per principal. */
+export async function startBridgeApp(
+  client: Client,
+  taskQueue: string,
+  principals: PrincipalSpec[],
+  overrides: BridgeOverrides = {},
+): Promise<BridgeApp> {
+  const tokens = Object.fromEntries(principals.map((p) => [p.id, `${p.id}-${randomUUID()}`]));
+  const store = createPrincipalStore({
+    principals: principals.map((p) => ({
+      id: p.id,
+      tokenSha256: tokenSha256(tokens[p.id]!),
+      roles: p.roles,
+      ...(p.cardUrl ? { agent: { cardUrl: p.cardUrl, authorization: p.authorization } } : {}),
+    })),
+  });
+  const app = createApp({
+    client,
+    taskQueue,
+    namespace: 'default',
+    principals: store,
+    ...overrides,
+    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, ...overrides.settings },
+  });
+  const server = await listen(app);
+  return { url: urlOf(server), tokens, close: () => close(server) };
+}
+
+export interface BridgeEnv extends BridgeApp {
+  client: Client;
+  taskQueue: string;
+  metrics: WatcherMetrics;
+}
+
+/** Starts a worker on its own task queue and the bridge (with UI links and its own metrics) on a random port. */
+export async function startBridgeEnv(
+  principals: PrincipalSpec[],
+  options: { settings?: Partial<AppDeps['settings']>; name: string },
+): Promise<BridgeEnv> {
+  const taskQueue = `bridge-${options.name}-${randomUUID()}`;
+  const watcher = await startWatcherWorker(taskQueue);
+  const metrics = createMetrics();
+  const bridge = await startBridgeApp(watcher.client, taskQueue, principals, {
+    settings: options.settings,
+    temporalUiUrl: UI_URL,
+    metrics,
+  });
+  return {
+    ...bridge,
+    client: watcher.client,
+    taskQueue,
+    metrics,
+    async close() {
+      await bridge.close();
+      await watcher.stop();
+    },
+  };
+}
+
+export const problem = (slug: string) => `urn:expectations-watcher:problem:${slug}`;
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  contentType: string;
+  /** The parsed JSON, or the text when it is not JSON (e.g. /metrics). */
+  body: any;
+  /** How long the bridge took to answer. */
+  ms: number;
+}
+
+/** Sends one request and reads the whole answer. */
+async function exchange(url: string, method: string | undefined, headers: Record<string, string>, body?: string | Buffer) {
+  const started = Date.now();
+  const response = await fetch(url, { method: method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON (e.g. /metrics)
+  }
+  const contentType = response.headers.get('content-type') ?? '';
+  return { status: response.status, headers: response.headers, contentType, body: parsed, ms: Date.now() - started };
+}
+
+/** A request to the bridge: a JSON `body` (content type unless `headers` set one) or a `rawBody`, bearer token. */
+export function request(
+  url: string,
+  init: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+  let body: string | undefined = init.rawBody;
+  if (init.body !== undefined) {
+    body = JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  return exchange(url, init.method, headers, body);
+}
+
+/** One request to the bridge: JSON body (or a raw one with its own content type), bearer token or a whole header. */
+export function send(
+  url: string,
+  init: {
+    method?: string;
+    token?: string;
+    /** The whole Authorization header, for malformed ones. */
+    authorization?: string;
+    json?: unknown;
+    raw?: string | Buffer;
+    contentType?: string;
+  } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+  if (init.authorization !== undefined) headers.authorization = init.authorization;
+  let body: string | Buffer | undefined = init.raw;
+  if (init.json !== undefined) body = JSON.stringify(init.json);
+  if (body !== undefined) headers['content-type'] = init.contentType ?? 'application/json';
+  return exchange(url, init.method, headers, body);
+}
