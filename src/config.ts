@@ -5,6 +5,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { isoDuration } from './schemas/extension.js';
 
+/** How far in the future a fact's `observedAt` may be unless WATCHER_MAX_CLOCK_SKEW says otherwise (DESIGN 3.2). */
+export const DEFAULT_MAX_CLOCK_SKEW = 'PT5M';
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
@@ -22,6 +25,7 @@ const envSchema = z.object({
   WATCHER_FACT_RETENTION: isoDuration.default('P7D'),
   WATCHER_LATE_WINDOW: isoDuration.default('P30D'),
   WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
+  WATCHER_MAX_CLOCK_SKEW: isoDuration.default(DEFAULT_MAX_CLOCK_SKEW),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(60),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
@@ -51,6 +55,8 @@ export interface Config {
   factRetention: string;
   lateWindow: string;
   maxLineage: number;
+  /** How far in the future a fact's `observedAt` may be (ISO 8601 duration); beyond it the fact is refused (422). */
+  maxClockSkew: string;
   cardCacheSeconds: number;
   /**
    * The worker's Prometheus endpoint (Temporal SDK metrics and lapse counters): port 9464 unless set; 0 serves none.
@@ -105,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     factRetention: e.WATCHER_FACT_RETENTION,
     lateWindow: e.WATCHER_LATE_WINDOW,
     maxLineage: e.WATCHER_MAX_LINEAGE,
+    maxClockSkew: e.WATCHER_MAX_CLOCK_SKEW,
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
     workerMetrics: { port: e.WATCHER_WORKER_METRICS_PORT ?? 9464, required: e.WATCHER_WORKER_METRICS_PORT !== undefined },
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT

@@ -119,6 +119,7 @@ export async function startBridge(
       factRetention: config.factRetention,
       lateWindow: config.lateWindow,
       maxLineage: config.maxLineage,
+      maxClockSkew: config.maxClockSkew,
       cardCacheSeconds: config.cardCacheSeconds,
     },
     temporalUiUrl: uiUrl,

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
 import { createCardResolver } from '../a2a/card.js';
 import type { PrincipalStore } from '../auth/principals.js';
+import { DEFAULT_MAX_CLOCK_SKEW } from '../config.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
@@ -32,6 +33,8 @@ export interface AppSettings {
   factRetention: string;
   lateWindow: string;
   maxLineage: number;
+  /** How far in the future a fact's `observedAt` may be (ISO 8601 duration); default DEFAULT_MAX_CLOCK_SKEW. */
+  maxClockSkew?: string;
   cardCacheSeconds: number;
 }
 
@@ -64,7 +67,7 @@ export function createApp(deps: AppDeps): express.Express {
   const ingest = createIngestService({
     client: deps.client,
     taskQueue: deps.taskQueue,
-    settings: deps.settings,
+    settings: { ...deps.settings, maxClockSkew: deps.settings.maxClockSkew ?? DEFAULT_MAX_CLOCK_SKEW },
     cards,
     call,
     metrics,

@@ -5,6 +5,7 @@
  * everything else comes back as a plan that ingest.ts applies.
  */
 import { z } from 'zod';
+import { addDuration } from '../../core/duration.js';
 import type { AgentCardInfo } from '../a2a/card.js';
 import { hasRole, type Principal } from '../auth/principals.js';
 import {
@@ -51,6 +52,8 @@ export interface ParsedIngest {
 /** What the planner reads besides the request. */
 export interface PlanSettings {
   maxLineage: number;
+  /** How far in the future (ISO 8601 duration) a fact's `observedAt` may lie: clocks drift, facts are not foretold. */
+  maxClockSkew: string;
 }
 
 export interface PlanInput {
@@ -61,7 +64,12 @@ export interface PlanInput {
   /** The raising agent's card; needed only when `needsCard` says so. */
   card?: AgentCardInfo;
   settings: PlanSettings;
+  /** The watcher's clock (epoch ms), which `observedAt` is checked against. */
+  now: number;
 }
+
+/** What the same-id check reads: the request, who sends it, and the records it refers to. */
+export type References = Pick<PlanInput, 'parsed' | 'principal' | 'records'>;
 
 /** How one expectation of the request will be applied. */
 export type PlannedExpectation =
@@ -122,7 +130,7 @@ export function referencedIds(parsed: ParsedIngest): string[] {
  * True when the request raises something new, so the card must be resolved before `planIngest`. Throws the
  * ConflictError of a reused id first: a conflict is answered without fetching the card.
  */
-export function needsCard(input: Omit<PlanInput, 'card' | 'settings'>): boolean {
+export function needsCard(input: References): boolean {
   return classify(input).items.some((item) => item.action === 'raise');
 }
 
@@ -150,6 +158,7 @@ export function planIngest(input: PlanInput): IngestPlan {
     }
   }
   checkWithdraw(input, lineages, problems);
+  checkObservedAt(input, problems);
   if (problems.forbidden.length > 0) throw new ForbiddenError(problems.forbidden[0]!.message, problems.forbidden);
   if (problems.rules.length > 0) throw ruleViolation(problems.rules);
   const reason = parsed.origin.taskId
@@ -182,7 +191,7 @@ type Lineages = Map<string, { canonical: string; lineage: number }>;
  * Same id: identical content from the same agent is a no-op; anything else is a conflict (409), whether the other
  * content came before or earlier in this request.
  */
-function classify({ parsed, principal, records }: Omit<PlanInput, 'card' | 'settings'>): {
+function classify({ parsed, principal, records }: References): {
   items: PlannedExpectation[];
   lineages: Lineages;
 } {
@@ -269,6 +278,22 @@ function checkWithdraw(input: PlanInput, lineages: Lineages, problems: Problems)
       const message = `expectation '${id}' was never raised`;
       problems.rules.push({ path: joinPath(path), rule: 'withdraw-exists', message });
     }
+  }
+}
+
+/**
+ * `observedAt` decides lateness, so one far in the future would make any fact on time (DESIGN 3.2): more than
+ * `maxClockSkew` ahead of the watcher's clock is refused.
+ */
+function checkObservedAt({ parsed, settings, now }: PlanInput, problems: Problems): void {
+  const latest = addDuration(now, settings.maxClockSkew);
+  for (const { path, value } of parsed.facts) {
+    if (Date.parse(value.observedAt) <= latest) continue;
+    problems.rules.push({
+      path: joinPath([...path, 'observedAt']),
+      rule: 'observed-at-future',
+      message: `observedAt ${value.observedAt} is more than ${settings.maxClockSkew} ahead of the watcher's clock; a fact is reported once observed`,
+    });
   }
 }
 

@@ -35,6 +35,8 @@ export interface IngestSettings {
   factRetention: string;
   lateWindow: string;
   maxLineage: number;
+  /** How far in the future a fact's `observedAt` may be (ISO 8601 duration, WATCHER_MAX_CLOCK_SKEW). */
+  maxClockSkew: string;
 }
 
 export interface IngestDeps {
@@ -44,6 +46,8 @@ export interface IngestDeps {
   cards: CardResolver;
   call: TemporalCall;
   metrics?: WatcherMetrics;
+  /** The watcher's clock (epoch ms); injected so a test can pin it. */
+  now?: () => number;
 }
 
 export interface IngestResult {
@@ -126,7 +130,7 @@ export function createIngestService(deps: IngestDeps) {
       const known = { parsed, principal, records };
       // The card is fetched only when something is new (after a conflict has had its say).
       const card = needsCard(known) ? await deps.cards.resolve(principal.agent!) : undefined;
-      const plan = planIngest({ ...known, card, settings: deps.settings });
+      const plan = planIngest({ ...known, card, settings: deps.settings, now: (deps.now ?? Date.now)() });
       return apply(principal, request.origin, plan);
     },
   };

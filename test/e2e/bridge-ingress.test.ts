@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
+import { factLedgerWorkflowId } from '../../src/temporal/ids.js';
 import {
   artifactUpdate,
   cardJson,
@@ -367,6 +368,55 @@ describe('rules against the card (422)', () => {
 
     const message = "expectation 'ghost-withdraw' was never raised";
     expect(answer.body).toEqual(rule(message, [{ path: `${AT}/withdraw/0`, rule: 'withdraw-exists', message }]));
+  });
+});
+
+describe('facts observed in the future (422)', () => {
+  const FAR = '9999-12-31T23:59:59Z';
+  const message = `observedAt ${FAR} is more than PT5M ahead of the watcher's clock; a fact is reported once observed`;
+  const refusal = (path: string) => ({
+    type: problem('rule-violation'),
+    title: 'A rule of the extension is broken',
+    status: 422,
+    detail: message,
+    errors: [{ path, rule: 'observed-at-future', message }],
+  });
+  const ledgerStarted = (factKey: string) =>
+    env.client.workflow
+      .getHandle(factLedgerWorkflowId(factKey))
+      .describe()
+      .then(
+        () => true,
+        () => false,
+      );
+
+  it('refuses a fact of POST /v1/facts observed beyond the allowed clock skew, and records nothing', async () => {
+    const key = `future-${unique()}`;
+
+    const answer = await facts(env.tokens.feed!, { facts: [{ factKey: key, observedAt: FAR }] });
+
+    expect([answer.status, answer.body]).toEqual([422, refusal('facts/0/observedAt')]);
+    expect(await ledgerStarted(key)).toBe(false);
+  });
+
+  it('refuses such a fact in an artifact, and starts nothing of the same request', async () => {
+    const e = expectation(`future-${unique()}`);
+    const fact = { factKey: e.satisfiedBy.factKey, observedAt: FAR };
+
+    const answer = await events(A(), artifactUpdate({ expectations: [e], facts: [fact] }));
+
+    expect([answer.status, answer.body]).toEqual([422, refusal(`${AT}/facts/0/observedAt`)]);
+    expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
+    expect(await ledgerStarted(fact.factKey)).toBe(false);
+  });
+
+  it('accepts a fact observed a little ahead, within the skew', async () => {
+    const key = `skew-${unique()}`;
+    const observedAt = new Date(Date.now() + 60_000).toISOString();
+
+    const answer = await facts(env.tokens.feed!, { facts: [{ factKey: key, observedAt }] });
+
+    expect([answer.status, answer.body]).toEqual([200, { facts: [{ factKey: key, result: 'recorded' }] }]);
   });
 });
 

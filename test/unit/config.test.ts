@@ -11,6 +11,7 @@ describe('loadConfig', () => {
     expect(config.factRetention).toBe('P7D');
     expect(config.lateWindow).toBe('P30D');
     expect(config.maxLineage).toBe(10);
+    expect(config.maxClockSkew).toBe('PT5M');
     expect(config.principalsFile).toBeUndefined();
     expect(config.maxCachedWorkflows).toBe(500);
   });
@@ -26,6 +27,7 @@ describe('loadConfig', () => {
       WATCHER_FACT_RETENTION: 'PT0S',
       WATCHER_LATE_WINDOW: 'P2D',
       WATCHER_MAX_LINEAGE: '3',
+      WATCHER_MAX_CLOCK_SKEW: 'PT30S',
       WATCHER_WORKER_MAX_CACHED_WORKFLOWS: '50',
     });
 
@@ -37,16 +39,18 @@ describe('loadConfig', () => {
       factRetention: 'PT0S',
       lateWindow: 'P2D',
       maxLineage: 3,
+      maxClockSkew: 'PT30S',
       maxCachedWorkflows: 50,
     });
   });
 
   it('names each bad variable and its rule', () => {
-    const read = () => loadConfig({ PORT: 'eighty', WATCHER_LATE_WINDOW: '30 days' });
+    const read = () => loadConfig({ PORT: 'eighty', WATCHER_LATE_WINDOW: '30 days', WATCHER_MAX_CLOCK_SKEW: '5 minutes' });
 
     expect(read).toThrow(ConfigError);
     expect(read).toThrow(/PORT: .*number/);
     expect(read).toThrow(/WATCHER_LATE_WINDOW: must be an ISO 8601 duration/);
+    expect(read).toThrow(/WATCHER_MAX_CLOCK_SKEW: must be an ISO 8601 duration/);
   });
 
   it('turns TLS on for an API key', () => {

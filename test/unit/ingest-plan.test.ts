@@ -30,7 +30,9 @@ const card: AgentCardInfo = {
   skillIds: ['handle-lapse'],
   declaration: { index: 0, params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } },
 };
-const settings: PlanSettings = { maxLineage: 2 };
+const settings: PlanSettings = { maxLineage: 2, maxClockSkew: 'PT5M' };
+/** The watcher's clock in these tests. */
+const now = Date.parse('2026-06-01T12:00:00Z');
 
 function expectation(id: string, overrides: Partial<Expectation> = {}): Expectation {
   return {
@@ -95,7 +97,7 @@ function plan(req: IngestRequest, known: Known = {}): IngestPlan {
   const records = new Map(referencedIds(parsed).map((id) => [id, stored.get(id)]));
   const input = { parsed, principal, records };
   const cardIfNeeded = needsCard(input) ? (known.card ?? card) : undefined;
-  return planIngest({ ...input, card: cardIfNeeded, settings: known.settings ?? settings });
+  return planIngest({ ...input, card: cardIfNeeded, settings: known.settings ?? settings, now });
 }
 
 /** The refusal `plan` throws, as the problem mapper reads it. */
@@ -214,7 +216,7 @@ describe('raise, unchanged and conflicts (same id)', () => {
     const records = new Map([['e1', record(e)]]);
 
     expect(needsCard({ parsed, principal: agentA, records })).toBe(false);
-    expect(planIngest({ parsed, principal: agentA, records, settings }).expectations).toEqual([
+    expect(planIngest({ parsed, principal: agentA, records, settings, now }).expectations).toEqual([
       { action: 'unchanged', expectation: e, path: ['expectations', 0] },
     ]);
   });
@@ -505,11 +507,50 @@ describe('withdraw', () => {
   });
 });
 
+describe('observedAt bound', () => {
+  const fact = (observedAt: string) => ({ factKey: 'k', observedAt });
+  const isoAfter = (ms: number) => new Date(now + ms).toISOString();
+
+  it('accepts a fact observed in the past, or up to maxClockSkew ahead of the watcher clock', () => {
+    const facts = [fact('2020-01-01T00:00:00Z'), fact(isoAfter(5 * 60_000))];
+
+    expect(plan(request({ facts }), { principal: feed }).facts.map((f) => f.observedAt)).toEqual([
+      '2020-01-01T00:00:00Z',
+      '2026-06-01T12:05:00.000Z',
+    ]);
+  });
+
+  it('refuses (422) a fact observed more than maxClockSkew ahead, naming its observedAt', () => {
+    const message =
+      "observedAt 2026-06-01T12:05:00.001Z is more than PT5M ahead of the watcher's clock; a fact is reported once observed";
+
+    expect(refusal(request({ facts: [fact('2026-01-01T00:00:00Z'), fact(isoAfter(5 * 60_000 + 1))] }), { principal: feed })).toEqual(
+      rule('facts/1/observedAt', 'observed-at-future', message),
+    );
+  });
+
+  it('reads the bound from the settings, and names every fact beyond it', () => {
+    const tight = { ...settings, maxClockSkew: 'PT0S' };
+    const message = (at: string) => `observedAt ${at} is more than PT0S ahead of the watcher's clock; a fact is reported once observed`;
+
+    const refused = refusal(request({ facts: [fact(isoAfter(1)), fact('9999-12-31T23:59:59Z')] }), { settings: tight });
+
+    expect(refused).toEqual({
+      name: 'RuleViolationError',
+      message: '2 rules are broken; see errors',
+      errors: [
+        { path: 'facts/0/observedAt', rule: 'observed-at-future', message: message('2026-06-01T12:00:00.001Z') },
+        { path: 'facts/1/observedAt', rule: 'observed-at-future', message: message('9999-12-31T23:59:59Z') },
+      ],
+    });
+  });
+});
+
 describe('planner contract', () => {
   it('refuses to plan something new without the card', () => {
     const parsed = parseIngest(agentA, request({ expectations: [expectation('e1')] }));
 
-    expect(() => planIngest({ parsed, principal: agentA, records: new Map([['e1', undefined]]), settings })).toThrow(
+    expect(() => planIngest({ parsed, principal: agentA, records: new Map([['e1', undefined]]), settings, now })).toThrow(
       'planIngest: something new is raised, so the card is needed (see needsCard)',
     );
   });
