@@ -6,6 +6,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   getExternalWorkflowHandle,
+  patched,
   proxyActivities,
   setCurrentDetails,
   upsertSearchAttributes,
@@ -39,6 +40,13 @@ const ledgers = proxyActivities<LedgerActivities>({
 
 /** How many superseded anchors a dependent follows in one go before it gives up (beyond any sane lineage). */
 const MAX_ANCHOR_HOPS = 100;
+
+/**
+ * Patch of expectations raised before the bridge registered them (no `registration` in their input): a lapse
+ * delivery is abandoned once the expectation is satisfied or withdrawn, and does not hold up continue-as-new.
+ * Expectations the bridge registers have both from their start, without a marker.
+ */
+export const DELIVERIES_END_WITH_THE_EXPECTATION = 'deliveries-end-with-the-expectation';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const nowIso = (): string => iso(Date.now());
@@ -114,21 +122,43 @@ export class ExpectationManager {
   /** Workflow id of the expectation that superseded this one: its dependents follow it. It closes at once. */
   private supersededByWorkflowId: string | undefined;
   private readonly deliveries: LapseDeliveries;
+  /** Raised through the bridge's registration (docs/raise-path.md): the raise path v2 rules hold from the start. */
+  private readonly registeredByBridge: boolean;
+  /** A delivery in retry may be carried over continue-as-new (always for v2; by the patch for older ones). */
+  private deliveriesCarry: boolean;
 
   constructor(private readonly input: ExpectationInput) {
     const { carried } = input;
+    this.registeredByBridge = input.registration === 'bridge';
+    this.deliveriesCarry = this.registeredByBridge;
     this.record = carried?.record ?? initialRecord(input);
     this.horizonChecked = carried?.horizonChecked ?? false;
     this.dependents = new Set(carried?.dependents ?? []);
     this.anchorLink = carried ? carried.anchorLink : input.links.anchor;
-    this.published = carried ? { state: this.record.state, dueAt: this.record.dueAt } : undefined;
-    this.deliveries = new LapseDeliveries(this.record, input.agent, () => this.publish());
+    // The start already set ExpectationState and ExpectationDueAt to these; an older start was followed by an upsert.
+    const atStart = carried || this.registeredByBridge;
+    this.published = atStart ? { state: this.record.state, dueAt: this.record.dueAt } : undefined;
+    this.deliveries = new LapseDeliveries(this.record, input.agent, () => this.publish(), this.registeredByBridge);
   }
 
-  /** What continue-as-new carries: exactly the fields marked so above. */
+  /** What continue-as-new carries: exactly the fields marked so above (pending deliveries are on the record). */
   carry(): CarriedExpectationState {
     const { record, horizonChecked, dependents, anchorLink } = this;
     return { record, horizonChecked, dependents: [...dependents], anchorLink };
+  }
+
+  /**
+   * The input of the next run: the same expectation and links, the carried state, and neither a legacy credential
+   * (only the agent's principal id) nor the early fact, which the carried record has already applied.
+   */
+  nextRunInput(): ExpectationInput {
+    const { carried: _carried, retained: _retained, agent, ...rest } = this.input;
+    return { ...rest, agent: { id: agent.id }, carried: this.carry() };
+  }
+
+  /** A continued run schedules again the deliveries its predecessor left in retry. */
+  resumeDeliveries(): void {
+    this.deliveries.resume();
   }
 
   /** How many changes the handlers and decisions made so far: the loop waits for it to move. */
@@ -163,13 +193,19 @@ export class ExpectationManager {
    * early fact satisfies it at once) and its subject ledger, and links to its anchor.
    */
   register(): Promise<unknown> {
-    const { expectation, links, settings } = this.input;
+    const { expectation, links, settings, retained } = this.input;
     const self = { expectationId: expectation.expectationId, workflowId: links.self };
+    const supersede = links.supersedes
+      ? signalQuietly(links.supersedes, withdrawSignal, { reason: `superseded by ${self.expectationId}`, supersededBy: self })
+      : undefined;
+    if (this.registeredByBridge) {
+      // The bridge subscribed us to both ledgers before it answered; an early fact it read comes in the input.
+      if (retained) this.applyFact(retained);
+      return Promise.all([supersede, this.linkToAnchor()]);
+    }
     const taskQueue = workflowInfo().taskQueue;
     return Promise.all([
-      links.supersedes
-        ? signalQuietly(links.supersedes, withdrawSignal, { reason: `superseded by ${self.expectationId}`, supersededBy: self })
-        : undefined,
+      supersede,
       ledgers.subscribeFactLedger
         .executeWithOptions({ summary: subscribeSummary(links.factLedger) }, [
           {
@@ -213,6 +249,7 @@ export class ExpectationManager {
     record.observedAt = normalized(fact.observedAt);
     record.satisfiedBy = fact;
     record.late = isLate(fact.observedAt, record.dueAt);
+    this.abandonDeliveries('the expectation was satisfied before the lapse task was delivered');
     this.changed();
   }
 
@@ -235,8 +272,15 @@ export class ExpectationManager {
       record.supersededBy = request.supersededBy.expectationId;
       this.supersededByWorkflowId = request.supersededBy.workflowId;
     }
+    this.abandonDeliveries('the expectation was withdrawn before the lapse task was delivered');
     this.changed();
     return 'withdrawn';
+  }
+
+  /** No lapse task goes out once the expectation has ended (DESIGN 3.8). */
+  private abandonDeliveries(reason: string): void {
+    if (this.deliveries.pending === 0) return;
+    if (this.registeredByBridge || patched(DELIVERIES_END_WITH_THE_EXPECTATION)) this.deliveries.abandon(reason);
   }
 
   /** An expectation that comes after this one was satisfied while this one was open (DESIGN 3.3). */
@@ -320,6 +364,7 @@ export class ExpectationManager {
     record.lapse = lapse;
     delete record.lapseTaskId;
     record.state = 'lapsed';
+    this.deliveriesCarry ||= patched(DELIVERIES_END_WITH_THE_EXPECTATION);
     this.deliveries.start(lapse);
   }
 
@@ -328,9 +373,13 @@ export class ExpectationManager {
     return mayClose(this.deadlineInputs(), Date.now());
   }
 
-  /** Temporal suggests it and nothing of this run would be lost: no delivery or handler still running. */
+  /**
+   * Temporal suggests it and nothing of this run would be lost: no handler still running, and no delivery in
+   * retry unless the next run takes it over.
+   */
   mayContinueAsNew(): boolean {
-    return workflowInfo().continueAsNewSuggested && this.deliveries.pending === 0 && allHandlersFinished();
+    const deliveriesAllow = this.deliveries.pending === 0 || this.deliveriesCarry;
+    return workflowInfo().continueAsNewSuggested && deliveriesAllow && allHandlersFinished();
   }
 
   /** No delivery and no handler still running: the workflow may return. */

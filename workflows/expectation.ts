@@ -37,12 +37,13 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
 
   expectation.publish();
   if (!input.carried) await expectation.register();
+  else expectation.resumeDeliveries();
 
   for (;;) {
     expectation.raiseDueLapses();
     if (expectation.mayClose()) break;
     if (expectation.mayContinueAsNew()) {
-      await continueAsNew<typeof expectationWorkflow>({ ...input, carried: expectation.carry() });
+      await continueAsNew<typeof expectationWorkflow>(expectation.nextRunInput());
     }
     const seen = expectation.changes;
     const wake = () => expectation.changes !== seen || expectation.mayContinueAsNew();

@@ -28,7 +28,7 @@ const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt
  * A subscriber gets the first fact not yet sent to it: any fact with the key satisfies, later ones are no-ops.
  */
 export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> {
-  const subscribers = new Set(input.carried?.subscribers ?? []);
+  const subscribers = new Set(input.carried?.subscribers ?? input.subscribers ?? []);
   const seen = [...(input.carried?.seen ?? [])];
   const seenSet = new Set(seen);
   let latest = input.carried?.latest;
@@ -51,7 +51,8 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       seen.push(key);
       seenSet.add(key);
       while (seen.length > DEDUPE_WINDOW) seenSet.delete(seen.shift()!);
-      latest = fact;
+      // The fact retained for later subscribers is the one observed last, not the one that arrived last.
+      if (!latest || Date.parse(fact.observedAt) >= Date.parse(latest.observedAt)) latest = fact;
       lastReceivedAt = new Date().toISOString();
       for (const subscriber of subscribers) outbox.add(subscriber, fact);
       changes++;

@@ -1,14 +1,20 @@
 /**
  * The expectation's lapse deliveries (DESIGN 3.8), in one place: each lapse gets an entry on the record with its
  * deterministic message id, its task is delivered in the background, and the outcome is recorded on the entry.
+ * A delivery runs in its own cancellation scope: it is abandoned when the expectation is satisfied or withdrawn,
+ * and one still in retry when the run continues as new is carried over and scheduled again in the next run.
  */
-import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/types.js';
+import { addDuration } from '../core/duration.js';
 import { LAPSE_REJECTED } from '../core/failures.js';
 import { lapseMessageId } from '../core/message-id.js';
 import type { ExpectationRecord, Lapse, LapseEntry } from '../core/types.js';
 import type { AgentRef } from './messages.js';
 import { deliverLapseSummary } from './ui-text.js';
+
+/** How long a lapse may take to reach its agent, from the lapse, across retries and continue-as-new. */
+export const DELIVERY_BUDGET = 'P7D';
 
 const delivery = proxyActivities<DeliveryActivities>({
   startToCloseTimeout: '30s',
@@ -23,20 +29,27 @@ function describeFailure(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The deliveries of one expectation run; `pending` counts those not settled yet (none may be lost to continue-as-new). */
+/** The deliveries of one expectation run; `pending` counts those not settled yet. */
 export class LapseDeliveries {
-  private inFlight = 0;
+  private readonly inFlight = new Map<LapseEntry, CancellationScope>();
+  /** Why pending deliveries were given up, once they were (the entries then read `abandoned`). */
+  private abandonedBecause: string | undefined;
 
   constructor(
     private readonly record: ExpectationRecord,
     private readonly agent: AgentRef,
     /** Called after each delivery settles, with its outcome on the record. */
     private readonly onSettled: () => void,
+    /**
+     * Raised by the bridge that keeps credentials out of Temporal: the activity gets the principal id only, and
+     * gets what is left of the 7-day budget when it is carried over continue-as-new.
+     */
+    private readonly byPrincipalId: boolean,
   ) {}
 
   /** Deliveries started and not settled yet. */
   get pending(): number {
-    return this.inFlight;
+    return this.inFlight.size;
   }
 
   /** Adds the lapse's entry to the record and delivers its task in the background. */
@@ -46,29 +59,57 @@ export class LapseDeliveries {
       delivery: { status: 'pending', messageId: lapseMessageId(lapse.expectationId, lapse.lapse, lapse.dueAt) },
     };
     this.record.lapses.push(entry);
-    this.inFlight++;
-    void this.deliver(entry).finally(() => {
-      this.inFlight--;
-      this.onSettled();
-    });
+    this.run(entry);
+  }
+
+  /** Schedules again the deliveries a previous run left pending when it continued as new. */
+  resume(): void {
+    for (const entry of this.record.lapses) if (entry.delivery.status === 'pending') this.run(entry);
+  }
+
+  /** Gives up every pending delivery: an attempt on the wire finishes, but no further attempt is made. */
+  abandon(reason: string): void {
+    this.abandonedBecause ??= reason;
+    for (const scope of this.inFlight.values()) scope.cancel();
+  }
+
+  private run(entry: LapseEntry): void {
+    const scope = new CancellationScope();
+    this.inFlight.set(entry, scope);
+    void scope
+      .run(() => this.deliver(entry))
+      .finally(() => {
+        this.inFlight.delete(entry);
+        this.onSettled();
+      });
   }
 
   /** Delivers one lapse task; the outcome is recorded on its entry, never thrown. */
   private async deliver(entry: LapseEntry): Promise<void> {
     const { agent, record } = this;
-    if (!agent.cardUrl) {
+    if (!this.byPrincipalId && !agent.cardUrl) {
       entry.delivery = { ...entry.delivery, status: 'failed', error: `agent ${agent.id} has no cardUrl to deliver to` };
       return;
     }
+    const leftMs = addDuration(Date.parse(entry.lapse.lapsedAt), DELIVERY_BUDGET) - Date.now();
+    if (leftMs <= 0) {
+      entry.delivery = { ...entry.delivery, status: 'failed', error: `not delivered within ${DELIVERY_BUDGET} of the lapse` };
+      return;
+    }
+    const summary = deliverLapseSummary(entry.lapse.lapse, agent.id);
+    const input = { lapse: entry.lapse, agent: { id: agent.id }, origin: record.origin, messageId: entry.delivery.messageId };
     try {
-      const result = await delivery.deliverLapse.executeWithOptions(
-        { summary: deliverLapseSummary(entry.lapse.lapse, agent.id) },
-        [{ lapse: entry.lapse, agent, origin: record.origin, messageId: entry.delivery.messageId }],
-      );
+      const result = this.byPrincipalId
+        ? await delivery.deliverLapse.executeWithOptions({ summary, scheduleToCloseTimeout: leftMs }, [input])
+        : await delivery.deliverLapse.executeWithOptions({ summary }, [input]);
       entry.delivery = { ...entry.delivery, status: 'delivered', deliveredAt: nowIso(), warnings: result.warnings };
       if (result.taskId) entry.lapseTaskId = result.taskId;
     } catch (error) {
-      entry.delivery = { ...entry.delivery, status: 'failed', error: describeFailure(error) };
+      if (this.abandonedBecause !== undefined && isCancellation(error)) {
+        entry.delivery = { ...entry.delivery, status: 'abandoned', error: this.abandonedBecause };
+      } else {
+        entry.delivery = { ...entry.delivery, status: 'failed', error: describeFailure(error) };
+      }
     }
     if (record.lapses.at(-1) === entry && entry.lapseTaskId) record.lapseTaskId = entry.lapseTaskId;
   }

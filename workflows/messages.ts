@@ -14,11 +14,16 @@ export interface ExpectationSettings {
   factRetention: string;
 }
 
-/** Who raised the expectation and how to reach it for lapse tasks. */
+/**
+ * Who raised the expectation: its principal id. The worker finds the agent's card URL and credential in the
+ * principals file when it delivers a lapse (DESIGN 3.8); `cardUrl` and `authorization` are set only in the inputs
+ * of expectations raised before that, and never sent on.
+ */
 export interface AgentRef {
   id: string;
+  /** @deprecated legacy inputs only */
   cardUrl?: string;
-  /** Value of the Authorization header the watcher sends to the agent. */
+  /** @deprecated legacy inputs only: the Authorization header value the watcher sent to the agent. */
   authorization?: string;
 }
 
@@ -40,6 +45,14 @@ export interface ExpectationInput {
   lineage: number;
   links: ExpectationLinks;
   settings: ExpectationSettings;
+  /**
+   * `bridge`: the bridge subscribed the expectation to its ledgers before it answered `raised` (docs/raise-path.md),
+   * so the workflow does not; and the raise path's other rules hold (lapse deliveries cancellable and carried over
+   * continue-as-new). Absent in the inputs of expectations raised before, which keep their own behaviour.
+   */
+  registration?: 'bridge';
+  /** An early fact the bridge read from the fact ledger because the deadline had already passed at raising. */
+  retained?: Fact;
   /** Set only by continue-as-new: the record and pending work to carry over. */
   carried?: CarriedExpectationState;
 }
@@ -96,6 +109,8 @@ export interface FactLedgerInput {
   factKey: string;
   /** ISO 8601 duration: how long the latest fact is kept for expectations raised after it. */
   retention: string;
+  /** Expectations the bridge subscribed by starting the ledger (a running ledger gets `subscribe` instead). */
+  subscribers?: string[];
   /**
    * `lastObservedAt` is the workflow time at which the last observation reached the ledger (retention runs from
    * it); `outbox` the facts received but not yet forwarded, one per subscriber.
@@ -123,6 +138,8 @@ export const retainedFactQuery = defineQuery<Fact | undefined>('retainedFact');
 
 export interface SubjectLedgerInput {
   subject: { type: string; id: string };
+  /** Expectations the bridge subscribed by starting the ledger (a running ledger gets `subscribe` instead). */
+  subscribers?: string[];
   /** `outbox`: the latest fact not yet forwarded to each subscriber. */
   carried?: { subscribers: string[]; lastFactAt?: string; outbox?: Array<{ workflowId: string; fact: SubjectFact }> };
 }

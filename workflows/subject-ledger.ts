@@ -21,7 +21,7 @@ const latestObserved = (pending: SubjectFact | undefined, next: SubjectFact): Su
  * coalesced per subscriber: an expectation only needs to know that one arrived and the latest observedAt.
  */
 export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<void> {
-  const subscribers = new Set(input.carried?.subscribers ?? []);
+  const subscribers = new Set(input.carried?.subscribers ?? input.subscribers ?? []);
   let lastFactAt = input.carried?.lastFactAt;
   const outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
   let changes = 0;

@@ -6,7 +6,7 @@ import { expectationSchema, expectationStates, factSchema, lapseSchema, utcDateT
 
 /** How the delivery of one lapse task went. */
 export const lapseDeliverySchema = z.object({
-  status: z.enum(['pending', 'delivered', 'failed']),
+  status: z.enum(['pending', 'delivered', 'failed', 'abandoned']),
   messageId: z.string(),
   attempts: z.number().int().optional(),
   deliveredAt: utcDateTime.optional(),

@@ -8,10 +8,13 @@ import type { Client } from '@temporalio/client';
 import type { CardResolver } from '../a2a/card.js';
 import type { Principal } from '../auth/principals.js';
 import type { WatcherMetrics } from '../metrics.js';
+import type { Expectation } from '../schemas/extension.js';
 import type { ExpectationRecord, Origin } from '../schemas/record.js';
+import type { ExpectationInput } from '../../workflows/messages.js';
 import {
   getExpectationRecord,
   recordFact,
+  registerExpectation,
   startExpectation,
   withdrawExpectation,
 } from '../temporal/expectations.js';
@@ -73,38 +76,60 @@ export function createIngestService(deps: IngestDeps) {
     return found;
   }
 
+  /** The workflow input: the agent by its principal id only, never its card URL or credential (DESIGN 3.8). */
+  const inputOf = (principal: Principal, origin: Origin, expectation: Expectation, lineage: number): ExpectationInput => ({
+    expectation,
+    agent: { id: principal.id },
+    origin,
+    lineage,
+    links: expectationLinks(expectation),
+    settings: { lateWindow: deps.settings.lateWindow, factRetention: deps.settings.factRetention },
+  });
+
   /**
    * Starts one new expectation. Another request may have raised the same id between our check and our start
    * (concurrent re-delivery): a no-op when it carried the same content from the same agent, a conflict otherwise.
    */
   async function raise(principal: Principal, origin: Origin, item: PlannedExpectation & { action: 'raise' }) {
     const { expectation } = item;
-    const outcome = await deps.call(() =>
-      startExpectation(deps.client, deps.taskQueue, {
-        expectation,
-        agent: { id: principal.id, cardUrl: principal.agent?.cardUrl, authorization: principal.agent?.authorization },
-        origin,
-        lineage: item.lineage,
-        links: expectationLinks(expectation),
-        settings: { lateWindow: deps.settings.lateWindow, factRetention: deps.settings.factRetention },
-      }),
-    );
+    const input = inputOf(principal, origin, expectation, item.lineage);
+    const outcome = await deps.call(() => startExpectation(deps.client, deps.taskQueue, input));
     if (outcome === 'raised') {
       deps.metrics?.expectationsRaised.inc({ kind: expectation.kind });
       return 'raised' as const;
     }
     const existing = await lookup(expectation.expectationId);
-    if (existing && sameContent(existing, principal, expectation)) return 'unchanged' as const;
+    if (existing && sameContent(existing, principal, expectation)) {
+      await reregister(principal, origin, existing);
+      return 'unchanged' as const;
+    }
     const message = `expectation '${expectation.expectationId}' was raised concurrently with other content; it is immutable and its id is never reused`;
     throw new ConflictError(message, [{ path: joinPath([...item.path, 'expectationId']), message }]);
   }
 
+  /**
+   * A raise sent again (push delivery is at-least-once, clients retry a 503) may follow one interrupted between its
+   * start and its ledger subscriptions: an open expectation is subscribed again (idempotent).
+   */
+  async function reregister(principal: Principal, origin: Origin, existing: ExpectationRecord | undefined) {
+    if (!existing || existing.closedAt || existing.state === 'satisfied' || existing.state === 'withdrawn') return;
+    const input = inputOf(principal, origin, existing.expectation, existing.lineage);
+    await deps.call(() => registerExpectation(deps.client, deps.taskQueue, input));
+  }
+
   /** Raises first, so that a fact in the same request finds the expectation that waits on it; then facts, withdraws. */
-  async function apply(principal: Principal, origin: Origin, plan: IngestPlan): Promise<IngestResult> {
+  async function apply(
+    principal: Principal,
+    origin: Origin,
+    plan: IngestPlan,
+    records: Map<string, ExpectationRecord | undefined>,
+  ): Promise<IngestResult> {
     const result: IngestResult = { expectations: [], facts: [], withdrawn: [] };
     for (const item of plan.expectations) {
+      const id = item.expectation.expectationId;
+      if (item.action === 'unchanged') await reregister(principal, origin, records.get(id));
       const outcome = item.action === 'raise' ? await raise(principal, origin, item) : 'unchanged';
-      result.expectations.push({ expectationId: item.expectation.expectationId, result: outcome });
+      result.expectations.push({ expectationId: id, result: outcome });
     }
     for (const fact of plan.facts) {
       const outcome = await deps.call(() =>
@@ -131,7 +156,7 @@ export function createIngestService(deps: IngestDeps) {
       // The card is fetched only when something is new (after a conflict has had its say).
       const card = needsCard(known) ? await deps.cards.resolve(principal.agent!) : undefined;
       const plan = planIngest({ ...known, card, settings: deps.settings, now: (deps.now ?? Date.now)() });
-      return apply(principal, request.origin, plan);
+      return apply(principal, request.origin, plan, records);
     },
   };
 }

@@ -10,7 +10,7 @@ import {
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
-import { isZeroDuration } from '../../core/duration.js';
+import { addDuration, isZeroDuration } from '../../core/duration.js';
 import type { Fact } from '../schemas/extension.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
@@ -33,19 +33,40 @@ import {
 } from '../../workflows/search-attributes.js';
 import { expectationDetails, expectationSummary } from '../../workflows/ui-text.js';
 import { expectationWorkflowId, factLedgerWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from './ids.js';
+import { registerWithLedgers, retainedFact } from './registration.js';
 
-/** Starts the expectation's workflow; an id already used (running or closed) answers 'exists' and starts nothing. */
+/** How close to its deadline an expectation must be raised for the bridge to read an early fact first. */
+const NEAR_DEADLINE_MS = 60_000;
+
+/**
+ * Raises an expectation (docs/raise-path.md): starts its workflow, then subscribes it to its fact and subject
+ * ledgers, so that when this returns 'raised' every fact recorded afterwards reaches it. An id already used
+ * (running or closed) answers 'exists' and starts nothing; `registerExpectation` completes an interrupted raise.
+ */
 export async function startExpectation(
   client: Client,
   taskQueue: string,
   input: ExpectationInput,
+  options: { now?: () => number } = {},
 ): Promise<'raised' | 'exists'> {
   const e = input.expectation;
+  const now = options.now ?? Date.now;
+  const deadlineMs = addDuration(Date.parse(e.dueAt), e.grace ?? 'PT0S');
+  // Past due: the first workflow task decides, so an early fact must be in the input, not on its way.
+  const nearDeadline = deadlineMs - now() <= NEAR_DEADLINE_MS;
+  const retained = nearDeadline ? await retainedFact(client, input.links.factLedger) : undefined;
+  // The agent by its principal id only: whatever a caller passes, no card URL or credential enters Temporal.
+  const registered: ExpectationInput = {
+    ...input,
+    agent: { id: input.agent.id },
+    registration: 'bridge',
+    ...(retained ? { retained } : {}),
+  };
   try {
     await client.workflow.start<typeof expectationWorkflow>('expectationWorkflow', {
       workflowId: input.links.self,
       taskQueue,
-      args: [input],
+      args: [registered],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // The id as raised, for lists: a long id's workflow id is a hash (src/temporal/ids.ts).
       memo: { expectationId: e.expectationId },
@@ -60,11 +81,25 @@ export async function startExpectation(
       staticSummary: expectationSummary(e),
       staticDetails: expectationDetails(input, subjectKey(e.subject)),
     });
-    return 'raised';
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) return 'exists';
     throw error;
   }
+  await registerExpectation(client, taskQueue, input);
+  return 'raised';
+}
+
+/** Subscribes a raised expectation to its ledgers; idempotent, so a re-delivered raise completes an interrupted one. */
+export function registerExpectation(client: Client, taskQueue: string, input: ExpectationInput): Promise<void> {
+  const e = input.expectation;
+  return registerWithLedgers(client, taskQueue, {
+    subscriber: input.links.self,
+    factLedger: input.links.factLedger,
+    subjectLedger: input.links.subjectLedger,
+    factKey: e.satisfiedBy.factKey,
+    subject: e.subject,
+    retention: input.settings.factRetention,
+  });
 }
 
 /** The record: from the running workflow's query, or a closed workflow's result; undefined when unknown. */

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { getExpectationRecord, withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';
+import { historyText } from '../support/history-text.js';
 import { ExpectationDueAt, ExpectationState } from '../../workflows/search-attributes.js';
 import {
   DAY,
@@ -231,16 +232,19 @@ describe('withdraw', () => {
 });
 
 describe('lapse delivery records', () => {
-  it('records a failed delivery without calling the activity when the agent has no cardUrl', async () => {
+  it('hands the delivery activity the agent principal id only, never a card URL or credential', async () => {
     const start = await h.now();
-    const id = h.id('no-card');
-    await h.raise(shipmentExpectation(id, start, DAY), { agent: { id: 'cardless-agent' } });
+    const id = h.id('by-id');
+    const agent = { id: 'shipping-agent', cardUrl: 'http://127.0.0.1:9/card', authorization: 'Bearer never-in-temporal' };
+    await h.raise(shipmentExpectation(id, start, DAY), { agent });
     await h.advanceTo(start + 2 * DAY);
 
-    const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'failed');
+    await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
 
-    expect(record.lapses[0]?.delivery.error).toMatch(/cardUrl/);
-    expect(h.deliveries.filter((d) => d.lapse.expectationId === id)).toEqual([]);
+    expect(h.deliveries.filter((d) => d.lapse.expectationId === id).map((d) => d.agent)).toEqual([{ id: 'shipping-agent' }]);
+    const history = await historyText(h.client, expectationWorkflowId(id));
+    expect(history).toContain('shipping-agent');
+    expect(history).not.toContain('never-in-temporal');
   });
 
   it('records a delivery the agent rejected as failed, with the error, and does not retry it', async () => {

@@ -115,7 +115,9 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
         ...options,
         links: expectationLinks(expectation),
       };
-      const started = await startExpectation(client, taskQueue, input);
+      // The bridge's clock is the server's: here the server's clock has been moved ahead of the wall clock.
+      const serverNow = await env.currentTimeMs();
+      const started = await startExpectation(client, taskQueue, input, { now: () => serverNow });
       if (started !== 'raised') throw new Error(`${expectation.expectationId} was not raised: ${started}`);
       return input;
     },
