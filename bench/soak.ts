@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { createPrincipalStore, tokenSha256 } from '../src/auth/principals.js';
+import { agentDirectory, createPrincipalStore, tokenSha256 } from '../src/auth/principals.js';
 import { loadConfig } from '../src/config.js';
 import { createApp } from '../src/http/app.js';
 import { EXTENSION_URI } from '../src/schemas/extension.js';
@@ -124,27 +124,30 @@ async function main(): Promise<void> {
   const taskQueue = `soak-${run}`;
   const bundle = await bundleTo(workflowsPath, path.join(dir, 'workflows.js'));
   const agent = await startTestAgent();
+  const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
+  const principals = createPrincipalStore({
+    principals: [
+      { id: 'soak-agent', tokenSha256: tokenSha256(tokens.agent), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
+      { id: 'soak-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter'] },
+    ],
+  });
   const watcher = await createWatcherWorker({
     address: server.address,
     namespace: server.namespace,
     taskQueue,
     workflowBundlePath: bundle,
     connectionOptions: server.connectionOptions,
+    // The bridge's principals: the agent it raises for is where the lapses go.
+    agents: agentDirectory(principals),
   });
   const workerRunning = watcher.run();
   const connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
   const client = new Client({ connection, namespace: server.namespace });
-  const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
   const app = createApp({
     client,
     taskQueue,
     namespace: server.namespace,
-    principals: createPrincipalStore({
-      principals: [
-        { id: 'soak-agent', tokenSha256: tokenSha256(tokens.agent), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
-        { id: 'soak-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter'] },
-      ],
-    }),
+    principals,
     settings: SETTINGS,
   });
   const http: Server = await new Promise((resolve, reject) => {

@@ -8,7 +8,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
+import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
@@ -60,12 +60,22 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
   const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0, workerSends: 0 };
   const agent = await startTestAgent();
 
+  const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
+  const principals = createPrincipalStore({
+    principals: [
+      { id: 'bench-agent', tokenSha256: tokenSha256(tokens.agent), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
+      { id: 'bench-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter'] },
+    ],
+  });
+
   const watcher: WatcherWorker = await createWatcherWorker({
     address: server.address,
     namespace: server.namespace,
     taskQueue: watcherQueue,
     workflowBundlePath: bundles.watcher,
     connectionOptions: server.connectionOptions,
+    // The bridge's principals, as a worker in the bridge's process would read them from the same file.
+    agents: agentDirectory(principals),
     fetch: countingFetch((url) => {
       if (url === agent.cardUrl) counters.workerCardFetches++;
       else counters.workerSends++;
@@ -90,13 +100,6 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
   const benchConnection = await Connection.connect({ address: server.address, ...server.connectionOptions });
   const client = new Client({ connection: benchConnection, namespace: server.namespace });
 
-  const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
-  const principals = createPrincipalStore({
-    principals: [
-      { id: 'bench-agent', tokenSha256: tokenSha256(tokens.agent), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
-      { id: 'bench-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter'] },
-    ],
-  });
   const app = createApp({
     client: bridgeClient,
     taskQueue: watcherQueue,

@@ -3,6 +3,7 @@
  */
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { AgentDirectory } from '../../activities/deliver-lapse.js';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import type { WatcherMetrics } from '../metrics.js';
 import { activityObservability } from '../observability/activity-interceptor.js';
@@ -18,8 +19,12 @@ export interface WatcherWorkerOptions {
   /** A prebuilt bundle (tests build one per run); unset bundles `workflowsPath`. */
   workflowBundlePath?: string;
   fetch?: ActivityDeps['fetch'];
-  /** Where lapses go: each agent's card URL and credential, looked up by principal id when a lapse is delivered. */
-  agents?: ActivityDeps['agents'];
+  /**
+   * Where lapses go: each agent's card URL and credential, looked up by principal id when a lapse is delivered
+   * (in production the principals file, `agentDirectory(loadReloadingPrincipals(file))`). Required: a worker
+   * without it could deliver no lapse of an expectation raised by principal id.
+   */
+  agents: AgentDirectory;
   /** Client and native connection options, e.g. TLS and API key. */
   connectionOptions?: { tls?: ConnectionOptions['tls']; apiKey?: string };
   workerOptions?: Partial<WorkerOptions>;

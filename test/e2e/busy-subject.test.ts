@@ -15,6 +15,7 @@ import {
 } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { registerAgent } from '../support/agents.js';
 import { expectationInput } from '../support/expectations.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
@@ -50,7 +51,7 @@ function expectation(name: string, dueInMs: number, extra: Partial<Expectation> 
 
 async function raise(e: Expectation): Promise<void> {
   const origin = { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(e, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
+  const input = expectationInput(e, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }), origin);
   expect(await startExpectation(client, taskQueue, input)).toBe('raised');
 }
 

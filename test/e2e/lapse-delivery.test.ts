@@ -10,6 +10,7 @@ import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { registerAgent } from '../support/agents.js';
 import { expectationInput } from '../support/expectations.js';
 import { nodeUuidv5, URL_NAMESPACE } from '../support/uuid-v5.js';
 import { useWatcherWorker } from '../support/watcher.js';
@@ -41,7 +42,9 @@ async function raiseDueSoon(agent: TestAgent, dueInMs = 3_000) {
     basis: 'contract',
   };
   const origin = { taskId: `origin-task-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(expectation, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
+  // Each test's agent under an id of its own: the worker finds its card by that id (never in the input).
+  const agentRef = registerAgent(taskQueue, { id: `shipping-agent-${suffix}`, cardUrl: agent.cardUrl });
+  const input = expectationInput(expectation, agentRef, origin);
   await startExpectation(client, taskQueue, input);
   return { expectation, input, messageId: lapseMessageId(expectation.expectationId, 'overdue', expectation.dueAt) };
 }

@@ -13,6 +13,7 @@ import { getExpectationRecord, startExpectation } from '../../src/temporal/expec
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { launchChromium, screenshotPath } from '../support/browser.js';
+import { registerAgent } from '../support/agents.js';
 import { expectationInput } from '../support/expectations.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
@@ -47,7 +48,7 @@ function expectation(id: string, subjectId: string, dueInMs: number): Expectatio
 
 async function raise(e: Expectation): Promise<void> {
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(e, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
+  const input = expectationInput(e, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }), origin);
   await startExpectation(watcher.client, taskQueue, input);
 }
 

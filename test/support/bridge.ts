@@ -8,10 +8,11 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import express from 'express';
 import type { Expectation } from '../../core/types.js';
-import { createPrincipalStore, tokenSha256, type Role } from '../../src/auth/principals.js';
+import { createPrincipalStore } from '../../src/auth/principals.js';
 import { createApp, type AppDeps } from '../../src/http/app.js';
 import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { principalsFileOf, registerAgents, type PrincipalSpec } from './agents.js';
 import { deliveryExpectation } from './expectations.js';
 import { close, listen, urlOf } from './net.js';
 import { startWatcherWorker } from './watcher.js';
@@ -103,13 +104,7 @@ export async function startCardServer(): Promise<CardServer> {
   };
 }
 
-/** A principal of the bridge; `agent` principals need a card URL. */
-export interface PrincipalSpec {
-  id: string;
-  roles: Role[];
-  cardUrl?: string;
-  authorization?: string;
-}
+export type { PrincipalSpec };
 
 export interface BridgeApp {
   url: string;
@@ -123,7 +118,10 @@ export type BridgeOverrides = Partial<Omit<AppDeps, 'client' | 'taskQueue' | 'pr
   settings?: Partial<AppDeps['settings']>;
 };
 
-/** `createApp` on `client`, listening on 127.0.0.1 and a random port, with one random token per principal. */
+/**
+ * `createApp` on `client`, listening on 127.0.0.1 and a random port, with one random token per principal; its
+ * principals are registered as the agents of `taskQueue`'s in-process workers.
+ */
 export async function startBridgeApp(
   client: Client,
   taskQueue: string,
@@ -131,14 +129,9 @@ export async function startBridgeApp(
   overrides: BridgeOverrides = {},
 ): Promise<BridgeApp> {
   const tokens = Object.fromEntries(principals.map((p) => [p.id, `${p.id}-${randomUUID()}`]));
-  const store = createPrincipalStore({
-    principals: principals.map((p) => ({
-      id: p.id,
-      tokenSha256: tokenSha256(tokens[p.id]!),
-      roles: p.roles,
-      ...(p.cardUrl ? { agent: { cardUrl: p.cardUrl, authorization: p.authorization } } : {}),
-    })),
-  });
+  const store = createPrincipalStore(principalsFileOf(principals, tokens));
+  // The workers of this task queue deliver lapses to these agents (test/support/agents.ts).
+  registerAgents(taskQueue, store);
   const app = createApp({
     client,
     taskQueue,

@@ -5,6 +5,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
+import { agentsOf } from './agents.js';
 
 export interface RunningWatcher {
   /** The worker's own client (its activities use the same). */
@@ -13,13 +14,17 @@ export interface RunningWatcher {
   stop(): Promise<void>;
 }
 
-/** Starts a watcher worker on the shared dev server, polling `taskQueue`. */
+/**
+ * Starts a watcher worker on the shared dev server, polling `taskQueue`; it delivers lapses to the agents of the
+ * bridges started on the same queue (`startBridgeApp`) or registered with `registerAgent`.
+ */
 export async function startWatcherWorker(taskQueue: string): Promise<RunningWatcher> {
   const watcher = await createWatcherWorker({
     address: inject('temporalAddress'),
     namespace: 'default',
     taskQueue,
     workflowBundlePath: inject('workflowBundlePath'),
+    agents: agentsOf(taskQueue),
   });
   const running = watcher.run();
   return {
