@@ -127,16 +127,17 @@ async function oursSide(
   const agent = await startTestAgent();
   const client = await connect(server);
   try {
-    progress('scale (ours): starting the worker process (src/worker.ts bundles the workflows)');
-    const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerEnv }, path.join(dir, 'ours', 'worker.log'));
-    children.push(worker);
-    await worker.waitFor(/worker running/);
+    // The worker finds the agent's card in the bridge's principals file when it delivers a lapse.
     const token = `agent-${randomUUID()}`;
     const principalsFile = path.join(dir, 'ours', 'principals.json');
     writeFileSync(
       principalsFile,
       JSON.stringify({ principals: [{ id: 'bench-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl: agent.cardUrl } }] }),
     );
+    progress('scale (ours): starting the worker process (src/worker.ts bundles the workflows)');
+    const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerEnv, WATCHER_PRINCIPALS_FILE: principalsFile }, path.join(dir, 'ours', 'worker.log'));
+    children.push(worker);
+    await worker.waitFor(/worker running/);
     const port = await freePort();
     const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile }, path.join(dir, 'ours', 'bridge.log'));
     children.push(bridge);
@@ -165,7 +166,8 @@ async function oursSide(
               const expectation = batchOf(`${runPrefix}-scale`, Math.floor(i / 10), 10, dueAt)[i % 10]!;
               return startExpectation(client, queue, {
                 expectation,
-                agent: { id: 'bench-agent', cardUrl: agent.cardUrl },
+                // The principal id only, as the bridge raises it: the card is in the principals file.
+                agent: { id: 'bench-agent' },
                 origin: { taskId: `${runPrefix}-scale-task-${Math.floor(i / 10)}`, contextId: `ctx-${Math.floor(i / 10)}` },
                 lineage: 0,
                 links: expectationLinks(expectation),

@@ -11,6 +11,7 @@ import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { spawnWorker, startOwnDevServer, waitUntil, type OwnDevServer, type WorkerProcess } from '../support/faults.js';
 import { countWorkflows } from '../support/watcher.js';
@@ -28,11 +29,13 @@ beforeAll(async () => {
   connection = await Connection.connect({ address: server.address });
   client = new Client({ connection });
   agent = await startTestAgent();
-  worker = await spawnWorker(server.address, taskQueue);
-  bridge = await startBridgeApp(client, taskQueue, [
+  const principals: PrincipalSpec[] = [
     { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
     { id: 'carrier-feed', roles: ['reporter'] },
-  ]);
+  ];
+  // The worker process delivers to the bridge's agents.
+  worker = await spawnWorker(server.address, taskQueue, writePrincipalsFile(principals));
+  bridge = await startBridgeApp(client, taskQueue, principals);
 });
 
 afterAll(async () => {

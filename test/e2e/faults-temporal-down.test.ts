@@ -13,6 +13,7 @@ import { connectClient, isReachable } from '../../src/temporal/connection.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { spawnWorker, startOwnDevServer, waitUntil, type OwnDevServer, type WorkerProcess } from '../support/faults.js';
 import { freePort } from '../support/net.js';
@@ -35,18 +36,16 @@ afterAll(async () => {
 /** The bridge as `npm run bridge` builds it on `address`: the lazy client and the reachability probe of runtime.ts. */
 async function productionBridge(address: string): Promise<{ bridge: BridgeApp; client: Client }> {
   const client = await connectClient(address, loadConfig({}).temporal);
-  const bridge = await startBridgeApp(
-    client,
-    taskQueue,
-    [
-      { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
-      { id: 'carrier-feed', roles: ['reporter'] },
-    ],
-    { isTemporalReachable: () => isReachable(client) },
-  );
+  const bridge = await startBridgeApp(client, taskQueue, principals(), { isTemporalReachable: () => isReachable(client) });
   cleanups.push(() => bridge.close(), () => client.connection.close());
   return { bridge, client };
 }
+
+/** The bridge's principals; the worker process delivers to the same agents. */
+const principals = (): PrincipalSpec[] => [
+  { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
+  { id: 'carrier-feed', roles: ['reporter'] },
+];
 
 function expectQuick503(answer: { status: number; contentType: string; body: any; ms: number }) {
   expect(answer.status).toBe(503);
@@ -85,7 +84,7 @@ describe('Temporal stopped, then started again', () => {
   beforeAll(async () => {
     server = await startOwnDevServer('down');
     cleanups.push(() => server.dispose());
-    worker = await spawnWorker(server.address, taskQueue);
+    worker = await spawnWorker(server.address, taskQueue, writePrincipalsFile(principals()));
     cleanups.push(() => worker.kill9());
   });
 

@@ -9,6 +9,7 @@ import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { spawnWorker, waitUntil, type WorkerProcess } from '../support/faults.js';
 import { useClient } from '../support/watcher.js';
@@ -17,11 +18,15 @@ const taskQueue = `faults-worker-crash-${randomUUID()}`;
 const client = useClient();
 let agent: TestAgent;
 let bridge: BridgeApp;
+let principalsFile: string;
 const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
   agent = await startTestAgent();
-  bridge = await startBridgeApp(client, taskQueue, [{ id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl }]);
+  const principals: PrincipalSpec[] = [{ id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl }];
+  bridge = await startBridgeApp(client, taskQueue, principals);
+  // The worker processes deliver to the bridge's agents.
+  principalsFile = writePrincipalsFile(principals);
 });
 
 afterAll(async () => {
@@ -36,7 +41,7 @@ const delivered = (record: ExpectationRecord | undefined) =>
 describe('worker killed with SIGKILL mid-delivery', () => {
   it('delivers every due lapse after a restart, each under one messageId', async () => {
     agent.failNext(500);
-    workers.push(await spawnWorker(inject('temporalAddress'), taskQueue));
+    workers.push(await spawnWorker(inject('temporalAddress'), taskQueue, principalsFile));
     const now = Date.now();
     // Due at once: their deliveries are being retried against the failing agent when the worker dies.
     const inFlight = Array.from({ length: 4 }, (_, i) => dueExpectation(`crash-now-${i}-${unique()}`, new Date(now + 1_000)));
@@ -58,7 +63,7 @@ describe('worker killed with SIGKILL mid-delivery', () => {
     const beforeCrash = await Promise.all(pending.map((e) => getExpectationRecord(client, e.expectationId)));
     await workers[0]!.kill9();
     agent.recover();
-    workers.push(await spawnWorker(inject('temporalAddress'), taskQueue));
+    workers.push(await spawnWorker(inject('temporalAddress'), taskQueue, principalsFile));
 
     const records = await waitUntil(
       'every lapse delivered after the restart',

@@ -10,6 +10,7 @@ import type { Expectation } from '../../src/schemas/extension.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { expectationInput } from '../support/expectations.js';
 import { freePort } from '../support/net.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
@@ -20,8 +21,12 @@ let worker: Spawned;
 let metricsUrl: string;
 const client = useClient();
 const agents: TestAgent[] = [];
+/** The worker's principals file: each test's agent is added to it (the worker reloads it when it changes). */
+let principalsFile: string;
+const principals: PrincipalSpec[] = [];
 
 beforeAll(async () => {
+  principalsFile = writePrincipalsFile(principals);
   const port = await freePort();
   metricsUrl = `http://127.0.0.1:${port}/metrics`;
   worker = spawnEntry('src/worker.ts', {
@@ -29,6 +34,7 @@ beforeAll(async () => {
     TEMPORAL_TASK_QUEUE: taskQueue,
     WATCHER_WORKER_METRICS_PORT: String(port),
     WATCHER_LOG_LEVEL: 'info',
+    WATCHER_PRINCIPALS_FILE: principalsFile,
   });
   await worker.waitFor(/"msg":"worker running"/, 110_000);
 });
@@ -38,9 +44,15 @@ afterAll(async () => {
   await Promise.all(agents.map((agent) => agent.close()));
 });
 
-/** Raises an expectation for `agent`, due in two seconds with no grace, on the spawned worker's queue. */
+/**
+ * Raises an expectation for `agent`, due in two seconds with no grace, on the spawned worker's queue; the agent
+ * is added to the worker's principals file under an id of its own first.
+ */
 async function raiseDueSoon(agent: TestAgent): Promise<Expectation> {
   const suffix = randomUUID().slice(0, 8);
+  const agentId = `shipping-agent-${suffix}`;
+  principals.push({ id: agentId, roles: ['agent'], cardUrl: agent.cardUrl });
+  writePrincipalsFile(principals, { file: principalsFile });
   const due = new Date(Date.now() + 2_000);
   due.setUTCMilliseconds(0);
   const expectation: Expectation = {
@@ -54,7 +66,7 @@ async function raiseDueSoon(agent: TestAgent): Promise<Expectation> {
     basis: 'contract',
   };
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(expectation, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
+  const input = expectationInput(expectation, { id: agentId }, origin);
   await startExpectation(client, taskQueue, input);
   return expectation;
 }
@@ -138,6 +150,7 @@ describe('the worker process, observed', () => {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_TASK_QUEUE: taskQueue,
       WATCHER_WORKER_METRICS_PORT: String(port),
+      WATCHER_PRINCIPALS_FILE: principalsFile,
     });
     const code = await second.exited;
     taken.close();

@@ -66,7 +66,8 @@ beforeAll(async () => {
     WATCHER_LOG_LEVEL: 'info',
   };
   const port = await freePort();
-  const worker = spawnEntry('src/worker.ts', { ...common, WATCHER_WORKER_METRICS_PORT: '0' });
+  // The worker delivers lapses to the bridge's agents: the same principals file.
+  const worker = spawnEntry('src/worker.ts', { ...common, WATCHER_WORKER_METRICS_PORT: '0', WATCHER_PRINCIPALS_FILE: principalsFile });
   const bridge = spawnEntry('src/bridge.ts', { ...common, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile, WATCHER_DATA_DIR: dir });
   processes.push(worker, bridge);
   await Promise.all([worker.waitFor(/"msg":"worker running"/, 110_000), bridge.waitFor(/"msg":"bridge listening"/, 60_000)]);

@@ -104,11 +104,15 @@ export interface WorkerProcess extends Spawned {
   kill9(): Promise<void>;
 }
 
-/** `src/worker.ts` as a child process on `address` and `taskQueue`; resolves once it logs that it runs. */
-export async function spawnWorker(address: string, taskQueue: string): Promise<WorkerProcess> {
+/**
+ * `src/worker.ts` as a child process on `address` and `taskQueue`, delivering lapses to the agents of
+ * `principalsFile` (`writePrincipalsFile` in agents.ts); resolves once it logs that it runs.
+ */
+export async function spawnWorker(address: string, taskQueue: string, principalsFile: string): Promise<WorkerProcess> {
   const worker = spawnEntry('src/worker.ts', {
     TEMPORAL_ADDRESS: address,
     TEMPORAL_TASK_QUEUE: taskQueue,
+    WATCHER_PRINCIPALS_FILE: principalsFile,
     WATCHER_LOG_LEVEL: 'info',
     WATCHER_DATA_DIR: os.tmpdir(),
     // Several workers run at once in the suite: none serves metrics on the fixed default port.
