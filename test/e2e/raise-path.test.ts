@@ -1,0 +1,319 @@
+/**
+ * The raise path (docs/raise-path.md) on the shared dev server, driven as clients drive it: through the bridge, a
+ * real worker and a real @a2a-js/sdk agent, with no wait on internal state between a raise and its fact.
+ * - No fact is missed: 1,000 raises each followed at once by their satisfying fact, 1,000 by a subject fact before
+ *   a short horizon, and facts in the same artifact before and after their expectation, at concurrency 16,
+ *   under PT0S and P7D retention: every one satisfied (or not stalled), no false lapse, and a control that must lapse.
+ * - No credential in Temporal: every history of the run is free of the agent's authorization; a token rotated in
+ *   the principals file reaches a lapse of an expectation raised before the rotation.
+ * - No lapse after the end: a delivery in retry is abandoned once the expectation is satisfied.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Expectation, ExpectationRecord } from '../../core/types.js';
+import { agentDirectory, loadReloadingPrincipals, tokenSha256, type ReloadingPrincipalStore } from '../../src/auth/principals.js';
+import { createApp } from '../../src/http/app.js';
+import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { request } from '../support/bridge.js';
+import { historyText } from '../support/history-text.js';
+import { close, listen, urlOf } from '../support/net.js';
+
+/** Raises per scenario (the issue's figure); lower it locally with WATCHER_RACE_COUNT. */
+const COUNT = Number(process.env.WATCHER_RACE_COUNT ?? 1000);
+const SAME_ARTIFACT_COUNT = Math.max(1, Math.round(COUNT / 4));
+const CONCURRENCY = 16;
+const AGENT_AUTHORIZATION = `Bearer agent-secret-${randomUUID()}`;
+
+interface Stack {
+  url: string;
+  client: Client;
+  taskQueue: string;
+  agent: TestAgent;
+  principalsFile: string;
+  principals: ReloadingPrincipalStore;
+  agentToken: string;
+  reporterToken: string;
+  writePrincipals(agentAuthorization: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A worker and a bridge that share one principals file on disk, as `npm start` does, and a real agent. */
+async function startStack(factRetention: string, agentAuthorization = AGENT_AUTHORIZATION): Promise<Stack> {
+  const taskQueue = `raise-path-${randomUUID()}`;
+  const agent = await startTestAgent({ expectedAuthorization: agentAuthorization });
+  const agentToken = `agent-${randomUUID()}`;
+  const reporterToken = `reporter-${randomUUID()}`;
+  const principalsFile = path.join(await mkdtemp(path.join(os.tmpdir(), 'raise-path-')), 'principals.json');
+  const writePrincipals = (authorization: string) =>
+    writeFile(
+      principalsFile,
+      JSON.stringify({
+        principals: [
+          { id: 'shipping-agent', tokenSha256: tokenSha256(agentToken), roles: ['agent'], agent: { cardUrl: agent.cardUrl, authorization } },
+          { id: 'carrier-feed', tokenSha256: tokenSha256(reporterToken), roles: ['reporter'] },
+        ],
+      }),
+    );
+  await writePrincipals(agentAuthorization);
+  const principals = await loadReloadingPrincipals(principalsFile);
+  const watcher: WatcherWorker = await createWatcherWorker({
+    address: inject('temporalAddress'),
+    namespace: 'default',
+    taskQueue,
+    workflowBundlePath: inject('workflowBundlePath'),
+    agents: agentDirectory(principals),
+  });
+  const running = watcher.run();
+  const app = createApp({
+    client: watcher.client,
+    taskQueue,
+    namespace: 'default',
+    principals,
+    settings: { factRetention, lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60 },
+  });
+  const server: Server = await listen(app);
+  return {
+    url: urlOf(server),
+    client: watcher.client,
+    taskQueue,
+    agent,
+    principalsFile,
+    principals,
+    agentToken,
+    reporterToken,
+    writePrincipals,
+    async close() {
+      await close(server);
+      await watcher.shutdown();
+      await running;
+      principals.close();
+      await agent.close();
+    },
+  };
+}
+
+const secondsFromNow = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
+
+function expectationOf(id: string, extra: Partial<Expectation> = {}): Expectation {
+  return {
+    expectationId: id,
+    kind: 'delivery',
+    subject: { type: 'shipment', id: `S-${id}` },
+    expects: 'The shipment is delivered',
+    satisfiedBy: { factKey: `shipment/${id}/delivered` },
+    dueAt: secondsFromNow(365 * 86_400),
+    grace: 'PT0S',
+    basis: 'contract',
+    ...extra,
+  };
+}
+
+/** The artifact update an agent pushes, carrying `payload` under metadata[URI] (its keys in the order given). */
+const artifact = (payload: Record<string, unknown>) => ({
+  artifactUpdate: {
+    taskId: `task-${randomUUID()}`,
+    contextId: `ctx-${randomUUID()}`,
+    artifact: { artifactId: `a-${randomUUID()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
+  },
+});
+
+async function raise(stack: Stack, payload: Record<string, unknown>): Promise<void> {
+  const answer = await request(`${stack.url}/a2a/events`, { token: stack.agentToken, body: artifact(payload) });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  expect(answer.body.expectations.map((e: { result: string }) => e.result)).toEqual(['raised']);
+}
+
+async function report(stack: Stack, fact: { factKey: string; subject?: { type: string; id: string } }): Promise<void> {
+  const answer = await request(`${stack.url}/v1/facts`, {
+    token: stack.reporterToken,
+    body: { facts: [{ ...fact, observedAt: new Date().toISOString() }] },
+  });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+}
+
+async function recordOf(stack: Stack, id: string): Promise<ExpectationRecord> {
+  const answer = await request(`${stack.url}/v1/expectations/${encodeURIComponent(id)}`, { token: stack.agentToken });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return answer.body as ExpectationRecord;
+}
+
+/** Runs `task` for every item, `CONCURRENCY` at a time. */
+async function pool<T>(items: T[], task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await task(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, lane));
+}
+
+/** Polls until `accept` holds for the record, or fails naming the record after `timeoutMs`. */
+async function until(stack: Stack, id: string, accept: (r: ExpectationRecord) => boolean, timeoutMs = 90_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const record = await recordOf(stack, id);
+    if (accept(record)) return record;
+    if (Date.now() > deadline) throw new Error(`timed out waiting on ${id}: ${JSON.stringify(record)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** The records of `ids` that are not satisfied without a lapse (the missed and the falsely lapsed). */
+async function notCleanlySatisfied(stack: Stack, ids: string[]): Promise<string[]> {
+  const bad: string[] = [];
+  await pool(ids, async (id) => {
+    const record = await until(stack, id, (r) => r.state !== 'open', 60_000).catch(() => undefined);
+    if (!record || record.state !== 'satisfied' || record.lapses.length > 0) bad.push(id);
+  });
+  return bad;
+}
+
+const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}-${randomUUID().slice(0, 8)}`);
+
+for (const retention of ['PT0S', 'P7D']) {
+  describe(`no fact is missed after a raise, with retention ${retention}`, { timeout: 600_000 }, () => {
+    let stack: Stack;
+    beforeAll(async () => {
+      stack = await startStack(retention);
+    });
+    afterAll(async () => {
+      await stack?.close();
+    });
+
+    it(`satisfies ${COUNT} expectations each followed at once by its fact, with no false lapse`, async () => {
+      const raised = ids('key', COUNT);
+      // Due 20 s after its raise: a missed fact would lapse it overdue within the test.
+      await pool(raised, async (id) => {
+        const expectation = expectationOf(id, { dueAt: secondsFromNow(20) });
+        await raise(stack, { expectations: [expectation] });
+        await report(stack, { factKey: expectation.satisfiedBy.factKey });
+      });
+      // Raised last and due after every other: once it has lapsed, a missed fact would have lapsed its expectation.
+      const control = expectationOf(`key-control-${randomUUID()}`, { dueAt: secondsFromNow(25) });
+      await raise(stack, { expectations: [control] });
+
+      const controlRecord = await until(stack, control.expectationId, (r) => r.lapses.length > 0);
+      const bad = await notCleanlySatisfied(stack, raised);
+
+      expect(controlRecord.lapses.map((l) => l.lapse.lapse)).toEqual(['overdue']);
+      expect(bad).toEqual([]);
+      const lapsedIds = new Set(stack.agent.received.map((m) => (m.message.metadata?.[EXTENSION_URI] as any)?.lapse?.expectationId));
+      expect(raised.filter((id) => lapsedIds.has(id))).toEqual([]);
+    });
+
+    it(`does not stall ${COUNT} expectations each followed at once by a fact on their subject`, async () => {
+      const raised = ids('subject', COUNT);
+      await pool(raised, async (id) => {
+        const expectation = expectationOf(id, { horizon: secondsFromNow(20) });
+        await raise(stack, { expectations: [expectation] });
+        await report(stack, { factKey: `shipment/${id}/scanned`, subject: expectation.subject });
+      });
+      // Raised last with a horizon after every other: once it has stalled, every horizon before it has been checked.
+      const control = expectationOf(`subject-control-${randomUUID()}`, { horizon: secondsFromNow(25) });
+      await raise(stack, { expectations: [control] });
+
+      const controlRecord = await until(stack, control.expectationId, (r) => r.lapses.length > 0);
+      const stalled: string[] = [];
+      await pool(raised, async (id) => {
+        const record = await recordOf(stack, id);
+        if (record.lapses.length > 0 || record.lastFactAt === undefined) stalled.push(id);
+      });
+
+      expect(controlRecord.lapses.map((l) => l.lapse.lapse)).toEqual(['stalled']);
+      expect(stalled).toEqual([]);
+    });
+
+    it(`satisfies ${SAME_ARTIFACT_COUNT} + ${SAME_ARTIFACT_COUNT} expectations whose fact is in the same artifact, before and after them`, async () => {
+      const factFirst = ids('same-before', SAME_ARTIFACT_COUNT);
+      const factLast = ids('same-after', SAME_ARTIFACT_COUNT);
+      const fact = (e: Expectation) => ({ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString() });
+      await pool([...factFirst.map((id) => [id, true] as const), ...factLast.map((id) => [id, false] as const)], async ([id, first]) => {
+        const expectation = expectationOf(id, { dueAt: secondsFromNow(20) });
+        await raise(stack, first ? { facts: [fact(expectation)], expectations: [expectation] } : { expectations: [expectation], facts: [fact(expectation)] });
+      });
+
+      expect(await notCleanlySatisfied(stack, [...factFirst, ...factLast])).toEqual([]);
+    });
+  });
+}
+
+describe('no credential in Temporal', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack('P7D', 'Bearer rotated-in-later');
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('delivers a lapse raised before a token rotation with the new token, and no history holds either token', async () => {
+    const oldAuthorization = `Bearer before-rotation-${randomUUID()}`;
+    await stack.writePrincipals(oldAuthorization);
+    await stack.principals.refresh();
+    const expectation = expectationOf(`rotate-${randomUUID()}`, { dueAt: secondsFromNow(6), horizon: secondsFromNow(4) });
+    await raise(stack, { expectations: [expectation] });
+
+    await stack.writePrincipals('Bearer rotated-in-later');
+    const record = await until(stack, expectation.expectationId, (r) => r.lapses.some((l) => l.delivery.status === 'delivered'));
+    const { executions } = await listExecutions(stack);
+    const histories = await Promise.all(executions.map((workflowId) => historyText(stack.client, workflowId)));
+
+    expect(record.lapses[0]?.delivery.status).toBe('delivered');
+    expect(stack.agent.received.at(-1)?.headers.authorization).toBe('Bearer rotated-in-later');
+    // The expectation and both of its ledgers, each read whole.
+    expect(executions.length).toBeGreaterThanOrEqual(3);
+    expect(histories.every((text) => text.includes('shipment'))).toBe(true);
+    for (const secret of [oldAuthorization, 'Bearer rotated-in-later', stack.agentToken, stack.reporterToken, 'rotated-in-later']) {
+      expect(histories.filter((text) => text.includes(secret))).toEqual([]);
+    }
+  });
+});
+
+describe('no lapse after the end', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack('P7D');
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('abandons a delivery in retry once a fact satisfies the expectation: the agent receives nothing after', async () => {
+    stack.agent.failNext(500);
+    const expectation = expectationOf(`abandon-${randomUUID()}`, { dueAt: secondsFromNow(1) });
+    await raise(stack, { expectations: [expectation] });
+    await until(stack, expectation.expectationId, () => stack.agent.attempts.length >= 2, 30_000);
+
+    await report(stack, { factKey: expectation.satisfiedBy.factKey });
+    const record = await until(stack, expectation.expectationId, (r) => r.lapses[0]?.delivery.status === 'abandoned');
+    const attemptsAtAbandon = stack.agent.attempts.length;
+    stack.agent.recover();
+    // The next retry would have come within 4 s of the last (backoff 1 s, 2 s, 4 s): wait past it.
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+
+    expect(record.state).toBe('satisfied');
+    expect(record.lapses[0]?.delivery.error).toBe('the expectation was satisfied before the lapse task was delivered');
+    expect(stack.agent.attempts.length).toBeLessThanOrEqual(attemptsAtAbandon + 1);
+    expect(stack.agent.received).toEqual([]);
+    expect((await recordOf(stack, expectation.expectationId)).lapses[0]?.delivery.status).toBe('abandoned');
+  });
+});
+
+/** Workflow ids of every execution on the stack's task queue (visibility is eventually consistent: polled). */
+async function listExecutions(stack: Stack): Promise<{ executions: string[] }> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const executions: string[] = [];
+    for await (const execution of stack.client.workflow.list({ query: `TaskQueue = '${stack.taskQueue}'` })) {
+      executions.push(execution.workflowId);
+    }
+    if (executions.length >= 3 || Date.now() > deadline) return { executions };
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
