@@ -1,7 +1,7 @@
 /**
  * Optional OpenTelemetry tracing, on with OTEL_EXPORTER_OTLP_ENDPOINT: a bridge process and a worker process on the
- * shared dev server export to a small OTLP/HTTP receiver, and an expectation raised through the bridge is one trace
- * from the bridge's StartWorkflow span to the worker's workflow and activity spans.
+ * shared dev server export to a small OTLP/HTTP receiver, and each workflow a raise through the bridge starts (the
+ * expectation and its ledgers) is one trace from the bridge's StartWorkflow span to the worker's workflow spans.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -81,7 +81,7 @@ afterAll(async () => {
 });
 
 describe('OpenTelemetry tracing', () => {
-  it('makes a raise through the bridge and the workflow it starts one trace', async () => {
+  it('traces each workflow a raise through the bridge starts from the bridge to the worker', async () => {
     const e = expectation(`traced-${unique()}`);
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
 
@@ -101,10 +101,19 @@ describe('OpenTelemetry tracing', () => {
     await expect.poll(() => trace()?.spans.some((s) => s.name === 'RunWorkflow:expectationWorkflow'), { timeout: 30_000, interval: 250 }).toBe(true);
     const { start, spans: inTrace } = trace()!;
     const run = inTrace.find((s) => s.name === 'RunWorkflow:expectationWorkflow')!;
-    const startActivity = inTrace.find((s) => s.name === 'StartActivity:subscribeFactLedger');
-    const runActivity = inTrace.find((s) => s.name === 'RunActivity:subscribeFactLedger');
     expect(run).toMatchObject({ service: 'expectations-watcher-worker', parentSpanId: start.spanId });
-    expect(startActivity).toMatchObject({ service: 'expectations-watcher-worker', parentSpanId: run.spanId });
-    expect(runActivity).toMatchObject({ service: 'expectations-watcher-worker', parentSpanId: startActivity!.spanId });
+    // The workflow's own calls (here the unsubscribe signals its withdrawal sends the ledgers) are its children.
+    const signalOf = () => spans.find((s) => s.traceId === start.traceId && s.name === 'SignalWorkflow:unsubscribe');
+    await expect.poll(() => signalOf()?.parentSpanId, { timeout: 15_000 }).toBe(run.spanId);
+    expect(signalOf()!.service).toBe('expectations-watcher-worker');
+    // The bridge subscribes the expectation by starting its ledgers (docs/raise-path.md): each start is traced to
+    // the ledger's run in the worker.
+    for (const ledger of ['factLedgerWorkflow', 'subjectLedgerWorkflow']) {
+      const ledgerStart = spans.find((s) => s.name === `StartWorkflow:${ledger}` && s.service === 'expectations-watcher-bridge');
+      expect(ledgerStart, ledger).toBeDefined();
+      await expect
+        .poll(() => spans.find((s) => s.name === `RunWorkflow:${ledger}` && s.parentSpanId === ledgerStart!.spanId)?.service, { timeout: 15_000 })
+        .toBe('expectations-watcher-worker');
+    }
   });
 });
