@@ -1,21 +1,26 @@
 /**
- * Regenerates the recorded histories replayed by replay.test.ts: `npx tsx test/histories/record-histories.ts`.
- * Starts its own dev server (continue-as-new suggested at 300 events), the real worker and a real test agent, runs
+ * Records the histories replayed by replay.test.ts: `npx tsx test/histories/record-histories.ts [folder]`.
+ * Starts its own dev server (continue-as-new suggested at 300 events), the real worker and real test agents, runs
  * one scenario per behaviour of each workflow type in real time (seconds), waits for every workflow to close, and
- * writes each run's history to `test/histories/<name>.json`. Re-record after a deliberate, patched() change only.
+ * writes each run's history to `test/histories/<folder>/<name>.json`. The folder (argument, or HISTORIES_FOLDER)
+ * is `v2` by default: each released version of the workflows keeps the folder it was recorded into (v1: before
+ * the bridge registered expectations, docs/raise-path.md), and a new version records into a new folder after a
+ * deliberate, patched() change (a released version's folder is never recorded again).
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
+import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import proto from '@temporalio/proto';
 import type { Expectation, Fact } from '../../core/types.js';
 import { startDevServer } from '../../src/temporal/dev-server.js';
-import { recordFact, startExpectation, withdrawExpectation } from '../../src/temporal/expectations.js';
+import { getExpectationRecord, recordFact, startExpectation, withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
+import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
 
@@ -29,6 +34,7 @@ const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
   History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+const folder = path.resolve(here, process.argv[2] ?? process.env.HISTORIES_FOLDER ?? 'v2');
 const taskQueue = 'record-histories';
 const suffix = randomUUID().slice(0, 8);
 const settings = { lateWindow: 'PT3S', factRetention: 'PT2S' };
@@ -37,9 +43,24 @@ const server = await startDevServer({
   port: await freePort(),
   dynamicConfig: ['limit.historyCount.suggestContinueAsNew=300'],
 });
-const watcher = await createWatcherWorker({ address: server.address, namespace: server.namespace, taskQueue });
-const running = watcher.run();
 const agent = await startTestAgent();
+// An agent that answers 500 until it recovers: its lapse deliveries are in retry.
+const failing = await startTestAgent();
+failing.failNext(500);
+// The worker finds the agents' cards in principals, as it does in the principals file; none is in any history.
+const principals = createPrincipalStore({
+  principals: [
+    { id: 'shipping-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
+    { id: 'failing-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: failing.cardUrl } },
+  ],
+});
+const watcher = await createWatcherWorker({
+  address: server.address,
+  namespace: server.namespace,
+  taskQueue,
+  agents: agentDirectory(principals),
+});
+const running = watcher.run();
 const client: Client = watcher.client;
 
 const secondsFromNow = (s: number) => new Date(Date.now() + s * 1000).toISOString();
@@ -57,14 +78,14 @@ function expectation(name: string, dueInSeconds: number, extra: Partial<Expectat
   };
 }
 
-async function raise(e: Expectation, lineage = 0): Promise<ExpectationInput> {
+async function raise(e: Expectation, lineage = 0, agentId = 'shipping-agent', lateWindow = settings.lateWindow): Promise<ExpectationInput> {
   const input: ExpectationInput = {
     expectation: e,
-    agent: { id: 'shipping-agent', cardUrl: agent.cardUrl },
+    agent: { id: agentId },
     origin: { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` },
     lineage,
     links: expectationLinks(e),
-    settings,
+    settings: { ...settings, lateWindow },
   };
   await startExpectation(client, taskQueue, input);
   await waitFor(async () => (await client.workflow.getHandle(input.links.self).query('record')) !== undefined);
@@ -158,6 +179,39 @@ await withdrawExpectation(client, busy.expectation.expectationId, { reason: 'rec
 keep('expectation-busy', busy.links.self);
 keep('subject-ledger-busy', subjectLedgerWorkflowId(busy.expectation.subject));
 
+/** Resolves once the failing agent has refused the lapse of `input` `times` times: its delivery is in retry. */
+const refused = (input: ExpectationInput, times: number) => {
+  const messageId = lapseMessageId(input.expectation.expectationId, 'overdue', input.expectation.dueAt);
+  return waitFor(async () => failing.attempts.filter((attempt) => attempt.messageId === messageId).length >= times);
+};
+
+// Abandoned: overdue, its delivery in retry against an agent answering 500, then satisfied: no further attempt.
+// A late window longer than the retries: a lapsed expectation past it stops listening and waits for its delivery.
+const abandoned = await raise(expectation('abandoned', 1, { grace: 'PT0S' }), 0, 'failing-agent', 'PT10M');
+await refused(abandoned, 2);
+await report(fact(abandoned.expectation.satisfiedBy.factKey));
+await waitFor(async () => (await getExpectationRecord(client, abandoned.expectation.expectationId))?.lapses[0]?.delivery.status === 'abandoned');
+keep('expectation-delivery-abandoned', abandoned.links.self);
+
+// Continue-as-new with a delivery in retry: a busy subject pushes the history past 300 events while the lapse
+// is refused; the next run schedules the delivery again, and it is delivered once the agent recovers.
+const retrying = await raise(expectation('retrying', 1, { grace: 'PT0S' }), 0, 'failing-agent', 'PT10M');
+await refused(retrying, 2);
+const continued = async () => {
+  const description = await client.workflow.getHandle(retrying.links.self).describe();
+  return description.runId !== description.raw.workflowExecutionInfo?.firstRunId;
+};
+// The subject ledger forwards a burst of facts as fewer signals: report until the expectation has continued.
+for (let i = 0; !(await continued()); i++) {
+  if (i >= 3000) throw new Error('the expectation with a delivery in retry never continued as new');
+  await report(fact(`shipment:retrying-${suffix}:scan-${i}`, { subject: retrying.expectation.subject }));
+}
+failing.recover();
+await waitFor(async () => (await getExpectationRecord(client, retrying.expectation.expectationId))?.lapses[0]?.delivery.status === 'delivered');
+await withdrawExpectation(client, retrying.expectation.expectationId, { reason: 'recorded' });
+keep('expectation-continued-with-delivery-in-retry', retrying.links.self);
+
+mkdirSync(folder, { recursive: true });
 let files = 0;
 for (const { name, workflowId } of recorded) {
   const handle = client.workflow.getHandle(workflowId);
@@ -167,16 +221,17 @@ for (const { name, workflowId } of recorded) {
   let runId: string | undefined = description.raw.workflowExecutionInfo?.firstRunId ?? description.runId;
   for (let run = 0; runId; run++) {
     const history: proto.temporal.api.history.v1.IHistory = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    const file = path.join(here, `${name}${run === 0 ? '' : `-run${run}`}.json`);
+    const file = path.join(folder, `${name}${run === 0 ? '' : `-run${run}`}.json`);
     writeFileSync(file, JSON.stringify(toJson(history)) + '\n');
     files++;
     const continued = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
     runId = continued?.newExecutionRunId ?? undefined;
   }
 }
-console.log(`wrote ${files} histories to ${here}`);
+console.log(`wrote ${files} histories to ${folder}`);
 
 await agent.close();
+await failing.close();
 await watcher.shutdown();
 await running;
 await server.stop();

@@ -1,43 +1,54 @@
 /**
- * Replays every recorded history (test/histories/*.json, written by record-histories.ts) against the current
- * workflow bundle: a change that is not deterministic, and not behind patched(), fails here.
+ * Replays every recorded history (test/histories/<version>/*.json, written by record-histories.ts) against the
+ * current workflow bundle: a change that is not deterministic, and not behind patched(), fails here. Each folder
+ * holds the histories one version of the workflows recorded (v1: the workflow subscribed itself to its ledgers;
+ * v2: the bridge registers it, docs/raise-path.md); every one of them must keep replaying.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 
 const { History } = proto.temporal.api.history.v1;
 const here = path.dirname(fileURLToPath(import.meta.url));
-const files = readdirSync(here).filter((file) => file.endsWith('.json')).sort();
+const versions = ['v1', 'v2'];
 
-function load(file: string) {
-  return History.fromObject(JSON.parse(readFileSync(path.join(here, file), 'utf8')));
+const filesOf = (version: string) =>
+  readdirSync(path.join(here, version))
+    .filter((file) => file.endsWith('.json'))
+    .sort();
+
+function load(version: string, file: string) {
+  return History.fromObject(JSON.parse(readFileSync(path.join(here, version, file), 'utf8')));
 }
 
-it('has recorded histories of all three workflow types, continue-as-new included', () => {
-  const types = new Set(
-    files.map((file) => load(file).events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name),
-  );
-  const continued = files.filter((file) => load(file).events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes);
+describe.each(versions)('histories recorded by %s', (version) => {
+  const files = filesOf(version);
 
-  expect([...types].sort()).toEqual(['expectationWorkflow', 'factLedgerWorkflow', 'subjectLedgerWorkflow']);
-  expect(continued.length).toBeGreaterThan(0);
-});
+  it('are of all three workflow types, continue-as-new included', () => {
+    const types = new Set(
+      files.map((file) => load(version, file).events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name),
+    );
+    const continued = files.filter((file) => load(version, file).events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes);
 
-it('replays every recorded history without a non-determinism error', async () => {
-  const histories = files.map((file) => ({ workflowId: file.replace(/\.json$/, ''), history: load(file) }));
-  const failures: string[] = [];
+    expect([...types].sort()).toEqual(['expectationWorkflow', 'factLedgerWorkflow', 'subjectLedgerWorkflow']);
+    expect(continued.length).toBeGreaterThan(0);
+  });
 
-  for await (const result of Worker.runReplayHistories(
-    { workflowBundle: { codePath: inject('workflowBundlePath') } },
-    histories,
-  )) {
-    if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
-  }
+  it('replay without a non-determinism error', async () => {
+    const histories = files.map((file) => ({ workflowId: `${version}/${file.replace(/\.json$/, '')}`, history: load(version, file) }));
+    const failures: string[] = [];
 
-  expect(failures).toEqual([]);
-  expect(histories.length).toBe(files.length);
+    for await (const result of Worker.runReplayHistories(
+      { workflowBundle: { codePath: inject('workflowBundlePath') } },
+      histories,
+    )) {
+      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+    }
+
+    expect(failures).toEqual([]);
+    expect(histories.length).toBe(files.length);
+  });
 });
