@@ -277,8 +277,8 @@ export class ExpectationManager {
     return 'withdrawn';
   }
 
-  /** No lapse task goes out once the expectation has ended (DESIGN 3.8). */
-  private abandonDeliveries(reason: string): void {
+  /** No lapse task goes out once the expectation has ended (DESIGN 3.8): satisfied, withdrawn, or closing. */
+  abandonDeliveries(reason: string): void {
     if (this.deliveries.pending === 0) return;
     if (this.registeredByBridge || patched(DELIVERIES_END_WITH_THE_EXPECTATION)) this.deliveries.abandon(reason);
   }
