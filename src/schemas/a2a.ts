@@ -9,6 +9,12 @@ import { z } from 'zod';
 const metadata = z.record(z.string(), z.unknown()).optional();
 const id = (what: string) => z.string().min(1, { message: `${what} must not be empty` });
 
+// Fields both versions share, spread in place so that every object keeps its field order.
+const taskIds = { id: id('id'), contextId: id('contextId') };
+const eventTaskIds = { taskId: id('taskId'), contextId: id('contextId') };
+const artifactNames = { artifactId: z.string().optional(), name: z.string().optional() };
+const chunking = { append: z.boolean().optional(), lastChunk: z.boolean().optional() };
+
 // ── v1.0 (ProtoJSON) ───────────────────────────────────────────────────────────────────────────────────────
 
 /** Enum names of `lf.a2a.v1.TaskState`; ProtoJSON parsers also accept the numbers. */
@@ -54,16 +60,14 @@ export const taskStatusV1Schema = z.looseObject({
 });
 
 export const artifactV1Schema = z.looseObject({
-  artifactId: z.string().optional(),
-  name: z.string().optional(),
+  ...artifactNames,
   parts: z.array(partV1Schema).optional(),
   metadata,
 });
 export type ArtifactV1 = z.infer<typeof artifactV1Schema>;
 
 export const taskV1Schema = z.looseObject({
-  id: id('id'),
-  contextId: id('contextId'),
+  ...taskIds,
   status: taskStatusV1Schema.optional(),
   artifacts: z.array(artifactV1Schema).optional(),
   history: z.array(messageV1Schema).optional(),
@@ -72,18 +76,15 @@ export const taskV1Schema = z.looseObject({
 export type TaskV1 = z.infer<typeof taskV1Schema>;
 
 export const taskStatusUpdateEventV1Schema = z.looseObject({
-  taskId: id('taskId'),
-  contextId: id('contextId'),
+  ...eventTaskIds,
   status: taskStatusV1Schema.optional(),
   metadata,
 });
 
 export const taskArtifactUpdateEventV1Schema = z.looseObject({
-  taskId: id('taskId'),
-  contextId: id('contextId'),
+  ...eventTaskIds,
   artifact: artifactV1Schema,
-  append: z.boolean().optional(),
-  lastChunk: z.boolean().optional(),
+  ...chunking,
   metadata,
 });
 
@@ -127,16 +128,14 @@ const taskStatusV03Schema = z.looseObject({
 });
 
 export const artifactV03Schema = z.looseObject({
-  artifactId: z.string().optional(),
-  name: z.string().optional(),
+  ...artifactNames,
   parts: z.array(z.looseObject({})).optional(),
   metadata,
 });
 
 export const taskV03Schema = z.looseObject({
   kind: z.literal('task'),
-  id: id('id'),
-  contextId: id('contextId'),
+  ...taskIds,
   status: taskStatusV03Schema,
   artifacts: z.array(artifactV03Schema).optional(),
   history: z.array(messageV03Schema).optional(),
@@ -145,8 +144,7 @@ export const taskV03Schema = z.looseObject({
 
 export const taskStatusUpdateEventV03Schema = z.looseObject({
   kind: z.literal('status-update'),
-  taskId: id('taskId'),
-  contextId: id('contextId'),
+  ...eventTaskIds,
   status: taskStatusV03Schema,
   final: z.boolean().optional(),
   metadata,
@@ -154,11 +152,9 @@ export const taskStatusUpdateEventV03Schema = z.looseObject({
 
 export const taskArtifactUpdateEventV03Schema = z.looseObject({
   kind: z.literal('artifact-update'),
-  taskId: id('taskId'),
-  contextId: id('contextId'),
+  ...eventTaskIds,
   artifact: artifactV03Schema,
-  append: z.boolean().optional(),
-  lastChunk: z.boolean().optional(),
+  ...chunking,
   metadata,
 });
 

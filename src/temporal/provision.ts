@@ -82,16 +82,36 @@ export function ensureDevServer(options: { env?: NodeJS.ProcessEnv; log?: Log; a
     }
     log('go install did not produce a temporal binary');
   }
-  if (options.allowDownload !== false) {
-    log('no temporal CLI and no Go toolchain: falling back to the Temporal SDK download of the dev server');
-    return { type: 'sdk-download' };
-  }
-  throw new ProvisionError(
+  return sdkDownloadOrFail(options.allowDownload, log, DEV_SERVER_LAST_RESORT);
+}
+
+/** What a server's last resort says: the line logged before the SDK's download, the error when it is not allowed. */
+interface LastResort {
+  fallingBack: string;
+  missing: string;
+}
+
+const DEV_SERVER_LAST_RESORT: LastResort = {
+  fallingBack: 'no temporal CLI and no Go toolchain: falling back to the Temporal SDK download of the dev server',
+  missing:
     'no Temporal dev server: set TEMPORAL_CLI to a temporal binary, put `temporal` on PATH, or install Go ' +
-      '(https://go.dev/dl) so that `go install github.com/temporalio/cli/cmd/temporal@' +
-      TEMPORAL_CLI_VERSION +
-      '` can build it',
-  );
+    '(https://go.dev/dl) so that `go install github.com/temporalio/cli/cmd/temporal@' +
+    TEMPORAL_CLI_VERSION +
+    '` can build it',
+};
+
+const TEST_SERVER_LAST_RESORT: LastResort = {
+  fallingBack: 'no Java and Maven: falling back to the Temporal SDK download of the test server',
+  missing:
+    'no Temporal time-skipping test server: set TEMPORAL_TEST_SERVER to an executable, or install a JDK (17+) ' +
+    'and Maven so that io.temporal:temporal-test-server can be fetched from Maven Central',
+};
+
+/** The last step of both ensure* functions: the SDK's download unless `allowDownload` is false, else a ProvisionError. */
+function sdkDownloadOrFail(allowDownload: boolean | undefined, log: Log, says: LastResort): ServerSource {
+  if (allowDownload === false) throw new ProvisionError(says.missing);
+  log(says.fallingBack);
+  return { type: 'sdk-download' };
 }
 
 const TEST_SERVER_POM = `<?xml version="1.0" encoding="UTF-8"?>
@@ -148,14 +168,7 @@ export async function ensureTestServer(
     }
     log('mvn dependency:copy-dependencies failed');
   }
-  if (options.allowDownload !== false) {
-    log('no Java and Maven: falling back to the Temporal SDK download of the test server');
-    return { type: 'sdk-download' };
-  }
-  throw new ProvisionError(
-    'no Temporal time-skipping test server: set TEMPORAL_TEST_SERVER to an executable, or install a JDK (17+) ' +
-      'and Maven so that io.temporal:temporal-test-server can be fetched from Maven Central',
-  );
+  return sdkDownloadOrFail(options.allowDownload, log, TEST_SERVER_LAST_RESORT);
 }
 
 /**
