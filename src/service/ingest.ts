@@ -63,28 +63,40 @@ export interface IngestResult {
 
 const LOOKUP_CONCURRENCY = 16;
 
-export function createIngestService(deps: IngestDeps) {
-  const lookup = (id: string) => deps.call(() => getExpectationRecord(deps.client, id));
-
-  async function lookupAll(ids: readonly string[]): Promise<Map<string, ExpectationRecord | undefined>> {
-    const found = new Map<string, ExpectationRecord | undefined>();
-    for (let i = 0; i < ids.length; i += LOOKUP_CONCURRENCY) {
-      const batch = ids.slice(i, i + LOOKUP_CONCURRENCY);
-      const records = await Promise.all(batch.map(lookup));
-      batch.forEach((id, j) => found.set(id, records[j]));
-    }
-    return found;
+/** Looks up every id, LOOKUP_CONCURRENCY at a time; an id with no expectation maps to undefined. */
+async function lookupAll(
+  lookup: (id: string) => Promise<ExpectationRecord | undefined>,
+  ids: readonly string[],
+): Promise<Map<string, ExpectationRecord | undefined>> {
+  const found = new Map<string, ExpectationRecord | undefined>();
+  for (let i = 0; i < ids.length; i += LOOKUP_CONCURRENCY) {
+    const batch = ids.slice(i, i + LOOKUP_CONCURRENCY);
+    const records = await Promise.all(batch.map(lookup));
+    batch.forEach((id, j) => found.set(id, records[j]));
   }
+  return found;
+}
 
-  /** The workflow input: the agent by its principal id only, never its card URL or credential (DESIGN 3.8). */
-  const inputOf = (principal: Principal, origin: Origin, expectation: Expectation, lineage: number): ExpectationInput => ({
+/** The workflow input: the agent by its principal id only, never its card URL or credential (DESIGN 3.8). */
+function inputOf(
+  settings: IngestSettings,
+  principal: Principal,
+  origin: Origin,
+  expectation: Expectation,
+  lineage: number,
+): ExpectationInput {
+  return {
     expectation,
     agent: { id: principal.id },
     origin,
     lineage,
     links: expectationLinks(expectation),
-    settings: { lateWindow: deps.settings.lateWindow, factRetention: deps.settings.factRetention },
-  });
+    settings: { lateWindow: settings.lateWindow, factRetention: settings.factRetention },
+  };
+}
+
+export function createIngestService(deps: IngestDeps) {
+  const lookup = (id: string) => deps.call(() => getExpectationRecord(deps.client, id));
 
   /**
    * Starts one new expectation. Another request may have raised the same id between our check and our start
@@ -92,7 +104,7 @@ export function createIngestService(deps: IngestDeps) {
    */
   async function raise(principal: Principal, origin: Origin, item: PlannedExpectation & { action: 'raise' }) {
     const { expectation } = item;
-    const input = inputOf(principal, origin, expectation, item.lineage);
+    const input = inputOf(deps.settings, principal, origin, expectation, item.lineage);
     const outcome = await deps.call(() => startExpectation(deps.client, deps.taskQueue, input));
     if (outcome === 'raised') {
       deps.metrics?.expectationsRaised.inc({ kind: expectation.kind });
@@ -113,7 +125,7 @@ export function createIngestService(deps: IngestDeps) {
    */
   async function reregister(principal: Principal, origin: Origin, existing: ExpectationRecord | undefined) {
     if (!existing || existing.closedAt || existing.state === 'satisfied' || existing.state === 'withdrawn') return;
-    const input = inputOf(principal, origin, existing.expectation, existing.lineage);
+    const input = inputOf(deps.settings, principal, origin, existing.expectation, existing.lineage);
     await deps.call(() => registerExpectation(deps.client, deps.taskQueue, input));
   }
 
@@ -151,7 +163,7 @@ export function createIngestService(deps: IngestDeps) {
     /** Validates every item (ingest-plan.ts), then raises, records and withdraws them in that order. */
     async ingest(principal: Principal, request: IngestRequest): Promise<IngestResult> {
       const parsed = parseIngest(principal, request);
-      const records = await lookupAll(referencedIds(parsed));
+      const records = await lookupAll(lookup, referencedIds(parsed));
       const known = { parsed, principal, records };
       // The card is fetched only when something is new (after a conflict has had its say).
       const card = needsCard(known) ? await deps.cards.resolve(principal.agent!) : undefined;
