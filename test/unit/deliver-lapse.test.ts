@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
-import { createDeliveryActivities, LAPSE_UNAVAILABLE } from '../../activities/deliver-lapse.js';
+import { createDeliveryActivities, LAPSE_UNAVAILABLE, type DeliveryDeps } from '../../activities/deliver-lapse.js';
 import { LAPSE_REJECTED, type DeliverLapseInput } from '../../activities/types.js';
 import { EXTENSION_URI, type Lapse } from '../../src/schemas/extension.js';
 import { freePort } from '../support/net.js';
@@ -49,6 +49,12 @@ async function failureOf(delivery: Promise<unknown>): Promise<ApplicationFailure
   );
   expect(error).toBeInstanceOf(ApplicationFailure);
   return error as ApplicationFailure;
+}
+
+/** Delivers the lapse to `agent` with activities built from `deps`, and returns the failure it must end in. */
+function deliveryFailure(agent: TestAgent, deps: DeliveryDeps = {}): Promise<ApplicationFailure> {
+  const { deliverLapse } = createDeliveryActivities(deps);
+  return failureOf(deliverLapse(inputFor(agent.cardUrl)));
 }
 
 /** A fetch that answers the JSON-RPC call itself (a real Response) and passes everything else to the network. */
@@ -197,9 +203,8 @@ describe('deliverLapse failures', () => {
   it('is retryable when the agent answers 500', async () => {
     const agent = await agentWith();
     agent.failNext(500);
-    const { deliverLapse } = createDeliveryActivities({});
 
-    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+    const failure = await deliveryFailure(agent);
 
     expect(failure.type).toBe(LAPSE_UNAVAILABLE);
     expect(failure.nonRetryable).toBe(false);
@@ -209,9 +214,8 @@ describe('deliverLapse failures', () => {
   it.each([400, 404])('is rejected, not retried, when the agent answers %i', async (status) => {
     const agent = await agentWith();
     agent.failNext(status);
-    const { deliverLapse } = createDeliveryActivities({});
 
-    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+    const failure = await deliveryFailure(agent);
 
     expect(failure.type).toBe(LAPSE_REJECTED);
     expect(failure.nonRetryable).toBe(true);
@@ -233,9 +237,8 @@ describe('deliverLapse failures', () => {
   it('is retryable when the agent answers 429', async () => {
     const agent = await agentWith();
     agent.failNext(429);
-    const { deliverLapse } = createDeliveryActivities({});
 
-    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+    const failure = await deliveryFailure(agent);
 
     expect(failure.nonRetryable).toBe(false);
     expect(failure.message).toContain('HTTP 429');
@@ -257,33 +260,26 @@ describe('deliverLapse failures', () => {
       init?.method === 'POST'
         ? new Promise((_resolve, reject) => init.signal?.addEventListener('abort', () => reject(init.signal?.reason)))
         : fetch(resource, init);
-    const { deliverLapse } = createDeliveryActivities({ fetch: hangingRpc, attemptTimeoutMs: 200 });
 
-    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+    const failure = await deliveryFailure(agent, { fetch: hangingRpc, attemptTimeoutMs: 200 });
 
     expect(failure.nonRetryable).toBe(false);
     expect(failure.message).toContain('timed out after 200 ms');
   });
 
-  it('is rejected when the agent answers with an invalid-params JSON-RPC error', async () => {
-    const agent = await agentWith();
-    const { deliverLapse } = createDeliveryActivities({
-      fetch: answeringRpcWith({ error: { code: -32602, message: 'bad params' } }),
-    });
+  /** The failure when a v1.0 agent's JSON-RPC answer is replaced by `error`. */
+  const failureOnRpcError = async (error: { code: number; message: string }) =>
+    deliveryFailure(await agentWith(), { fetch: answeringRpcWith({ error }) });
 
-    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+  it('is rejected when the agent answers with an invalid-params JSON-RPC error', async () => {
+    const failure = await failureOnRpcError({ code: -32602, message: 'bad params' });
 
     expect(failure.type).toBe(LAPSE_REJECTED);
     expect(failure.message).toContain('-32602');
   });
 
   it('is retryable when the agent answers with an internal JSON-RPC error', async () => {
-    const agent = await agentWith();
-    const { deliverLapse } = createDeliveryActivities({
-      fetch: answeringRpcWith({ error: { code: -32603, message: 'internal' } }),
-    });
-
-    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+    const failure = await failureOnRpcError({ code: -32603, message: 'internal' });
 
     expect(failure.nonRetryable).toBe(false);
     expect(failure.message).toContain('-32603');
