@@ -106,10 +106,12 @@ it(
     });
     const withdrawn = expectation('withdrawn', 30 * 86_400_000);
     const open = expectation('open', 30 * 86_400_000);
-    const horizon = new Date(start + 20_000).toISOString();
+    // A minute ahead: the 2,000 facts must make it continue as new before that, which takes over 25 s on a busy
+    // 2-core machine (the whole suite running beside it).
+    const horizon = new Date(start + 55_000).toISOString();
     const notStalled = expectation('not-stalled', 30 * 86_400_000, { horizon });
     // Due while the subject is busy: its deadline must survive its own continue-as-new.
-    const overdue = expectation('overdue', 25_000);
+    const overdue = expectation('overdue', 60_000);
     const waiting = [satisfied, anchor, dependent, withdrawn, open, notStalled, overdue];
     for (const e of waiting) await raise(e);
     await until(dependent.expectationId, (r) => r.state === 'open');

@@ -2,7 +2,7 @@
  * The raise path (docs/raise-path.md) on the shared dev server, driven as clients drive it: through the bridge, a
  * real worker and a real @a2a-js/sdk agent, with no wait on internal state between a raise and its fact.
  * - No fact is missed: 1,000 raises each followed at once by their satisfying fact, 1,000 by a subject fact before
- *   a short horizon (200 each in npm test, WATCHER_RACE_COUNT sets it), and facts in the same artifact before and after their expectation, at concurrency 16,
+ *   a short horizon (100 each in npm test, WATCHER_RACE_COUNT sets it), and facts in the same artifact before and after their expectation, at concurrency 16,
  *   under PT0S and P7D retention: every one satisfied (or not stalled), no false lapse, and a control that must lapse.
  * - No credential in Temporal: every history of the run is free of the agent's authorization; a token rotated in
  *   the principals file reaches a lapse of an expectation raised before the rotation.
@@ -26,7 +26,7 @@ import { historyText } from '../support/history-text.js';
 import { close, listen, urlOf } from '../support/net.js';
 
 /** Raises per scenario in `npm test`; `WATCHER_RACE_COUNT=1000 npx vitest run test/e2e/raise-path.test.ts` runs the issue's 1,000 alone. */
-const COUNT = Number(process.env.WATCHER_RACE_COUNT ?? 200);
+const COUNT = Number(process.env.WATCHER_RACE_COUNT ?? 100);
 const SAME_ARTIFACT_COUNT = Math.max(1, Math.round(COUNT / 4));
 const CONCURRENCY = 16;
 const AGENT_AUTHORIZATION = `Bearer agent-secret-${randomUUID()}`;
@@ -128,10 +128,10 @@ const artifact = (payload: Record<string, unknown>) => ({
 const RETRIES_ON_503 = 6;
 let retried = 0;
 
-/** POSTs like a client does: a 503 (Temporal busy or unreachable) is sent again after a pause. */
-async function post(stack: Stack, route: string, token: string, body: unknown) {
+/** Requests like a client does: a 503 (Temporal busy or unreachable) is sent again after a pause. */
+async function send(stack: Stack, route: string, token: string, body?: unknown) {
   for (let attempt = 1; ; attempt++) {
-    const answer = await request(`${stack.url}${route}`, { token, body });
+    const answer = await request(`${stack.url}${route}`, body === undefined ? { token } : { token, body });
     if (answer.status !== 503 || attempt >= RETRIES_ON_503) return answer;
     retried++;
     await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
@@ -139,19 +139,19 @@ async function post(stack: Stack, route: string, token: string, body: unknown) {
 }
 
 async function raise(stack: Stack, payload: Record<string, unknown>): Promise<void> {
-  const answer = await post(stack, '/a2a/events', stack.agentToken, artifact(payload));
+  const answer = await send(stack, '/a2a/events', stack.agentToken, artifact(payload));
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   // `unchanged` when a request that answered 503 had already started it: the retry completed its registration.
   expect(answer.body.expectations.map((e: { result: string }) => e.result)).toEqual([expect.stringMatching(/^(raised|unchanged)$/)]);
 }
 
 async function report(stack: Stack, fact: { factKey: string; subject?: { type: string; id: string } }): Promise<void> {
-  const answer = await post(stack, '/v1/facts', stack.reporterToken, { facts: [{ ...fact, observedAt: new Date().toISOString() }] });
+  const answer = await send(stack, '/v1/facts', stack.reporterToken, { facts: [{ ...fact, observedAt: new Date().toISOString() }] });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
 }
 
 async function recordOf(stack: Stack, id: string): Promise<ExpectationRecord> {
-  const answer = await request(`${stack.url}/v1/expectations/${encodeURIComponent(id)}`, { token: stack.agentToken });
+  const answer = await send(stack, `/v1/expectations/${encodeURIComponent(id)}`, stack.agentToken);
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   return answer.body as ExpectationRecord;
 }
