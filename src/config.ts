@@ -29,6 +29,7 @@ const envSchema = z.object({
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(60),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
+  WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).optional(),
   WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -70,6 +71,11 @@ export interface Config {
    * replay per fact or lapse and keeps memory flat however many are open (the SDK's default grows with the heap).
    */
   maxCachedWorkflows: number;
+  /**
+   * A workflow bundle written by `npm run bundle` (the image's, built with it): the worker loads it instead of
+   * bundling workflows/ at start. Absolute; unset bundles at start.
+   */
+  workflowBundle?: string;
   logLevel: z.infer<typeof envSchema>['WATCHER_LOG_LEVEL'];
 }
 
@@ -78,9 +84,12 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Reads and validates the configuration from an environment (by default `process.env`). */
+/**
+ * Reads and validates the configuration from an environment (by default `process.env`). An empty variable counts as
+ * unset: docker-compose.yml passes every setting through as `${NAME:-}`, which is empty when the host has none.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
+  const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
@@ -118,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }
       : undefined,
     maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS,
+    workflowBundle: e.WATCHER_WORKFLOW_BUNDLE ? path.resolve(e.WATCHER_WORKFLOW_BUNDLE) : undefined,
     logLevel: e.WATCHER_LOG_LEVEL,
   };
 }

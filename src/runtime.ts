@@ -10,6 +10,7 @@ import { ConfigError, type Config } from './config.js';
 import { connectionOptions, connectClient, isReachable } from './temporal/connection.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { createWatcherWorker } from './temporal/worker.js';
+import { discardedWorkflowSpans } from './temporal/workflow-bundle.js';
 import { createApp } from './http/app.js';
 import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from './auth/principals.js';
 import type { Logger } from './logger.js';
@@ -66,6 +67,14 @@ function workerPrincipalsFile(config: Config): string {
   return file;
 }
 
+/** WATCHER_WORKFLOW_BUNDLE when it names a file; a missing one is refused before the worker connects. */
+function workflowBundleOf(config: Config): string | undefined {
+  if (config.workflowBundle && !existsSync(config.workflowBundle)) {
+    throw new ConfigError(`WATCHER_WORKFLOW_BUNDLE: ${config.workflowBundle} does not exist (npm run bundle writes it)`);
+  }
+  return config.workflowBundle;
+}
+
 /**
  * Runs the worker until stopped. A worker that dies unexpectedly ends the process with an error. `metrics`: the
  * bridge's registry when the bridge runs in the same process, so its `/metrics` counts lapses too.
@@ -76,16 +85,20 @@ export async function startWorker(
   log: Logger,
   options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
 ): Promise<Running> {
+  const bundle = workflowBundleOf(config);
   const principals = await followPrincipals(workerPrincipalsFile(config), log);
   const watcher = await createWatcherWorker({
     address,
     agents: agentDirectory(principals),
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
+    workflowBundlePath: bundle,
     connectionOptions: connectionOptions(config.temporal),
     metrics: options.metrics,
     workerOptions: {
       maxCachedWorkflows: config.maxCachedWorkflows,
+      // The bundle carries the tracing interceptors; without tracing their spans go nowhere (the plugin's sink wins).
+      ...(bundle ? { sinks: discardedWorkflowSpans } : {}),
       ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
     },
   });
@@ -94,7 +107,10 @@ export async function startWorker(
     log.fatal({ err: error }, 'the worker stopped unexpectedly');
     process.exitCode = 1;
   });
-  log.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker running');
+  log.info(
+    { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, workflowBundle: bundle ?? 'bundled at start' },
+    'worker running',
+  );
   return { stop: () => watcher.shutdown().finally(() => principals.close()) };
 }
 

@@ -14,6 +14,7 @@ describe('loadConfig', () => {
     expect(config.maxClockSkew).toBe('PT5M');
     expect(config.principalsFile).toBeUndefined();
     expect(config.maxCachedWorkflows).toBe(500);
+    expect(config.workflowBundle).toBeUndefined();
   });
 
   it('reads every variable it documents', () => {
@@ -29,6 +30,7 @@ describe('loadConfig', () => {
       WATCHER_MAX_LINEAGE: '3',
       WATCHER_MAX_CLOCK_SKEW: 'PT30S',
       WATCHER_WORKER_MAX_CACHED_WORKFLOWS: '50',
+      WATCHER_WORKFLOW_BUNDLE: '/app/dist/workflow-bundle.js',
     });
 
     expect(config.temporal).toMatchObject({ address: 'temporal:7233', namespace: 'ops', taskQueue: 'tq' });
@@ -41,6 +43,7 @@ describe('loadConfig', () => {
       maxLineage: 3,
       maxClockSkew: 'PT30S',
       maxCachedWorkflows: 50,
+      workflowBundle: '/app/dist/workflow-bundle.js',
     });
   });
 
@@ -51,6 +54,16 @@ describe('loadConfig', () => {
     expect(read).toThrow(/PORT: .*number/);
     expect(read).toThrow(/WATCHER_LATE_WINDOW: must be an ISO 8601 duration/);
     expect(read).toThrow(/WATCHER_MAX_CLOCK_SKEW: must be an ISO 8601 duration/);
+  });
+
+  it('takes an empty variable for an unset one', () => {
+    const config = loadConfig({ TEMPORAL_API_KEY: '', TEMPORAL_UI_URL: '', WATCHER_MAX_LINEAGE: '', WATCHER_WORKFLOW_BUNDLE: '' });
+
+    expect(config.temporal.apiKey).toBeUndefined();
+    expect(config.temporal.tls).toBeUndefined();
+    expect(config.temporal.uiUrl).toBeUndefined();
+    expect(config.maxLineage).toBe(10);
+    expect(config.workflowBundle).toBeUndefined();
   });
 
   it('turns TLS on for an API key', () => {

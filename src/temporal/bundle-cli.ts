@@ -1,0 +1,21 @@
+/**
+ * `npm run bundle [-- <file>]`: writes the workflow bundle (default dist/workflow-bundle.js) that a worker given
+ * WATCHER_WORKFLOW_BUNDLE loads; the Dockerfile runs it at image build time.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflows, DEFAULT_WORKFLOW_BUNDLE } from './workflow-bundle.js';
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const file = path.resolve(process.argv[2] ?? DEFAULT_WORKFLOW_BUNDLE);
+  const code = await bundleWorkflows();
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, code);
+  console.log(`workflow bundle: ${file} (${Math.round(code.length / 1024)} KiB, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
