@@ -1,8 +1,9 @@
 # The watcher's image: one image, two processes (docs/operations.md).
-#   npm run bridge   the HTTP bridge on PORT (the default command)
-#   npm run worker   the Temporal worker; it bundles workflows/ at start, so the image ships their sources
-# Both run TypeScript through tsx, which is a runtime dependency, so the production install is all they need.
-FROM node:20-bookworm-slim
+#   node --import tsx src/bridge.ts   the HTTP bridge on PORT (the default command)
+#   node --import tsx src/worker.ts   the Temporal worker, on the workflow bundle built below
+# node is PID 1's child (compose's `init: true`) with no npm in between, so SIGTERM reaches the process that drains.
+# tsx, a runtime dependency, compiles the TypeScript as node loads it: the production install is all the image needs.
+FROM node:24-bookworm-slim
 
 ENV NODE_ENV=production \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
@@ -23,10 +24,15 @@ COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
 
-# The code stays root's; the process writes only its data directory (principals generated when
+# The workflows, bundled once here (`npm run bundle`), so that a worker starts without webpack and every worker of
+# one image runs the same code. The worker loads it because WATCHER_WORKFLOW_BUNDLE names it.
+RUN node --import tsx src/temporal/bundle-cli.ts /app/dist/workflow-bundle.js
+ENV WATCHER_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
+
+# The code and the bundle stay root's; the process writes only its data directory (principals generated when
 # WATCHER_PRINCIPALS_FILE is unset) and the temp directory.
 RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
 
 EXPOSE 3000
-CMD ["npm", "run", "bridge"]
+CMD ["node", "--import", "tsx", "src/bridge.ts"]

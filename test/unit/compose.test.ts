@@ -61,13 +61,18 @@ function service(name: string): Service {
   return found;
 }
 
-/** The environment a service's process sees, interpolated. */
-function environmentOf(name: string): Record<string, string> {
+/** The environment of a service as the file writes it, before interpolation. */
+function rawEnvironmentOf(name: string): Record<string, string> {
   const env = service(name).environment ?? {};
   const entries = Array.isArray(env)
     ? env.map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const)
     : Object.entries(env).map(([key, value]) => [key, value === null ? '' : String(value)] as const);
-  return Object.fromEntries(entries.map(([key, value]) => [key, interpolate(value)]));
+  return Object.fromEntries(entries);
+}
+
+/** The environment a service's process sees, interpolated. */
+function environmentOf(name: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(rawEnvironmentOf(name)).map(([key, value]) => [key, interpolate(value)]));
 }
 
 function argv(value: string | string[] | undefined): string[] {
@@ -216,12 +221,23 @@ function inBuildContext(contextPath: string): boolean {
   return included;
 }
 
-/** The file an npm script runs with tsx, e.g. `tsx src/worker.ts` gives src/worker.ts. */
-function scriptEntry(script: string): string {
-  const command = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts[script];
-  const match = command && /\btsx\s+(\S+\.ts)\b/.exec(command);
-  if (!match) throw new Error(`package.json script ${script} does not run a .ts file with tsx: ${command}`);
-  return match[1]!;
+/**
+ * The file a command of the image runs: node itself, with tsx loaded, and no npm in between, e.g.
+ * `node --import tsx src/worker.ts` gives src/worker.ts (arguments after the file are the script's).
+ */
+function nodeEntry(words: string[]): string {
+  const [node, importFlag, loader, file] = words;
+  if (node !== 'node' || importFlag !== '--import' || loader !== 'tsx' || !file?.endsWith('.ts')) {
+    throw new Error(`not node --import tsx <file.ts>: ${words.join(' ')}`);
+  }
+  return file;
+}
+
+/** The Dockerfile's RUN that bundles the workflows, as words. */
+function bundleStep(): string[] {
+  const run = dockerInstructions().find(({ keyword, args }) => keyword === 'RUN' && /bundle-cli\.ts/.test(args));
+  if (!run) throw new Error('Dockerfile: no RUN of src/temporal/bundle-cli.ts');
+  return run.args.split(/\s+/);
 }
 
 /**
@@ -255,7 +271,12 @@ function importClosure(entries: string[]): { files: Set<string>; packages: Set<s
   return { files, packages };
 }
 
-const entryFiles = ['worker', 'bridge'].map(scriptEntry);
+/** What the image runs: the worker and the bridge as compose starts them, and the build step that bundles. */
+const entryFiles = [
+  nodeEntry(argv(service('worker').command)),
+  nodeEntry(argv(service('bridge').command)),
+  nodeEntry(bundleStep()),
+];
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -284,8 +305,8 @@ describe('docker-compose.yml', () => {
       expect(path.resolve(root, context ?? '')).toBe(path.resolve(root));
       expect(existsSync(path.join(root, dockerfile))).toBe(true);
     }
-    expect(argv(service('worker').command)).toEqual(['npm', 'run', 'worker']);
-    expect(argv(service('bridge').command)).toEqual(['npm', 'run', 'bridge']);
+    expect(argv(service('worker').command)).toEqual(['node', '--import', 'tsx', 'src/worker.ts']);
+    expect(argv(service('bridge').command)).toEqual(['node', '--import', 'tsx', 'src/bridge.ts']);
   });
 
   it('publishes the Temporal frontend on 7233, the UI on 8080 and the bridge on 3000', () => {
@@ -395,6 +416,29 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('passes every setting of src/config.ts to the worker and the bridge', () => {
+    const variables = [...configVariables()];
+    for (const name of ['worker', 'bridge']) {
+      const missing = variables.filter((variable) => !(variable in environmentOf(name)));
+
+      expect(missing, `${name}: settings of src/config.ts that compose does not pass`).toEqual([]);
+    }
+  });
+
+  it('takes every setting from the host except those the stack itself fixes', () => {
+    // The stack's own: its frontend, the container's port and paths, the secret. The host's values for these would
+    // point elsewhere (e.g. what `npm start` uses).
+    const fixed = ['TEMPORAL_ADDRESS', 'PORT', 'WATCHER_DATA_DIR', 'WATCHER_WORKFLOW_BUNDLE', 'WATCHER_PRINCIPALS_FILE'];
+    for (const name of ['worker', 'bridge']) {
+      const raw = rawEnvironmentOf(name);
+      const notPassed = [...configVariables()].filter(
+        (variable) => !fixed.includes(variable) && !new RegExp(`^\\$\\{${variable}(:?-[^}]*)?\\}$`).test(raw[variable] ?? ''),
+      );
+
+      expect(notPassed, `${name}: settings not written as \${NAME:-default}`).toEqual([]);
+    }
+  });
+
   it('points the worker, the bridge, the setup job and the UI at the one Temporal frontend and namespace', () => {
     const namespace = environmentOf('temporal-setup').TEMPORAL_NAMESPACE;
     for (const name of ['worker', 'bridge']) {
@@ -467,14 +511,34 @@ describe('Dockerfile', () => {
     expect([...packages, 'tsx'].filter((name) => !(name in manifest.dependencies)).sort()).toEqual([]);
   });
 
-  it('runs as the unprivileged node user and starts the bridge by default', () => {
+  it('runs as the unprivileged node user and starts the bridge with node by default', () => {
     const instructions = dockerInstructions();
     const lastUser = instructions.filter(({ keyword }) => keyword === 'USER').at(-1);
     const cmd = instructions.filter(({ keyword }) => keyword === 'CMD').at(-1);
 
-    expect(instructions[0]).toEqual({ keyword: 'FROM', args: expect.stringMatching(/^node:20(\.[\d.]+)?-(bookworm-)?slim\b/) });
     expect(lastUser?.args).toBe('node');
-    expect(JSON.parse(cmd!.args)).toEqual(['npm', 'run', 'bridge']);
+    expect(JSON.parse(cmd!.args)).toEqual(argv(service('bridge').command));
+  });
+
+  it('builds on Node 24 LTS, a release package.json engines admits', () => {
+    const from = dockerInstructions()[0]!;
+    const major = /^node:(\d+)(\.[\d.]+)?-(bookworm-)?slim\b/.exec(from.args)?.[1];
+    const engines = (JSON.parse(read('package.json')) as { engines?: { node?: string } }).engines?.node ?? '';
+
+    expect(from.keyword).toBe('FROM');
+    expect(major).toBe('24');
+    expect(engines.split('||').map((range) => range.trim())).toContainEqual(expect.stringMatching(/^\^24(\.|$)/));
+  });
+
+  it('bundles the workflows at build time into the file the worker is told to load', () => {
+    const [, , , , output] = bundleStep();
+    const runBeforeUser = dockerInstructions().findIndex(({ keyword, args }) => keyword === 'RUN' && /bundle-cli\.ts/.test(args));
+    const user = dockerInstructions().findIndex(({ keyword }) => keyword === 'USER');
+
+    expect(output).toMatch(/^\/app\/.+\.js$/);
+    expect(loadConfig(environmentOf('worker')).workflowBundle).toBe(output);
+    // Bundled as root, so that the node user that runs the worker cannot change the code it loads.
+    expect(runBeforeUser).toBeLessThan(user);
   });
 
   it('keeps local state and secrets out of the build context', () => {
