@@ -18,8 +18,13 @@ const tsx = path.resolve('node_modules/.bin/tsx');
 
 /** Runs `tsx <script>` with the given environment (on top of PATH/HOME only, so the test controls every setting). */
 export function spawnEntry(script: string, env: Record<string, string>): Spawned {
+  return spawnCommand([tsx, script], env);
+}
+
+/** Runs a command (`[file, ...args]`) as `spawnEntry` runs a script, e.g. `['node', '--import', 'tsx', script]`. */
+export function spawnCommand([command, ...args]: [string, ...string[]], env: Record<string, string>): Spawned {
   // Its own process group, so that SIGKILL reaches the node process tsx runs (and anything it started) too.
-  const child = spawn(tsx, [script], {
+  const child = spawn(command, args, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
