@@ -156,6 +156,14 @@ async function recordOf(stack: Stack, id: string): Promise<ExpectationRecord> {
   return answer.body as ExpectationRecord;
 }
 
+/** The record, or undefined while the bridge answers 503 (a worker far behind cannot answer the query in time). */
+async function recordWhenAvailable(stack: Stack, id: string): Promise<ExpectationRecord | undefined> {
+  const answer = await request(`${stack.url}/v1/expectations/${encodeURIComponent(id)}`, { token: stack.agentToken });
+  if (answer.status === 503) return undefined;
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return answer.body as ExpectationRecord;
+}
+
 /** Runs `task` for every item, `CONCURRENCY` at a time. */
 async function pool<T>(items: T[], task: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -169,8 +177,8 @@ async function pool<T>(items: T[], task: (item: T) => Promise<void>): Promise<vo
 async function until(stack: Stack, id: string, accept: (r: ExpectationRecord) => boolean, timeoutMs = 90_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const record = await recordOf(stack, id);
-    if (accept(record)) return record;
+    const record = await recordWhenAvailable(stack, id);
+    if (record && accept(record)) return record;
     if (Date.now() > deadline) throw new Error(`timed out waiting on ${id}: ${JSON.stringify(record)}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
