@@ -1,6 +1,8 @@
 /**
- * `npm run provision`: makes sure both Temporal servers are at hand (building or fetching them once), and says where.
+ * `npm run provision`: makes sure both Temporal servers and the cluster's pieces (server, SQL tool and schema, UI,
+ * PostgreSQL) are at hand, building or fetching them once, and says where.
  */
+import { ensureClusterBinaries } from './provision-cluster.js';
 import { ensureDevServer, ensureTestServer, ProvisionError } from './provision.js';
 
 async function main(): Promise<void> {
@@ -9,6 +11,8 @@ async function main(): Promise<void> {
   console.log(`dev server: ${dev.type === 'existing-path' ? `${dev.path} (${dev.origin})` : 'SDK download at first use'}`);
   const test = await ensureTestServer({ allowDownload: process.env.CI !== 'true' });
   console.log(`test server: ${test.type === 'existing-path' ? `${test.path} (${test.origin})` : 'SDK download at first use'}`);
+  const cluster = ensureClusterBinaries();
+  for (const [piece, found] of Object.entries(cluster)) console.log(`cluster ${piece}: ${found.path} (${found.origin})`);
   console.log(`provisioned in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
