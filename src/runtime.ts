@@ -177,12 +177,18 @@ export function startTracingIfConfigured(config: Config, defaultServiceName: str
   return { tracing, stop: () => tracing.shutdown() };
 }
 
-/** Stops the given pieces in order on SIGINT/SIGTERM, then exits. A second signal exits at once. */
+/**
+ * Stops the given pieces in order on SIGINT/SIGTERM, then exits. A second signal exits at once, unless it comes within
+ * a second of the first: one Ctrl-C reaches us several times (from the terminal, and relayed by npm and tsx).
+ */
 export function stopOnSignals(pieces: Running[], log: Logger): void {
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const handler = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (stoppingSince !== undefined) {
+      if (Date.now() - stoppingSince < 1_000) return;
+      process.exit(1);
+    }
+    stoppingSince = Date.now();
     log.info({ signal }, 'stopping');
     void (async () => {
       for (const piece of pieces) {
