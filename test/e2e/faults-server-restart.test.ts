@@ -127,5 +127,5 @@ describe('dev server restarted on the same database', () => {
       expect(received[0]!.message.messageId).toBe(lapseMessageId(e.expectationId, 'overdue', e.dueAt));
     }
     expect(agent.received).toHaveLength(toLapse.length);
-  });
+  }, 300_000);
 });
