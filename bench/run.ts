@@ -1,14 +1,17 @@
 /**
  * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (about 25 minutes): the watcher side by
  * side with raw Temporal on the same server in the same run. Embedded dev server (SQLite in a temp dir, free ports)
- * unless TEMPORAL_ADDRESS is set. Options: `--only=throughput,latency,lapse,scale`, `--scale-via=bridge|direct`,
+ * unless TEMPORAL_ADDRESS is set; `--server cluster` (or `--server=cluster`) starts a Temporal cluster of our own
+ * instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports). Options: `--only=throughput,latency,lapse,scale`, `--scale-via=bridge|direct`,
  * `--concurrency=16`, `--no-write` (print the table only); for experiments `--set=<size>=<n>,…`,
  * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process). BENCHMARKS.md explains them.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
+import { ensureClusterBinaries, TEMPORAL_SERVER_VERSION } from '../src/temporal/provision-cluster.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { baselineWorkflowsPath } from './baseline/paths.js';
 import { stopOnSignals } from './lib/cleanup.js';
@@ -16,7 +19,7 @@ import { describeMachine } from './lib/proc.js';
 import { progress } from './lib/progress.js';
 import { countAgentConsoleWarnings, installSdkLog, sdkWarnings } from './lib/sdk-log.js';
 import { judgeTargets, markdown, writeResults, type BenchResults } from './lib/report.js';
-import { bundleTo, startServer, temporalCliPath } from './lib/server.js';
+import { bundleTo, describeServer, startServer, temporalCliPath, type ServerKind } from './lib/server.js';
 import { startStack } from './lib/stack.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
@@ -28,6 +31,8 @@ type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
   quick: boolean;
+  /** `--server cluster`: a Temporal cluster on PostgreSQL started by the bench; default the embedded dev server. */
+  server: ServerKind;
   only: Set<Scenario>;
   scaleVia: 'bridge' | 'direct';
   concurrency: number;
@@ -43,6 +48,7 @@ interface Options {
 function parseArgs(argv: string[]): Options {
   const options: Options = {
     quick: false,
+    server: 'dev',
     only: new Set(SCENARIOS),
     scaleVia: 'bridge',
     concurrency: 16,
@@ -51,10 +57,17 @@ function parseArgs(argv: string[]): Options {
     scaleSides: new Set(['ours', 'raw']),
     workerEnv: {},
   };
-  for (const arg of argv) {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
     const at = arg.indexOf('=');
     const [key, value] = at === -1 ? [arg, undefined] : [arg.slice(0, at), arg.slice(at + 1)];
     if (key === '--quick') options.quick = true;
+    else if (key === '--server') {
+      // `--server cluster` and `--server=cluster`.
+      const kind = value ?? argv[++i];
+      if (kind !== 'dev' && kind !== 'cluster') throw new Error(`--server: dev (the default) or cluster, not '${kind ?? ''}'`);
+      options.server = kind;
+    }
     else if (key === '--no-write') options.write = false;
     else if (key === '--only' && value) {
       const names = value.split(',').map((s) => s.trim());
@@ -102,8 +115,12 @@ async function main(): Promise<void> {
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'expectations-bench-'));
-  progress(`${mode} run of ${[...options.only].join(', ')}; work directory ${dir}`);
-  const machine = describeMachine(config.temporal.address ? undefined : temporalCliPath());
+  // As root, the cluster's PostgreSQL runs as the `postgres` user: the directory must be searchable by it.
+  if (options.server === 'cluster') chmodSync(dir, 0o755);
+  const serverName = describeServer(options.server, config.temporal.address);
+  progress(`${mode} run of ${[...options.only].join(', ')} on the ${serverName}; work directory ${dir}`);
+  const machine = describeMachine(config.temporal.address || options.server === 'cluster' ? undefined : temporalCliPath());
+  if (options.server === 'cluster' && !config.temporal.address) machine.temporal = clusterVersions();
   progress(`machine: ${machine.cpus} cores, ${machine.memoryGiB} GiB, node ${machine.node}, ${machine.temporal.split('\n')[0]}`);
 
   progress('bundling the watcher workflows and the baseline workflows');
@@ -115,11 +132,17 @@ async function main(): Promise<void> {
   const partial: Omit<BenchResults, 'targets' | 'durationSec'> = {
     mode,
     startedAt,
-    server: config.temporal.address ? `external cluster ${config.temporal.address}` : 'embedded dev server, SQLite file',
+    server: serverName,
+    serverKind: config.temporal.address ? 'external' : options.server,
     machine,
     notes: [
       'The machine is shared with other work (tests of other sessions may run): absolute figures move, the ratios to raw Temporal on the same server in the same run are what to read.',
       'Scenarios 1–3 run the bridge, the worker, the raw baseline worker, the agent and the load generator in one Node process; scenario 4 runs worker, bridge and dev server as separate processes on a fresh server per side.',
+      ...(options.server === 'cluster' && !config.temporal.address
+        ? [
+            '"Server" CPU is the sum of the cluster\'s four Temporal service processes; PostgreSQL (its backends) is not counted. Scenario 4 starts a fresh cluster per side and measures worker and bridge only (no single server process, no SQLite file).',
+          ]
+        : []),
     ],
   };
 
@@ -136,7 +159,7 @@ async function main(): Promise<void> {
   };
 
   if (options.only.has('throughput') || options.only.has('latency') || options.only.has('lapse')) {
-    const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3');
+    const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3', options.server);
     const stack = await startStack(server, bundles);
     try {
       let raisePerSec = 50;
@@ -182,6 +205,7 @@ async function main(): Promise<void> {
         baselineBundle: bundles.baseline,
         sides: options.scaleSides,
         workerEnv: options.workerEnv,
+        server: options.server,
       });
     });
     if (Object.keys(options.workerEnv).length > 0) partial.notes.push(`Scenario 4's worker ran with ${JSON.stringify(options.workerEnv)}.`);
@@ -207,6 +231,18 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   progress(`done in ${Math.floor(durationSec / 60)} min ${durationSec % 60} s`);
+}
+
+/** The cluster's releases, for the report's Machine line. */
+function clusterVersions(): string {
+  const binaries = ensureClusterBinaries({ log: (line) => progress(line) });
+  let postgres = 'PostgreSQL';
+  try {
+    postgres = execFileSync(path.join(binaries.postgresBinDir.path, 'postgres'), ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    // The version is for the report only.
+  }
+  return `Temporal server ${TEMPORAL_SERVER_VERSION} (${binaries.server.origin}), ${postgres}`;
 }
 
 stopOnSignals();

@@ -101,6 +101,7 @@ async function startInMemoryServer(dir: string): Promise<BenchServer> {
     namespace: devServer.namespace,
     connectionOptions: {},
     embedded: { devServer, pid: devServer.pid!, dbFile: ':memory:' },
+    serverPids: () => (devServer.pid === undefined ? [] : [devServer.pid]),
     stop: () => devServer.stop(),
   };
 }

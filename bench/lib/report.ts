@@ -17,6 +17,8 @@ export interface BenchResults {
   startedAt: string;
   durationSec: number;
   server: string;
+  /** Which server: the embedded dev server, a cluster the bench started, or TEMPORAL_ADDRESS (absent before 2026-12-01: dev). */
+  serverKind?: 'dev' | 'cluster' | 'external';
   machine: Machine;
   throughput?: ThroughputResult;
   factLatency?: FactLatencyResult;
@@ -106,6 +108,7 @@ export function markdown(results: BenchResults): string {
     '| Scenario | Watcher | Raw Temporal, same server | Ratio | Target | Result |',
     '|---|---|---|---|---|---|',
   );
+  const serverLabel = results.serverKind === 'cluster' ? 'Temporal services (4 processes)' : 'dev server';
   const targetOf = (name: string) => results.targets.find((t) => t.name === name);
   const t = results.throughput;
   if (t) {
@@ -140,7 +143,7 @@ export function markdown(results: BenchResults): string {
     const target = targetOf(`Worker memory at ${n(s.count)} open`);
     lines.push(
       `| ${label}: worker RSS | ${cost(ours.worker)} | ${cost(raw.worker)} | ${s.ratios.workerRss} | ≤ 400 MB at 100,000 | ${verdict(target?.hit)} |`,
-      `| ${label}: dev server RSS | ${cost(ours.server)} | ${cost(raw.server)} | ${s.ratios.serverRss ?? '—'} | | |`,
+      `| ${label}: ${serverLabel} RSS | ${cost(ours.server)} | ${cost(raw.server)} | ${s.ratios.serverRss ?? '—'} | | |`,
       `| ${label}: bridge RSS | ${cost(ours.bridge)} | — | | | |`,
       `| ${label}: database (SQLite + WAL) | ${ours.databaseMiB ? `${ours.databaseMiB.total} MiB` : '—'} | ${raw.databaseMiB ? `${raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | | |`,
       `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | | |`,
@@ -159,7 +162,7 @@ export function markdown(results: BenchResults): string {
       `| History events per raise (expectation + fact ledger + subject ledger) | ${sum('events')} (${expectation!.events} + ${factLedger!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
       `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${factLedger!.workflowTasks} + ${subjectLedger!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
       `| Temporal actions per raise, from the histories | ${sum('actions')} (${expectation!.actions} + ${factLedger!.actions} + ${subjectLedger!.actions}) | ${t.histories.raw.actions} |`,
-      `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / dev server | ${t.single.cpuMsPerItem.node} / ${t.single.cpuMsPerItem.server ?? '—'} ms | ${t.raw[0]!.cpuMsPerItem.node} / ${t.raw[0]!.cpuMsPerItem.server ?? '—'} ms |`,
+      `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / ${serverLabel} | ${t.single.cpuMsPerItem.node} / ${t.single.cpuMsPerItem.server ?? '—'} ms | ${t.raw[0]!.cpuMsPerItem.node} / ${t.raw[0]!.cpuMsPerItem.server ?? '—'} ms |`,
       `| CPU per expectation, 10 per request | ${t.batch.cpuMsPerItem.node} / ${t.batch.cpuMsPerItem.server ?? '—'} ms | |`,
       `| Request latency p50 / p95 / p99, 1 per request | ${ms(t.single.latencyMs)} | start ${ms(t.raw[0]!.latencyMs)} |`,
       `| Request latency p50 / p95 / p99, 10 per request | ${ms(t.batch.latencyMs)} | |`,
@@ -207,20 +210,22 @@ export function writeResults(results: BenchResults): { json: string; md: string 
   const dir = path.join(repoRoot, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const stamp = results.startedAt.replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
-  const base = path.join(dir, `${stamp}-${results.mode}`);
+  // A cluster run has files and a BENCHMARKS.md section of its own (`cluster-quick`), beside the dev server's.
+  const kind = results.serverKind === 'cluster' ? 'cluster-' : '';
+  const base = path.join(dir, `${stamp}-${kind}${results.mode}`);
   const table = markdown(results);
   writeFileSync(`${base}.json`, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(`${base}.md`, `### Benchmark ${results.mode}, ${results.startedAt}\n\n${table}`);
+  writeFileSync(`${base}.md`, `### Benchmark ${kind}${results.mode}, ${results.startedAt}\n\n${table}`);
 
   const benchmarks = path.join(repoRoot, 'BENCHMARKS.md');
-  const start = marker(results.mode, 'start');
-  const end = marker(results.mode, 'end');
+  const start = marker(`${kind}${results.mode}`, 'start');
+  const end = marker(`${kind}${results.mode}`, 'end');
   const section = `${start}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\`\n${end}`;
   const current = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8') : '# Benchmarks\n';
   const updated =
     current.includes(start) && current.includes(end)
       ? current.replace(new RegExp(`${start}[\\s\\S]*${end}`), () => section)
-      : `${current.trimEnd()}\n\n## Latest ${results.mode} run\n\n${section}\n`;
+      : `${current.trimEnd()}\n\n## Latest ${kind ? `${kind.slice(0, -1)} ` : ''}${results.mode} run\n\n${section}\n`;
   writeFileSync(benchmarks, updated);
   return { json: `${base}.json`, md: `${base}.md` };
 }

@@ -1,19 +1,34 @@
 /**
  * The Temporal server a benchmark phase runs on: the embedded dev server with a SQLite file in a temp dir and free
- * ports (what `npm start` runs), or the cluster at TEMPORAL_ADDRESS.
+ * ports (what `npm start` runs), a Temporal cluster of our own (`--server cluster`: server 1.31.2 on PostgreSQL,
+ * four service processes, src/cluster/temporal-cluster.ts) in a temp dir on free ports, or the cluster at
+ * TEMPORAL_ADDRESS.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { Config } from '../../src/config.js';
 import { connectionOptions } from '../../src/temporal/connection.js';
+import { startTemporalCluster, type TemporalCluster } from '../../src/cluster/temporal-cluster.js';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
+import { TEMPORAL_SERVER_VERSION } from '../../src/temporal/provision-cluster.js';
 import { ensureDevServer } from '../../src/temporal/provision.js';
 import { freePort } from '../../test/support/net.js';
 import { onInterrupt } from './cleanup.js';
 import { progress } from './progress.js';
 
 export { freePort };
+
+/** `dev`: the embedded dev server (default); `cluster`: a Temporal cluster on PostgreSQL started by the bench. */
+export type ServerKind = 'dev' | 'cluster';
+
+/** The server as the report's "Run:" line names it. */
+export function describeServer(kind: ServerKind, externalAddress?: string): string {
+  if (externalAddress) return `external cluster ${externalAddress}`;
+  return kind === 'cluster'
+    ? `Temporal cluster, server ${TEMPORAL_SERVER_VERSION.slice(1)} on PostgreSQL, four service processes (frontend, history, matching, worker), started by the bench`
+    : 'embedded dev server, SQLite file';
+}
 
 export interface BenchServer {
   address: string;
@@ -22,6 +37,10 @@ export interface BenchServer {
   connectionOptions: ReturnType<typeof connectionOptions>;
   /** The embedded server's process and SQLite file; absent for an external cluster. */
   embedded?: { devServer: DevServer; pid: number; dbFile: string };
+  /** The cluster the bench started (`--server cluster`). */
+  cluster?: TemporalCluster;
+  /** The Temporal server's processes whose CPU counts as "server" (the dev server, or the cluster's four services). */
+  serverPids(): number[];
   stop(): Promise<void>;
 }
 
@@ -31,14 +50,21 @@ export function temporalCliPath(): string | undefined {
   return source.type === 'existing-path' ? source.path : undefined;
 }
 
-/** Starts a fresh embedded dev server under `dir`, or connects to the configured cluster. */
-export async function startServer(config: Config, dir: string, label: string): Promise<BenchServer> {
+/** Starts a fresh embedded dev server or cluster under `dir`, or connects to the configured cluster. */
+export async function startServer(config: Config, dir: string, label: string, kind: ServerKind = 'dev'): Promise<BenchServer> {
   const options = connectionOptions(config.temporal);
   if (config.temporal.address) {
     progress(`${label}: using the Temporal cluster at ${config.temporal.address}`);
-    return { address: config.temporal.address, namespace: config.temporal.namespace, connectionOptions: options, stop: async () => {} };
+    return {
+      address: config.temporal.address,
+      namespace: config.temporal.namespace,
+      connectionOptions: options,
+      serverPids: () => [],
+      stop: async () => {},
+    };
   }
   mkdirSync(dir, { recursive: true });
+  if (kind === 'cluster') return startCluster(dir, label, options);
   const dbFile = path.join(dir, 'temporal.sqlite');
   const port = await freePort();
   const devServer = await startDevServer({
@@ -59,8 +85,39 @@ export async function startServer(config: Config, dir: string, label: string): P
     namespace: devServer.namespace,
     connectionOptions: options,
     embedded: { devServer, pid: devServer.pid, dbFile },
+    serverPids: () => [devServer.pid!],
     stop: async () => {
       await devServer.stop();
+      unregister();
+    },
+  };
+}
+
+/** A fresh cluster under `dir` (PostgreSQL data, logs, configuration), every port a free one. */
+async function startCluster(dir: string, label: string, options: BenchServer['connectionOptions']): Promise<BenchServer> {
+  const t0 = Date.now();
+  let started: TemporalCluster | undefined;
+  // Stopped on Ctrl-C even while it is still starting (startTemporalCluster stops what it started when it fails).
+  const unregister = onInterrupt(async () => started?.stop());
+  try {
+    started = await startTemporalCluster({ dir, log: (line) => progress(`  cluster: ${line}`) });
+  } catch (error) {
+    unregister();
+    throw error;
+  }
+  const cluster = started;
+  const pids = () => Object.values(cluster.services).flatMap((service) => (service.pid === undefined ? [] : [service.pid]));
+  progress(
+    `${label}: Temporal cluster on ${cluster.address} in ${((Date.now() - t0) / 1000).toFixed(1)} s (services ${pids().join(', ')}, PostgreSQL 127.0.0.1:${cluster.postgres.port}, UI ${cluster.uiUrl}, logs ${cluster.logDir})`,
+  );
+  return {
+    address: cluster.address,
+    namespace: cluster.namespace,
+    connectionOptions: options,
+    cluster,
+    serverPids: pids,
+    stop: async () => {
+      await cluster.stop();
       unregister();
     },
   };

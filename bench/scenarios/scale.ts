@@ -18,7 +18,7 @@ import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs, memoryMiB, sqliteMiB } from '../lib/proc.js';
 import { delay, progress, waitUntil } from '../lib/progress.js';
-import { freePort, startServer, type BenchServer } from '../lib/server.js';
+import { freePort, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
 import { ratio } from '../lib/stats.js';
 
 export interface ProcessCost {
@@ -113,8 +113,9 @@ async function oursSide(
   via: 'bridge' | 'direct',
   concurrency: number,
   workerEnv: Record<string, string>,
+  kind: ServerKind,
 ): Promise<ScaleSide> {
-  const server = await startServer(config, path.join(dir, 'ours'), 'scale (ours)');
+  const server = await startServer(config, serverDir(dir, 'ours', kind), 'scale (ours)', kind);
   const queue = `${runPrefix}-scale`;
   const env = {
     TEMPORAL_ADDRESS: server.address,
@@ -214,8 +215,8 @@ async function oursSide(
   }
 }
 
-async function rawSide(config: Config, dir: string, count: number, bundle: string, concurrency: number): Promise<ScaleSide> {
-  const server = await startServer(config, path.join(dir, 'raw'), 'scale (raw)');
+async function rawSide(config: Config, dir: string, count: number, bundle: string, concurrency: number, kind: ServerKind): Promise<ScaleSide> {
+  const server = await startServer(config, serverDir(dir, 'raw', kind), 'scale (raw)', kind);
   const queue = `${runPrefix}-scale-raw`;
   const client = await connect(server);
   let worker: Child | undefined;
@@ -257,6 +258,11 @@ async function rawSide(config: Config, dir: string, count: number, bundle: strin
   }
 }
 
+/** A fresh server per side: the dev server's SQLite file beside the side's logs, a cluster in a directory of its own. */
+function serverDir(dir: string, side: 'ours' | 'raw', kind: ServerKind): string {
+  return kind === 'cluster' ? path.join(dir, side, 'cluster') : path.join(dir, side);
+}
+
 export async function runScale(
   config: Config,
   dir: string,
@@ -267,14 +273,17 @@ export async function runScale(
     baselineBundle: string;
     sides: Set<'ours' | 'raw'>;
     workerEnv: Record<string, string>;
+    /** `cluster`: a fresh Temporal cluster on PostgreSQL per side, as the dev server is fresh per side. */
+    server?: ServerKind;
   },
 ): Promise<ScaleResult> {
+  const kind = options.server ?? 'dev';
   mkdirSync(dir, { recursive: true });
   const count = Math.ceil(options.count / 10) * 10;
   const ours = options.sides.has('ours')
-    ? await oursSide(config, dir, count, options.via, options.concurrency, options.workerEnv)
+    ? await oursSide(config, dir, count, options.via, options.concurrency, options.workerEnv, kind)
     : undefined;
-  const raw = options.sides.has('raw') ? await rawSide(config, dir, count, options.baselineBundle, options.concurrency) : undefined;
+  const raw = options.sides.has('raw') ? await rawSide(config, dir, count, options.baselineBundle, options.concurrency, kind) : undefined;
   const both = <T>(pick: (side: ScaleSide) => T | undefined, f: (a: T, b: T) => number) => {
     const a = ours && pick(ours);
     const b = raw && pick(raw);

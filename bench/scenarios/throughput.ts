@@ -55,14 +55,16 @@ export interface ThroughputResult {
 }
 
 function cpuMeter(stack: Stack) {
-  const serverPid = stack.server.embedded?.pid;
+  // The dev server's process, or the cluster's four service processes (PostgreSQL's backends are not counted).
+  const serverPids = stack.server.serverPids();
+  const serverCpu = () => serverPids.reduce((total, pid) => total + cpuMs(pid), 0);
   const node0 = process.cpuUsage();
-  const server0 = serverPid ? cpuMs(serverPid) : 0;
+  const server0 = serverPids.length > 0 ? serverCpu() : 0;
   return (items: number) => {
     const node = process.cpuUsage(node0);
     return {
       node: Number(((node.user + node.system) / 1000 / items).toFixed(2)),
-      server: serverPid ? Number(((cpuMs(serverPid) - server0) / items).toFixed(2)) : undefined,
+      server: serverPids.length > 0 ? Number(((serverCpu() - server0) / items).toFixed(2)) : undefined,
     };
   };
 }
