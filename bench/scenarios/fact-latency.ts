@@ -60,6 +60,12 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
   for (let i = 0; i < samples; i++) {
     const id = `${prefix}-${Math.floor(i / 10)}-${i % 10}`;
     const handle = stack.client.workflow.getHandle(expectationWorkflowId(id));
+    // Ours too must be waiting (its first task done, its deadline timer started: 5 events) before the clock starts:
+    // a query before then waits behind the worker's backlog of first tasks, and on the cluster timed out at 30 s.
+    await waitUntil('the expectation to wait on its deadline', async () => (await handle.describe()).historyLength >= 5, {
+      timeoutMs: 300_000,
+      intervalMs: 50,
+    });
     const wall0 = Date.now();
     const t0 = performance.now();
     await postJson(`${stack.bridgeUrl}/v1/facts`, stack.tokens.feed, {
