@@ -21,7 +21,8 @@ import { createApp } from '../../src/http/app.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { request } from '../support/bridge.js';
+import { artifactUpdate, request } from '../support/bridge.js';
+import { deliveryExpectation } from '../support/expectations.js';
 import { historyText } from '../support/history-text.js';
 import { close, listen, urlOf } from '../support/net.js';
 
@@ -101,28 +102,9 @@ async function startStack(factRetention: string, agentAuthorization = AGENT_AUTH
 
 const secondsFromNow = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
 
-function expectationOf(id: string, extra: Partial<Expectation> = {}): Expectation {
-  return {
-    expectationId: id,
-    kind: 'delivery',
-    subject: { type: 'shipment', id: `S-${id}` },
-    expects: 'The shipment is delivered',
-    satisfiedBy: { factKey: `shipment/${id}/delivered` },
-    dueAt: secondsFromNow(365 * 86_400),
-    grace: 'PT0S',
-    basis: 'contract',
-    ...extra,
-  };
-}
-
-/** The artifact update an agent pushes, carrying `payload` under metadata[URI] (its keys in the order given). */
-const artifact = (payload: Record<string, unknown>) => ({
-  artifactUpdate: {
-    taskId: `task-${randomUUID()}`,
-    contextId: `ctx-${randomUUID()}`,
-    artifact: { artifactId: `a-${randomUUID()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
-  },
-});
+/** A `delivery` expectation (test/support/expectations.ts) with no grace, due in a year unless `extra` says otherwise. */
+const expectationOf = (id: string, extra: Partial<Expectation> = {}): Expectation =>
+  deliveryExpectation(id, secondsFromNow(365 * 86_400), { grace: 'PT0S', ...extra });
 
 /** How often a client sends a request again after a 503 (DESIGN 4: nothing half-applied that a retry would not complete). */
 const RETRIES_ON_503 = 6;
@@ -139,7 +121,7 @@ async function send(stack: Stack, route: string, token: string, body?: unknown) 
 }
 
 async function raise(stack: Stack, payload: Record<string, unknown>): Promise<void> {
-  const answer = await send(stack, '/a2a/events', stack.agentToken, artifact(payload));
+  const answer = await send(stack, '/a2a/events', stack.agentToken, artifactUpdate(payload));
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   // `unchanged` when a request that answered 503 had already started it: the retry completed its registration.
   expect(answer.body.expectations.map((e: { result: string }) => e.result)).toEqual([expect.stringMatching(/^(raised|unchanged)$/)]);
