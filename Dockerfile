@@ -1,6 +1,6 @@
 # The watcher's image: one image, two processes (docs/operations.md).
-#   node --import tsx src/bridge.ts   the HTTP bridge on PORT (the default command)
-#   node --import tsx src/worker.ts   the Temporal worker, on the workflow bundle built below
+#   node --import ./src/early-signals.mjs --import tsx src/bridge.ts   the HTTP bridge on PORT (the default command)
+#   node --import ./src/early-signals.mjs --import tsx src/worker.ts   the Temporal worker, on the workflow bundle built below
 # node is PID 1's child (compose's `init: true`) with no npm in between, so SIGTERM reaches the process that drains.
 # tsx, a runtime dependency, compiles the TypeScript as node loads it: the production install is all the image needs.
 FROM node:24-bookworm-slim
@@ -35,4 +35,4 @@ RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
 
 EXPOSE 3000
-CMD ["node", "--import", "tsx", "src/bridge.ts"]
+CMD ["node", "--import", "./src/early-signals.mjs", "--import", "tsx", "src/bridge.ts"]

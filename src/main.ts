@@ -1,72 +1,8 @@
 /**
- * `npm start`: the whole watcher. Without TEMPORAL_ADDRESS it starts the embedded Temporal dev server (SQLite under
- * WATCHER_DATA_DIR, UI on 8233), then the worker, then the bridge, and prints where each is.
+ * `npm start`: the whole watcher (src/entry/watcher.ts). The signal handlers come first, before the rest is loaded,
+ * so that a SIGTERM or Ctrl-C at any moment, start-up included, stops what is up and exits 0.
  */
-import { mkdirSync } from 'node:fs';
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
-import { createMetrics } from './metrics.js';
-import { installTelemetry } from './observability/telemetry.js';
-import {
-  preparePrincipals,
-  startBridge,
-  startEmbeddedTemporal,
-  startTracingIfConfigured,
-  startWorker,
-  stopOnSignals,
-  type Running,
-} from './runtime.js';
-import { ProvisionError } from './temporal/provision.js';
+import { Lifecycle } from './lifecycle.js';
 
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const log = createLogger(config.logLevel);
-  // First: the embedded server and the worker both run on the Temporal runtime this installs.
-  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });
-  mkdirSync(config.dataDir, { recursive: true });
-  const pieces: Running[] = [];
-  stopOnSignals(pieces, log);
-  const traced = startTracingIfConfigured(config, 'expectations-watcher', log);
-  if (traced) pieces.unshift(traced);
-
-  let address = config.temporal.address;
-  let uiUrl = config.temporal.uiUrl;
-  if (!address) {
-    const server = await startEmbeddedTemporal(config, log);
-    pieces.unshift({ stop: () => server.stop() });
-    address = server.address;
-    uiUrl ??= server.uiUrl;
-  }
-  // One file for both: the bridge authenticates by it, the worker finds the agents' cards and credentials in it.
-  const principals = await preparePrincipals(config);
-  const shared = { ...config, principalsFile: principals.file };
-  // One registry for both, so the bridge's /metrics also counts the lapses this process delivers.
-  const metrics = createMetrics({ defaultMetrics: true });
-  const worker = await startWorker(shared, address, log, { metrics, tracing: traced?.tracing });
-  pieces.unshift(worker);
-  const bridge = await startBridge(shared, address, log, uiUrl, { metrics, tracing: traced?.tracing });
-  pieces.unshift(bridge);
-
-  const lines = [
-    '',
-    'expectations-watcher is running',
-    `  bridge:      ${bridge.url}  (GET /readyz, POST /a2a/events, GET /v1/expectations)`,
-    `  Temporal:    ${address}${config.temporal.address ? '' : ' (embedded dev server)'}`,
-    uiUrl ? `  Temporal UI: ${uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
-    `  metrics:     ${bridge.url}/metrics${telemetry.metricsUrl ? `, ${telemetry.metricsUrl} (Temporal SDK worker metrics)` : ''}`,
-    `  A2A agent:   ${bridge.url}/.well-known/agent-card.json`,
-    `  data:        ${config.dataDir}`,
-    principals.generatedToken
-      ? `  admin token: ${principals.generatedToken}  (shown once; its sha256 is in ${principals.file})`
-      : undefined,
-    'Ctrl-C stops everything.',
-    '',
-  ].filter((line) => line !== undefined);
-  process.stdout.write(`${lines.join('\n')}\n`);
-}
-
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof ProvisionError) console.error(error.message);
-  else console.error(error);
-  process.exit(1);
-});
+const lifecycle = Lifecycle.onSignals();
+await lifecycle.run(async () => (await import('./entry/watcher.js')).startWatcher(lifecycle));

@@ -15,12 +15,11 @@ import { createApp } from './http/app.js';
 import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from './auth/principals.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type WatcherMetrics } from './metrics.js';
+import type { Running } from './lifecycle.js';
 import { requestLog } from './observability/request-log.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
 
-export interface Running {
-  stop(): Promise<void>;
-}
+export type { Running } from './lifecycle.js';
 
 /** Starts the embedded dev server with its SQLite file under the data directory. */
 export async function startEmbeddedTemporal(config: Config, log: Logger): Promise<DevServer> {
@@ -86,6 +85,7 @@ export async function startWorker(
   options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
 ): Promise<Running> {
   const bundle = workflowBundleOf(config);
+  log.info({ taskQueue: config.temporal.taskQueue, workflowBundle: bundle ?? 'bundled at start' }, 'starting the worker');
   const principals = await followPrincipals(workerPrincipalsFile(config), log);
   const watcher = await createWatcherWorker({
     address,
@@ -175,33 +175,4 @@ export function startTracingIfConfigured(config: Config, defaultServiceName: str
   const tracing = startTracing({ endpoint: config.tracing.endpoint, serviceName });
   log.info({ endpoint: config.tracing.endpoint, serviceName }, 'OpenTelemetry tracing on');
   return { tracing, stop: () => tracing.shutdown() };
-}
-
-/**
- * Stops the given pieces in order on SIGINT/SIGTERM, then exits. A second signal exits at once, unless it comes within
- * a second of the first: one Ctrl-C reaches us several times (from the terminal, and relayed by npm and tsx).
- */
-export function stopOnSignals(pieces: Running[], log: Logger): void {
-  let stoppingSince: number | undefined;
-  const handler = (signal: NodeJS.Signals) => {
-    if (stoppingSince !== undefined) {
-      if (Date.now() - stoppingSince < 1_000) return;
-      process.exit(1);
-    }
-    stoppingSince = Date.now();
-    log.info({ signal }, 'stopping');
-    void (async () => {
-      for (const piece of pieces) {
-        try {
-          await piece.stop();
-        } catch (error) {
-          log.error({ err: error }, 'error while stopping');
-        }
-      }
-      log.info('stopped');
-      process.exit(process.exitCode ?? 0);
-    })();
-  };
-  process.on('SIGINT', handler);
-  process.on('SIGTERM', handler);
 }

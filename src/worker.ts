@@ -1,26 +1,7 @@
 /**
- * `npm run worker`: the Temporal worker alone, for deployments that run workers and bridges apart.
- * Needs TEMPORAL_ADDRESS (an existing cluster).
+ * `npm run worker`: the Temporal worker alone (src/entry/worker.ts), signal handlers first (see src/main.ts).
  */
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
-import { installTelemetry } from './observability/telemetry.js';
-import { startTracingIfConfigured, startWorker, stopOnSignals, type Running } from './runtime.js';
+import { Lifecycle } from './lifecycle.js';
 
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const log = createLogger(config.logLevel);
-  if (!config.temporal.address) throw new ConfigError('TEMPORAL_ADDRESS: required by `npm run worker` (use `npm start` for the embedded server)');
-  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });
-  const pieces: Running[] = [];
-  stopOnSignals(pieces, log);
-  const traced = startTracingIfConfigured(config, 'expectations-watcher-worker', log);
-  pieces.push(await startWorker(config, config.temporal.address, log, { tracing: traced?.tracing }));
-  if (traced) pieces.push(traced);
-  if (telemetry.metricsUrl) log.info({ url: telemetry.metricsUrl }, 'worker metrics (Prometheus)');
-}
-
-main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? error.message : error);
-  process.exit(1);
-});
+const lifecycle = Lifecycle.onSignals();
+await lifecycle.run(async () => (await import('./entry/worker.js')).startWorkerProcess(lifecycle));

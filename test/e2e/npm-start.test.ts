@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { freePort, freePortPair, isListening } from '../support/net.js';
-import { spawnEntry, type Spawned } from '../support/processes.js';
+import { spawnCommand, spawnEntry, type Spawned } from '../support/processes.js';
 
 const running: Spawned[] = [];
 afterAll(async () => {
@@ -21,6 +21,63 @@ function start(script: string, env: Record<string, string>): Spawned {
   running.push(spawned);
   return spawned;
 }
+
+/** True while any process of the group a spawned entry point leads is alive (signal 0 only checks). */
+function groupAlive(spawned: Spawned): boolean {
+  try {
+    process.kill(-spawned.child.pid!, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('the npm scripts', () => {
+  it('run node itself with tsx as a loader, the early signal catcher first, so that a signal reaches the watcher and not a launcher relaying it', () => {
+    const { scripts } = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> };
+
+    // tsx's own CLI relays signals to its child and exits 143 if the child has not answered within 60 ms;
+    // src/early-signals.mjs keeps a signal that comes while Node and tsx start, before src/lifecycle.ts runs.
+    expect(scripts.start).toBe('node --import ./src/early-signals.mjs --import tsx src/main.ts');
+    expect(scripts.worker).toBe('node --import ./src/early-signals.mjs --import tsx src/worker.ts');
+    expect(scripts.bridge).toBe('node --import ./src/early-signals.mjs --import tsx src/bridge.ts');
+    expect(scripts.cluster).toBe('node --import ./src/early-signals.mjs --import tsx src/cluster/main.ts');
+  });
+});
+
+describe('npm start stopped by SIGTERM during start-up', () => {
+  // The moments of start-up a signal can fall in: loading the modules, the dev server starting, the worker
+  // bundling, the bridge binding. Each must stop what is up and exit 0, leaving no process and no port behind.
+  // Node's own boot, before any script runs, is the one window no program can close; the first moment is right after
+  // it, when the early catcher is in place and tsx has not even started (a preload of the test's says when).
+  const moments: [string, RegExp][] = [
+    ['while node is still loading the modules', /preload: early signal catcher in place/],
+    ['while the embedded dev server starts', /starting the embedded Temporal dev server/],
+    ['while the worker starts', /"msg":"starting the worker"/],
+    ['while the bridge starts', /"msg":"worker running"/],
+  ];
+  it.each(moments)('exits 0 and leaves nothing running %s', async (_moment, after) => {
+    const temporalPort = await freePortPair();
+    const bridgePort = await freePort();
+    // What `npm start` runs, with the test's announcing preload between the early catcher and tsx.
+    const watcher = spawnCommand(
+      [process.execPath, '--import', './src/early-signals.mjs', '--import', './test/support/preload/announce.mjs', '--import', 'tsx', 'src/main.ts'],
+      {
+        WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-start-signal-')),
+        PORT: String(bridgePort),
+        WATCHER_EMBEDDED_TEMPORAL_PORT: String(temporalPort),
+      },
+    );
+    running.push(watcher);
+    await watcher.waitFor(after);
+
+    expect(await watcher.stop('SIGTERM')).toBe(0);
+    if (after.source.startsWith('preload')) expect(watcher.output()).not.toContain('starting the embedded Temporal dev server');
+    expect(await isListening(temporalPort)).toBe(false);
+    expect(await isListening(bridgePort)).toBe(false);
+    await expect.poll(() => groupAlive(watcher), { timeout: 5_000 }).toBe(false);
+  });
+});
 
 describe('npm start (embedded dev server)', () => {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'watcher-start-'));

@@ -2,7 +2,6 @@
  * Child processes for end-to-end tests: spawn an entry point, read its output, wait for a line, stop it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 
 export interface Spawned {
   child: ChildProcess;
@@ -14,16 +13,17 @@ export interface Spawned {
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
 }
 
-const tsx = path.resolve('node_modules/.bin/tsx');
-
-/** Runs `tsx <script>` with the given environment (on top of PATH/HOME only, so the test controls every setting). */
+/**
+ * Runs `node --import ./src/early-signals.mjs --import tsx <script>`, as the npm scripts do, with the given environment (on top of PATH/HOME only, so
+ * the test controls every setting). One process: a signal reaches the script itself, not a launcher relaying it.
+ */
 export function spawnEntry(script: string, env: Record<string, string>): Spawned {
-  return spawnCommand([tsx, script], env);
+  return spawnCommand([process.execPath, '--import', './src/early-signals.mjs', '--import', 'tsx', script], env);
 }
 
 /** Runs a command (`[file, ...args]`) as `spawnEntry` runs a script, e.g. `['node', '--import', 'tsx', script]`. */
 export function spawnCommand([command, ...args]: [string, ...string[]], env: Record<string, string>): Spawned {
-  // Its own process group, so that SIGKILL reaches the node process tsx runs (and anything it started) too.
+  // Its own process group, so that SIGKILL reaches anything it started (a dev server, a launcher's child) too.
   const child = spawn(command, args, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -81,7 +81,7 @@ export function spawnCommand([command, ...args]: [string, ...string[]], env: Rec
         killGroup('SIGKILL'); // leftovers of a launcher that exited
         return child.exitCode;
       }
-      // tsx relays SIGTERM and SIGINT to the script; SIGKILL cannot be relayed, so it goes to the whole group.
+      // SIGTERM and SIGINT go to the process, which stops what it started; SIGKILL goes to the whole group.
       if (signal === 'SIGKILL') killGroup('SIGKILL');
       else child.kill(signal);
       const timer = setTimeout(() => killGroup('SIGKILL'), timeoutMs);

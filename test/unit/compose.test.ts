@@ -221,14 +221,19 @@ function inBuildContext(contextPath: string): boolean {
   return included;
 }
 
+/** What every long-running command of the image starts with: node itself, the early signal catcher, then tsx. */
+const NODE_WITH_TSX = ['node', '--import', './src/early-signals.mjs', '--import', 'tsx'];
+
 /**
- * The file a command of the image runs: node itself, with tsx loaded, and no npm in between, e.g.
- * `node --import tsx src/worker.ts` gives src/worker.ts (arguments after the file are the script's).
+ * The file a command of the image runs: node itself, with tsx loaded (after the early signal catcher for the
+ * services; the build's one-shot bundling needs none), and no npm in between, e.g.
+ * `node --import ./src/early-signals.mjs --import tsx src/worker.ts` gives src/worker.ts.
  */
 function nodeEntry(words: string[]): string {
-  const [node, importFlag, loader, file] = words;
-  if (node !== 'node' || importFlag !== '--import' || loader !== 'tsx' || !file?.endsWith('.ts')) {
-    throw new Error(`not node --import tsx <file.ts>: ${words.join(' ')}`);
+  const prefix = words[2] === NODE_WITH_TSX[2] ? NODE_WITH_TSX : ['node', '--import', 'tsx'];
+  const file = words[prefix.length];
+  if (words.slice(0, prefix.length).join(' ') !== prefix.join(' ') || !file?.endsWith('.ts')) {
+    throw new Error(`not ${NODE_WITH_TSX.join(' ')} <file.ts>: ${words.join(' ')}`);
   }
   return file;
 }
@@ -305,8 +310,8 @@ describe('docker-compose.yml', () => {
       expect(path.resolve(root, context ?? '')).toBe(path.resolve(root));
       expect(existsSync(path.join(root, dockerfile))).toBe(true);
     }
-    expect(argv(service('worker').command)).toEqual(['node', '--import', 'tsx', 'src/worker.ts']);
-    expect(argv(service('bridge').command)).toEqual(['node', '--import', 'tsx', 'src/bridge.ts']);
+    expect(argv(service('worker').command)).toEqual([...NODE_WITH_TSX, 'src/worker.ts']);
+    expect(argv(service('bridge').command)).toEqual([...NODE_WITH_TSX, 'src/bridge.ts']);
   });
 
   it('publishes the Temporal frontend on 7233, the UI on 8080 and the bridge on 3000', () => {

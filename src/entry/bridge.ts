@@ -1,0 +1,20 @@
+/**
+ * What `npm run bridge` runs (src/bridge.ts loads it once its signal handlers are in place): the HTTP bridge alone,
+ * for deployments that run workers and bridges apart. Needs TEMPORAL_ADDRESS (an existing cluster).
+ */
+import { ConfigError, loadConfig } from '../config.js';
+import type { Lifecycle } from '../lifecycle.js';
+import { createLogger } from '../logger.js';
+import { startBridge, startTracingIfConfigured } from '../runtime.js';
+
+export async function startBridgeProcess(lifecycle: Lifecycle): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  lifecycle.useLogger(log);
+  const address = config.temporal.address;
+  if (!address) throw new ConfigError('TEMPORAL_ADDRESS: required by `npm run bridge` (use `npm start` for the embedded server)');
+  const traced = startTracingIfConfigured(config, 'expectations-watcher-bridge', log);
+  if (traced) lifecycle.add(traced);
+  const bridge = await lifecycle.start(() => startBridge(config, address, log, undefined, { tracing: traced?.tracing }));
+  if (bridge.generatedToken) process.stdout.write(`admin token: ${bridge.generatedToken} (shown once)\n`);
+}

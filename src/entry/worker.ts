@@ -1,0 +1,22 @@
+/**
+ * What `npm run worker` runs (src/worker.ts loads it once its signal handlers are in place): the Temporal worker alone,
+ * for deployments that run workers and bridges apart. Needs TEMPORAL_ADDRESS (an existing cluster).
+ */
+import { ConfigError, loadConfig } from '../config.js';
+import type { Lifecycle } from '../lifecycle.js';
+import { createLogger } from '../logger.js';
+import { installTelemetry } from '../observability/telemetry.js';
+import { startTracingIfConfigured, startWorker } from '../runtime.js';
+
+export async function startWorkerProcess(lifecycle: Lifecycle): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  lifecycle.useLogger(log);
+  const address = config.temporal.address;
+  if (!address) throw new ConfigError('TEMPORAL_ADDRESS: required by `npm run worker` (use `npm start` for the embedded server)');
+  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });
+  const traced = startTracingIfConfigured(config, 'expectations-watcher-worker', log);
+  if (traced) lifecycle.add(traced);
+  await lifecycle.start(() => startWorker(config, address, log, { tracing: traced?.tracing }));
+  if (telemetry.metricsUrl) log.info({ url: telemetry.metricsUrl }, 'worker metrics (Prometheus)');
+}
