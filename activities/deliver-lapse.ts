@@ -11,7 +11,9 @@ import {
   type ServiceParameters,
 } from '@a2a-js/sdk/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { createCardResolver, type CardResolver } from '../src/a2a/card.js';
 import { EXTENSION_URI, type Lapse } from '../src/schemas/extension.js';
+import { CardUnreachableError } from '../src/service/errors.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from './types.js';
 
 /** ApplicationFailure type of a delivery that may succeed later (network, timeout, 408, 429, 5xx): retried. */
@@ -40,14 +42,14 @@ export interface DeliveryDeps {
    * only expectations raised before credentials left Temporal carry them.
    */
   agents?: AgentDirectory;
-  now?: () => Date;
   /** Per-attempt timeout; defaults to {@link DEFAULT_ATTEMPT_TIMEOUT_MS}. */
   attemptTimeoutMs?: number;
-  /** How long a fetched agent card is reused (default 60 s; 0 fetches it for every attempt). */
-  cardCacheMs?: number;
+  /**
+   * The card reader the bridge uses too (src/a2a/card.ts), with WATCHER_CARD_CACHE_SECONDS; without one, each
+   * delivery reads the card afresh through `fetch`.
+   */
+  cards?: CardResolver;
 }
-
-const DEFAULT_CARD_CACHE_MS = 60_000;
 
 // JSON-RPC error codes that say the request itself is unacceptable: sending it again cannot help.
 const INVALID_REQUEST_CODES = new Set([
@@ -126,15 +128,12 @@ function echoedExtensions(headers: Headers): string[] {
 
 const isMessage = (result: Message | Task): result is Message => 'messageId' in result && 'role' in result;
 
-/** The delivery activity, built from its HTTP client and clock (STYLE 6). */
+/** The delivery activity, built from its HTTP client and card reader (STYLE 6). */
 export function createDeliveryActivities(deps: DeliveryDeps) {
   const baseFetch = deps.fetch ?? globalThis.fetch;
   const attemptTimeoutMs = deps.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
-  const cardCacheMs = deps.cardCacheMs ?? DEFAULT_CARD_CACHE_MS;
-  const clock = () => (deps.now ? deps.now() : new Date()).getTime();
-  // Many lapses fall due together for one agent: one card fetch serves them, as the bridge's card cache does.
-  // Keyed by URL and credentials; an entry is dropped when a send with it fails, so a changed card is refetched.
-  const cards = new Map<string, { card: unknown; expiresAt: number }>();
+  // A cached card is forgotten when a send made from it fails, so a changed card is read again on the retry.
+  const cards = deps.cards ?? createCardResolver({ fetch: baseFetch, cacheSeconds: 0 });
 
   /** The agent's card URL and credential as the principals file says now (a rotated token applies at once). */
   async function contactOf(ref: DeliverLapseInput['agent']): Promise<{ id: string } & AgentContact> {
@@ -167,24 +166,13 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       const authorization: Record<string, string> = agent.authorization ? { Authorization: agent.authorization } : {};
       const timeoutMessage = (what: string) => `${what} for agent ${agent.id} timed out after ${attemptTimeoutMs} ms`;
 
-      // 1. The card, fetched by us so that the agent's Authorization goes with it (or reused for a while).
-      const cardKey = `${cardUrl}\n${agent.authorization ?? ''}`;
-      const cached = cards.get(cardKey);
-      let rawCard: unknown = cached && cached.expiresAt > clock() ? cached.card : undefined;
-      if (rawCard === undefined) {
-        try {
-          const response = await observingFetch(cardUrl, {
-            headers: { 'A2A-Version': '1.0', Accept: 'application/json', ...authorization },
-            signal,
-          });
-          if (!response.ok) throw httpFailure(`agent ${agent.id}: agent card unavailable`, lastResponse()!);
-          rawCard = await response.json();
-          if (cardCacheMs > 0) cards.set(cardKey, { card: rawCard, expiresAt: clock() + cardCacheMs });
-        } catch (error) {
-          if (error instanceof ApplicationFailure) throw error;
-          if (isTimeout(error, signal)) throw retryable(timeoutMessage('fetching the agent card'), error);
-          throw retryable(`agent ${agent.id}: could not fetch the agent card from ${cardUrl}: ${describe(error)}`, error);
-        }
+      // 1. The card, read by us so that the agent's Authorization goes with it (or reused for a while).
+      const location = { cardUrl, authorization: agent.authorization };
+      let rawCard: unknown;
+      try {
+        rawCard = (await cards.read(location, { signal })).json;
+      } catch (error) {
+        throw cardFailure(agent.id, error);
       }
 
       // 2. A client on the card's JSON-RPC interface; a v0.3 card gets the v0.3 compat transport.
@@ -196,7 +184,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       try {
         client = await factory.createFromAgentCard(rawCard as Parameters<ClientFactory['createFromAgentCard']>[0]);
       } catch (error) {
-        cards.delete(cardKey);
+        cards.forget(location);
         throw rejected(`agent ${agent.id}: its card at ${cardUrl} offers no usable JSON-RPC interface: ${describe(error)}`, error);
       }
 
@@ -217,7 +205,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
           { signal, serviceParameters },
         );
       } catch (error) {
-        cards.delete(cardKey);
+        cards.forget(location);
         if (isTimeout(error, signal)) throw retryable(timeoutMessage('sending the lapse'), error);
         const observed = lastResponse();
         if (observed && (observed.status < 200 || observed.status >= 300)) {
@@ -243,6 +231,15 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       return { taskId: result.id, warnings };
     },
   };
+}
+
+/** A card that could not be read: refused (4xx, not a card) or retried (network, timeout, 5xx, a body not JSON). */
+function cardFailure(agentId: string, error: unknown): ApplicationFailure {
+  if (!(error instanceof CardUnreachableError)) return retryable(`agent ${agentId}: ${describe(error)}`, error);
+  const message = `agent ${agentId}: ${error.message}`;
+  if (error.reason === 'not-a-card') return rejected(message, error);
+  if (error.reason === 'http' && error.status !== undefined && isRefusal(error.status)) return rejected(message, error);
+  return retryable(message, error);
 }
 
 function urlOf(resource: string | URL | Request): string {

@@ -1,17 +1,19 @@
 /**
  * All activities of the watcher, built from their dependencies (STYLE 6): the Temporal client for ledger and
- * anchor calls, `fetch` and a clock for lapse delivery.
+ * anchor calls, `fetch` and the card reader for lapse delivery.
  */
 import type { Client } from '@temporalio/client';
+import type { CardResolver } from '../src/a2a/card.js';
 import { createDeliveryActivities, type AgentDirectory } from './deliver-lapse.js';
 import { createLedgerActivities } from './ledgers.js';
 
 export interface ActivityDeps {
   client: Client;
   fetch?: typeof fetch;
-  now?: () => Date;
   /** Agents' card URLs and credentials, from the principals file (never from Temporal). */
   agents?: AgentDirectory;
+  /** Reads agents' cards (src/a2a/card.ts, cached for WATCHER_CARD_CACHE_SECONDS). */
+  cards?: CardResolver;
 }
 
 /** The activities object registered on the worker. */

@@ -3,6 +3,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
 import { isoDuration } from './schemas/extension.js';
 
 /** How far in the future a fact's `observedAt` may be unless WATCHER_MAX_CLOCK_SKEW says otherwise (DESIGN 3.2). */
@@ -26,7 +27,7 @@ const envSchema = z.object({
   WATCHER_LATE_WINDOW: isoDuration.default('P30D'),
   WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
   WATCHER_MAX_CLOCK_SKEW: isoDuration.default(DEFAULT_MAX_CLOCK_SKEW),
-  WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(60),
+  WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_CARD_CACHE_SECONDS),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
@@ -58,6 +59,7 @@ export interface Config {
   maxLineage: number;
   /** How far in the future a fact's `observedAt` may be (ISO 8601 duration); beyond it the fact is refused (422). */
   maxClockSkew: string;
+  /** How long an agent's card is reused, by the bridge (raise rules) and the worker (lapse delivery) alike. */
   cardCacheSeconds: number;
   /**
    * The worker's Prometheus endpoint (Temporal SDK metrics and lapse counters): port 9464 unless set; 0 serves none.

@@ -90,6 +90,7 @@ export async function startWorker(
   const watcher = await createWatcherWorker({
     address,
     agents: agentDirectory(principals),
+    cardCacheSeconds: config.cardCacheSeconds,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     workflowBundlePath: bundle,

@@ -1,15 +1,16 @@
 /**
- * The watcher as an A2A agent: its own card at `/.well-known/agent-card.json` and an A2A v1.0 JSON-RPC endpoint at
- * `/a2a/jsonrpc`, built with @a2a-js/sdk's server. A `SendMessage` carrying facts (and, from an agent, expectations
- * and withdraw lists) under `metadata[URI]` is applied by the same ingest service as `POST /a2a/events`, with the
- * same bearer tokens; the answer is a Task that is a receipt: completed with one result per item, rejected (4xx
- * class) or failed (5xx class) with the problem and its field paths.
+ * The watcher as an A2A agent: its own card at `/.well-known/agent-card.json` (ProtoJSON, public) and a JSON-RPC
+ * endpoint at `/a2a/jsonrpc` speaking A2A v1.0 and, through the SDK's compatibility layer, v0.3 (a request without
+ * `A2A-Version`, or with `0.3`, is v0.3 `message/send`), built with @a2a-js/sdk's server. A `SendMessage` carrying
+ * facts (and, from an agent, expectations and withdraw lists) under `metadata[URI]` is applied by the same ingest
+ * service as `POST /a2a/events`, with the same bearer tokens; the answer is a Task that is a receipt: completed with
+ * one result per item, rejected (4xx class) or failed (5xx class) with the problem and its field paths.
  *
  * Unlike `/a2a/events`, where a plain Message may carry facts only (DESIGN 3.1), here a Message may raise
  * expectations: the agent is talking to the watcher directly, so the message is the request, not a side remark
  * in a conversation with someone else.
  */
-import { Role, TaskState, type AgentCard, type Message, type Part, type Task } from '@a2a-js/sdk';
+import { AgentCard, Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import {
   AgentEvent,
   DefaultRequestHandler,
@@ -18,7 +19,7 @@ import {
   type RequestContext,
   type User,
 } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import express, { type Request, type Router } from 'express';
 import type { Logger } from 'pino';
 import pkg from '../../package.json' with { type: 'json' };
@@ -44,9 +45,16 @@ export interface WatcherAgentDeps {
   recentTasks?: number;
 }
 
-/** The watcher's agent card, with its JSON-RPC interface under `baseUrl`. */
+/** How long a client may keep the card (its content changes only with a new release or another host name). */
+const CARD_MAX_AGE_SECONDS = 300;
+
+/**
+ * The watcher's agent card (the SDK's in-memory form), with its JSON-RPC interface under `baseUrl`: once as v1.0 and
+ * once as v0.3 at the same URL, which the SDK's v0.3 compatibility requires of the card (a v1.0 client picks 1.0).
+ */
 export function watcherAgentCard(baseUrl: string): AgentCard {
   const base = baseUrl.replace(/\/+$/, '');
+  const jsonRpcUrl = `${base}${AGENT_JSONRPC_PATH}`;
   return {
     name: 'Expectations watcher',
     description:
@@ -55,7 +63,8 @@ export function watcherAgentCard(baseUrl: string): AgentCard {
       EXTENSION_URI +
       '"] of a message; when an expectation is overdue, skipped or stalled the watcher sends its agent a lapse task.',
     supportedInterfaces: [
-      { url: `${base}${AGENT_JSONRPC_PATH}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+      { url: jsonRpcUrl, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+      { url: jsonRpcUrl, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
     ],
     provider: { organization: 'expectations-watcher', url: base },
     version: pkg.version,
@@ -106,6 +115,15 @@ export function watcherAgentCard(baseUrl: string): AgentCard {
     ],
     signatures: [],
   };
+}
+
+/**
+ * The card as it goes on the wire: A2A v1.0 ProtoJSON (camelCase fields, a oneof as its member's field name,
+ * defaults omitted). `JSON.stringify` of the SDK's object, which its own card handler serves, spells a oneof as
+ * `{"$case", "value"}`, so that other A2A implementations read no security scheme from it.
+ */
+export function watcherAgentCardJson(baseUrl: string): unknown {
+  return AgentCard.toJSON(watcherAgentCard(baseUrl));
 }
 
 /** The A2A user of a request the bridge's bearer check let in. */
@@ -250,7 +268,10 @@ export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest'
   };
 }
 
-/** The card and the JSON-RPC endpoint, as one router the bridge mounts (`app.use(createWatcherAgentRouter(...))`). */
+/**
+ * The card and the JSON-RPC endpoint, as one router the bridge mounts (`app.use(createWatcherAgentRouter(...))`).
+ * The card needs no token (clients read it to learn how to authenticate); the endpoint needs a principal's.
+ */
 export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
   // The interface URL in this card is not served: the card handler below builds one per request, from its origin.
   const requestHandler = new DefaultRequestHandler(
@@ -259,15 +280,22 @@ export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
     createWatcherAgentExecutor(deps),
   );
   const router = express.Router();
-  router.use(AGENT_CARD_PATH, (req, res, next) => {
-    const card = watcherAgentCard(originOf(req));
-    agentCardHandler({ agentCardProvider: async () => card, cache: { maxAge: 300 } })(req, res, next);
+  // Express adds the ETag and answers If-None-Match with 304, as the SDK's card handler does. The card is v1.0 for
+  // every request: a v0.3 card for requests without A2A-Version (the SDK's legacy card router) would hand strict
+  // v1.0 clients that send none a card they cannot parse.
+  router.get(AGENT_CARD_PATH, (req, res) => {
+    res.set('Cache-Control', `public, max-age=${CARD_MAX_AGE_SECONDS}`).json(watcherAgentCardJson(originOf(req)));
   });
   router.use(
     AGENT_JSONRPC_PATH,
     authenticate(deps.principals),
     express.json({ limit: '1mb' }),
-    jsonRpcHandler({ requestHandler, userBuilder: async (req) => new PrincipalUser(principalOf(req)) }),
+    jsonRpcHandler({
+      requestHandler,
+      userBuilder: async (req) => new PrincipalUser(principalOf(req)),
+      // v0.3 agents (message/send, X-A2A-Extensions) reach the same executor; lapse delivery speaks v0.3 to them too.
+      legacyCompat: { enabled: true },
+    }),
   );
   return router;
 }

@@ -1,33 +1,29 @@
 /**
- * The raising agent's card: fetched from the principal's `cardUrl` with its authorization, parsed as an A2A v1.0
- * card (v0.3 accepted), reduced to what the rules of DESIGN 3.1 read: the skill ids and the extension declaration.
- * Cached for `cacheSeconds` (a cache a restart may lose: it only saves fetches).
+ * The one reader of agents' cards, for the bridge and the worker alike: fetched from the principal's `cardUrl` with
+ * its authorization, parsed as an A2A v1.0 card (ProtoJSON; v0.3 and @a2a-js/sdk's in-memory form accepted), and
+ * reduced to what the watcher reads: the skill ids, the extension declaration (DESIGN 3.1) and the security
+ * schemes. The card's JSON is kept too, for the SDK client that delivers lapses on it (DESIGN 3.8).
+ * Cached for `cacheSeconds` (WATCHER_CARD_CACHE_SECONDS; a cache a restart may lose: it only saves fetches).
  */
-import { z } from 'zod';
+import { agentCardSchema, type SecuritySchemeInfo } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
 import { CardUnreachableError } from '../service/errors.js';
 
-const agentCardSchema = z.looseObject({
-  name: z.string().optional(),
-  /** v1.0 */
-  supportedInterfaces: z.array(z.looseObject({})).optional(),
-  /** v0.3 */
-  protocolVersion: z.string().optional(),
-  url: z.string().optional(),
-  capabilities: z
-    .looseObject({
-      extensions: z.array(z.looseObject({ uri: z.string(), params: z.unknown().optional() })).optional(),
-    })
-    .optional(),
-  skills: z.array(z.looseObject({ id: z.string() })).optional(),
-});
+export type { SecuritySchemeInfo };
 
-/** What the bridge knows about an agent from its card. */
+/** How long a card is reused unless WATCHER_CARD_CACHE_SECONDS says otherwise. */
+export const DEFAULT_CARD_CACHE_SECONDS = 60;
+
+/** What the watcher knows about an agent from its card. */
 export interface AgentCardInfo {
   version: '1.0' | '0.3';
   skillIds: string[];
   /** The `capabilities.extensions[]` entry with our URI; absent when the card does not declare the extension. */
   declaration?: { index: number; params: unknown };
+  /** `securitySchemes` by name, whichever form the card spelt them in. */
+  securitySchemes: Record<string, SecuritySchemeInfo>;
+  /** Each requirement as scheme name → scopes (v1.0 `securityRequirements`, v0.3 `security`). */
+  securityRequirements: Record<string, string[]>[];
 }
 
 /** Reads a card already parsed from JSON. Throws CardUnreachableError when it is not an agent card at all. */
@@ -37,6 +33,7 @@ export function parseAgentCard(card: unknown, cardUrl = 'the card'): AgentCardIn
     const issue = parsed.error.issues[0]!;
     throw new CardUnreachableError(
       `${cardUrl} is not an A2A agent card: ${issue.path.join('.') || '(root)'}: ${issue.message}`,
+      'not-a-card',
     );
   }
   const c = parsed.data;
@@ -47,60 +44,106 @@ export function parseAgentCard(card: unknown, cardUrl = 'the card'): AgentCardIn
     version,
     skillIds: (c.skills ?? []).map((s) => s.id),
     declaration: index === -1 ? undefined : { index, params: extensions[index]!.params },
+    securitySchemes: c.securitySchemes ?? {},
+    securityRequirements: (c.securityRequirements ?? c.security ?? []).filter((r) => r !== null),
   };
+}
+
+/** An agent's card as read: its JSON as served, and what the watcher reads of it. */
+export interface AgentCardRead {
+  json: unknown;
+  info: AgentCardInfo;
+}
+
+/** Where a card is, and the Authorization header it is fetched with (the principal's `agent`). */
+export interface CardLocation {
+  cardUrl: string;
+  authorization?: string;
 }
 
 export interface CardResolverOptions {
   fetch?: typeof fetch;
+  /** How long a card that was read is reused; 0 reads it for every call. */
   cacheSeconds: number;
+  /** Per fetch (default 5 s). */
   timeoutMs?: number;
+  /** Milliseconds since the epoch; the cache's clock. */
   now?: () => number;
 }
 
 export interface CardResolver {
   /** The card info of the agent; throws CardUnreachableError when it cannot be fetched or read. */
-  resolve(agent: { cardUrl: string; authorization?: string }): Promise<AgentCardInfo>;
+  resolve(agent: CardLocation): Promise<AgentCardInfo>;
+  /** The card and its info; `signal` ends the fetch early (the card reader's own timeout applies too). */
+  read(agent: CardLocation, options?: { signal?: AbortSignal }): Promise<AgentCardRead>;
+  /** Drops the cached card, e.g. after the agent refused a request made from it: the next read fetches it. */
+  forget(agent: CardLocation): void;
 }
 
-/** A card resolver with a small time-bounded cache keyed by URL and authorization. */
+/**
+ * A card reader with a small time-bounded cache keyed by URL and authorization. Concurrent reads of one card share
+ * one fetch (many lapses fall due together for one agent); a failed read is not cached.
+ */
 export function createCardResolver(options: CardResolverOptions): CardResolver {
   const fetchFn = options.fetch ?? globalThis.fetch;
   const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? 5_000;
-  const cache = new Map<string, { at: number; info: AgentCardInfo }>();
+  const cache = new Map<string, { at: number; read: Promise<AgentCardRead> }>();
+  const keyOf = ({ cardUrl, authorization }: CardLocation) => `${cardUrl}\n${authorization ?? ''}`;
 
-  async function load(cardUrl: string, authorization?: string): Promise<AgentCardInfo> {
+  async function load({ cardUrl, authorization }: CardLocation, signal?: AbortSignal): Promise<AgentCardRead> {
+    const timeout = AbortSignal.timeout(timeoutMs);
     let response: Response;
     try {
       response = await fetchFn(cardUrl, {
-        headers: { accept: 'application/json', ...(authorization ? { authorization } : {}) },
-        signal: AbortSignal.timeout(timeoutMs),
+        // A server with the SDK's v0.3 compatibility serves a v0.3 card to a request without A2A-Version.
+        headers: { accept: 'application/json', 'A2A-Version': '1.0', ...(authorization ? { authorization } : {}) },
+        signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
       });
     } catch (error) {
-      throw new CardUnreachableError(`the agent card at ${cardUrl} could not be fetched: ${describe(error)}`);
+      if (timeout.aborted || signal?.aborted) {
+        throw new CardUnreachableError(`the agent card at ${cardUrl} did not answer in time`, 'timeout');
+      }
+      const message = `the agent card at ${cardUrl} could not be fetched: ${describe(error)}`;
+      throw new CardUnreachableError(message, 'network');
     }
     if (!response.ok) {
-      throw new CardUnreachableError(`the agent card at ${cardUrl} answered HTTP ${response.status}`);
+      await response.body?.cancel();
+      const message = `the agent card at ${cardUrl} answered HTTP ${response.status}`;
+      throw new CardUnreachableError(message, 'http', response.status);
     }
-    let body: unknown;
+    let json: unknown;
     try {
-      body = await response.json();
+      json = await response.json();
     } catch (error) {
-      throw new CardUnreachableError(`the agent card at ${cardUrl} is not JSON: ${describe(error)}`);
+      throw new CardUnreachableError(`the agent card at ${cardUrl} is not JSON: ${describe(error)}`, 'not-json');
     }
-    return parseAgentCard(body, cardUrl);
+    return { json, info: parseAgentCard(json, cardUrl) };
   }
 
-  return {
-    async resolve({ cardUrl, authorization }) {
-      const key = `${cardUrl}\n${authorization ?? ''}`;
+  const reader: CardResolver = {
+    async resolve(agent) {
+      return (await reader.read(agent)).info;
+    },
+    read(agent, readOptions = {}) {
+      const key = keyOf(agent);
       const hit = cache.get(key);
-      if (hit && now() - hit.at < options.cacheSeconds * 1000) return hit.info;
-      const info = await load(cardUrl, authorization);
-      cache.set(key, { at: now(), info });
-      return info;
+      if (hit && now() - hit.at < options.cacheSeconds * 1000) return hit.read;
+      const read = load(agent, readOptions.signal);
+      if (options.cacheSeconds > 0) {
+        const entry = { at: now(), read };
+        cache.set(key, entry);
+        void read.catch(() => {
+          if (cache.get(key) === entry) cache.delete(key);
+        });
+      }
+      return read;
+    },
+    forget(agent) {
+      cache.delete(keyOf(agent));
     },
   };
+  return reader;
 }
 
 function describe(error: unknown): string {

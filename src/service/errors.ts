@@ -48,8 +48,20 @@ export class UnsupportedMediaTypeError extends DomainError {}
 /** A rule of DESIGN 3.1 broken (422). Each field error names its rule. */
 export class RuleViolationError extends DomainError {}
 
+/** Why an agent's card could not be read; the worker retries a lapse delivery on some reasons and not on others. */
+export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card';
+
 /** The agent's card could not be fetched or read (502). Nothing was started. */
-export class CardUnreachableError extends DomainError {}
+export class CardUnreachableError extends DomainError {
+  constructor(
+    message: string,
+    readonly reason: CardFailure = 'network',
+    /** The HTTP status the card URL answered, when `reason` is `http`. */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
 
 /** Temporal did not answer in time (503). Safe to retry: raises are idempotent by id, facts dedupe. */
 export class TemporalUnavailableError extends DomainError {}

@@ -5,6 +5,7 @@ import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { AgentDirectory } from '../../activities/deliver-lapse.js';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
+import { createCardResolver, DEFAULT_CARD_CACHE_SECONDS } from '../a2a/card.js';
 import type { WatcherMetrics } from '../metrics.js';
 import { activityObservability } from '../observability/activity-interceptor.js';
 import { registerSearchAttributes } from './search-attributes.js';
@@ -25,6 +26,10 @@ export interface WatcherWorkerOptions {
    * without it could deliver no lapse of an expectation raised by principal id.
    */
   agents: AgentDirectory;
+  /** How long an agent's card is reused between lapse deliveries (WATCHER_CARD_CACHE_SECONDS, as the bridge's). */
+  cardCacheSeconds?: number;
+  /** The card cache's clock, in milliseconds since the epoch (tests hand in a fake one). */
+  now?: () => number;
   /** Client and native connection options, e.g. TLS and API key. */
   connectionOptions?: { tls?: ConnectionOptions['tls']; apiKey?: string };
   workerOptions?: Partial<WorkerOptions>;
@@ -52,7 +57,16 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
-    activities: createActivities({ client, fetch: options.fetch, agents: options.agents }),
+    activities: createActivities({
+      client,
+      fetch: options.fetch,
+      agents: options.agents,
+      cards: createCardResolver({
+        fetch: options.fetch,
+        cacheSeconds: options.cardCacheSeconds ?? DEFAULT_CARD_CACHE_SECONDS,
+        now: options.now,
+      }),
+    }),
     // expectationId on every activity log line; lapse counters on the worker's metrics.
     interceptors: { activity: [activityObservability({ metrics: options.metrics })] },
     ...options.workerOptions,

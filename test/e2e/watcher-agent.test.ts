@@ -1,8 +1,9 @@
 /**
  * The watcher as an A2A agent, driven by @a2a-js/sdk's client exactly as another agent would: the card from the
  * bridge's well-known URL, SendMessage on the JSON-RPC interface it advertises, the bearer token of a principal.
- * Behind it: the real bridge app, a real worker on the shared dev server and a real SDK agent whose card the
- * raising principal points at.
+ * The card is checked as A2A v1.0 ProtoJSON field by field; v0.3 clients (by hand, and the SDK's compat transport)
+ * send `message/send` to the same endpoint. Behind it: the real bridge app, a real worker on the shared dev server
+ * and a real SDK agent whose card the raising principal points at.
  */
 import { Role, TaskState, type Message, type Task } from '@a2a-js/sdk';
 import {
@@ -14,7 +15,9 @@ import {
   type ServiceParameters,
 } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_JSONRPC_PATH, RECORD_SKILL } from '../../src/a2a/agent-endpoint.js';
+import pkg from '../../package.json' with { type: 'json' };
+import { AGENT_JSONRPC_PATH, RECORD_SKILL, watcherAgentCard } from '../../src/a2a/agent-endpoint.js';
+import { createCardResolver } from '../../src/a2a/card.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
@@ -87,18 +90,103 @@ const dataOf = (task: Task, where: 'receipt' | 'status'): any => {
 const textOf = (task: Task): string =>
   (task.status?.message?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
 
+/** The card as A2A v1.0 ProtoJSON spells it: camelCase proto field names, oneofs by member name, defaults omitted. */
+const expectedCard = (base: string) => ({
+  name: 'Expectations watcher',
+  description:
+    'Keeps time for agents that keep no clock. Report facts, raise expectations ("I expect fact F about subject S by ' +
+    `time T") and withdraw them under metadata["${EXTENSION_URI}"] of a message; when an expectation is overdue, ` +
+    'skipped or stalled the watcher sends its agent a lapse task.',
+  supportedInterfaces: [
+    { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+  ],
+  provider: { url: base, organization: 'expectations-watcher' },
+  version: pkg.version,
+  capabilities: {
+    streaming: false,
+    pushNotifications: false,
+    extensions: [
+      {
+        uri: EXTENSION_URI,
+        description:
+          'Expectations: this agent is a watcher. Activate the extension (A2A-Extensions header) and put ' +
+          '{facts, expectations, withdraw} under metadata[URI] of the message.',
+        required: true,
+        params: { keepsTime: true, lapseSkill: RECORD_SKILL, kinds: [], role: 'watcher' },
+      },
+    ],
+    extendedAgentCard: false,
+  },
+  securitySchemes: {
+    bearer: {
+      httpAuthSecurityScheme: { description: 'The bearer token of a principal (agent or reporter).', scheme: 'Bearer' },
+    },
+  },
+  securityRequirements: [{ schemes: { bearer: {} } }],
+  defaultInputModes: ['application/json', 'text/plain'],
+  defaultOutputModes: ['application/json', 'text/plain'],
+  skills: [
+    {
+      id: RECORD_SKILL,
+      name: 'Report facts, raise and withdraw expectations',
+      description:
+        'Records the facts, expectations and withdraw list found under metadata[URI] of the message (any principal ' +
+        'may report facts; only an agent may raise or withdraw) and answers with a completed task whose "receipt" ' +
+        'artifact holds one result per item.',
+      tags: ['expectations', 'facts', 'watcher', 'deadlines'],
+      examples: [
+        'metadata[URI] = {"facts":[{"factKey":"shipment/S-1/delivered","observedAt":"2026-12-01T09:30:00Z"}]}',
+        'metadata[URI] = {"expectations":[{"expectationId":"EXP-42","kind":"delivery",...}]}',
+      ],
+      inputModes: ['application/json'],
+      outputModes: ['application/json', 'text/plain'],
+    },
+  ],
+});
+
 describe('the watcher agent card', () => {
-  it('declares the extension, the recording skill and the JSON-RPC interface on the bridge', async () => {
-    const response = await fetch(`${env.url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } });
-    const card: any = await response.json();
+  const cardUrl = () => `${env.url}/.well-known/agent-card.json`;
+
+  it('is A2A v1.0 ProtoJSON, field by field, served without a token', async () => {
+    const response = await fetch(cardUrl(), { headers: { 'A2A-Version': '1.0' } });
+    const text = await response.text();
 
     expect(response.status).toBe(200);
-    expect(card.capabilities.extensions).toEqual([expect.objectContaining({ uri: EXTENSION_URI, required: true })]);
-    expect(card.skills.map((s: { id: string }) => s.id)).toEqual([RECORD_SKILL]);
-    expect(card.description).toContain('Keeps time');
-    expect(card.supportedInterfaces).toEqual([
-      expect.objectContaining({ url: `${env.url}${AGENT_JSONRPC_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }),
-    ]);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(response.headers.get('cache-control')).toBe('public, max-age=300');
+    expect(JSON.parse(text)).toStrictEqual(expectedCard(env.url));
+    expect(text).not.toContain('$case');
+  });
+
+  it('is the same v1.0 card for a request without A2A-Version (a v0.3 client), not a v0.3 card', async () => {
+    const response = await fetch(cardUrl());
+
+    expect(await response.json()).toStrictEqual(expectedCard(env.url));
+  });
+
+  it('reads back in the SDK’s card resolver as the card the watcher holds, bearer scheme included', async () => {
+    const resolved = await new DefaultAgentCardResolver().resolve(env.url);
+
+    expect(resolved).toEqual(watcherAgentCard(env.url));
+    expect(resolved.securitySchemes.bearer?.scheme).toEqual({
+      $case: 'httpAuthSecurityScheme',
+      value: expect.objectContaining({ scheme: 'Bearer', bearerFormat: '' }),
+    });
+  });
+
+  it('reads in the watcher’s own card reader with its security scheme and requirement', async () => {
+    const { info } = await createCardResolver({ cacheSeconds: 0 }).read({ cardUrl: cardUrl() });
+
+    expect(info).toEqual({
+      version: '1.0',
+      skillIds: [RECORD_SKILL],
+      declaration: { index: 0, params: { keepsTime: true, lapseSkill: RECORD_SKILL, kinds: [], role: 'watcher' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'Bearer', description: 'The bearer token of a principal (agent or reporter).' },
+      },
+      securityRequirements: [{ bearer: [] }],
+    });
   });
 });
 
@@ -206,5 +294,137 @@ describe('SendMessage to the watcher', () => {
 
     await expect(send({ token: 'not-a-token' }, message({ facts: [fact] }))).rejects.toThrow(/401/);
     expect(responses.at(-1)?.status).toBe(401);
+  });
+});
+
+describe('message/send to the watcher from a v0.3 client (the SDK’s compatibility layer)', () => {
+  const endpoint = () => `${env.url}${AGENT_JSONRPC_PATH}`;
+
+  const activated = { 'X-A2A-Extensions': EXTENSION_URI };
+
+  /** A v0.3 JSON-RPC `message/send`, as a v0.3 agent writes it by hand: `kind`s, no A2A-Version, X-A2A-Extensions. */
+  async function sendV03(token: string, payload: unknown, headers: Record<string, string> = activated) {
+    const contextId = `ctx-${unique()}`;
+    const response = await fetch(endpoint(), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, ...headers },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'message/send',
+        params: {
+          message: {
+            kind: 'message',
+            messageId: crypto.randomUUID(),
+            role: 'user',
+            contextId,
+            parts: [{ kind: 'text', text: 'for the watcher' }],
+            metadata: { [EXTENSION_URI]: payload },
+            extensions: [EXTENSION_URI],
+          },
+        },
+      }),
+    });
+    return { response, contextId, body: (await response.json()) as any };
+  }
+
+  const dataPartOf = (parts: any[]) => parts.find((p) => p.kind === 'data').data;
+  const receiptOf = (task: any) => dataPartOf(task.artifacts.find((a: any) => a.name === 'receipt').parts);
+
+  it('records a fact carried under metadata[URI] with a bearer token and answers a v0.3 receipt task', async () => {
+    const e = expectation(`wa-v03-fact-${unique()}`);
+    await send('shipping-agent', message({ expectations: [e] }));
+    const fact = { factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+
+    const { response, body } = await sendV03(env.tokens['carrier-feed']!, { facts: [fact] });
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-a2a-extensions')).toBe(EXTENSION_URI);
+    expect(body).toMatchObject({ jsonrpc: '2.0', id: 7, result: { kind: 'task', status: { state: 'completed' } } });
+    expect(receiptOf(body.result)).toEqual({
+      expectations: [],
+      facts: [{ factKey: fact.factKey, result: 'recorded' }],
+      withdrawn: [],
+    });
+    const state = async () => (await getExpectationRecord(env.client, e.expectationId))?.state;
+    await expect.poll(state, { timeout: 15_000 }).toBe('satisfied');
+    expect((await getExpectationRecord(env.client, e.expectationId))?.satisfiedBy?.source).toBe('carrier-feed');
+  });
+
+  it('raises an agent’s expectation with the v0.3 task as its origin', async () => {
+    const e = expectation(`wa-v03-raise-${unique()}`);
+
+    const { body, contextId } = await sendV03(env.tokens['shipping-agent']!, { expectations: [e] });
+
+    expect(receiptOf(body.result).expectations).toEqual([{ expectationId: e.expectationId, result: 'raised' }]);
+    const record = await getExpectationRecord(env.client, e.expectationId);
+    expect(record?.agent.id).toBe('shipping-agent');
+    expect(record?.origin).toEqual({ taskId: body.result.id, contextId });
+  });
+
+  it('answers a v0.3 rejected task with the problem for an item that breaks a rule', async () => {
+    const e = expectation(`wa-v03-reporter-${unique()}`);
+
+    const { body } = await sendV03(env.tokens['carrier-feed']!, { expectations: [e] });
+
+    expect(body.result.status.state).toBe('rejected');
+    expect(dataPartOf(body.result.status.message.parts)).toMatchObject({
+      status: 403,
+      errors: [{ path: path('expectations', 0), message: 'a reporter may carry facts only' }],
+    });
+    expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
+  });
+
+  it('refuses a v0.3 message that does not activate the extension (JSON-RPC error)', async () => {
+    const fact = { factKey: `shipment/S-${unique()}/picked-up`, observedAt: '2026-01-05T10:00:00Z' };
+
+    const { response, body } = await sendV03(env.tokens['carrier-feed']!, { facts: [fact] }, {});
+
+    expect(response.status).toBe(200);
+    expect(body.error.message).toMatch(/extension/i);
+    expect(body.result).toBeUndefined();
+  });
+
+  it('refuses a v0.3 request with a bad bearer token with 401 before anything is read', async () => {
+    const { response, body } = await sendV03('not-a-token', { facts: [] });
+
+    expect(response.status).toBe(401);
+    expect(body.type).toBe('urn:expectations-watcher:problem:unauthenticated');
+  });
+
+  it('serves the SDK’s v0.3 compat transport, chosen from the card’s 0.3 interface (A2A-Version: 0.3)', async () => {
+    const card = await new DefaultAgentCardResolver().resolve(env.url);
+    const v03Only = { ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3') };
+    const seen: Headers[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      seen.push(new Headers(init?.headers));
+      return fetch(input, init);
+    };
+    const legacyClient = await new ClientFactory({
+      transports: [new JsonRpcTransportFactory({ fetchImpl: recording, legacyCompat: { enabled: true } })],
+    }).createFromAgentCard(v03Only);
+    const fact = { factKey: `shipment/S-${unique()}/picked-up`, observedAt: '2026-01-05T10:00:00Z' };
+    const serviceParameters: ServiceParameters = { Authorization: `Bearer ${env.tokens['carrier-feed']}` };
+    withA2AExtensions(EXTENSION_URI)(serviceParameters);
+
+    const result = await legacyClient.sendMessage(
+      { tenant: '', message: message({ facts: [fact] }), configuration: undefined, metadata: undefined },
+      { serviceParameters },
+    );
+
+    expect([seen[0]?.get('a2a-version'), seen[0]?.get('x-a2a-extensions')]).toEqual(['0.3', EXTENSION_URI]);
+    expect('status' in result && result.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect('status' in result && dataOf(result, 'receipt').facts).toEqual([{ factKey: fact.factKey, result: 'recorded' }]);
+  });
+
+  it('keeps the v1.0 path: the SDK’s client picks the 1.0 interface and sends A2A-Version 1.0', async () => {
+    const fact = { factKey: `shipment/S-${unique()}/picked-up`, observedAt: '2026-01-05T10:00:00Z' };
+    const before = responses.length;
+
+    const task = await send('carrier-feed', message({ facts: [fact] }));
+
+    expect(client.protocolVersion).toBe('1.0');
+    expect(dataOf(task, 'receipt').facts).toEqual([{ factKey: fact.factKey, result: 'recorded' }]);
+    expect(responses.slice(before).map((r) => r.headers.get('a2a-extensions'))).toEqual([EXTENSION_URI]);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { watcherAgentCard, watcherAgentCardJson } from '../../src/a2a/agent-endpoint.js';
 import { createCardResolver, parseAgentCard, type AgentCardInfo } from '../../src/a2a/card.js';
 import { checkDeclaration, checkKind, isPlaceholder } from '../../src/service/card-rules.js';
 import { CardUnreachableError } from '../../src/service/errors.js';
@@ -57,15 +58,29 @@ const withParams = (p: unknown): AgentCardInfo => ({
   version: '1.0',
   skillIds: ['handle-lapse'],
   declaration: { index: 0, params: p },
+  securitySchemes: {},
+  securityRequirements: [],
 });
 
 describe('parseAgentCard', () => {
   it('reads a v1.0 card: version, skills and the declaration with its index', () => {
-    expect(parseAgentCard(v1Card)).toEqual({ version: '1.0', skillIds: ['handle-lapse'], declaration: { index: 1, params } });
+    expect(parseAgentCard(v1Card)).toEqual({
+      version: '1.0',
+      skillIds: ['handle-lapse'],
+      declaration: { index: 1, params },
+      securitySchemes: {},
+      securityRequirements: [],
+    });
   });
 
   it('reads a v0.3 card', () => {
-    expect(parseAgentCard(v03Card)).toEqual({ version: '0.3', skillIds: ['handle-lapse'], declaration: { index: 0, params } });
+    expect(parseAgentCard(v03Card)).toEqual({
+      version: '0.3',
+      skillIds: ['handle-lapse'],
+      declaration: { index: 0, params },
+      securitySchemes: {},
+      securityRequirements: [],
+    });
   });
 
   it('reads a card that does not declare the extension', () => {
@@ -74,6 +89,121 @@ describe('parseAgentCard', () => {
 
   it('refuses something that is not a card as unreachable (502)', () => {
     expect(() => parseAgentCard({ skills: 'none' }, 'http://x/card')).toThrow(CardUnreachableError);
+  });
+});
+
+describe('parseAgentCard: security schemes', () => {
+  /** The same five schemes in each form cards are served in. */
+  const read = {
+    bearer: { type: 'http', scheme: 'Bearer', bearerFormat: 'opaque', description: 'a principal token' },
+    key: { type: 'apiKey', location: 'header', name: 'X-API-Key' },
+    oauth: { type: 'oauth2', oauth2MetadataUrl: 'https://auth.example/.well-known/oauth-authorization-server' },
+    oidc: { type: 'openIdConnect', openIdConnectUrl: 'https://auth.example/.well-known/openid-configuration' },
+    mtls: { type: 'mutualTLS', description: 'client certificate' },
+  };
+
+  it('reads the A2A v1.0 ProtoJSON form (the oneof member as the field name) and its requirements', () => {
+    const card = {
+      ...v1Card,
+      securitySchemes: {
+        bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'opaque', description: 'a principal token' } },
+        key: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' } },
+        oauth: {
+          oauth2SecurityScheme: {
+            flows: { clientCredentials: { tokenUrl: 'https://auth.example/token', scopes: { read: 'read' } } },
+            oauth2MetadataUrl: 'https://auth.example/.well-known/oauth-authorization-server',
+          },
+        },
+        oidc: { openIdConnectSecurityScheme: { openIdConnectUrl: 'https://auth.example/.well-known/openid-configuration' } },
+        mtls: { mtlsSecurityScheme: { description: 'client certificate' } },
+      },
+      securityRequirements: [{ schemes: { bearer: {} } }, { schemes: { oauth: { list: ['read'] }, mtls: { list: [] } } }],
+    };
+
+    const info = parseAgentCard(card);
+
+    expect(info.securitySchemes).toEqual(read);
+    expect(info.securityRequirements).toEqual([{ bearer: [] }, { oauth: ['read'], mtls: [] }]);
+  });
+
+  it('reads the proto field names ProtoJSON parsers accept too', () => {
+    const card = { ...v1Card, securitySchemes: { bearer: { http_auth_security_scheme: { scheme: 'Bearer' } } } };
+
+    expect(parseAgentCard(card).securitySchemes).toEqual({ bearer: { type: 'http', scheme: 'Bearer' } });
+  });
+
+  it('reads the in-memory form @a2a-js/sdk 1.3 card handlers serve ({$case, value}, empty strings kept)', () => {
+    const card = {
+      ...v1Card,
+      securitySchemes: {
+        bearer: {
+          scheme: {
+            $case: 'httpAuthSecurityScheme',
+            value: { description: 'a principal token', scheme: 'Bearer', bearerFormat: 'opaque' },
+          },
+        },
+        key: { scheme: { $case: 'apiKeySecurityScheme', value: { description: '', location: 'header', name: 'X-API-Key' } } },
+        mtls: { scheme: { $case: 'mtlsSecurityScheme', value: { description: 'client certificate' } } },
+      },
+      securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+    };
+
+    const info = parseAgentCard(card);
+
+    expect(info.securitySchemes).toEqual({ bearer: read.bearer, key: read.key, mtls: read.mtls });
+    expect(info.securityRequirements).toEqual([{ bearer: [] }]);
+  });
+
+  it('reads the v0.3 form (OpenAPI `type`, `in` for the API key) and `security`', () => {
+    const card = {
+      ...v03Card,
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'Bearer', bearerFormat: 'opaque', description: 'a principal token' },
+        key: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        oidc: { type: 'openIdConnect', openIdConnectUrl: read.oidc.openIdConnectUrl },
+        mtls: { type: 'mutualTLS', description: 'client certificate' },
+      },
+      security: [{ bearer: [] }, { oidc: ['openid', 'email'] }],
+    };
+
+    const info = parseAgentCard(card);
+
+    expect(info.securitySchemes).toEqual({ bearer: read.bearer, key: read.key, oidc: read.oidc, mtls: read.mtls });
+    expect(info.securityRequirements).toEqual([{ bearer: [] }, { oidc: ['openid', 'email'] }]);
+  });
+
+  it('reads a scheme it cannot make out as unrecognized, and the rest of the card still', () => {
+    const card = {
+      ...v1Card,
+      securitySchemes: {
+        twoMembers: { httpAuthSecurityScheme: { scheme: 'Bearer' }, mtlsSecurityScheme: {} },
+        noScheme: { httpAuthSecurityScheme: { bearerFormat: 'JWT' } },
+        future: { quantumSecurityScheme: {} },
+        notAnObject: 'bearer',
+      },
+      securityRequirements: 'everyone',
+    };
+
+    const info = parseAgentCard(card);
+
+    expect(info.securitySchemes).toEqual({
+      twoMembers: { type: 'unrecognized' },
+      noScheme: { type: 'unrecognized' },
+      future: { type: 'unrecognized' },
+      notAnObject: { type: 'unrecognized' },
+    });
+    expect(info.securityRequirements).toEqual([]);
+    expect(info.declaration).toEqual({ index: 1, params });
+  });
+
+  it("reads the watcher's own card as served (ProtoJSON) and as the SDK holds it alike", () => {
+    const bearer = { type: 'http', scheme: 'Bearer', description: 'The bearer token of a principal (agent or reporter).' };
+
+    for (const card of [watcherAgentCardJson('http://watcher:3000'), watcherAgentCard('http://watcher:3000')]) {
+      const info = parseAgentCard(JSON.parse(JSON.stringify(card)));
+      expect(info.securitySchemes).toEqual({ bearer });
+      expect(info.securityRequirements).toEqual([{ bearer: [] }]);
+    }
   });
 });
 
@@ -110,8 +240,9 @@ describe('createCardResolver', () => {
     const resolver = createCardResolver({ fetch: fetchFn, cacheSeconds: 0 });
 
     await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toThrow(
-      new CardUnreachableError('the agent card at http://agent/card answered HTTP 500'),
+      new CardUnreachableError('the agent card at http://agent/card answered HTTP 500', 'http', 500),
     );
+    await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({ reason: 'http', status: 500 });
   });
 
   it('reports a body that is not JSON as unreachable', async () => {
@@ -119,12 +250,80 @@ describe('createCardResolver', () => {
     const resolver = createCardResolver({ fetch: fetchFn, cacheSeconds: 0 });
 
     await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toBeInstanceOf(CardUnreachableError);
+    await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({ reason: 'not-json' });
+  });
+
+  it('reports JSON that is not a card as unreachable', async () => {
+    const { fetchFn } = serving('{"skills": "none"}');
+    const resolver = createCardResolver({ fetch: fetchFn, cacheSeconds: 0 });
+
+    await expect(resolver.read({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({
+      name: 'CardUnreachableError',
+      reason: 'not-a-card',
+    });
   });
 
   it('reports a connection refused as unreachable', async () => {
     const resolver = createCardResolver({ cacheSeconds: 0 });
 
     await expect(resolver.resolve({ cardUrl: 'http://127.0.0.1:1/card' })).rejects.toBeInstanceOf(CardUnreachableError);
+    await expect(resolver.resolve({ cardUrl: 'http://127.0.0.1:1/card' })).rejects.toMatchObject({ reason: 'network' });
+  });
+
+  it('gives up on a card that does not answer, at its own timeout or at the caller’s signal', async () => {
+    const hanging = ((_url: string, init?: RequestInit) =>
+      new Promise((_resolve, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal?.reason)))) as typeof fetch;
+    const resolver = createCardResolver({ fetch: hanging, cacheSeconds: 0, timeoutMs: 50 });
+    const patient = createCardResolver({ fetch: hanging, cacheSeconds: 0, timeoutMs: 60_000 });
+
+    await expect(resolver.read({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({ reason: 'timeout' });
+    await expect(patient.read({ cardUrl: 'http://agent/card' }, { signal: AbortSignal.timeout(50) })).rejects.toMatchObject({
+      reason: 'timeout',
+      message: 'the agent card at http://agent/card did not answer in time',
+    });
+  });
+
+  it('asks for the v1.0 card and answers its JSON as served, with what it reads of it', async () => {
+    const { calls, fetchFn } = serving(JSON.stringify(v1Card));
+    const resolver = createCardResolver({ fetch: fetchFn, cacheSeconds: 0 });
+
+    const read = await resolver.read({ cardUrl: 'http://agent/card' });
+
+    expect(calls[0]?.headers['A2A-Version']).toBe('1.0');
+    expect(read.json).toEqual(v1Card);
+    expect(read.info).toEqual(parseAgentCard(v1Card));
+  });
+
+  it('serves concurrent reads of one card with one fetch', async () => {
+    const { calls, fetchFn } = serving(JSON.stringify(v1Card));
+    const resolver = createCardResolver({ fetch: fetchFn, cacheSeconds: 60 });
+    const agent = { cardUrl: 'http://agent/card' };
+
+    const reads = await Promise.all([resolver.read(agent), resolver.read(agent), resolver.resolve(agent)]);
+
+    expect(calls).toHaveLength(1);
+    expect(reads[2]).toEqual(reads[0]!.info);
+  });
+
+  it('does not cache a failed read, and reads again a card it was told to forget', async () => {
+    let status = 503;
+    const calls: string[] = [];
+    const fetchFn = (async (url: string) => {
+      calls.push(url);
+      return new Response(JSON.stringify(v1Card), { status });
+    }) as typeof fetch;
+    const resolver = createCardResolver({ fetch: fetchFn, cacheSeconds: 60, now: () => 0 });
+    const agent = { cardUrl: 'http://agent/card' };
+
+    await expect(resolver.read(agent)).rejects.toMatchObject({ status: 503 });
+    status = 200;
+    await resolver.read(agent);
+    await resolver.read(agent);
+    resolver.forget(agent);
+    await resolver.read(agent);
+
+    // the failure, the read after it (then cached), the read after forget
+    expect(calls).toHaveLength(3);
   });
 });
 
@@ -138,7 +337,7 @@ describe('checkDeclaration', () => {
   });
 
   it('names the missing declaration', () => {
-    expect(checkDeclaration({ version: '1.0', skillIds: [] })).toEqual({
+    expect(checkDeclaration({ ...withParams(params), skillIds: [], declaration: undefined })).toEqual({
       ok: false,
       errors: [
         {

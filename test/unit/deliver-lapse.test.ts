@@ -6,9 +6,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
 import { createDeliveryActivities, LAPSE_UNAVAILABLE, type DeliveryDeps } from '../../activities/deliver-lapse.js';
 import { LAPSE_REJECTED, type DeliverLapseInput } from '../../activities/types.js';
+import { createCardResolver } from '../../src/a2a/card.js';
 import { EXTENSION_URI, type Lapse } from '../../src/schemas/extension.js';
 import { freePort } from '../support/net.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from '../support/agent.js';
+import { startCardServer, type CardServer } from '../support/bridge.js';
 
 const lapse: Lapse = {
   expectationId: 'e1',
@@ -29,8 +31,9 @@ async function agentWith(options: TestAgentOptions = {}): Promise<TestAgent> {
   agents.push(agent);
   return agent;
 }
+const cardServers: CardServer[] = [];
 afterEach(async () => {
-  await Promise.all(agents.splice(0).map((agent) => agent.close()));
+  await Promise.all([...agents.splice(0), ...cardServers.splice(0)].map((server) => server.close()));
 });
 
 function inputFor(cardUrl: string, authorization?: string): DeliverLapseInput {
@@ -299,13 +302,24 @@ describe('the agent card during delivery', () => {
     };
   }
 
-  it('is fetched once for lapses delivered together to one agent', async () => {
+  it('is read afresh for every delivery without a card reader', async () => {
     const agent = await agentWith();
     const counter = countingCardFetches(agent.cardUrl);
     const { deliverLapse } = createDeliveryActivities({ fetch: counter.fetch });
 
     await deliverLapse(inputFor(agent.cardUrl));
     await deliverLapse(inputFor(agent.cardUrl));
+
+    expect(counter.count()).toBe(2);
+  });
+
+  it('is fetched once for lapses delivered together to one agent', async () => {
+    const agent = await agentWith();
+    const counter = countingCardFetches(agent.cardUrl);
+    const cards = createCardResolver({ fetch: counter.fetch, cacheSeconds: 60 });
+    const { deliverLapse } = createDeliveryActivities({ fetch: counter.fetch, cards });
+
+    await Promise.all([deliverLapse(inputFor(agent.cardUrl)), deliverLapse(inputFor(agent.cardUrl))]);
     await deliverLapse(inputFor(agent.cardUrl));
 
     expect(agent.received).toHaveLength(3);
@@ -316,7 +330,8 @@ describe('the agent card during delivery', () => {
     const agent = await agentWith();
     const counter = countingCardFetches(agent.cardUrl);
     let now = Date.parse('2026-12-01T00:00:00Z');
-    const { deliverLapse } = createDeliveryActivities({ fetch: counter.fetch, now: () => new Date(now), cardCacheMs: 60_000 });
+    const cards = createCardResolver({ fetch: counter.fetch, cacheSeconds: 60, now: () => now });
+    const { deliverLapse } = createDeliveryActivities({ fetch: counter.fetch, cards });
 
     await deliverLapse(inputFor(agent.cardUrl));
     agent.failNext(500, 1);
@@ -327,5 +342,62 @@ describe('the agent card during delivery', () => {
 
     // first, after the failed send, after the cache time
     expect(counter.count()).toBe(3);
+  });
+
+  it('that moved to another endpoint is followed after the cache time, and not before', async () => {
+    const [first, second] = [await agentWith(), await agentWith()];
+    const cardServer = await startCardServer();
+    cardServers.push(cardServer);
+    cardServer.set('moving', first.card());
+    let now = 0;
+    const cards = createCardResolver({ cacheSeconds: 60, now: () => now });
+    const { deliverLapse } = createDeliveryActivities({ cards });
+    const input = inputFor(cardServer.url('moving'));
+
+    await deliverLapse(input);
+    cardServer.set('moving', second.card());
+    now = 59_999;
+    await deliverLapse(input);
+    now = 60_000;
+    await deliverLapse(input);
+
+    expect([first.received.length, second.received.length]).toEqual([2, 1]);
+  });
+});
+
+describe('a card that cannot be read', () => {
+  /** A fetch that answers the card request itself and passes the JSON-RPC call to the network. */
+  const cardAnswering = (response: () => Response): typeof fetch => async (resource, init) =>
+    init?.method === 'POST' ? fetch(resource, init) : response();
+
+  it.each([404, 401])('refuses the lapse, not retries it, when the card URL answers %i', async (status) => {
+    const agent = await agentWith();
+
+    const failure = await deliveryFailure(agent, { fetch: cardAnswering(() => new Response('no', { status })) });
+
+    expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_REJECTED, true]);
+    expect(failure.message).toBe(`agent shipping-agent: the agent card at ${agent.cardUrl} answered HTTP ${status}`);
+    expect(agent.attempts).toHaveLength(0);
+  });
+
+  it.each([
+    ['HTTP 503', () => new Response('later', { status: 503 })],
+    ['a body that is not JSON', () => new Response('<html>', { status: 200 })],
+  ])('retries the lapse on %s', async (_what, response) => {
+    const agent = await agentWith();
+
+    const failure = await deliveryFailure(agent, { fetch: cardAnswering(response) });
+
+    expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_UNAVAILABLE, false]);
+    expect(agent.attempts).toHaveLength(0);
+  });
+
+  it('refuses the lapse when the card URL serves JSON that is not a card', async () => {
+    const agent = await agentWith();
+
+    const failure = await deliveryFailure(agent, { fetch: cardAnswering(() => Response.json({ skills: 'none' })) });
+
+    expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_REJECTED, true]);
+    expect(failure.message).toContain('is not an A2A agent card');
   });
 });

@@ -29,6 +29,8 @@ const card: AgentCardInfo = {
   version: '1.0',
   skillIds: ['handle-lapse'],
   declaration: { index: 0, params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } },
+  securitySchemes: {},
+  securityRequirements: [],
 };
 const settings: PlanSettings = { maxLineage: 2, maxClockSkew: 'PT5M' };
 /** The watcher's clock in these tests. */
@@ -261,7 +263,7 @@ describe("rules against the card (422)", () => {
     const message =
       "the agent's card does not declare the extension https://rsaxb.com/a2a/expectations/v1 in capabilities.extensions";
 
-    expect(refusal(request({ expectations: [expectation('e1')] }), { card: { version: '1.0', skillIds: [] } })).toEqual(
+    expect(refusal(request({ expectations: [expectation('e1')] }), { card: { ...card, skillIds: [], declaration: undefined } })).toEqual(
       rule('card/capabilities/extensions', 'extension-declared', message),
     );
   });
