@@ -16,6 +16,7 @@ import { connectClient, isReachable } from '../../src/temporal/connection.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { principalsFileOf, type PrincipalSpec } from '../support/agents.js';
 import { artifactUpdate, expectation, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
+import { waitUntil } from '../support/faults.js';
 import { freePort } from '../support/net.js';
 import { dereference, documentedOperations, mountedRoutes, openApiProblems, validatorOf } from '../support/openapi.js';
 import { useWatcherWorker } from '../support/watcher.js';
@@ -254,7 +255,17 @@ const cases: StatusCase[] = [
   },
   { operation: 'POST /v1/facts', status: 503, act: () => send(facts(down), { token: token('carrier-feed', down), json: { facts: [fact()] } }) },
 
-  { operation: 'GET /v1/expectations', status: 200, act: () => send(`${list()}?subjectType=shipment&pageSize=1`, { token: token('ops-reader') }) },
+  {
+    operation: 'GET /v1/expectations',
+    status: 200,
+    // The shared expectation's subject, once the visibility store lists it: a real summary to hold to the schema.
+    act: () =>
+      waitUntil('the shared expectation to be listed', async () => {
+        const query = new URLSearchParams({ subjectType: shared.subject.type, subjectId: shared.subject.id, pageSize: '1' });
+        const answer = await send(`${list()}?${query}`, { token: token('ops-reader') });
+        return answer.status !== 200 || answer.body.items?.length > 0 ? answer : undefined;
+      }),
+  },
   { operation: 'GET /v1/expectations', status: 400, act: () => send(`${list()}?pageSize=0`, { token: token('ops-reader') }) },
   { operation: 'GET /v1/expectations', status: 401, act: () => send(list()) },
   { operation: 'GET /v1/expectations', status: 403, act: () => send(list(), { token: token('carrier-feed') }) },
