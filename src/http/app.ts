@@ -26,6 +26,7 @@ import { createIngestService } from '../service/ingest.js';
 import { createRecordsService } from '../service/records.js';
 import { createTemporalCall } from '../service/temporal-call.js';
 import { authenticate, principalOf } from './auth.js';
+import { openApiDocument } from './openapi.js';
 import { problemMiddleware, sendProblem, toProblem } from './problem.js';
 import { wellFormedBody } from './well-formed.js';
 
@@ -140,6 +141,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
+
+  app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
 
   app.post('/a2a/events', auth, ...json, async (req, res) => {
     const parsed = parseA2AEvent(req.body);

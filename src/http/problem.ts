@@ -5,6 +5,8 @@
  */
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { problemSchema } from '../schemas/http.js';
 import {
   CardUnreachableError,
   ConflictError,
@@ -18,21 +20,15 @@ import {
   TemporalUnavailableError,
   UnauthenticatedError,
   UnsupportedMediaTypeError,
-  type FieldError,
 } from '../service/errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const TYPE_BASE = 'urn:expectations-watcher:problem:';
 
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  errors?: FieldError[];
-}
+export type Problem = z.infer<typeof problemSchema>;
 
-interface ProblemKind {
+/** One kind of problem: its type slug (after `urn:expectations-watcher:problem:`), status and title. */
+export interface ProblemKind {
   slug: string;
   status: number;
   title: string;
@@ -53,6 +49,9 @@ const kinds = new Map<abstract new (...args: never[]) => DomainError, ProblemKin
   [TemporalUnavailableError, { slug: 'temporal-unavailable', status: 503, title: 'Temporal is unreachable' }],
 ]);
 const internal: ProblemKind = { slug: 'internal', status: 500, title: 'Internal error' };
+
+/** Every problem a request can be answered with, but the internal 500 (the OpenAPI document lists them by status). */
+export const problemKinds: readonly ProblemKind[] = [...kinds.values()];
 
 /** The problem type URI of a slug, e.g. `urn:expectations-watcher:problem:conflict`. */
 export const problemType = (slug: string): string => `${TYPE_BASE}${slug}`;

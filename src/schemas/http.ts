@@ -1,10 +1,12 @@
 /**
  * Zod schemas of the bridge's own HTTP bodies and query strings (DESIGN 4). The A2A bodies are in a2a.ts, the
  * extension's objects in extension.ts. Items inside `facts` are checked one by one by the service, so that every
- * bad item is reported with its path; here they are only required to be an array.
+ * bad item is reported with its path; here they are only required to be an array. The answers' schemas are here
+ * too: the services' result types are inferred from them, and the OpenAPI document (src/http/openapi.ts) is
+ * generated from them, so neither can drift from what the routes answer.
  */
 import { z } from 'zod';
-import { expectationStates } from './extension.js';
+import { expectationStates, subjectSchema, utcDateTime } from './extension.js';
 
 /** `POST /v1/facts`. */
 export const factsBodySchema = z.object({
@@ -20,29 +22,113 @@ export const withdrawBodySchema = z.object({
     .max(1000, { message: 'reason must be at most 1000 characters' }),
 });
 
+/** The `{id}` of `/v1/expectations/{id}` (Express matches one non-empty path segment, percent-decoded). */
+export const expectationParamsSchema = z.object({
+  id: z.string().min(1).describe('The expectationId, percent-encoded as one path segment'),
+});
+
 const single = (name: string) =>
   z.string({ message: `${name} must be given once, as a string` }).min(1, { message: `${name} must not be empty` });
 
 /** `GET /v1/expectations` query string. */
 export const listQuerySchema = z
   .object({
-    subjectType: single('subjectType').optional(),
-    subjectId: single('subjectId').optional(),
-    state: z.enum(expectationStates, { message: `state must be one of ${expectationStates.join(', ')}` }).optional(),
-    kind: single('kind').optional(),
+    subjectType: single('subjectType').optional().describe('Subject type; alone it lists every subject of that type'),
+    subjectId: single('subjectId').optional().describe('Subject id; needs subjectType (400 otherwise)'),
+    state: z
+      .enum(expectationStates, { message: `state must be one of ${expectationStates.join(', ')}` })
+      .optional()
+      .describe('The expectation state'),
+    kind: single('kind').optional().describe('The kind'),
     pageSize: z.coerce
       .number({ message: 'pageSize must be a number' })
       .int({ message: 'pageSize must be an integer' })
       .min(1, { message: 'pageSize must be at least 1' })
       .max(1000, { message: 'pageSize must be at most 1000' })
-      .default(100),
+      .default(100)
+      .describe('Items per page'),
     pageToken: z
       .string()
       .regex(/^[A-Za-z0-9_-]+$/, { message: 'pageToken must be a token from a previous answer (base64url)' })
-      .optional(),
+      .optional()
+      .describe('nextPageToken of the previous page, with the same filters'),
   })
   .refine((q) => q.subjectId === undefined || q.subjectType !== undefined, {
     message: 'subjectId needs subjectType',
     path: ['subjectId'],
   });
 export type ListQueryInput = z.infer<typeof listQuerySchema>;
+
+// ── answers ────────────────────────────────────────────────────────────────────────────────────────────────
+
+/** One bad field (or a warning): a slash-separated path into the request body, segments escaped as in RFC 6901. */
+export const fieldErrorSchema = z.object({
+  path: z.string(),
+  message: z.string(),
+  /** For broken rules (422): the rule's name, e.g. `kind-declared`. */
+  rule: z.string().optional(),
+});
+
+/** An `application/problem+json` body (RFC 9457); `errors` names each bad field. */
+export const problemSchema = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  errors: z.array(fieldErrorSchema).optional(),
+});
+
+export const expectationResultSchema = z.object({
+  expectationId: z.string(),
+  result: z.enum(['raised', 'unchanged']),
+});
+
+export const factResultSchema = z.object({
+  factKey: z.string(),
+  result: z.enum(['recorded', 'duplicate']),
+});
+
+/** The answer of `POST /v1/expectations/{id}/withdraw`, and one item of `withdrawn`. */
+export const withdrawResultSchema = z.object({
+  expectationId: z.string(),
+  result: z.enum(['withdrawn', 'not-open']),
+});
+
+/** The answer of `POST /a2a/events` (and the receipt of a SendMessage): one result per item, in the order found. */
+export const ingestResultSchema = z.object({
+  expectations: z.array(expectationResultSchema),
+  facts: z.array(factResultSchema),
+  withdrawn: z.array(withdrawResultSchema),
+  /** Accepted, but worth a look (e.g. subject.type differs from the kind's subjectType). Absent when none. */
+  warnings: z.array(fieldErrorSchema).optional(),
+});
+
+/** The answer of `POST /v1/facts`. */
+export const factsResultSchema = z.object({ facts: z.array(factResultSchema) });
+
+/** One expectation as the visibility store knows it (eventually consistent; the record is the truth). */
+export const expectationSummarySchema = z.object({
+  expectationId: z.string(),
+  workflowId: z.string(),
+  kind: z.string().optional(),
+  subject: subjectSchema.optional(),
+  state: z.string().optional(),
+  agent: z.string().optional(),
+  factKey: z.string().optional(),
+  dueAt: utcDateTime.optional(),
+  raisedAt: utcDateTime.optional(),
+  closedAt: utcDateTime.optional(),
+  links: z.object({ self: z.string(), temporalUi: z.string().optional() }),
+});
+
+/** The answer of `GET /v1/expectations`; `nextPageToken` is absent on the last page. */
+export const expectationPageSchema = z.object({
+  items: z.array(expectationSummarySchema),
+  nextPageToken: z.string().optional(),
+});
+
+/** `GET /healthz`. */
+export const healthSchema = z.object({ status: z.literal('ok') });
+
+/** `GET /readyz` when Temporal answers. */
+export const readinessSchema = z.object({ status: z.literal('ready'), temporal: z.literal('reachable') });

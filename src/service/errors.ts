@@ -2,14 +2,11 @@
  * Typed domain errors. The service throws these; the one error middleware (src/http/problem.ts) maps each to
  * its HTTP status and problem+json body. Nothing below the HTTP layer knows a status code.
  */
+import type { z } from 'zod';
+import type { fieldErrorSchema } from '../schemas/http.js';
 
 /** One bad field: a slash-separated path into the request body (RFC 6901 escaping, no leading slash). */
-export interface FieldError {
-  path: string;
-  message: string;
-  /** For broken rules (422): the rule's name, e.g. `kind-declared`. */
-  rule?: string;
-}
+export type FieldError = z.infer<typeof fieldErrorSchema>;
 
 export abstract class DomainError extends Error {
   constructor(

@@ -5,10 +5,12 @@
  * retried after a 503 completes with nothing doubled.
  */
 import type { Client } from '@temporalio/client';
+import type { z } from 'zod';
 import type { CardResolver } from '../a2a/card.js';
 import type { Principal } from '../auth/principals.js';
 import type { WatcherMetrics } from '../metrics.js';
 import type { Expectation } from '../schemas/extension.js';
+import type { ingestResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord, Origin } from '../schemas/record.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import {
@@ -19,7 +21,7 @@ import {
   withdrawExpectation,
 } from '../temporal/expectations.js';
 import { expectationLinks } from '../temporal/ids.js';
-import { ConflictError, joinPath, type FieldError } from './errors.js';
+import { ConflictError, joinPath } from './errors.js';
 import {
   needsCard,
   parseIngest,
@@ -53,13 +55,8 @@ export interface IngestDeps {
   now?: () => number;
 }
 
-export interface IngestResult {
-  expectations: { expectationId: string; result: 'raised' | 'unchanged' }[];
-  facts: { factKey: string; result: 'recorded' | 'duplicate' }[];
-  withdrawn: { expectationId: string; result: 'withdrawn' | 'not-open' }[];
-  /** Accepted, but worth a look (e.g. subject.type differs from the kind's subjectType). Absent when none. */
-  warnings?: FieldError[];
-}
+/** One result per item, in the order found; `warnings` only when there is one (the schema is the answer's, in http.ts). */
+export type IngestResult = z.infer<typeof ingestResultSchema>;
 
 const LOOKUP_CONCURRENCY = 16;
 

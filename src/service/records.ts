@@ -7,9 +7,11 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
+import type { z } from 'zod';
 import { hasRole, type Principal } from '../auth/principals.js';
 import type { WatcherMetrics } from '../metrics.js';
 import type { ExpectationState } from '../schemas/extension.js';
+import type { expectationPageSchema, expectationSummarySchema, withdrawResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import { getExpectationRecord, withdrawExpectation } from '../temporal/expectations.js';
 import { expectationWorkflowId, subjectKey } from '../temporal/ids.js';
@@ -72,19 +74,7 @@ export interface ListQuery {
 }
 
 /** One expectation as the visibility store knows it (eventually consistent; the record is the truth). */
-export interface ExpectationSummary {
-  expectationId: string;
-  workflowId: string;
-  kind?: string;
-  subject?: { type: string; id: string };
-  state?: string;
-  agent?: string;
-  factKey?: string;
-  dueAt?: string;
-  raisedAt?: string;
-  closedAt?: string;
-  links: { self: string; temporalUi?: string };
-}
+export type ExpectationSummary = z.infer<typeof expectationSummarySchema>;
 
 export const WORKFLOW_TYPE = 'expectationWorkflow';
 const WORKFLOW_ID_PREFIX = 'expectation:';
@@ -176,7 +166,7 @@ export function createRecordsService(deps: RecordsDeps) {
     },
 
     /** One page of summaries from the visibility store; an agent sees only its own. */
-    async list(principal: Principal, query: ListQuery): Promise<{ items: ExpectationSummary[]; nextPageToken?: string }> {
+    async list(principal: Principal, query: ListQuery): Promise<z.infer<typeof expectationPageSchema>> {
       let agentFilter: string | undefined;
       if (!canRead(principal)) {
         if (!hasRole(principal, 'agent')) {
@@ -213,7 +203,7 @@ export function createRecordsService(deps: RecordsDeps) {
       principal: Principal,
       expectationId: string,
       reason: string,
-    ): Promise<{ expectationId: string; result: 'withdrawn' | 'not-open' }> {
+    ): Promise<z.infer<typeof withdrawResultSchema>> {
       await readable(principal, expectationId, 'withdraw');
       const outcome = await deps.call(() => withdrawExpectation(deps.client, expectationId, { reason }));
       if (outcome === 'unknown') throw new NotFoundError(`no expectation '${expectationId}'`);
