@@ -34,6 +34,7 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).optional(),
   WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  WATCHER_LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
 });
 
 export interface TemporalConnectionConfig {
@@ -79,6 +80,8 @@ export interface Config {
    */
   workflowBundle?: string;
   logLevel: z.infer<typeof envSchema>['WATCHER_LOG_LEVEL'];
+  /** `auto`: short readable lines when stdout is a terminal, JSON lines otherwise. */
+  logFormat: z.infer<typeof envSchema>['WATCHER_LOG_FORMAT'];
 }
 
 /** Thrown when the environment is invalid; the message names each bad variable and its rule. */
@@ -131,5 +134,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS,
     workflowBundle: e.WATCHER_WORKFLOW_BUNDLE ? path.resolve(e.WATCHER_WORKFLOW_BUNDLE) : undefined,
     logLevel: e.WATCHER_LOG_LEVEL,
+    logFormat: e.WATCHER_LOG_FORMAT,
   };
 }

@@ -9,7 +9,7 @@ import { startBridge, startTracingIfConfigured } from '../runtime.js';
 
 export async function startBridgeProcess(lifecycle: Lifecycle): Promise<void> {
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
   lifecycle.useLogger(log);
   const address = config.temporal.address;
   if (!address) throw new ConfigError('TEMPORAL_ADDRESS: required by `npm run bridge` (use `npm start` for the embedded server)');

@@ -13,7 +13,7 @@ import { preparePrincipals, startBridge, startEmbeddedTemporal, startTracingIfCo
 
 export async function startWatcher(lifecycle: Lifecycle): Promise<void> {
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
   lifecycle.useLogger(log);
   // First: the embedded server and the worker both run on the Temporal runtime this installs.
   const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });

@@ -10,7 +10,7 @@ import { startTracingIfConfigured, startWorker } from '../runtime.js';
 
 export async function startWorkerProcess(lifecycle: Lifecycle): Promise<void> {
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
   lifecycle.useLogger(log);
   const address = config.temporal.address;
   if (!address) throw new ConfigError('TEMPORAL_ADDRESS: required by `npm run worker` (use `npm start` for the embedded server)');

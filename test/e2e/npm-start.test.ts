@@ -162,6 +162,21 @@ describe('npm run bridge against an existing cluster', () => {
     expect(await bridge.stop()).toBe(0);
   });
 
+  it('writes short readable log lines on a terminal and JSON lines into a pipe', async () => {
+    const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-bridge-')) };
+    const piped = start('src/bridge.ts', { ...env, PORT: String(await freePort()) });
+    // script(1) gives the bridge a pseudo-terminal as stdout, as a person's shell does.
+    const port = await freePort();
+    const command = `${process.execPath} --import ./src/early-signals.mjs --import tsx src/bridge.ts`;
+    const onTerminal = spawnCommand(['script', '-qefc', command, '/dev/null'], { ...env, PORT: String(port), TERM: 'dumb' });
+    running.push(onTerminal);
+
+    await piped.waitFor(/"msg":"bridge listening"/);
+    await onTerminal.waitFor(/\d\d:\d\d:\d\d INFO {2}bridge listening url=http:\/\/localhost:\d+/);
+    expect(onTerminal.output()).not.toContain('"msg"');
+    expect(await piped.stop()).toBe(0);
+  });
+
   it('answers /readyz 503 while Temporal is unreachable, and /healthz 200', async () => {
     const port = await freePort();
     const closed = await freePort();
