@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { principalOf } from '../http/auth.js';
 import { expectationWorkflowId } from '../temporal/ids.js';
 
-const ONE_EXPECTATION = /^\/v1\/expectations\/([^/]+)(?:\/withdraw)?$/;
+const ONE_EXPECTATION = /^\/v1\/expectations\/([^/]+)(?:\/withdraw|\/lapses\/[^/]+\/resend)?$/;
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 function decoded(segment: string): string {

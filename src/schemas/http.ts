@@ -46,3 +46,12 @@ export const listQuerySchema = z
     path: ['subjectId'],
   });
 export type ListQueryInput = z.infer<typeof listQuerySchema>;
+
+/** `POST /v1/expectations/{id}/lapses/{messageId}/resend`: the lapse by its delivery's messageId (a UUID). */
+export const resendParamsSchema = z.object({
+  messageId: z
+    .string()
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, {
+      message: "messageId must be a lapse's delivery.messageId from its record (a UUID)",
+    }),
+});

@@ -16,8 +16,10 @@ const attemptsOf = (messageId: string) => h.deliveries.filter((delivery) => deli
 /** How many deliverLapse activities the workflow's current run has scheduled, from its history. */
 async function deliveriesScheduled(workflowId: string): Promise<number> {
   const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
-  const scheduled = history.events?.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverLapse');
-  return scheduled?.length ?? 0;
+  const deliveries = history.events?.filter(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverLapse',
+  );
+  return deliveries?.length ?? 0;
 }
 
 /** Raises an expectation due in a day for an agent of its own, whose deliveries fail as `fault` says. */
@@ -42,7 +44,8 @@ describe('resendLapse', () => {
     const answer = await resendLapse(h.client, id, { messageId, requestedBy: 'ops-admin' });
     const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
 
-    expect(failed.lapses[0]!.delivery.error).toBe('the delivery budget was spent; the last attempt failed: connection refused');
+    const spent = 'the delivery budget was spent; the last attempt failed: connection refused';
+    expect(failed.lapses[0]!.delivery.error).toBe(spent);
     expect(refused).toBeGreaterThan(100);
     expect(answer).toMatchObject({
       result: 'resent',
