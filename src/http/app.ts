@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
 import { createCardResolver } from '../a2a/card.js';
 import type { PrincipalStore } from '../auth/principals.js';
-import { DEFAULT_MAX_CLOCK_SKEW } from '../config.js';
+import { DEFAULT_MAX_CLOCK_SKEW, type TrustProxy } from '../config.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
@@ -55,6 +55,8 @@ export interface AppDeps {
   isTemporalReachable?: () => Promise<boolean>;
   /** Deadline of each Temporal call made for a request (default 5000 ms). */
   temporalTimeoutMs?: number;
+  /** Express's `trust proxy` (WATCHER_TRUST_PROXY): whose X-Forwarded-For gives `req.ip`; default false (nobody's). */
+  trustProxy?: TrustProxy;
 }
 
 const JSON_TYPES = ['application/json', 'application/a2a+json', 'application/*+json'];
@@ -95,6 +97,8 @@ export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // Behind a load balancer the socket's peer is the balancer: the client's address is in X-Forwarded-For.
+  app.set('trust proxy', deps.trustProxy ?? false);
 
   // Echo the extension when the request activated it (DESIGN 4), on every answer including problems.
   app.use((req, res, next) => {
