@@ -8,8 +8,10 @@ export interface DeliverLapseInput {
   lapse: Lapse;
   agent: AgentRef;
   origin: Origin;
-  /** UUID v5 of `<expectationId>|<lapse>|<dueAt>` (DESIGN 3.8); the same on every retry. */
+  /** UUID v5 of `<expectationId>|<lapse>|<dueAt>` (DESIGN 3.8); the same on every retry and every resend. */
   messageId: string;
+  /** Set on a delivery an admin asked for again: which resend it is (1 the first). Absent on the first delivery. */
+  resend?: number;
 }
 
 export interface DeliverLapseResult {

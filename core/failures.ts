@@ -14,3 +14,9 @@ export const WRONG_FACT_KEY = 'WrongFactKey';
 
 /** A delivery the agent refused with a 4xx: not retried, recorded as failed. */
 export const LAPSE_REJECTED = 'LapseDeliveryRejected';
+
+/** A resend names no lapse of the expectation (by its delivery's messageId): the update is rejected. */
+export const LAPSE_NOT_FOUND = 'LapseNotFound';
+
+/** A resend of a lapse whose expectation has ended (satisfied, withdrawn, closing): no lapse task goes out any more. */
+export const EXPECTATION_ENDED = 'ExpectationEnded';

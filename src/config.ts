@@ -1,6 +1,7 @@
 /**
  * The only reader of `process.env` (DESIGN 5). Every setting is validated once, with an error naming the variable.
  */
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
@@ -8,6 +9,45 @@ import { isoDuration } from './schemas/extension.js';
 
 /** How far in the future a fact's `observedAt` may be unless WATCHER_MAX_CLOCK_SKEW says otherwise (DESIGN 3.2). */
 export const DEFAULT_MAX_CLOCK_SKEW = 'PT5M';
+
+/**
+ * Express's `trust proxy` (https://expressjs.com/en/guide/behind-proxies.html): whom to believe about the client's
+ * address in X-Forwarded-For. `false` believes nobody (the socket's peer is the client), `true` everyone, a number
+ * that many hops, a list the proxies' addresses, CIDR ranges or `loopback`, `linklocal`, `uniquelocal`.
+ */
+export type TrustProxy = boolean | number | string[];
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An address or CIDR range in a `trust proxy` list: `10.0.0.1`, `10.0.0.0/8`, `10.0.0.0/255.0.0.0`, `fd00::/8`. */
+function isProxyAddress(entry: string): boolean {
+  const [address = '', range, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (range === undefined) return true;
+  if (family === 4 && isIP(range) === 4) {
+    // A netmask: ones, then zeros (255.255.0.0), as Express's proxy-addr requires.
+    const bits = range.split('.').reduce((mask, octet) => mask * 256 + Number(octet), 0);
+    const zeros = 2 ** 32 - 1 - bits;
+    return (zeros & (zeros + 1)) === 0;
+  }
+  return /^\d{1,3}$/.test(range) && Number(range) <= (family === 4 ? 32 : 128);
+}
+
+/** WATCHER_TRUST_PROXY as Express takes it: `true`/`false`, a hop count, or a comma-separated list. */
+const trustProxy = z.string().transform((value, ctx): TrustProxy => {
+  const text = value.trim();
+  if (text === 'true' || text === 'false') return text === 'true';
+  if (/^\d+$/.test(text)) return Number(text);
+  const entries = text.split(',').map((entry) => entry.trim());
+  const bad = entries.filter((entry) => !PROXY_NAMES.has(entry) && !isProxyAddress(entry));
+  if (bad.length > 0) {
+    const allowed = 'true, false, a hop count, or a comma-separated list of loopback, linklocal, uniquelocal, addresses and CIDR ranges';
+    ctx.addIssue({ code: 'custom', message: `must be ${allowed} (not ${bad.map((entry) => `'${entry}'`).join(', ')})` });
+    return z.NEVER;
+  }
+  return entries;
+});
 
 const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
@@ -28,6 +68,7 @@ const envSchema = z.object({
   WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
   WATCHER_MAX_CLOCK_SKEW: isoDuration.default(DEFAULT_MAX_CLOCK_SKEW),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_CARD_CACHE_SECONDS),
+  WATCHER_TRUST_PROXY: trustProxy.default(false),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
@@ -62,6 +103,8 @@ export interface Config {
   maxClockSkew: string;
   /** How long an agent's card is reused, by the bridge (raise rules) and the worker (lapse delivery) alike. */
   cardCacheSeconds: number;
+  /** Whose X-Forwarded-For the bridge believes for the client's address (its request log, rate decisions). */
+  trustProxy: TrustProxy;
   /**
    * The worker's Prometheus endpoint (Temporal SDK metrics and lapse counters): port 9464 unless set; 0 serves none.
    * `required` when the variable was set: then a port that cannot be bound stops the process instead of a warning.
@@ -127,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxLineage: e.WATCHER_MAX_LINEAGE,
     maxClockSkew: e.WATCHER_MAX_CLOCK_SKEW,
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
+    trustProxy: e.WATCHER_TRUST_PROXY,
     workerMetrics: { port: e.WATCHER_WORKER_METRICS_PORT ?? 9464, required: e.WATCHER_WORKER_METRICS_PORT !== undefined },
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }

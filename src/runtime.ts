@@ -143,6 +143,7 @@ export async function startBridge(
     logger: log,
     metrics: options.metrics ?? createMetrics({ defaultMetrics: true }),
     isTemporalReachable: () => isReachable(client),
+    trustProxy: config.trustProxy,
   });
   const served = express();
   served.disable('x-powered-by');

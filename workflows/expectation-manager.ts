@@ -15,8 +15,8 @@ import {
 } from '@temporalio/workflow';
 import type { LedgerActivities } from '../activities/types.js';
 import { addDuration } from '../core/duration.js';
-import { INVALID_EXPECTATION } from '../core/failures.js';
-import type { ExpectationRecord, Fact, Lapse, LapseKind } from '../core/types.js';
+import { EXPECTATION_ENDED, INVALID_EXPECTATION, LAPSE_NOT_FOUND } from '../core/failures.js';
+import type { ExpectationRecord, Fact, Lapse, LapseEntry, LapseKind } from '../core/types.js';
 import { anchoredDueAt, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline } from './decisions.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
 import {
@@ -27,6 +27,8 @@ import {
   withdrawSignal,
   type AnchorMoved,
   type ExpectationInput,
+  type ResendLapseRequest,
+  type ResendLapseResult,
   type SubjectFact,
   type WithdrawRequest,
 } from './messages.js';
@@ -281,6 +283,50 @@ export class ExpectationManager {
   abandonDeliveries(reason: string): void {
     if (this.deliveries.pending === 0) return;
     if (this.registeredByBridge || patched(DELIVERIES_END_WITH_THE_EXPECTATION)) this.deliveries.abandon(reason);
+  }
+
+  /**
+   * The resend update's validator (nothing is recorded when it throws): the lapse must exist, and a lapse not yet
+   * delivered may go out again only while the expectation lives on (DESIGN 3.8: no lapse task once it has ended).
+   */
+  validateResend({ messageId }: ResendLapseRequest): LapseEntry {
+    const { record } = this;
+    const self = this.input.expectation.expectationId;
+    const entry = record.lapses.find((candidate) => candidate.delivery.messageId === messageId);
+    if (!entry) {
+      throw ApplicationFailure.create({
+        type: LAPSE_NOT_FOUND,
+        message: `expectation '${self}' has no lapse whose delivery has messageId '${messageId}'`,
+        nonRetryable: true,
+      });
+    }
+    if (entry.delivery.status === 'pending' || entry.delivery.status === 'delivered') return entry;
+    // A lapsed expectation past its late window is closing: its loop has ended and no delivery may start.
+    let ended: string | undefined;
+    if (!isOpen(record.state)) ended = `is ${record.state}`;
+    else if (this.mayClose()) ended = 'is closing: its late window has ended';
+    if (ended) {
+      throw ApplicationFailure.create({
+        type: EXPECTATION_ENDED,
+        message: `expectation '${self}' ${ended}; no lapse task is delivered once an expectation has ended`,
+        nonRetryable: true,
+      });
+    }
+    return entry;
+  }
+
+  /**
+   * Delivers a lapse that failed (or was abandoned) again under its messageId, with a fresh budget; a lapse whose
+   * delivery is pending or delivered is answered as it is, and nothing is sent twice.
+   */
+  resendLapse(request: ResendLapseRequest): ResendLapseResult {
+    const entry = this.validateResend(request);
+    if (entry.delivery.status === 'pending' || entry.delivery.status === 'delivered') {
+      return { result: entry.delivery.status, entry };
+    }
+    this.deliveries.resend(entry, request.requestedBy);
+    this.publish();
+    return { result: 'resent', entry };
   }
 
   /** An expectation that comes after this one was satisfied while this one was open (DESIGN 3.3). */

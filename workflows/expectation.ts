@@ -12,6 +12,7 @@ import {
   factSignal,
   recordQuery,
   registerDependentSignal,
+  resendLapseUpdate,
   skippedSignal,
   subjectFactSignal,
   withdrawSignal,
@@ -34,6 +35,9 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   setHandler(anchorSatisfiedSignal, ({ observedAt }) => expectation.applyAnchor(observedAt));
   setHandler(anchorMovedSignal, (moved) => expectation.followAnchor(moved));
   setHandler(registerDependentSignal, (dependent) => expectation.registerDependent(dependent));
+  setHandler(resendLapseUpdate, (request) => expectation.resendLapse(request), {
+    validator: (request) => void expectation.validateResend(request),
+  });
 
   expectation.publish();
   if (!input.carried) await expectation.register();

@@ -3,6 +3,7 @@
  * deterministic message id, its task is delivered in the background, and the outcome is recorded on the entry.
  * A delivery runs in its own cancellation scope: it is abandoned when the expectation is satisfied or withdrawn,
  * and one still in retry when the run continues as new is carried over and scheduled again in the next run.
+ * An admin may have a lapse that failed delivered again: the same entry and messageId, a budget of its own.
  */
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/types.js';
@@ -25,7 +26,11 @@ const delivery = proxyActivities<DeliveryActivities>({
 const nowIso = (): string => new Date(Date.now()).toISOString();
 
 function describeFailure(error: unknown): string {
-  if (error instanceof ActivityFailure && error.cause) return error.cause.message;
+  if (error instanceof ActivityFailure && error.cause) {
+    // Out of retries because the budget ran out: say so, or the record reads like one refused attempt.
+    const spent = error.retryState === 'TIMEOUT' ? 'the delivery budget was spent; the last attempt failed: ' : '';
+    return `${spent}${error.cause.message}`;
+  }
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -62,6 +67,17 @@ export class LapseDeliveries {
     this.run(entry);
   }
 
+  /**
+   * Delivers a lapse again, under the same messageId, with the budget counted from now: the entry is pending once
+   * more, counts the resend and names who asked. For an entry whose delivery settled without reaching the agent.
+   */
+  resend(entry: LapseEntry, requestedBy: string): void {
+    const { messageId, resends } = entry.delivery;
+    const resent = { resends: (resends ?? 0) + 1, resentAt: nowIso(), resentBy: requestedBy };
+    entry.delivery = { status: 'pending', messageId, ...resent };
+    this.run(entry);
+  }
+
   /** Schedules again the deliveries a previous run left pending when it continued as new. */
   resume(): void {
     for (const entry of this.record.lapses) if (entry.delivery.status === 'pending') this.run(entry);
@@ -91,13 +107,22 @@ export class LapseDeliveries {
       entry.delivery = { ...entry.delivery, status: 'failed', error: `agent ${agent.id} has no cardUrl to deliver to` };
       return;
     }
-    const leftMs = addDuration(Date.parse(entry.lapse.lapsedAt), DELIVERY_BUDGET) - Date.now();
+    // A resend has a budget of its own, from when it was asked for (carried over continue-as-new on the entry).
+    const { resentAt, resends, messageId } = entry.delivery;
+    const leftMs = addDuration(Date.parse(resentAt ?? entry.lapse.lapsedAt), DELIVERY_BUDGET) - Date.now();
     if (leftMs <= 0) {
-      entry.delivery = { ...entry.delivery, status: 'failed', error: `not delivered within ${DELIVERY_BUDGET} of the lapse` };
+      const since = resentAt ? 'the resend' : 'the lapse';
+      entry.delivery = { ...entry.delivery, status: 'failed', error: `not delivered within ${DELIVERY_BUDGET} of ${since}` };
       return;
     }
-    const summary = deliverLapseSummary(entry.lapse.lapse, agent.id);
-    const input = { lapse: entry.lapse, agent: { id: agent.id }, origin: record.origin, messageId: entry.delivery.messageId };
+    const summary = deliverLapseSummary(entry.lapse.lapse, agent.id, resends);
+    const input = {
+      lapse: entry.lapse,
+      agent: { id: agent.id },
+      origin: record.origin,
+      messageId,
+      ...(resends ? { resend: resends } : {}),
+    };
     try {
       const result = this.byPrincipalId
         ? await delivery.deliverLapse.executeWithOptions({ summary, scheduleToCloseTimeout: leftMs }, [input])

@@ -3,7 +3,7 @@
  * Workflow ids are never built here: callers pass them in (see src/temporal/ids.ts).
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { Expectation, ExpectationRecord, Fact, Origin } from '../core/types.js';
+import type { Expectation, ExpectationRecord, Fact, LapseEntry, Origin } from '../core/types.js';
 import type { CarriedExpectationState } from './expectation-manager.js';
 
 // ── expectation workflow (`expectation:<id>`) ─────────────────────────────────────────────────────────────
@@ -99,6 +99,29 @@ export interface SubjectFact {
   receivedAt: string;
 }
 export const subjectFactSignal = defineSignal<[SubjectFact]>('subjectFact');
+
+/** An admin asks for a lapse task to be delivered again; the lapse is named by its delivery's messageId. */
+export interface ResendLapseRequest {
+  messageId: string;
+  /** The admin principal's id, recorded as `delivery.resentBy`. */
+  requestedBy: string;
+}
+
+/**
+ * `resent`: a new delivery of the lapse started, under the same messageId and with a fresh budget. `pending` and
+ * `delivered` sent nothing: a delivery is on its way, or the agent has the task. `entry` is the lapse as recorded now.
+ */
+export interface ResendLapseResult {
+  result: 'resent' | 'pending' | 'delivered';
+  entry: LapseEntry;
+}
+
+/**
+ * Delivers a failed lapse task again (docs/api.md). Rejected by its validator, and so never recorded, when no lapse
+ * has the messageId (`LapseNotFound`) or when the expectation has ended and the lapse was not delivered
+ * (`ExpectationEnded`).
+ */
+export const resendLapseUpdate = defineUpdate<ResendLapseResult, [ResendLapseRequest]>('resendLapse');
 
 /** The full record, while the workflow runs. A closed workflow's result is the same record. */
 export const recordQuery = defineQuery<ExpectationRecord>('record');

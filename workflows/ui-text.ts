@@ -61,7 +61,9 @@ export function currentDetails(record: ExpectationRecord): string {
     const lines = record.lapses.map(({ lapse, delivery, lapseTaskId }) => {
       const status = delivery.error ? `${delivery.status} (${delivery.error})` : delivery.status;
       const task = lapseTaskId ? ` · task \`${lapseTaskId}\`` : '';
-      return `- **${lapse.lapse}** at ${lapse.lapsedAt} (due ${lapse.dueAt}) · ${status}${task}`;
+      const { resentAt, resentBy } = delivery;
+      const resent = resentAt ? ` · resent at ${resentAt}${resentBy ? ` by ${resentBy}` : ''}` : '';
+      return `- **${lapse.lapse}** at ${lapse.lapsedAt} (due ${lapse.dueAt}) · ${status}${resent}${task}`;
     });
     paragraphs.push(lines.join('\n'));
   }
@@ -82,5 +84,6 @@ export const subscribeSummary = (ledgerWorkflowId: string): string => `subscribe
 /** The summary of the activity that registers a dependent with its anchor. */
 export const linkAnchorSummary = (anchorWorkflowId: string): string => `link to anchor ${anchorWorkflowId}`;
 
-/** The summary of the activity that delivers a lapse task. */
-export const deliverLapseSummary = (lapse: LapseKind, agentId: string): string => `deliver ${lapse} lapse to ${agentId}`;
+/** The summary of the activity that delivers a lapse task (`resend`: which resend an admin asked for, if one). */
+export const deliverLapseSummary = (lapse: LapseKind, agentId: string, resend?: number): string =>
+  resend ? `re-send ${lapse} lapse to ${agentId} (resend ${resend})` : `deliver ${lapse} lapse to ${agentId}`;

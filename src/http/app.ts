@@ -8,11 +8,11 @@ import type { Logger } from 'pino';
 import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
 import { createCardResolver } from '../a2a/card.js';
 import type { PrincipalStore } from '../auth/principals.js';
-import { DEFAULT_MAX_CLOCK_SKEW } from '../config.js';
+import { DEFAULT_MAX_CLOCK_SKEW, type TrustProxy } from '../config.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
-import { factsBodySchema, listQuerySchema, withdrawBodySchema } from '../schemas/http.js';
+import { factsBodySchema, listQuerySchema, resendParamsSchema, withdrawBodySchema } from '../schemas/http.js';
 import {
   joinPath,
   NotFoundError,
@@ -23,6 +23,7 @@ import {
 } from '../service/errors.js';
 import { extractEvent } from '../service/extract.js';
 import { createIngestService } from '../service/ingest.js';
+import { createLapseResendService } from '../service/lapse-resend.js';
 import { createRecordsService } from '../service/records.js';
 import { createTemporalCall } from '../service/temporal-call.js';
 import { authenticate, principalOf } from './auth.js';
@@ -55,6 +56,8 @@ export interface AppDeps {
   isTemporalReachable?: () => Promise<boolean>;
   /** Deadline of each Temporal call made for a request (default 5000 ms). */
   temporalTimeoutMs?: number;
+  /** Express's `trust proxy` (WATCHER_TRUST_PROXY): whose X-Forwarded-For gives `req.ip`; default false (nobody's). */
+  trustProxy?: TrustProxy;
 }
 
 const JSON_TYPES = ['application/json', 'application/a2a+json', 'application/*+json'];
@@ -80,6 +83,7 @@ export function createApp(deps: AppDeps): express.Express {
     temporalUiUrl: deps.temporalUiUrl,
     metrics,
   });
+  const resends = createLapseResendService({ client: deps.client, call });
   const isReachable =
     deps.isTemporalReachable ??
     (async () => {
@@ -94,6 +98,8 @@ export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // Behind a load balancer the socket's peer is the balancer: the client's address is in X-Forwarded-For.
+  app.set('trust proxy', deps.trustProxy ?? false);
 
   // Echo the extension when the request activated it (DESIGN 4), on every answer including problems.
   app.use((req, res, next) => {
@@ -186,6 +192,15 @@ export function createApp(deps: AppDeps): express.Express {
     const parsed = withdrawBodySchema.safeParse(req.body);
     if (!parsed.success) throw schemaError(parsed.error.issues);
     res.json(await records.withdraw(principalOf(req), req.params.id, parsed.data.reason));
+  });
+
+  // No body: the lapse is named in the path. 202 when a new delivery started, 200 when none was needed.
+  const resendPath = '/v1/expectations/:id/lapses/:messageId/resend';
+  app.post(resendPath, auth, async (req: Request<{ id: string; messageId: string }>, res) => {
+    const parsed = resendParamsSchema.safeParse(req.params);
+    if (!parsed.success) throw schemaError(parsed.error.issues);
+    const answer = await resends.resend(principalOf(req), req.params.id, parsed.data.messageId);
+    res.status(answer.result === 'resent' ? 202 : 200).json(answer);
   });
 
   app.use(createWatcherAgentRouter({ ingest, principals: deps.principals, logger: deps.logger }));

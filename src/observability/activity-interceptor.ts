@@ -50,9 +50,9 @@ export function activityObservability(options: { metrics?: WatcherMetrics } = {}
           expectationId = expectationIdOf(ctx.info.activityType, input.args, workflowId);
           if (ctx.info.activityType !== 'deliverLapse') return next(input);
 
-          const { lapse } = input.args[0] as DeliverLapseInput;
-          // One lapse, however many attempts its delivery takes.
-          if (ctx.info.attempt === 1) {
+          const { lapse, resend } = input.args[0] as DeliverLapseInput;
+          // One lapse, however many attempts its delivery takes and however often an admin re-sends it.
+          if (ctx.info.attempt === 1 && resend === undefined) {
             ctx.metricMeter.createCounter(LAPSES, '', 'Lapses raised, by type').add(1, { lapse: lapse.lapse });
             options.metrics?.lapses.inc({ lapse: lapse.lapse });
           }

@@ -1,15 +1,15 @@
 /**
  * The bridge's request log: one JSON line per request when its answer is sent, with method, path, status,
- * duration, the authenticated principal and the expectations it concerned (expectationId and workflowId when it
- * named one, the ids of the per-item results when it raised several), so an operator can go from a log line to the
- * workflow in the Temporal UI.
+ * duration, the client's address (`clientIp`, through the proxies WATCHER_TRUST_PROXY trusts), the authenticated
+ * principal and the expectations it concerned (expectationId and workflowId when it named one, the ids of the
+ * per-item results when it raised several), so an operator can go from a log line to the workflow in the Temporal UI.
  */
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { principalOf } from '../http/auth.js';
 import { expectationWorkflowId } from '../temporal/ids.js';
 
-const ONE_EXPECTATION = /^\/v1\/expectations\/([^/]+)(?:\/withdraw)?$/;
+const ONE_EXPECTATION = /^\/v1\/expectations\/([^/]+)(?:\/withdraw|\/lapses\/[^/]+\/resend)?$/;
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 function decoded(segment: string): string {
@@ -56,6 +56,8 @@ export function requestLog(log: Logger): RequestHandler {
         status: res.statusCode,
         durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
       };
+      // req.ip of the app that answered: the client's address behind the proxies WATCHER_TRUST_PROXY trusts.
+      if (req.ip) fields.clientIp = req.ip;
       const principal = principalIdOf(req);
       if (principal) fields.principal = principal;
       const named = ONE_EXPECTATION.exec(path)?.[1];

@@ -132,3 +132,12 @@ export const healthSchema = z.object({ status: z.literal('ok') });
 
 /** `GET /readyz` when Temporal answers. */
 export const readinessSchema = z.object({ status: z.literal('ready'), temporal: z.literal('reachable') });
+
+/** `POST /v1/expectations/{id}/lapses/{messageId}/resend`: the lapse by its delivery's messageId (a UUID). */
+export const resendParamsSchema = z.object({
+  messageId: z
+    .string()
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, {
+      message: "messageId must be a lapse's delivery.messageId from its record (a UUID)",
+    }),
+});

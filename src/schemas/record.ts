@@ -12,6 +12,12 @@ export const lapseDeliverySchema = z.object({
   deliveredAt: utcDateTime.optional(),
   error: z.string().optional(),
   warnings: z.array(z.string()).optional(),
+  /** How many times an admin re-sent the lapse (docs/api.md); absent until the first resend. */
+  resends: z.number().int().min(1).optional(),
+  /** When the latest resend was asked for: that delivery's budget runs from here, not from the lapse. */
+  resentAt: utcDateTime.optional(),
+  /** The admin principal that asked for the latest resend. */
+  resentBy: z.string().optional(),
 });
 
 export const lapseEntrySchema = z.object({

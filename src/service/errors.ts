@@ -36,6 +36,9 @@ export class NotFoundError extends DomainError {}
 /** An expectation id reused with other content, or by another agent (409). */
 export class ConflictError extends DomainError {}
 
+/** The expectation has ended (satisfied, withdrawn or closed): nothing more is delivered for it (409). */
+export class ExpectationEndedError extends DomainError {}
+
 /** Body over the limit (413). */
 export class PayloadTooLargeError extends DomainError {}
 

@@ -5,7 +5,9 @@
  * writes each run's history to `test/histories/<folder>/<name>.json`. The folder (argument, or HISTORIES_FOLDER)
  * is `v2` by default: each released version of the workflows keeps the folder it was recorded into (v1: before
  * the bridge registered expectations, docs/raise-path.md), and a new version records into a new folder after a
- * deliberate, patched() change (a released version's folder is never recorded again).
+ * deliberate, patched() change (a released version's folder is never recorded again). Names after the folder write
+ * only those histories (`... v2 expectation-lapse-resent`): how a released folder gains the scenario of a new message
+ * handler, which its workflows could receive all along, without its other histories being recorded again.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -17,6 +19,7 @@ import proto from '@temporalio/proto';
 import type { Expectation, Fact } from '../../core/types.js';
 import { startDevServer } from '../../src/temporal/dev-server.js';
 import { getExpectationRecord, recordFact, startExpectation, withdrawExpectation } from '../../src/temporal/expectations.js';
+import { resendLapse } from '../../src/temporal/resend-lapse.js';
 import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
@@ -35,6 +38,7 @@ const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const folder = path.resolve(here, process.argv[2] ?? process.env.HISTORIES_FOLDER ?? 'v2');
+const only = new Set(process.argv.slice(3));
 const taskQueue = 'record-histories';
 const suffix = randomUUID().slice(0, 8);
 const settings = { lateWindow: 'PT3S', factRetention: 'PT2S' };
@@ -47,11 +51,15 @@ const agent = await startTestAgent();
 // An agent that answers 500 until it recovers: its lapse deliveries are in retry.
 const failing = await startTestAgent();
 failing.failNext(500);
+// An agent that refuses its first lapse with a 404: a delivery that failed for good, for an admin to re-send.
+const refusing = await startTestAgent();
+refusing.failNext(404, 1);
 // The worker finds the agents' cards in principals, as it does in the principals file; none is in any history.
 const principals = createPrincipalStore({
   principals: [
     { id: 'shipping-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
     { id: 'failing-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: failing.cardUrl } },
+    { id: 'refusing-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: refusing.cardUrl } },
   ],
 });
 const watcher = await createWatcherWorker({
@@ -211,9 +219,24 @@ await waitFor(async () => (await getExpectationRecord(client, retrying.expectati
 await withdrawExpectation(client, retrying.expectation.expectationId, { reason: 'recorded' });
 keep('expectation-continued-with-delivery-in-retry', retrying.links.self);
 
+// Resent: the lapse refused (failed for good), an admin re-sends it and the agent takes it; a second resend answers
+// delivered and sends nothing. A late window long enough for both.
+const resent = await raise(expectation('resent', 1, { grace: 'PT0S' }), 0, 'refusing-agent', 'PT10M');
+const resentStatus = async () => (await getExpectationRecord(client, resent.expectation.expectationId))?.lapses[0]?.delivery.status;
+await waitFor(async () => (await resentStatus()) === 'failed');
+const resentRequest = {
+  messageId: lapseMessageId(resent.expectation.expectationId, 'overdue', resent.expectation.dueAt),
+  requestedBy: 'ops',
+};
+await resendLapse(client, resent.expectation.expectationId, resentRequest);
+await waitFor(async () => (await resentStatus()) === 'delivered');
+await resendLapse(client, resent.expectation.expectationId, resentRequest);
+await withdrawExpectation(client, resent.expectation.expectationId, { reason: 'recorded' });
+keep('expectation-lapse-resent', resent.links.self);
+
 mkdirSync(folder, { recursive: true });
 let files = 0;
-for (const { name, workflowId } of recorded) {
+for (const { name, workflowId } of recorded.filter(({ name }) => only.size === 0 || only.has(name))) {
   const handle = client.workflow.getHandle(workflowId);
   await waitFor(async () => (await handle.describe()).status.name === 'COMPLETED');
   // Every run of the chain, oldest first: a continued-as-new run has its own history.
@@ -232,6 +255,7 @@ console.log(`wrote ${files} histories to ${folder}`);
 
 await agent.close();
 await failing.close();
+await refusing.close();
 await watcher.shutdown();
 await running;
 await server.stop();

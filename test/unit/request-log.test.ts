@@ -56,6 +56,14 @@ describe('requestLog', () => {
     });
   });
 
+  it('names the expectation of a lapse resend', async () => {
+    const url = await serve((app) => app.post('/v1/expectations/:id/lapses/:messageId/resend', (_req, res) => void res.json({})));
+
+    await fetch(`${url}/v1/expectations/EXP-7/lapses/b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8/resend`, { method: 'POST' });
+
+    expect(await logged()).toMatchObject({ method: 'POST', expectationId: 'EXP-7', workflowId: 'expectation:EXP-7' });
+  });
+
   it('names every expectation of a per-item answer', async () => {
     const url = await serve((app) =>
       app.post('/a2a/events', (_req, res) =>

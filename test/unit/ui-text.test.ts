@@ -161,6 +161,16 @@ describe('current details', () => {
       ].join('\n\n'),
     );
   });
+
+  it('says when and by whom a lapse was re-sent', () => {
+    const delivery = { status: 'pending' as const, messageId: 'm1', resends: 1, resentAt: '2026-12-09T10:00:00.000Z', resentBy: 'ops' };
+
+    expect(currentDetails({ ...record, state: 'lapsed', lapses: [lapseEntry('overdue', delivery)] })).toBe(
+      '**lapsed** · due 2026-12-01T00:00:00.000Z\n\n' +
+        '- **overdue** at 2026-12-01T00:00:00.000Z (due 2026-12-01T00:00:00.000Z) · pending' +
+        ' · resent at 2026-12-09T10:00:00.000Z by ops',
+    );
+  });
 });
 
 describe('timer and activity summaries', () => {
@@ -176,5 +186,6 @@ describe('timer and activity summaries', () => {
     expect(subscribeSummary('fact:k')).toBe('subscribe to fact:k');
     expect(linkAnchorSummary('expectation:e0')).toBe('link to anchor expectation:e0');
     expect(deliverLapseSummary('overdue', 'shipping-agent')).toBe('deliver overdue lapse to shipping-agent');
+    expect(deliverLapseSummary('overdue', 'shipping-agent', 2)).toBe('re-send overdue lapse to shipping-agent (resend 2)');
   });
 });

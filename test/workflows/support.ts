@@ -9,6 +9,7 @@ import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { LAPSE_UNAVAILABLE } from '../../activities/deliver-lapse.js';
 import { createLedgerActivities } from '../../activities/ledgers.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from '../../activities/types.js';
 import type { Expectation, Fact } from '../../src/schemas/extension.js';
@@ -35,6 +36,11 @@ export interface TimeSkippingHarness {
   taskQueue: string;
   /** Every call of the test `deliverLapse` activity, in order. */
   deliveries: DeliverLapseInput[];
+  /**
+   * Agents (by principal id) whose deliveries the test activity fails: `unavailable` as an agent that is down would
+   * (retried), `rejected` as a 4xx would (not retried). Deleting an entry brings the agent back.
+   */
+  faults: Map<string, 'unavailable' | 'rejected'>;
   /** A fresh id with a prefix, unique per test. */
   id(prefix: string): string;
   /** Raises an expectation with ids computed by ids.ts; `dueAt` etc. given as offsets from the server's now. */
@@ -82,6 +88,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
   const client = new Client({ connection: env.connection, namespace: env.namespace ?? 'default' });
   const taskQueue = `workflows-${randomUUID()}`;
   const deliveries: DeliverLapseInput[] = [];
+  const faults = new Map<string, 'unavailable' | 'rejected'>();
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
@@ -90,8 +97,12 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
       ...createLedgerActivities({ client }),
       async deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult> {
         deliveries.push(input);
-        if (input.agent.id === REJECTING_AGENT) {
+        const fault = input.agent.id === REJECTING_AGENT ? 'rejected' : faults.get(input.agent.id);
+        if (fault === 'rejected') {
           throw ApplicationFailure.create({ type: LAPSE_REJECTED, message: 'agent answered 400', nonRetryable: true });
+        }
+        if (fault === 'unavailable') {
+          throw ApplicationFailure.create({ type: LAPSE_UNAVAILABLE, message: 'connection refused', nonRetryable: false });
         }
         return { taskId: `task-${input.messageId}`, warnings: [] };
       },
@@ -104,6 +115,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     client,
     taskQueue,
     deliveries,
+    faults,
     id: (prefix) => `${prefix}-${randomUUID().slice(0, 8)}`,
     async raise(expectation, options = {}) {
       const input: ExpectationInput = {
