@@ -1,18 +1,16 @@
 /**
- * A real browser for tests: Debian's Chromium (`/usr/bin/chromium`, installed by `apt-get install chromium`, as CI
- * does) driven headless by playwright-core. No browser download: a missing Chromium fails the test, it is not skipped.
+ * A real browser for tests: the Chromium the global setup found or installed (test/support/chromium.ts), driven
+ * headless by playwright-core. No browser download: a missing Chromium fails the run, it is not skipped.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
-
-export const CHROMIUM = '/usr/bin/chromium';
+import { inject } from 'vitest';
 
 /** Launches headless Chromium; close it with `browser.close()`. */
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)`);
   return chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: inject('chromiumPath'),
     args: [
       '--headless',
       '--no-sandbox',

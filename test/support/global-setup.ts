@@ -9,6 +9,7 @@ import type { TestProject } from 'vitest/node';
 import { startDevServer } from '../../src/temporal/dev-server.js';
 import { ensureTestServer } from '../../src/temporal/provision.js';
 import { workflowsPath } from '../../src/temporal/workflows-path.js';
+import { ensureChromium } from './chromium.js';
 import { freePort } from './net.js';
 
 declare module 'vitest' {
@@ -18,12 +19,17 @@ declare module 'vitest' {
     testServerPath: string;
     /** The shared dev server's web UI, e.g. http://127.0.0.1:43123 (for the browser test). */
     temporalUiUrl: string;
+    /** The Chromium the browser test drives (test/support/chromium.ts). */
+    chromiumPath: string;
   }
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const outDir = path.resolve('test-output');
   mkdirSync(outDir, { recursive: true });
+
+  // First, so that a machine without a browser learns it (and how to get one) before minutes of Temporal.
+  project.provide('chromiumPath', ensureChromium());
 
   const testServer = await ensureTestServer({ allowDownload: true });
   if (testServer.type !== 'existing-path') throw new Error('test setup: no time-skipping test server (run npm run provision)');
