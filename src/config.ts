@@ -3,17 +3,23 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { ConfigError } from './config-error.js';
 import { isoDuration } from './schemas/extension.js';
+import { resolveConnectionSettings, type ConnectionSettings } from './temporal/connection-settings.js';
+
+export { ConfigError };
 
 /** How far in the future a fact's `observedAt` may be unless WATCHER_MAX_CLOCK_SKEW says otherwise (DESIGN 3.2). */
 export const DEFAULT_MAX_CLOCK_SKEW = 'PT5M';
 
 const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
-  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  // These and the other TEMPORAL_* connection variables are applied over the profile by @temporalio/envconfig
+  // (src/temporal/connection-settings.ts, which also reads TEMPORAL_PROFILE and TEMPORAL_CONFIG_FILE).
+  TEMPORAL_NAMESPACE: z.string().min(1).optional(),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('expectations'),
   TEMPORAL_API_KEY: z.string().min(1).optional(),
-  TEMPORAL_TLS: z.enum(['true', 'false']).optional(),
+  TEMPORAL_TLS: z.enum(['true', 'false', '1', '0']).optional(),
   TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().optional(),
   TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().optional(),
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().optional(),
@@ -35,13 +41,13 @@ const envSchema = z.object({
   WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-export interface TemporalConnectionConfig {
-  /** Unset: the embedded dev server is started. */
-  address?: string;
+/**
+ * The Temporal connection: a profile of the Temporal config file and the TEMPORAL_* variables over it
+ * (README, "Connecting to your Temporal"), plus the watcher's own task queue and UI settings.
+ */
+export interface TemporalConnectionConfig extends Omit<ConnectionSettings, 'namespace'> {
   namespace: string;
   taskQueue: string;
-  apiKey?: string;
-  tls?: { clientCertPath?: string; clientKeyPath?: string; serverCaCertPath?: string };
   /** Base URL of the Temporal UI, for `links.temporalUi`. */
   uiUrl?: string;
   /** Frontend port of the embedded dev server; its UI listens 1000 above. */
@@ -79,11 +85,6 @@ export interface Config {
   logLevel: z.infer<typeof envSchema>['WATCHER_LOG_LEVEL'];
 }
 
-/** Thrown when the environment is invalid; the message names each bad variable and its rule. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
 /**
  * Reads and validates the configuration from an environment (by default `process.env`). An empty variable counts as
  * unset: docker-compose.yml passes every setting through as `${NAME:-}`, which is empty when the host has none.
@@ -95,22 +96,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
-  const tlsWanted =
-    e.TEMPORAL_TLS === 'true' || Boolean(e.TEMPORAL_TLS_CLIENT_CERT_PATH) || Boolean(e.TEMPORAL_API_KEY);
+  const connection = resolveConnectionSettings(env);
   return {
     temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE,
+      ...connection,
+      namespace: connection.namespace ?? 'default',
       taskQueue: e.TEMPORAL_TASK_QUEUE,
-      apiKey: e.TEMPORAL_API_KEY,
-      tls:
-        tlsWanted && e.TEMPORAL_TLS !== 'false'
-          ? {
-              clientCertPath: e.TEMPORAL_TLS_CLIENT_CERT_PATH,
-              clientKeyPath: e.TEMPORAL_TLS_CLIENT_KEY_PATH,
-              serverCaCertPath: e.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
-            }
-          : undefined,
       uiUrl: e.TEMPORAL_UI_URL,
       embeddedPort: e.WATCHER_EMBEDDED_TEMPORAL_PORT,
     },

@@ -1,6 +1,7 @@
 /**
- * `npm start`: the whole watcher. Without TEMPORAL_ADDRESS it starts the embedded Temporal dev server (SQLite under
- * WATCHER_DATA_DIR, UI on 8233), then the worker, then the bridge, and prints where each is.
+ * `npm start`: the whole watcher. When neither TEMPORAL_ADDRESS nor a Temporal profile names a cluster it starts the
+ * embedded Temporal dev server (SQLite under WATCHER_DATA_DIR, UI on 8233), then the worker, then the bridge, and
+ * prints where each is.
  */
 import { mkdirSync } from 'node:fs';
 import { ConfigError, loadConfig } from './config.js';
@@ -8,12 +9,14 @@ import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { installTelemetry } from './observability/telemetry.js';
 import {
+  logConnectionSettings,
   preparePrincipals,
   startBridge,
   startEmbeddedTemporal,
   startTracingIfConfigured,
   startWorker,
   stopOnSignals,
+  usesEmbeddedTemporal,
   type Running,
 } from './runtime.js';
 import { ProvisionError } from './temporal/provision.js';
@@ -31,6 +34,8 @@ async function main(): Promise<void> {
 
   let address = config.temporal.address;
   let uiUrl = config.temporal.uiUrl;
+  const embedded = usesEmbeddedTemporal(config);
+  if (!embedded) logConnectionSettings(config, log);
   if (!address) {
     const server = await startEmbeddedTemporal(config, log);
     pieces.unshift({ stop: () => server.stop() });
@@ -51,7 +56,7 @@ async function main(): Promise<void> {
     '',
     'expectations-watcher is running',
     `  bridge:      ${bridge.url}  (GET /readyz, POST /a2a/events, GET /v1/expectations)`,
-    `  Temporal:    ${address}${config.temporal.address ? '' : ' (embedded dev server)'}`,
+    `  Temporal:    ${address}${embedded ? ' (embedded dev server)' : ''}  (namespace ${config.temporal.namespace})`,
     uiUrl ? `  Temporal UI: ${uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
     `  metrics:     ${bridge.url}/metrics${telemetry.metricsUrl ? `, ${telemetry.metricsUrl} (Temporal SDK worker metrics)` : ''}`,
     `  A2A agent:   ${bridge.url}/.well-known/agent-card.json`,
