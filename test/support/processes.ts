@@ -16,7 +16,10 @@ export interface Spawned {
 
 const tsx = path.resolve('node_modules/.bin/tsx');
 
-/** Runs `tsx <script>` with the given environment (on top of PATH/HOME only, so the test controls every setting). */
+/**
+ * Runs `tsx <script>` with the given environment, on top of PATH and HOME only, so the test controls every setting;
+ * and of the Temporal config file none (an empty one), so a profile in this machine's ~/.config/temporalio is not read.
+ */
 export function spawnEntry(script: string, env: Record<string, string>): Spawned {
   return spawnCommand([tsx, script], env);
 }
@@ -25,7 +28,7 @@ export function spawnEntry(script: string, env: Record<string, string>): Spawned
 export function spawnCommand([command, ...args]: [string, ...string[]], env: Record<string, string>): Spawned {
   // Its own process group, so that SIGKILL reaches the node process tsx runs (and anything it started) too.
   const child = spawn(command, args, {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TEMPORAL_CONFIG_FILE: '/dev/null', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
