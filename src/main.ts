@@ -20,6 +20,7 @@ import {
   type Running,
 } from './runtime.js';
 import { ProvisionError } from './temporal/provision.js';
+import { SearchAttributesError } from './temporal/search-attributes.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -71,7 +72,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof ProvisionError) console.error(error.message);
+  if (error instanceof ConfigError || error instanceof ProvisionError || error instanceof SearchAttributesError) console.error(error.message);
   else console.error(error);
   process.exit(1);
 });

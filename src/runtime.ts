@@ -117,6 +117,10 @@ export async function startWorker(
       ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
     },
   });
+  const found = watcher.searchAttributes;
+  if (found.result === 'unchecked') log.warn({ namespace: config.temporal.namespace }, found.warning);
+  else if (found.result === 'registered') log.info({ namespace: config.temporal.namespace, added: found.added }, 'search attributes registered');
+  else log.info({ namespace: config.temporal.namespace }, 'search attributes present');
   const running = watcher.run();
   running.catch((error: unknown) => {
     log.fatal({ err: error }, 'the worker stopped unexpectedly');

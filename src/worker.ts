@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { installTelemetry } from './observability/telemetry.js';
 import { logConnectionSettings, startTracingIfConfigured, startWorker, stopOnSignals, type Running } from './runtime.js';
+import { SearchAttributesError } from './temporal/search-attributes.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -24,6 +25,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? error.message : error);
+  console.error(error instanceof ConfigError || error instanceof SearchAttributesError ? error.message : error);
   process.exit(1);
 });
