@@ -5,7 +5,7 @@
  * API key. The worker connects with a profile whose API key is a writer's token, as a team would deploy it.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Connection } from '@temporalio/client';
@@ -68,6 +68,8 @@ afterAll(async () => {
   await Promise.all(running.map((p) => p.stop('SIGKILL')));
   await Promise.all(connections.map((c) => c.close()));
   await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(path.dirname(principalsFile ?? dir), { recursive: true, force: true });
 });
 
 async function connect(permissions: string[]): Promise<Connection> {

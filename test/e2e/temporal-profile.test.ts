@@ -4,7 +4,7 @@
  * expectation; `npm start` with the same profile starts no embedded server; a profile that is not there stops a
  * process with an error naming TEMPORAL_PROFILE.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -54,6 +54,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop('SIGKILL')));
   await agent?.close();
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(path.dirname(principalsFile ?? dir), { recursive: true, force: true });
 });
 
 /** An entry point with only the profile (and the watcher's own settings) in its environment. */

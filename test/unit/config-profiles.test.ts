@@ -3,17 +3,18 @@
  * (@temporalio/envconfig), as loadConfig resolves it: each test writes its own config file to a temporary directory
  * and hands loadConfig an environment of its own, so nothing of the machine's ~/.config leaks in.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TLSConfig } from '@temporalio/client';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { usesEmbeddedTemporal } from '../../src/runtime.js';
 import { connectionOptions, connectionSummary } from '../../src/temporal/connection.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-profiles-'));
 let files = 0;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Writes `content` to a new file of the test directory and answers its path. */
 function write(content: string, name = `file-${++files}`): string {
