@@ -5,7 +5,11 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
+import { ConfigError } from './config-error.js';
 import { isoDuration } from './schemas/extension.js';
+import { resolveConnectionSettings, type ConnectionSettings } from './temporal/connection-settings.js';
+
+export { ConfigError };
 
 /** How far in the future a fact's `observedAt` may be unless WATCHER_MAX_CLOCK_SKEW says otherwise (DESIGN 3.2). */
 export const DEFAULT_MAX_CLOCK_SKEW = 'PT5M';
@@ -51,10 +55,12 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
 
 const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
-  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  // These and the other TEMPORAL_* connection variables are applied over the profile by @temporalio/envconfig
+  // (src/temporal/connection-settings.ts, which also reads TEMPORAL_PROFILE and TEMPORAL_CONFIG_FILE).
+  TEMPORAL_NAMESPACE: z.string().min(1).optional(),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('expectations'),
   TEMPORAL_API_KEY: z.string().min(1).optional(),
-  TEMPORAL_TLS: z.enum(['true', 'false']).optional(),
+  TEMPORAL_TLS: z.enum(['true', 'false', '1', '0']).optional(),
   TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().optional(),
   TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().optional(),
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().optional(),
@@ -78,13 +84,13 @@ const envSchema = z.object({
   WATCHER_LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
 });
 
-export interface TemporalConnectionConfig {
-  /** Unset: the embedded dev server is started. */
-  address?: string;
+/**
+ * The Temporal connection: a profile of the Temporal config file and the TEMPORAL_* variables over it
+ * (README, "Connecting to your Temporal"), plus the watcher's own task queue and UI settings.
+ */
+export interface TemporalConnectionConfig extends Omit<ConnectionSettings, 'namespace'> {
   namespace: string;
   taskQueue: string;
-  apiKey?: string;
-  tls?: { clientCertPath?: string; clientKeyPath?: string; serverCaCertPath?: string };
   /** Base URL of the Temporal UI, for `links.temporalUi`. */
   uiUrl?: string;
   /** Frontend port of the embedded dev server; its UI listens 1000 above. */
@@ -127,11 +133,6 @@ export interface Config {
   logFormat: z.infer<typeof envSchema>['WATCHER_LOG_FORMAT'];
 }
 
-/** Thrown when the environment is invalid; the message names each bad variable and its rule. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
 /**
  * Reads and validates the configuration from an environment (by default `process.env`). An empty variable counts as
  * unset: docker-compose.yml passes every setting through as `${NAME:-}`, which is empty when the host has none.
@@ -143,22 +144,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
-  const tlsWanted =
-    e.TEMPORAL_TLS === 'true' || Boolean(e.TEMPORAL_TLS_CLIENT_CERT_PATH) || Boolean(e.TEMPORAL_API_KEY);
+  const connection = resolveConnectionSettings(env);
   return {
     temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE,
+      ...connection,
+      namespace: connection.namespace ?? 'default',
       taskQueue: e.TEMPORAL_TASK_QUEUE,
-      apiKey: e.TEMPORAL_API_KEY,
-      tls:
-        tlsWanted && e.TEMPORAL_TLS !== 'false'
-          ? {
-              clientCertPath: e.TEMPORAL_TLS_CLIENT_CERT_PATH,
-              clientKeyPath: e.TEMPORAL_TLS_CLIENT_KEY_PATH,
-              serverCaCertPath: e.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
-            }
-          : undefined,
       uiUrl: e.TEMPORAL_UI_URL,
       embeddedPort: e.WATCHER_EMBEDDED_TEMPORAL_PORT,
     },

@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import path from 'node:path';
 import express from 'express';
 import { ConfigError, type Config } from './config.js';
-import { connectionOptions, connectClient, isReachable } from './temporal/connection.js';
+import { connectionOptions, connectionSummary, connectClient, isReachable } from './temporal/connection.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { createWatcherWorker } from './temporal/worker.js';
 import { discardedWorkflowSpans } from './temporal/workflow-bundle.js';
@@ -20,6 +20,21 @@ import { requestLog } from './observability/request-log.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
 
 export type { Running } from './lifecycle.js';
+
+/**
+ * Whether `npm start` runs the embedded dev server: only when neither TEMPORAL_ADDRESS nor a profile of the Temporal
+ * config file (the one TEMPORAL_PROFILE names, or `default`) gives a cluster, so a team's profile is never silently
+ * replaced by a local server.
+ */
+export function usesEmbeddedTemporal(config: Config): boolean {
+  return config.temporal.address === undefined;
+}
+
+/** Logs (info) where the Temporal connection settings came from and what they are, never the API key or a TLS key. */
+export function logConnectionSettings(config: Config, log: Logger): void {
+  const summary = connectionSummary(config.temporal);
+  log.info(summary, `Temporal connection settings from ${String(summary.settingsFrom)}`);
+}
 
 /** Starts the embedded dev server with its SQLite file under the data directory. */
 export async function startEmbeddedTemporal(config: Config, log: Logger): Promise<DevServer> {
@@ -103,6 +118,10 @@ export async function startWorker(
       ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
     },
   });
+  const found = watcher.searchAttributes;
+  if (found.result === 'unchecked') log.warn({ namespace: config.temporal.namespace }, found.warning);
+  else if (found.result === 'registered') log.info({ namespace: config.temporal.namespace, added: found.added }, 'search attributes registered');
+  else log.info({ namespace: config.temporal.namespace }, 'search attributes present');
   const running = watcher.run();
   running.catch((error: unknown) => {
     log.fatal({ err: error }, 'the worker stopped unexpectedly');

@@ -1,6 +1,6 @@
 /**
- * What `npm start` runs (src/main.ts loads it once its signal handlers are in place): without TEMPORAL_ADDRESS the
- * embedded Temporal dev server (SQLite under WATCHER_DATA_DIR, UI on 8233), then the worker, then the bridge; prints
+ * What `npm start` runs (src/main.ts loads it once its signal handlers are in place): when neither TEMPORAL_ADDRESS
+ * nor a Temporal profile names a cluster, the embedded Temporal dev server (SQLite under WATCHER_DATA_DIR, UI on 8233), then the worker, then the bridge; prints
  * where each is.
  */
 import { mkdirSync } from 'node:fs';
@@ -9,7 +9,15 @@ import type { Lifecycle } from '../lifecycle.js';
 import { createLogger } from '../logger.js';
 import { createMetrics } from '../metrics.js';
 import { installTelemetry } from '../observability/telemetry.js';
-import { preparePrincipals, startBridge, startEmbeddedTemporal, startTracingIfConfigured, startWorker } from '../runtime.js';
+import {
+  logConnectionSettings,
+  preparePrincipals,
+  startBridge,
+  startEmbeddedTemporal,
+  startTracingIfConfigured,
+  startWorker,
+  usesEmbeddedTemporal,
+} from '../runtime.js';
 
 export async function startWatcher(lifecycle: Lifecycle): Promise<void> {
   const config = loadConfig();
@@ -23,6 +31,8 @@ export async function startWatcher(lifecycle: Lifecycle): Promise<void> {
 
   let address = config.temporal.address;
   let uiUrl = config.temporal.uiUrl;
+  const embedded = usesEmbeddedTemporal(config);
+  if (!embedded) logConnectionSettings(config, log);
   if (!address) {
     const server = await lifecycle.start(() => startEmbeddedTemporal(config, log));
     address = server.address;
@@ -40,7 +50,7 @@ export async function startWatcher(lifecycle: Lifecycle): Promise<void> {
     '',
     'expectations-watcher is running',
     `  bridge:      ${bridge.url}  (GET /readyz, POST /a2a/events, GET /v1/expectations)`,
-    `  Temporal:    ${address}${config.temporal.address ? '' : ' (embedded dev server)'}`,
+    `  Temporal:    ${address}${embedded ? ' (embedded dev server)' : ''}  (namespace ${config.temporal.namespace})`,
     uiUrl ? `  Temporal UI: ${uiUrl}/namespaces/${config.temporal.namespace}/workflows` : undefined,
     `  metrics:     ${bridge.url}/metrics${telemetry.metricsUrl ? `, ${telemetry.metricsUrl} (Temporal SDK worker metrics)` : ''}`,
     `  A2A agent:   ${bridge.url}/.well-known/agent-card.json`,

@@ -1,29 +1,51 @@
 /**
- * Connection options for an existing cluster (TLS, API key) from the configuration, and a reachability probe.
+ * Connection options for a cluster from the configuration (TLS, API key, gRPC metadata), what the log says about
+ * them, and a reachability probe.
  */
-import { readFileSync } from 'node:fs';
 import {
   Client,
   Connection,
   defaultGrpcRetryOptions,
   makeGrpcRetryInterceptor,
   type ClientPlugin,
-  type ConnectionOptions,
+  type TLSConfig,
 } from '@temporalio/client';
 import type { TemporalConnectionConfig } from '../config.js';
 
-/** TLS and API-key options in the form both `Connection` and `NativeConnection` take. */
-export function connectionOptions(config: TemporalConnectionConfig): { tls?: ConnectionOptions['tls']; apiKey?: string } {
-  const tls = config.tls
-    ? {
-        serverRootCACertificate: config.tls.serverCaCertPath ? readFileSync(config.tls.serverCaCertPath) : undefined,
-        clientCertPair:
-          config.tls.clientCertPath && config.tls.clientKeyPath
-            ? { crt: readFileSync(config.tls.clientCertPath), key: readFileSync(config.tls.clientKeyPath) }
-            : undefined,
-      }
-    : undefined;
-  return { ...(tls ? { tls } : {}), ...(config.apiKey ? { apiKey: config.apiKey } : {}) };
+/** TLS, API-key and gRPC-metadata options in the form both `Connection` and `NativeConnection` take. */
+export interface ConnectionExtras {
+  tls?: TLSConfig | boolean;
+  apiKey?: string;
+  metadata?: Record<string, string>;
+}
+
+/** The options of `config` besides the address, for both `Connection` and `NativeConnection`. */
+export function connectionOptions(config: TemporalConnectionConfig): ConnectionExtras {
+  return {
+    ...(config.tls !== undefined ? { tls: config.tls } : {}),
+    ...(config.apiKey ? { apiKey: config.apiKey } : {}),
+    ...(config.metadata ? { metadata: config.metadata } : {}),
+  };
+}
+
+/**
+ * Log fields saying where the connection settings came from (profile and file, or the environment) and what they
+ * are. Never a secret: the API key and TLS key are reduced to whether they are set, gRPC metadata to header names.
+ */
+export function connectionSummary(config: TemporalConnectionConfig): Record<string, unknown> {
+  const { profile, variables } = config.source;
+  const mutual = typeof config.tls === 'object' && config.tls.clientCertPair !== undefined;
+  const tls = config.tls === undefined || config.tls === false ? 'off' : mutual ? 'mTLS' : 'on';
+  return {
+    address: config.address,
+    namespace: config.namespace,
+    settingsFrom: profile ? `profile "${profile.name}" of ${profile.file}` : 'environment',
+    ...(profile ? { profile: profile.name, configFile: profile.file } : {}),
+    ...(variables.length > 0 ? { overriddenBy: variables } : {}),
+    tls,
+    apiKey: config.apiKey ? 'set' : 'none',
+    ...(config.metadata ? { grpcMetadata: Object.keys(config.metadata) } : {}),
+  };
 }
 
 /**

@@ -1,14 +1,15 @@
 /**
  * Builds the watcher's Temporal worker: our workflows, our activities, registered search attributes.
  */
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { AgentDirectory } from '../../activities/deliver-lapse.js';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { createCardResolver, DEFAULT_CARD_CACHE_SECONDS } from '../a2a/card.js';
 import type { WatcherMetrics } from '../metrics.js';
 import { activityObservability } from '../observability/activity-interceptor.js';
-import { registerSearchAttributes } from './search-attributes.js';
+import type { ConnectionExtras } from './connection.js';
+import { registerSearchAttributes, type SearchAttributesOutcome } from './search-attributes.js';
 import { workflowsPath } from './workflows-path.js';
 
 export { workflowsPath };
@@ -30,8 +31,8 @@ export interface WatcherWorkerOptions {
   cardCacheSeconds?: number;
   /** The card cache's clock, in milliseconds since the epoch (tests hand in a fake one). */
   now?: () => number;
-  /** Client and native connection options, e.g. TLS and API key. */
-  connectionOptions?: { tls?: ConnectionOptions['tls']; apiKey?: string };
+  /** Client and native connection options: TLS, API key, gRPC metadata. */
+  connectionOptions?: ConnectionExtras;
   workerOptions?: Partial<WorkerOptions>;
   /** Also count lapses on these (the bridge's registry, when worker and bridge share a process). */
   metrics?: WatcherMetrics;
@@ -40,16 +41,27 @@ export interface WatcherWorkerOptions {
 export interface WatcherWorker {
   worker: Worker;
   client: Client;
+  /** What the worker found or did about the search attributes at boot (for the log). */
+  searchAttributes: SearchAttributesOutcome;
   /** Runs until shutdown; resolves when the worker has drained. */
   run(): Promise<void>;
   /** Graceful shutdown and closing of both connections. */
   shutdown(): Promise<void>;
 }
 
-/** Connects, registers the search attributes idempotently, and creates (but does not run) the worker. */
+/**
+ * Connects, checks the search attributes and registers the missing ones (a SearchAttributesError when they are
+ * missing and may not be registered), and creates (but does not run) the worker.
+ */
 export async function createWatcherWorker(options: WatcherWorkerOptions): Promise<WatcherWorker> {
   const connection = await Connection.connect({ address: options.address, ...options.connectionOptions });
-  await registerSearchAttributes(connection, options.namespace);
+  let searchAttributes: SearchAttributesOutcome;
+  try {
+    searchAttributes = await registerSearchAttributes(connection, options.namespace);
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
   const client = new Client({ connection, namespace: options.namespace });
   const nativeConnection = await NativeConnection.connect({ address: options.address, ...options.connectionOptions });
   const worker = await Worker.create({
@@ -79,6 +91,7 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
   return {
     worker,
     client,
+    searchAttributes,
     run() {
       running ??= worker.run().finally(closeConnections);
       return running;

@@ -14,8 +14,10 @@ export interface Spawned {
 }
 
 /**
- * Runs `node --import ./src/early-signals.mjs --import tsx <script>`, as the npm scripts do, with the given environment (on top of PATH/HOME only, so
- * the test controls every setting). One process: a signal reaches the script itself, not a launcher relaying it.
+ * Runs `node --import ./src/early-signals.mjs --import tsx <script>`, as the npm scripts do, with the given
+ * environment, on top of PATH and HOME only, so the test controls every setting; and of the Temporal config file none
+ * (an empty one), so a profile in this machine's ~/.config/temporalio is not read. One process: a signal reaches the
+ * script itself, not a launcher relaying it.
  */
 export function spawnEntry(script: string, env: Record<string, string>): Spawned {
   return spawnCommand([process.execPath, '--import', './src/early-signals.mjs', '--import', 'tsx', script], env);
@@ -25,7 +27,7 @@ export function spawnEntry(script: string, env: Record<string, string>): Spawned
 export function spawnCommand([command, ...args]: [string, ...string[]], env: Record<string, string>): Spawned {
   // Its own process group, so that SIGKILL reaches anything it started (a dev server, a launcher's child) too.
   const child = spawn(command, args, {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TEMPORAL_CONFIG_FILE: '/dev/null', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
