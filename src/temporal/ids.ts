@@ -6,7 +6,7 @@ import type { Subject } from '../schemas/extension.js';
 import type { ExpectationLinks } from '../../workflows/messages.js';
 
 /**
- * Longest id or keyword value kept as it is. DESIGN 2 says 512 bytes, but Temporal's SQL persistence (PostgreSQL,
+ * Longest id or keyword value kept as it is. As DESIGN 2 says, Temporal's SQL persistence (PostgreSQL,
  * MySQL, the compose stack) stores workflow ids and keyword search attributes in 255-character columns.
  */
 export const MAX_KEY_BYTES = 255;
