@@ -17,6 +17,8 @@ import {
   ingestResultSchema,
   listQuerySchema,
   readinessSchema,
+  resendParamsSchema,
+  resendResultSchema,
   withdrawBodySchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
@@ -193,6 +195,32 @@ export const operations: readonly OperationSpec[] = [
       ...bodyProblems,
       403: "the principal may not withdraw expectations, or it is another agent's",
       404: 'no expectation has this id',
+      503: temporalDown,
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/expectations/{id}/lapses/{messageId}/resend',
+    operationId: 'resendLapse',
+    tag: 'Expectations',
+    summary: 'Re-send a lapse task whose delivery failed for good',
+    description:
+      'For a delivery the agent refused (a 4xx) or could not be reached for in its 7-day budget, once the agent can ' +
+      'take it: the lapse goes out again under its original messageId, with a 7-day budget of its own from `resentAt`, ' +
+      'and the outcome lands on the same `lapses[]` entry of the record. Idempotent by messageId: a delivery on its ' +
+      'way or delivered is not sent again. No body.',
+    roles: { admin: '' },
+    params: expectationParamsSchema.extend({
+      messageId: resendParamsSchema.shape.messageId.describe("The lapse's `lapses[].delivery.messageId` in the record (a UUID)"),
+    }),
+    responses: {
+      202: json(resendResultSchema, 'A new delivery started: `result` is `resent`, `delivery` is `pending`'),
+      200: json(resendResultSchema, 'Nothing sent: `result` is `pending` (on its way) or `delivered`, with the delivery as it stands'),
+      400: 'the messageId is not a UUID, or the id is not valid percent-encoding',
+      401: unauthenticated,
+      403: "the principal is not an admin (the agent that raised the expectation included: a lapse is the watcher's to send)",
+      404: 'no expectation has this id, or none of its lapses has this messageId (`detail` says which)',
+      409: 'the lapse was not delivered and the expectation has ended: satisfied, withdrawn, past its late window, or closed',
       503: temporalDown,
     },
   },

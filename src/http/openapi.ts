@@ -28,10 +28,11 @@ import {
   ingestResultSchema,
   problemSchema,
   readinessSchema,
+  resendResultSchema,
   withdrawBodySchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
-import { expectationRecordSchema, lapseEntrySchema } from '../schemas/record.js';
+import { expectationRecordSchema, lapseDeliverySchema, lapseEntrySchema } from '../schemas/record.js';
 import {
   a2aEventSchema,
   agentCardSchema,
@@ -73,6 +74,7 @@ const requestComponents: Record<string, Component> = {
 const responseComponents: Record<string, Component> = {
   ExpectationRecord: { schema: expectationRecordSchema, description: "The watcher's record of one expectation" },
   LapseEntry: { schema: lapseEntrySchema, description: 'One lapse and how its delivery went' },
+  LapseDelivery: { schema: lapseDeliverySchema, description: 'How the delivery of one lapse task went' },
   Lapse: { schema: lapseSchema, description: 'A lapse, as the lapse task carries it' },
   Fact: { schema: factSchema, description: 'A fact as the watcher recorded it' },
   Subject: { schema: subjectSchema, description: 'What an expectation or fact is about' },
@@ -81,6 +83,7 @@ const responseComponents: Record<string, Component> = {
   IngestResult: { schema: ingestResultSchema, description: 'One result per item of the request' },
   FactsResult: { schema: factsResultSchema, description: 'One result per fact' },
   WithdrawResult: { schema: withdrawResultSchema, description: 'What withdrawing did' },
+  ResendResult: { schema: resendResultSchema, description: 'What re-sending a lapse task did' },
   Problem: { schema: problemSchema, description: 'An application/problem+json body (RFC 9457)' },
   FieldError: { schema: fieldErrorSchema, description: 'One bad field: a slash-separated path into the body, RFC 6901 escaping' },
   Health: { schema: healthSchema, description: 'Liveness' },

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { expectationStates, subjectSchema, utcDateTime } from './extension.js';
+import { lapseDeliverySchema } from './record.js';
 
 /** `POST /v1/facts`. */
 export const factsBodySchema = z.object({
@@ -140,4 +141,16 @@ export const resendParamsSchema = z.object({
     .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, {
       message: "messageId must be a lapse's delivery.messageId from its record (a UUID)",
     }),
+});
+
+/**
+ * The answer of `POST /v1/expectations/{id}/lapses/{messageId}/resend`: `resent` when a new delivery started (202; it
+ * is `pending` in `delivery`), `pending` or `delivered` when nothing was sent because one is on its way or the agent
+ * has the task (200). `lapseTaskId` once the agent answered with a task.
+ */
+export const resendResultSchema = z.object({
+  expectationId: z.string(),
+  result: z.enum(['resent', 'pending', 'delivered']),
+  delivery: lapseDeliverySchema,
+  lapseTaskId: z.string().optional(),
 });

@@ -4,8 +4,9 @@
  * messageId, so an agent that did get it after all can drop the copy; one delivered or on its way is not sent again.
  */
 import type { Client } from '@temporalio/client';
+import type { z } from 'zod';
 import { hasRole, type Principal } from '../auth/principals.js';
-import type { LapseEntry } from '../schemas/record.js';
+import type { resendResultSchema } from '../schemas/http.js';
 import { resendLapse } from '../temporal/resend-lapse.js';
 import { ExpectationEndedError, ForbiddenError, NotFoundError } from './errors.js';
 import type { TemporalCall } from './temporal-call.js';
@@ -15,16 +16,8 @@ export interface LapseResendDeps {
   call: TemporalCall;
 }
 
-/**
- * The answer: `resent` when a new delivery started (it is `pending` in `delivery`), `pending` or `delivered` when
- * nothing was sent because one is on its way or the agent has the task.
- */
-export interface ResendAnswer {
-  expectationId: string;
-  result: 'resent' | 'pending' | 'delivered';
-  delivery: LapseEntry['delivery'];
-  lapseTaskId?: string;
-}
+/** The answer (src/schemas/http.ts): `resent` (a new delivery started), or `pending`/`delivered` (nothing sent). */
+export type ResendAnswer = z.infer<typeof resendResultSchema>;
 
 export function createLapseResendService(deps: LapseResendDeps) {
   return {

@@ -13,9 +13,19 @@ import { createApp } from '../../src/http/app.js';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { connectClient, isReachable } from '../../src/temporal/connection.js';
+import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { principalsFileOf, type PrincipalSpec } from '../support/agents.js';
-import { artifactUpdate, expectation, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
+import {
+  artifactUpdate,
+  dueExpectation,
+  expectation,
+  send,
+  startBridgeApp,
+  unique,
+  type Answer,
+  type BridgeApp,
+} from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
 import { freePort } from '../support/net.js';
 import { dereference, documentedOperations, mountedRoutes, openApiProblems, validatorOf } from '../support/openapi.js';
@@ -31,6 +41,8 @@ let down: BridgeApp;
 let downClient: Client;
 /** An expectation of shipping-agent's, raised before the tests. */
 let shared: ReturnType<typeof expectation>;
+/** Two lapses of shipping-agent's expectations whose delivery failed for good: one to re-send, one to see ended. */
+let failedLapses: { resent: FailedLapse; ended: FailedLapse };
 
 /** One principal per role, and an agent whose card URL nobody answers. */
 async function principals(): Promise<PrincipalSpec[]> {
@@ -47,11 +59,15 @@ const principalOf: Record<Role, string> = { agent: 'shipping-agent', reporter: '
 beforeAll(async () => {
   agent = await startTestAgent();
   bridge = await startBridgeApp(watcher.client, taskQueue, await principals());
-  downClient = await connectClient(`127.0.0.1:${await freePort()}`, loadConfig({}).temporal);
-  down = await startBridgeApp(downClient, `${taskQueue}-down`, await principals(), { isTemporalReachable: () => isReachable(downClient) });
+  // The agent refuses both lapses with a 404 (not retried): the fast way to deliveries that failed for good.
+  agent.failNext(404, 2);
   shared = expectation(`openapi-${unique()}`);
-  const raised = await send(`${bridge.url}/a2a/events`, { token: token('shipping-agent'), json: artifactUpdate({ expectations: [shared] }) });
-  if (raised.status !== 200) throw new Error(`arrange: raise answered ${raised.status} ${JSON.stringify(raised.body)}`);
+  const startDown = async () => {
+    downClient = await connectClient(`127.0.0.1:${await freePort()}`, loadConfig({}).temporal);
+    down = await startBridgeApp(downClient, `${taskQueue}-down`, await principals(), { isTemporalReachable: () => isReachable(downClient) });
+  };
+  const [resent, ended] = await Promise.all([raiseFailedLapse(), raiseFailedLapse(), raiseOrThrow(shared), startDown()]);
+  failedLapses = { resent, ended };
 });
 
 afterAll(async () => {
@@ -63,6 +79,33 @@ afterAll(async () => {
 
 const token = (principal: string, on: BridgeApp = bridge) => on.tokens[principal]!;
 const fact = (observedAt = new Date().toISOString()) => ({ factKey: `openapi/${unique()}`, observedAt });
+
+/** Raises `e` as shipping-agent, or throws. */
+async function raiseOrThrow(e: ReturnType<typeof expectation>): Promise<void> {
+  const raised = await send(`${bridge.url}/a2a/events`, { token: token('shipping-agent'), json: artifactUpdate({ expectations: [e] }) });
+  if (raised.status !== 200) throw new Error(`arrange: raise answered ${raised.status} ${JSON.stringify(raised.body)}`);
+}
+
+interface FailedLapse {
+  expectationId: string;
+  messageId: string;
+}
+
+/** Raises an expectation of shipping-agent's due at once and resolves when its lapse's delivery has failed. */
+async function raiseFailedLapse(): Promise<FailedLapse> {
+  const e = dueExpectation(`openapi-lapse-${unique()}`, new Date());
+  await raiseOrThrow(e);
+  const failed = await waitUntil(
+    `the failed lapse of ${e.expectationId}`,
+    async () => {
+      const lapse = (await getExpectationRecord(watcher.client, e.expectationId))?.lapses[0];
+      return lapse?.delivery.status === 'failed' ? lapse : undefined;
+    },
+    { intervalMs: 200 },
+  );
+  return { expectationId: e.expectationId, messageId: failed.delivery.messageId };
+}
+
 /** A JSON body just over the 1 MiB limit. */
 const tooLarge = () => JSON.stringify({ padding: 'x'.repeat(1024 * 1024) });
 
@@ -125,6 +168,7 @@ describe('the document', () => {
       'GET /v1/expectations': ['agent', 'reader', 'admin'],
       'GET /v1/expectations/{id}': ['agent', 'reader', 'admin'],
       'POST /v1/expectations/{id}/withdraw': ['agent', 'admin'],
+      'POST /v1/expectations/{id}/lapses/{messageId}/resend': ['admin'],
       'POST /a2a/jsonrpc': ['agent', 'reporter'],
       'GET /healthz': 'public',
       'GET /readyz': 'public',
@@ -195,6 +239,8 @@ const facts = (on = bridge) => `${on.url}/v1/facts`;
 const list = (on = bridge) => `${on.url}/v1/expectations`;
 const record = (id: string, on = bridge) => `${on.url}/v1/expectations/${encodeURIComponent(id)}`;
 const withdraw = (id: string, on = bridge) => `${record(id, on)}/withdraw`;
+const resend = (id: string, messageId: string, principal?: string, on = bridge) =>
+  send(`${record(id, on)}/lapses/${messageId}/resend`, { method: 'POST', ...(principal ? { token: token(principal, on) } : {}) });
 const raise = (principal: string, e = expectation(`openapi-${unique()}`), on = bridge) =>
   send(events(on), { token: token(principal, on), json: artifactUpdate({ expectations: [e] }) });
 
@@ -323,6 +369,58 @@ const cases: StatusCase[] = [
     status: 503,
     act: () => send(withdraw(shared.expectationId, down), { token: token('ops-admin', down), json: { reason: 'Temporal is down' } }),
   },
+
+  {
+    operation: 'POST /v1/expectations/{id}/lapses/{messageId}/resend',
+    status: 202,
+    act: () => resend(failedLapses.resent.expectationId, failedLapses.resent.messageId, 'ops-admin'),
+  },
+  {
+    operation: 'POST /v1/expectations/{id}/lapses/{messageId}/resend',
+    status: 200,
+    async act() {
+      // Re-sent (here, or by the 202 above): on its way or delivered, so nothing is sent again.
+      const { expectationId, messageId } = failedLapses.resent;
+      const first = await resend(expectationId, messageId, 'ops-admin');
+      if (first.status !== 202 && first.status !== 200) throw new Error(`arrange: resend answered ${first.status}`);
+      return resend(expectationId, messageId, 'ops-admin');
+    },
+  },
+  {
+    operation: 'POST /v1/expectations/{id}/lapses/{messageId}/resend',
+    status: 400,
+    act: () => resend(shared.expectationId, 'not-a-uuid', 'ops-admin'),
+  },
+  {
+    operation: 'POST /v1/expectations/{id}/lapses/{messageId}/resend',
+    status: 401,
+    act: () => resend(shared.expectationId, randomUUID()),
+  },
+  {
+    operation: 'POST /v1/expectations/{id}/lapses/{messageId}/resend',
+    status: 403,
+    act: () => resend(shared.expectationId, randomUUID(), 'shipping-agent'),
+  },
+  {
+    operation: 'POST /v1/expectations/{id}/lapses/{messageId}/resend',
+    status: 404,
+    act: () => resend(`unknown-${unique()}`, randomUUID(), 'ops-admin'),
+  },
+  {
+    operation: 'POST /v1/expectations/{id}/lapses/{messageId}/resend',
+    status: 409,
+    async act() {
+      const { expectationId, messageId } = failedLapses.ended;
+      const withdrawn = await send(withdraw(expectationId), { token: token('ops-admin'), json: { reason: 'the order was cancelled' } });
+      if (withdrawn.status !== 200) throw new Error(`arrange: withdraw answered ${withdrawn.status}`);
+      return resend(expectationId, messageId, 'ops-admin');
+    },
+  },
+  {
+    operation: 'POST /v1/expectations/{id}/lapses/{messageId}/resend',
+    status: 503,
+    act: () => resend(shared.expectationId, randomUUID(), 'ops-admin', down),
+  },
 ];
 
 /** The documented answer of an operation for a status, references followed. */
@@ -377,6 +475,7 @@ const roleProbes: Record<string, (principal: string) => Promise<'allowed' | 'den
   listExpectations: async (p) => verdict(await send(list(), { token: token(p) })),
   getExpectation: async (p) => verdict(await send(record(`unknown-${unique()}`), { token: token(p) })),
   withdrawExpectation: async (p) => verdict(await send(withdraw(`unknown-${unique()}`), { token: token(p), json: { reason: 'probe' } })),
+  resendLapse: async (p) => verdict(await resend(`unknown-${unique()}`, randomUUID(), p)),
   watcherAgentJsonRpc: async (p) => {
     const answer = await sendMessage(p, { facts: [fact()] });
     const state = receiptState(answer);
