@@ -138,7 +138,7 @@ export const readinessSchema = z.object({ status: z.literal('ready'), temporal: 
 export const resendParamsSchema = z.object({
   messageId: z
     .string()
-    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, {
+    .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, {
       message: "messageId must be a lapse's delivery.messageId from its record (a UUID)",
     }),
 });
