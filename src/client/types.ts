@@ -9,7 +9,16 @@ import type { eventV03Schema, streamResponseV1Schema, taskArtifactUpdateEventV1S
 import type { expectationSchema, reportedFactSchema } from '../schemas/extension.js';
 import type { listQuerySchema } from '../schemas/http.js';
 
-export type { Expectation, ExpectationState, Lapse, ReportedFact, Subject } from '../schemas/extension.js';
+export type {
+  DeclarationParams,
+  Expectation,
+  ExpectationKind,
+  ExpectationState,
+  Lapse,
+  LapseKind,
+  ReportedFact,
+  Subject,
+} from '../schemas/extension.js';
 export type { ExpectationRecord, LapseEntry, Origin } from '../schemas/record.js';
 
 /** An expectation as an author writes it (`expectation({...})` checks it). */
