@@ -1,13 +1,26 @@
 /**
- * What the client sends and what the bridge answers (DESIGN 4, docs/api.md). The extension's objects and the
- * record are the zod schemas' own types (z.input for what an author writes, z.infer for what comes back); the
- * answers the bridge builds without a schema are spelled here, and test/unit/client-requests.test.ts has tsc check
- * that they equal the bridge's own types. Types only: nothing here is loaded at run time.
+ * What the client sends and what the bridge answers (DESIGN 4, docs/api.md), as the zod schemas' own types: z.input
+ * for what an author writes, z.infer for what comes back (the schemas the bridge parses with and answers in, which
+ * /openapi.json is generated from). The one answer without a schema, the resend's, is spelled here, and
+ * test/unit/client-requests.test.ts has tsc check it against the bridge's. Types only: nothing here loads at run time.
  */
 import type { z } from 'zod';
 import type { eventV03Schema, streamResponseV1Schema, taskArtifactUpdateEventV1Schema } from '../schemas/a2a.js';
 import type { expectationSchema, reportedFactSchema } from '../schemas/extension.js';
-import type { listQuerySchema } from '../schemas/http.js';
+import type {
+  expectationPageSchema,
+  expectationResultSchema,
+  expectationSummarySchema,
+  factResultSchema,
+  factsResultSchema,
+  fieldErrorSchema,
+  healthSchema,
+  ingestResultSchema,
+  listQuerySchema,
+  readinessSchema,
+  withdrawResultSchema,
+} from '../schemas/http.js';
+import type { LapseEntry } from '../schemas/record.js';
 
 export type {
   DeclarationParams,
@@ -36,74 +49,43 @@ export type ArtifactUpdateInput = z.input<typeof taskArtifactUpdateEventV1Schema
 /** The filters of `GET /v1/expectations`, each optional; `pageSize` 1 to 1000 (the bridge's default is 100). */
 export type ListFilter = Partial<z.infer<typeof listQuerySchema>>;
 
-/** A field the bridge (or a builder) found at fault: a slash-separated JSON Pointer-style path into the body. */
-export interface FieldError {
-  path: string;
-  message: string;
-  /** For broken rules (422): the rule's name, e.g. `kind-declared`. */
-  rule?: string;
-}
+/** A field the bridge (or a builder) found at fault: a slash-separated JSON Pointer-style path, `rule` for a 422. */
+export type FieldError = z.infer<typeof fieldErrorSchema>;
 
-export interface RaiseResult {
-  expectationId: string;
-  /** `unchanged`: the same id with the same content was raised before (push delivery is at-least-once). */
-  result: 'raised' | 'unchanged';
-}
+/** One raised expectation; `unchanged`: the same id with the same content was raised before (at-least-once push). */
+export type RaiseResult = z.infer<typeof expectationResultSchema>;
 
-export interface FactResult {
-  factKey: string;
-  /** `duplicate`: the same key, observedAt and source were recorded before. */
-  result: 'recorded' | 'duplicate';
-}
+/** One reported fact; `duplicate`: the same key, observedAt and source were recorded before. */
+export type FactResult = z.infer<typeof factResultSchema>;
 
-export interface WithdrawResult {
-  expectationId: string;
-  /** `not-open`: already satisfied, withdrawn, or closed after its late window (a no-op). */
-  result: 'withdrawn' | 'not-open';
-}
+/** One withdrawal; `not-open`: already satisfied, withdrawn, or closed after its late window (a no-op). */
+export type WithdrawResult = z.infer<typeof withdrawResultSchema>;
 
-/** The answer to `POST /a2a/events`: one result per item, in the order found. */
-export interface EventResult {
-  expectations: RaiseResult[];
-  facts: FactResult[];
-  withdrawn: WithdrawResult[];
-  /** Accepted, but worth a look (e.g. subject.type differs from the kind's subjectType). Absent when none. */
-  warnings?: FieldError[];
-}
+/** The answer to `POST /a2a/events`: one result per item, in the order found; `warnings` only when there is one. */
+export type EventResult = z.infer<typeof ingestResultSchema>;
 
 /** The answer to `POST /v1/facts`. */
-export interface FactsResult {
-  facts: FactResult[];
-}
+export type FactsResult = z.infer<typeof factsResultSchema>;
 
 /** One expectation as the visibility store knows it (eventually consistent; the record is the truth). */
-export interface ExpectationSummary {
-  expectationId: string;
-  workflowId: string;
-  kind?: string;
-  subject?: { type: string; id: string };
-  state?: string;
-  agent?: string;
-  factKey?: string;
-  dueAt?: string;
-  raisedAt?: string;
-  closedAt?: string;
-  links: { self: string; temporalUi?: string };
-}
+export type ExpectationSummary = z.infer<typeof expectationSummarySchema>;
 
 /** One page of `GET /v1/expectations`; `nextPageToken` is absent on the last page. */
-export interface ExpectationPage {
-  items: ExpectationSummary[];
-  nextPageToken?: string;
-}
+export type ExpectationPage = z.infer<typeof expectationPageSchema>;
 
 /** `GET /healthz`. */
-export interface Health {
-  status: 'ok';
-}
+export type Health = z.infer<typeof healthSchema>;
 
 /** `GET /readyz` while Temporal answers (otherwise a 503 problem). */
-export interface Readiness {
-  status: 'ready';
-  temporal: 'reachable';
+export type Readiness = z.infer<typeof readinessSchema>;
+
+/**
+ * The answer to `POST /v1/expectations/{id}/lapses/{messageId}/resend`: `resent` (202) when a new delivery started,
+ * `pending` or `delivered` (200) when none was needed because one is on its way or the agent has the task.
+ */
+export interface ResendResult {
+  expectationId: string;
+  result: 'resent' | 'pending' | 'delivered';
+  delivery: LapseEntry['delivery'];
+  lapseTaskId?: string;
 }

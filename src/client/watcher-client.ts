@@ -16,6 +16,7 @@ import type {
   Health,
   ListFilter,
   Readiness,
+  ResendResult,
   WithdrawResult,
 } from './types.js';
 
@@ -96,6 +97,15 @@ export class WatcherClient {
   /** `POST /v1/expectations/{id}/withdraw`; a closed expectation answers `not-open`. */
   withdraw(expectationId: string, reason: string, options?: CallOptions): Promise<WithdrawResult> {
     return this.#call('POST', `/v1/expectations/${encodeURIComponent(expectationId)}/withdraw`, { body: { reason }, ...options });
+  }
+
+  /**
+   * `POST /v1/expectations/{id}/lapses/{messageId}/resend` (admins): delivers again a lapse that failed for good,
+   * named by its `delivery.messageId` on the record; never sends one that is on its way or delivered.
+   */
+  resendLapse(expectationId: string, messageId: string, options?: CallOptions): Promise<ResendResult> {
+    const path = `/v1/expectations/${encodeURIComponent(expectationId)}/lapses/${encodeURIComponent(messageId)}/resend`;
+    return this.#call('POST', path, options);
   }
 
   /** `GET /healthz`: the bridge process runs. */

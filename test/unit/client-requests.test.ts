@@ -1,23 +1,17 @@
 /**
  * WatcherClient's requests and its reading of answers, with an injected fetch that records each request and hands
  * back a real `Response` (the bridge itself is driven in test/e2e/client.test.ts): URLs, headers, bodies, paging,
- * and problems, those that are not problem+json included. The answer types are checked against the bridge's own.
+ * and problems, those that are not problem+json included. The resend's answer type is checked against the bridge's.
  */
 import {
   EXTENSION_URI,
   WatcherClient,
   WatcherProblemError,
   type EventResult,
-  type ExpectationPage,
-  type ExpectationSummary,
-  type FactsResult,
-  type FieldError,
-  type WithdrawResult,
+  type ResendResult,
 } from 'expectations-watcher/client';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { FieldError as BridgeFieldError } from '../../src/service/errors.js';
-import type { IngestResult } from '../../src/service/ingest.js';
-import type { ExpectationSummary as BridgeSummary, RecordsService } from '../../src/service/records.js';
+import type { ResendAnswer } from '../../src/service/lapse-resend.js';
 
 interface Sent {
   url: string;
@@ -82,22 +76,31 @@ describe('requests', () => {
     ]);
   });
 
-  it('reports facts, reads a record by its encoded id and withdraws under a base path', async () => {
+  it('reports facts, reads a record by its encoded id, withdraws and re-sends a lapse under a base path', async () => {
+    const resent: ResendResult = { expectationId: 'EXP/1 a', result: 'resent', delivery: { status: 'pending', messageId: 'm' } };
     const { client, sent } = clientAnswering(
-      [json({ facts: [] }), json({ expectation: {} }), json({ expectationId: 'EXP/1 a', result: 'withdrawn' })],
+      [
+        json({ facts: [] }),
+        json({ expectation: {} }),
+        json({ expectationId: 'EXP/1 a', result: 'withdrawn' }),
+        json(resent, { status: 202 }),
+      ],
       'https://example.test/watcher/',
     );
 
     await client.reportFacts([{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }]);
     await client.getExpectation('EXP/1 a');
     await client.withdraw('EXP/1 a', 'the order was cancelled');
+    const answer = await client.resendLapse('EXP/1 a', 'b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8');
 
     expect(sent.map((s) => [s.method, s.url, s.body])).toEqual([
       ['POST', 'https://example.test/watcher/v1/facts', { facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] }],
       ['GET', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a', undefined],
       ['POST', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a/withdraw', { reason: 'the order was cancelled' }],
+      ['POST', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a/lapses/b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8/resend', undefined],
     ]);
-    expect(sent.map((s) => s.headers['a2a-extensions'])).toEqual([undefined, undefined, undefined]);
+    expect(sent.map((s) => s.headers['a2a-extensions'])).toEqual([undefined, undefined, undefined, undefined]);
+    expect(answer).toEqual(resent);
   });
 
   it('lists with every filter given, and none of those left out', async () => {
@@ -204,12 +207,8 @@ describe('problems', () => {
 });
 
 describe('answer types', () => {
-  it('are the bridge’s own (checked by tsc: npx tsc --noEmit fails when they drift apart)', () => {
-    expectTypeOf<EventResult>().toEqualTypeOf<IngestResult>();
-    expectTypeOf<FactsResult>().toEqualTypeOf<{ facts: IngestResult['facts'] }>();
-    expectTypeOf<ExpectationSummary>().toEqualTypeOf<BridgeSummary>();
-    expectTypeOf<ExpectationPage>().toEqualTypeOf<Awaited<ReturnType<RecordsService['list']>>>();
-    expectTypeOf<WithdrawResult>().toEqualTypeOf<Awaited<ReturnType<RecordsService['withdraw']>>>();
-    expectTypeOf<FieldError>().toEqualTypeOf<BridgeFieldError>();
+  // The other answers are z.infer of the bridge's own answer schemas (src/schemas/http.ts); this one has none.
+  it('of a resend is the bridge’s own (checked by tsc: npx tsc --noEmit fails when they drift apart)', () => {
+    expectTypeOf<ResendResult>().toEqualTypeOf<ResendAnswer>();
   });
 });
