@@ -1,8 +1,9 @@
 /**
- * `expectations-watcher/client` against a real bridge on the shared dev server, with a real worker: every call of
- * WatcherClient (raise and withdraw in A2A artifacts, facts, records, lists page by page and as one iteration,
- * the HTTP withdraw, health and readiness), built with the client's own builders, and the problems it throws:
- * 400, 401, 403, 404 and 422 with their field names, and a 503 with Retry-After from a bridge whose Temporal is gone.
+ * `expectations-watcher/client` against a real bridge on the shared dev server, with a real worker and a real
+ * @a2a-js/sdk agent: every call of WatcherClient (raise and withdraw in A2A artifacts, facts, records, lists page by
+ * page and as one iteration, the HTTP withdraw, the resend of a lapse, health and readiness), built with the
+ * client's own builders, and the problems it throws: 400, 401, 403, 404 and 422 with their field names, and a 503
+ * with Retry-After from a bridge whose Temporal is gone.
  */
 import { Client, Connection } from '@temporalio/client';
 import {
@@ -20,20 +21,26 @@ import {
 } from 'expectations-watcher/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectationRecordSchema } from '../../src/schemas/record.js';
+import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { cardJson, problem, startBridgeApp, startBridgeEnv, startCardServer, UI_URL, unique, type BridgeEnv, type CardServer } from '../support/bridge.js';
 import { freePort } from '../support/net.js';
 
 let cards: CardServer;
+let agent: TestAgent;
 let env: BridgeEnv;
 
 beforeAll(async () => {
   cards = await startCardServer();
   cards.set('good', cardJson());
+  agent = await startTestAgent();
   env = await startBridgeEnv(
     [
       { id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') },
+      // A real agent, for the lapse tasks (agent-a's card points nowhere).
+      { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
       { id: 'feed', roles: ['reporter'] },
       { id: 'reader', roles: ['reader'] },
+      { id: 'admin', roles: ['admin'] },
     ],
     { name: 'client' },
   );
@@ -41,6 +48,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await env?.close();
+  await agent?.close();
   await cards?.close();
 });
 
@@ -168,6 +176,54 @@ describe('withdrawing', () => {
 
     expect(result).toEqual({ expectations: [], facts: [], withdrawn: [{ expectationId: e.expectationId, result: 'withdrawn' }] });
     expect((await as('reader').getExpectation(e.expectationId)).state).toBe('withdrawn');
+  });
+});
+
+describe('re-sending a lapse', () => {
+  /** The record as `principal` reads it, once `accept` holds. */
+  async function recordWhen(principal: string, id: string, accept: (record: ExpectationRecord) => boolean): Promise<ExpectationRecord> {
+    let record: ExpectationRecord | undefined;
+    await vi.waitFor(
+      async () => {
+        record = await as(principal).getExpectation(id);
+        expect(accept(record), JSON.stringify(record)).toBe(true);
+      },
+      { timeout: 45_000, interval: 200 },
+    );
+    return record!;
+  }
+
+  it('re-sends a lapse the agent refused: 202 resent, delivered once, then 200 with nothing sent again', async () => {
+    agent.failNext(404, 1);
+    const dueAt = new Date(Math.ceil(Date.now() / 1000) * 1000 + 1_000).toISOString().replace('.000Z', 'Z');
+    const e = delivery({ dueAt, grace: 'PT0S' });
+    await as('shipping-agent').sendEvent(artifactWith({ expectations: [e] }));
+    const failed = await recordWhen('shipping-agent', e.expectationId, (r) => r.lapses[0]?.delivery.status === 'failed');
+    const { messageId } = failed.lapses[0]!.delivery;
+
+    const resent = await as('admin').resendLapse(e.expectationId, messageId);
+    const delivered = await recordWhen('admin', e.expectationId, (r) => r.lapses[0]?.delivery.status === 'delivered');
+    const again = await as('admin').resendLapse(e.expectationId, messageId);
+
+    expect(resent).toEqual({
+      expectationId: e.expectationId,
+      result: 'resent',
+      delivery: { status: 'pending', messageId, resends: 1, resentAt: expect.any(String), resentBy: 'admin' },
+    });
+    expect(again).toMatchObject({ result: 'delivered', delivery: { status: 'delivered', messageId }, lapseTaskId: delivered.lapseTaskId });
+    expect(lapsesFor(agent, e.expectationId).map((received) => received.message.messageId)).toEqual([messageId]);
+  });
+
+  it('refuses a resend by anyone but an admin (403), and of an unknown lapse (404)', async () => {
+    const e = delivery();
+    await raise(e);
+    const messageId = 'b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8';
+
+    const byReader = await problemOf(as('reader').resendLapse(e.expectationId, messageId));
+    const unknown = await problemOf(as('admin').resendLapse(e.expectationId, messageId));
+
+    expect(byReader).toMatchObject({ status: 403, type: problem('forbidden'), detail: "principal 'reader' may not re-send lapse tasks (needs admin)" });
+    expect(unknown).toMatchObject({ status: 404, type: problem('not-found') });
   });
 });
 
