@@ -1,5 +1,5 @@
 // Lint rules of STYLE 11: no floating promises, type-only imports where only types are used.
-// And the rooms of STYLE 1-2: what workflows/, core/ and activities/ may import (test/unit/lint-rooms.test.ts).
+// And the rooms of STYLE 1-2: what workflows/, core/, activities/ and src/client/ may import (test/unit/lint-rooms.test.ts).
 import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -45,6 +45,8 @@ export default tseslint.config(
   { ignores: ['node_modules/', 'test-output/', 'scratch/', '.data/', 'bench/results/', 'dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  // Plain-JavaScript preloads run by `node --import` (src/early-signals.mjs): Node's globals, which only .ts files had.
+  { files: ['**/*.mjs'], languageOptions: { globals: { process: 'readonly' } } },
   {
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
@@ -77,6 +79,30 @@ export default tseslint.config(
             { ...rooms.src, message: 'core/ is the ground floor: it imports types only from src/.' },
             rooms.workflows,
             { ...rooms.activities, message: 'core/ is the ground floor: it imports types only from activities/.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The client agent authors install (src/client/): zod and src/schemas/ at run time, types from anywhere
+    // (test/unit/client-imports.test.ts follows the whole graph, the schemas' own imports included).
+    files: ['src/client/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!zod$)[^./]',
+              allowTypeImports: true,
+              message: 'The client loads no package but zod at run time: no Temporal, Express or Node built-ins.',
+            },
+            {
+              regex: '^\\.\\./(?!schemas/)',
+              allowTypeImports: true,
+              message: 'The client imports only src/schemas/ at run time: the bridge and Temporal stay out of it.',
+            },
           ],
         },
       ],

@@ -3,7 +3,7 @@
  * expectations extension with three kinds (pickup, transit, delivery) and a skill for lapse tasks.
  * - Asked to ship (a data part `{shipmentId}`), it answers with a task whose "plan" artifact carries three
  *   expectations under metadata[URI], and delivers that artifact to the watcher (`POST /a2a/events`, its bearer
- *   token), as an agent does when the watcher is its push-notification receiver.
+ *   token), as an agent does when the watcher is its push-notification receiver, with `expectations-watcher/client`.
  * - A lapse task from the watcher is handed to `onLapse` and answered "I will chase the carrier".
  */
 import type { Server } from 'node:http';
@@ -12,7 +12,16 @@ import { Role, TaskState, type AgentCard, type Artifact, type Message, type Part
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
-import { EXTENSION_URI, type Expectation, type ExpectationKind, type Lapse } from '../src/schemas/extension.js';
+import {
+  artifactUpdateEvent,
+  EXTENSION_URI,
+  WatcherClient,
+  withExtension,
+  type EventResult,
+  type Expectation,
+  type ExpectationKind,
+  type Lapse,
+} from 'expectations-watcher/client';
 
 export const LAPSE_SKILL = 'handle-lapse';
 
@@ -74,7 +83,7 @@ export interface DemoAgentOptions {
   /** The plan the agent promises for a shipment, as expectations. */
   planFor(shipmentId: string): Expectation[];
   /** What the bridge answered when the plan was delivered. */
-  onPlanDelivered(result: unknown, taskId: string, contextId: string): void;
+  onPlanDelivered(result: EventResult, taskId: string, contextId: string): void;
   onLapse(lapse: Lapse, message: Message, taskId: string): void;
 }
 
@@ -99,19 +108,20 @@ export async function startDemoAgent(options: DemoAgentOptions): Promise<DemoAge
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  /** Delivers the plan artifact to the watcher, as the push notification of an artifact update. */
-  async function deliverPlan(taskId: string, contextId: string, artifact: Artifact): Promise<unknown> {
-    const response = await fetch(`${options.watcher.url}/a2a/events`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${options.watcher.token}`, 'A2A-Extensions': EXTENSION_URI },
-      body: JSON.stringify({
-        artifactUpdate: { taskId, contextId, artifact: { artifactId: artifact.artifactId, name: artifact.name, parts: [{ text: 'plan' }], metadata: artifact.metadata } },
+  const watcher = new WatcherClient({ baseUrl: options.watcher.url, token: options.watcher.token });
+
+  /**
+   * Delivers the plan artifact to the watcher, as the push notification of an artifact update (ProtoJSON parts); a
+   * refusal throws a WatcherProblemError naming the fields at fault.
+   */
+  const deliverPlan = (taskId: string, contextId: string, artifact: Artifact): Promise<EventResult> =>
+    watcher.sendEvent(
+      artifactUpdateEvent({
+        taskId,
+        contextId,
+        artifact: { artifactId: artifact.artifactId, name: artifact.name, parts: [{ text: 'plan' }], metadata: artifact.metadata, extensions: artifact.extensions },
       }),
-    });
-    const body: unknown = await response.json();
-    if (!response.ok) throw new Error(`the watcher refused the plan (${response.status}): ${JSON.stringify(body)}`);
-    return body;
-  }
+    );
 
   const executor: AgentExecutor = {
     async execute(requestContext, eventBus) {
@@ -125,14 +135,17 @@ export async function startDemoAgent(options: DemoAgentOptions): Promise<DemoAge
         reply = 'I will chase the carrier.';
       } else if (request) {
         const plan = options.planFor(request.shipmentId);
-        const artifact: Artifact = {
-          artifactId: `plan-${taskId}`,
-          name: 'plan',
-          description: `The steps of shipment ${request.shipmentId}`,
-          parts: [text(plan.map((e) => `${e.kind}: ${e.expects} by ${e.dueAt}`).join('\n'))],
-          metadata: { [EXTENSION_URI]: { expectations: plan } },
-          extensions: [EXTENSION_URI],
-        };
+        const artifact: Artifact = withExtension(
+          {
+            artifactId: `plan-${taskId}`,
+            name: 'plan',
+            description: `The steps of shipment ${request.shipmentId}`,
+            parts: [text(plan.map((e) => `${e.kind}: ${e.expects} by ${e.dueAt}`).join('\n'))],
+            metadata: undefined,
+            extensions: [],
+          },
+          { expectations: plan },
+        );
         artifacts.push(artifact);
         options.onPlanDelivered(await deliverPlan(taskId, contextId, artifact), taskId, contextId);
         reply = `Shipment ${request.shipmentId} is planned; the watcher keeps time for its ${plan.length} steps.`;

@@ -8,6 +8,9 @@
  * 3. Nobody reports the transit in time: it lapses, and the agent receives the lapse task in the user's context.
  * 4. The transit is reported late; the records and the Temporal UI links to look at are printed.
  *
+ * The agent, the carrier and the operator build and read the extension's objects with `expectations-watcher/client`
+ * (src/client/), as an agent author would.
+ *
  * Starts what it needs: the embedded Temporal dev server (or uses TEMPORAL_ADDRESS), the worker and the bridge on
  * free ports, a demo task queue. `--keep` leaves everything running (for the UI) until Ctrl-C.
  */
@@ -22,8 +25,15 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { installTelemetry } from '../src/observability/telemetry.js';
 import { startBridge, startWorker, type Running } from '../src/runtime.js';
-import { EXTENSION_URI, type Expectation, type Lapse } from '../src/schemas/extension.js';
-import type { ExpectationRecord } from '../src/schemas/record.js';
+import {
+  EXTENSION_URI,
+  expectation,
+  fact,
+  WatcherClient,
+  withExtension,
+  type Expectation,
+  type Lapse,
+} from 'expectations-watcher/client';
 import { startDevServer } from '../src/temporal/dev-server.js';
 import { freePort } from '../test/support/net.js';
 import { startDemoAgent } from './agent.js';
@@ -47,13 +57,16 @@ async function until<T>(what: string, read: () => Promise<T | undefined>, timeou
   }
 }
 
-/** The agent's plan for a shipment: pickup in 12 s; transit 15 s after the pickup; delivery 2 days after transit. */
+/**
+ * The agent's plan for a shipment: pickup in 12 s; transit 15 s after the pickup; delivery 2 days after transit.
+ * Built with the client's `expectation()`, which checks each step as the watcher will.
+ */
 function planFor(shipmentId: string, runId: string): Expectation[] {
   const id = (name: string) => `${shipmentId}-${name}-${runId}`;
   const subject = { type: 'shipment', id: shipmentId };
-  const factKey = (fact: string) => `shipment/${shipmentId}/${fact}`;
+  const factKey = (name: string) => `shipment/${shipmentId}/${name}`;
   return [
-    {
+    expectation({
       expectationId: id('pickup'),
       kind: 'pickup',
       subject,
@@ -62,8 +75,8 @@ function planFor(shipmentId: string, runId: string): Expectation[] {
       dueAt: inMs(12_000),
       grace: 'PT0S',
       basis: 'observed',
-    },
-    {
+    }),
+    expectation({
       expectationId: id('transit'),
       kind: 'transit',
       subject,
@@ -74,8 +87,8 @@ function planFor(shipmentId: string, runId: string): Expectation[] {
       after: [id('pickup')],
       anchor: { expectationId: id('pickup'), offset: 'PT15S' },
       basis: 'contract',
-    },
-    {
+    }),
+    expectation({
       expectationId: id('delivery'),
       kind: 'delivery',
       subject,
@@ -85,7 +98,7 @@ function planFor(shipmentId: string, runId: string): Expectation[] {
       after: [id('transit')],
       anchor: { expectationId: id('transit'), offset: 'P2D' },
       basis: 'contract',
-    },
+    }),
   ];
 }
 
@@ -157,11 +170,9 @@ async function main(): Promise<void> {
     say(`         demo agent ${agent.url}, task queue ${config.temporal.taskQueue}`);
     say();
 
-    const read = async (id: string): Promise<ExpectationRecord & { links?: { temporalUi?: string } }> => {
-      const response = await fetch(`${watcherUrl}/v1/expectations/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${tokens.ops}` } });
-      if (!response.ok) throw new Error(`GET /v1/expectations/${id}: ${response.status} ${await response.text()}`);
-      return (await response.json()) as ExpectationRecord;
-    };
+    // The operator reads records with the client (GET /v1/expectations/{id}); a refusal throws a WatcherProblemError.
+    const ops = new WatcherClient({ baseUrl: watcherUrl, token: tokens.ops });
+    const read = (id: string) => ops.getExpectation(id);
     const [pickup, transit, delivery] = planFor(shipmentId, runId).map((e) => e.expectationId) as [string, string, string];
 
     // ── 1. the user asks the agent; the agent raises its plan with the watcher ─────────────────────────────────
@@ -197,30 +208,34 @@ async function main(): Promise<void> {
     // ── 2. the carrier reports the pickup to the watcher's A2A endpoint ────────────────────────────────────────
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const watcherClient = await new ClientFactory().createFromUrl(watcherUrl);
-    const report = async (fact: string) => {
+    const report = async (what: string) => {
       const parameters: ServiceParameters = { Authorization: `Bearer ${tokens.carrier}` };
       withA2AExtensions(EXTENSION_URI)(parameters);
       const observedAt = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
       const receipt = (await watcherClient.sendMessage(
         {
           tenant: '',
-          message: {
-            messageId: randomUUID(),
-            contextId: `carrier-${runId}`,
-            taskId: '',
-            role: Role.ROLE_USER,
-            parts: [],
-            metadata: { [EXTENSION_URI]: { facts: [{ factKey: `shipment/${shipmentId}/${fact}`, observedAt, subject: { type: 'shipment', id: shipmentId } }] } },
-            extensions: [EXTENSION_URI],
-            referenceTaskIds: [],
-          },
+          // The fact under metadata[URI] of the SDK's Message, put there (and checked) by the client's builders.
+          message: withExtension(
+            {
+              messageId: randomUUID(),
+              contextId: `carrier-${runId}`,
+              taskId: '',
+              role: Role.ROLE_USER,
+              parts: [],
+              metadata: undefined,
+              extensions: [],
+              referenceTaskIds: [],
+            },
+            { facts: [fact({ factKey: `shipment/${shipmentId}/${what}`, observedAt, subject: { type: 'shipment', id: shipmentId } })] },
+          ),
           configuration: undefined,
           metadata: undefined,
         },
         { serviceParameters: parameters },
       )) as Task;
       const text = receipt.status?.message?.parts[0]?.content;
-      step(`carrier feed → watcher (A2A SendMessage) ${fact} observed ${clock(observedAt)}: ${text?.$case === 'text' ? text.value : JSON.stringify(receipt.status)}`);
+      step(`carrier feed → watcher (A2A SendMessage) ${what} observed ${clock(observedAt)}: ${text?.$case === 'text' ? text.value : JSON.stringify(receipt.status)}`);
     };
     await report('picked-up');
     const reanchored = await until('the transit step to follow its anchor', async () => {

@@ -2,7 +2,7 @@
  * Zod schemas mirroring `spec/expectations-v1.json` field by field. Every type of the extension comes from here.
  */
 import { z } from 'zod';
-import { addDuration, DURATION_PATTERN } from '../../core/duration.js';
+import { addDurationParts, DURATION_PATTERN, matchDuration } from '../../core/duration-math.js';
 
 /** The extension URI: the key of `metadata`, the value of the `A2A-Extensions` header. */
 export const EXTENSION_URI = 'https://rsaxb.com/a2a/expectations/v1';
@@ -12,7 +12,7 @@ export const utcDateTime = z.iso.datetime({ message: 'must be an RFC 3339 date-t
 
 /**
  * ISO 8601 duration such as `PT6H` or `P30D`: the JSON Schema `duration` format (RFC 3339 Appendix A: weeks stand
- * alone), in the form the workflows compute with (core/duration.ts). One message for either failure.
+ * alone), in the form the workflows compute with (core/duration-math.ts). One message for either failure.
  */
 const rfc3339Duration = z.iso.duration();
 export const isoDuration = z
@@ -30,8 +30,9 @@ export const LATEST_INSTANT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
  */
 export function reachable(instant: string, duration: string): boolean {
   const start = Date.parse(instant);
-  if (Number.isNaN(start) || !DURATION_PATTERN.test(duration)) return true;
-  const ms = addDuration(start, duration);
+  const parts = matchDuration(duration);
+  if (Number.isNaN(start) || !parts) return true;
+  const ms = addDurationParts(start, parts);
   return Number.isFinite(ms) && ms <= LATEST_INSTANT_MS;
 }
 

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import express from 'express';
+import { WatcherClient } from 'expectations-watcher/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
@@ -52,8 +53,8 @@ async function agentAndBridge(): Promise<{ agent: TestAgent; bridge: BridgeApp }
 /** Raises one expectation due at once through the bridge. */
 async function raiseDue(bridge: BridgeApp) {
   const e = dueExpectation(`agent-fault-${unique()}`, new Date(Date.now() + 500));
-  const answer = await send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent'], json: artifactUpdate({ expectations: [e] }) });
-  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  const agent = new WatcherClient({ baseUrl: bridge.url, token: bridge.tokens['shipping-agent']! });
+  expect((await agent.sendEvent(artifactUpdate({ expectations: [e] }))).expectations).toEqual([{ expectationId: e.expectationId, result: 'raised' }]);
   return { e, messageId: lapseMessageId(e.expectationId, 'overdue', e.dueAt) };
 }
 

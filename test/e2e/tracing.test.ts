@@ -9,6 +9,7 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import express from 'express';
+import { WatcherClient } from 'expectations-watcher/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { tokenSha256 } from '../../src/auth/principals.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
@@ -83,17 +84,16 @@ afterAll(async () => {
 describe('OpenTelemetry tracing', () => {
   it('traces each workflow a raise through the bridge starts from the bridge to the worker', async () => {
     const e = expectation(`traced-${unique()}`);
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+    const watcher = new WatcherClient({ baseUrl: bridgeUrl, token });
 
-    const raised = await fetch(`${bridgeUrl}/a2a/events`, { method: 'POST', headers, body: JSON.stringify(artifactUpdate({ expectations: [e] })) });
+    const raised = await watcher.sendEvent(artifactUpdate({ expectations: [e] }));
     // Withdrawn, the workflow closes, and its RunWorkflow span (open as long as the workflow runs) is exported.
-    const withdrawn = await fetch(`${bridgeUrl}/v1/expectations/${e.expectationId}/withdraw`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ reason: 'tracing test' }),
-    });
+    const withdrawn = await watcher.withdraw(e.expectationId, 'tracing test');
 
-    expect([raised.status, withdrawn.status]).toEqual([200, 200]);
+    expect([raised.expectations, withdrawn]).toEqual([
+      [{ expectationId: e.expectationId, result: 'raised' }],
+      { expectationId: e.expectationId, result: 'withdrawn' },
+    ]);
     const trace = () => {
       const start = spans.find((s) => s.name === 'StartWorkflow:expectationWorkflow' && s.service === 'expectations-watcher-bridge');
       return start ? { start, spans: spans.filter((s) => s.traceId === start.traceId) } : undefined;

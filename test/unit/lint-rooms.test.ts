@@ -1,6 +1,6 @@
 /**
  * The import rules of eslint.config.js that keep each room to itself (STYLE 1-2): code linted as if it stood in
- * workflows/, core/ or activities/, with deliberate violations and the imports that must stay allowed.
+ * workflows/, core/, activities/ or src/client/, with deliberate violations and the imports that must stay allowed.
  */
 import { ESLint } from 'eslint';
 import tseslint from 'typescript-eslint';
@@ -27,6 +27,8 @@ const PACKAGES = 'Workflow code imports only @temporalio/workflow and @temporali
 const floor = (folder: string) => `core/ is the ground floor: it imports types only from ${folder}.`;
 const HTTP = 'Activities do not import the HTTP layer (src/http/).';
 const EXPRESS = "'express' import is restricted from being used. Activities do not import the HTTP layer (express).";
+const CLIENT_PACKAGES = 'The client loads no package but zod at run time: no Temporal, Express or Node built-ins.';
+const CLIENT_SRC = 'The client imports only src/schemas/ at run time: the bridge and Temporal stay out of it.';
 
 /** Deliberate violations: where the file stands, the import, the one error expected. */
 const refused: [folder: string, importLine: string, error: string][] = [
@@ -45,9 +47,14 @@ const refused: [folder: string, importLine: string, error: string][] = [
   ['activities', "import x from 'express';", EXPRESS],
   // The HTTP layer is kept out of activities even as types.
   ['activities', "import type { AppDeps as x } from '../src/http/app.js';", byPattern('../src/http/app.js', HTTP)],
+  ['src/client', "import { x } from '@temporalio/client';", byPattern('@temporalio/client', CLIENT_PACKAGES)],
+  ['src/client', "import x from 'express';", byPattern('express', CLIENT_PACKAGES)],
+  ['src/client', "import { x } from 'node:crypto';", byPattern('node:crypto', CLIENT_PACKAGES)],
+  ['src/client', "import { x } from '../service/errors.js';", byPattern('../service/errors.js', CLIENT_SRC)],
+  ['src/client', "import { x } from '../../core/duration.js';", byPattern('../../core/duration.js', CLIENT_SRC)],
 ];
 
-/** What must stay allowed: the workflow packages, siblings, core/, and type-only imports from anywhere. */
+/** What must stay allowed: the workflow packages, siblings, core/, zod and src/schemas/ for the client, and type-only imports from anywhere. */
 const allowed: [folder: string, importLine: string][] = [
   ['workflows', "import { x } from '@temporalio/workflow';"],
   ['workflows', "import { x } from '@temporalio/common';"],
@@ -61,6 +68,11 @@ const allowed: [folder: string, importLine: string][] = [
   ['activities', "import { x } from '../src/temporal/ids.js';"],
   ['activities', "import { x } from 'node:crypto';"],
   ['activities', "import { x } from '@a2a-js/sdk/client';"],
+  ['src/client', "import { x } from 'zod';"],
+  ['src/client', "import { x } from '../schemas/extension.js';"],
+  ['src/client', "import { x } from './errors.js';"],
+  ['src/client', "import type { IngestResult } from '../service/ingest.js'; const x = {} as IngestResult;"],
+  ['src/client', "import { type Message } from '@a2a-js/sdk'; const x = {} as Message;"],
 ];
 
 describe('the rooms of eslint.config.js', () => {

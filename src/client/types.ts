@@ -1,0 +1,91 @@
+/**
+ * What the client sends and what the bridge answers (DESIGN 4, docs/api.md), as the zod schemas' own types: z.input
+ * for what an author writes, z.infer for what comes back (the schemas the bridge parses with and answers in, which
+ * /openapi.json is generated from). The one answer without a schema, the resend's, is spelled here, and
+ * test/unit/client-requests.test.ts has tsc check it against the bridge's. Types only: nothing here loads at run time.
+ */
+import type { z } from 'zod';
+import type { eventV03Schema, streamResponseV1Schema, taskArtifactUpdateEventV1Schema } from '../schemas/a2a.js';
+import type { expectationSchema, reportedFactSchema } from '../schemas/extension.js';
+import type {
+  expectationPageSchema,
+  expectationResultSchema,
+  expectationSummarySchema,
+  factResultSchema,
+  factsResultSchema,
+  fieldErrorSchema,
+  healthSchema,
+  ingestResultSchema,
+  listQuerySchema,
+  readinessSchema,
+  withdrawResultSchema,
+} from '../schemas/http.js';
+import type { LapseEntry } from '../schemas/record.js';
+
+export type {
+  DeclarationParams,
+  Expectation,
+  ExpectationKind,
+  ExpectationState,
+  Lapse,
+  LapseKind,
+  ReportedFact,
+  Subject,
+} from '../schemas/extension.js';
+export type { ExpectationRecord, LapseEntry, Origin } from '../schemas/record.js';
+
+/** An expectation as an author writes it (`expectation({...})` checks it). */
+export type ExpectationInput = z.input<typeof expectationSchema>;
+
+/** A fact as a reporter writes it; `source` may be left out, the watcher sets it to the reporting principal. */
+export type FactInput = z.input<typeof reportedFactSchema>;
+
+/** One body of `POST /a2a/events`: a v1.0 ProtoJSON StreamResponse (`{task}`, `{artifactUpdate}`, ...) or a v0.3 object with `kind`. */
+export type A2AEventBody = z.input<typeof streamResponseV1Schema> | z.input<typeof eventV03Schema>;
+
+/** The v1.0 artifact-update event (`artifactUpdateEvent` wraps it as `{artifactUpdate}`). */
+export type ArtifactUpdateInput = z.input<typeof taskArtifactUpdateEventV1Schema>;
+
+/** The filters of `GET /v1/expectations`, each optional; `pageSize` 1 to 1000 (the bridge's default is 100). */
+export type ListFilter = Partial<z.infer<typeof listQuerySchema>>;
+
+/** A field the bridge (or a builder) found at fault: a slash-separated JSON Pointer-style path, `rule` for a 422. */
+export type FieldError = z.infer<typeof fieldErrorSchema>;
+
+/** One raised expectation; `unchanged`: the same id with the same content was raised before (at-least-once push). */
+export type RaiseResult = z.infer<typeof expectationResultSchema>;
+
+/** One reported fact; `duplicate`: the same key, observedAt and source were recorded before. */
+export type FactResult = z.infer<typeof factResultSchema>;
+
+/** One withdrawal; `not-open`: already satisfied, withdrawn, or closed after its late window (a no-op). */
+export type WithdrawResult = z.infer<typeof withdrawResultSchema>;
+
+/** The answer to `POST /a2a/events`: one result per item, in the order found; `warnings` only when there is one. */
+export type EventResult = z.infer<typeof ingestResultSchema>;
+
+/** The answer to `POST /v1/facts`. */
+export type FactsResult = z.infer<typeof factsResultSchema>;
+
+/** One expectation as the visibility store knows it (eventually consistent; the record is the truth). */
+export type ExpectationSummary = z.infer<typeof expectationSummarySchema>;
+
+/** One page of `GET /v1/expectations`; `nextPageToken` is absent on the last page. */
+export type ExpectationPage = z.infer<typeof expectationPageSchema>;
+
+/** `GET /healthz`. */
+export type Health = z.infer<typeof healthSchema>;
+
+/** `GET /readyz` while Temporal answers (otherwise a 503 problem). */
+export type Readiness = z.infer<typeof readinessSchema>;
+
+/**
+ * The answer to `POST /v1/expectations/{id}/lapses/{messageId}/resend`: `resent` (202) when a new delivery started,
+ * `pending` or `delivered` (200) when none was needed because one is on its way or the agent has the task.
+ */
+export interface ResendResult {
+  expectationId: string;
+  result: 'resent' | 'pending' | 'delivered';
+  delivery: LapseEntry['delivery'];
+  lapseTaskId?: string;
+}
