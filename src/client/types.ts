@@ -1,8 +1,7 @@
 /**
  * What the client sends and what the bridge answers (DESIGN 4, docs/api.md), as the zod schemas' own types: z.input
  * for what an author writes, z.infer for what comes back (the schemas the bridge parses with and answers in, which
- * /openapi.json is generated from). The one answer without a schema, the resend's, is spelled here, and
- * test/unit/client-requests.test.ts has tsc check it against the bridge's. Types only: nothing here loads at run time.
+ * /openapi.json is generated from). Types only: nothing here loads at run time.
  */
 import type { z } from 'zod';
 import type { eventV03Schema, streamResponseV1Schema, taskArtifactUpdateEventV1Schema } from '../schemas/a2a.js';
@@ -18,9 +17,9 @@ import type {
   ingestResultSchema,
   listQuerySchema,
   readinessSchema,
+  resendResultSchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
-import type { LapseEntry } from '../schemas/record.js';
 
 export type {
   DeclarationParams,
@@ -83,9 +82,4 @@ export type Readiness = z.infer<typeof readinessSchema>;
  * The answer to `POST /v1/expectations/{id}/lapses/{messageId}/resend`: `resent` (202) when a new delivery started,
  * `pending` or `delivered` (200) when none was needed because one is on its way or the agent has the task.
  */
-export interface ResendResult {
-  expectationId: string;
-  result: 'resent' | 'pending' | 'delivered';
-  delivery: LapseEntry['delivery'];
-  lapseTaskId?: string;
-}
+export type ResendResult = z.infer<typeof resendResultSchema>;
