@@ -314,7 +314,9 @@ export const agentCardSchema = z.looseObject({
   url: z.string().optional(),
   capabilities: z
     .looseObject({
-      extensions: z.array(z.looseObject({ uri: z.string(), params: z.unknown().optional() })).optional(),
+      // Entries stay unread here: only the one with our URI matters (src/a2a/card.ts), so another extension's entry
+      // the watcher cannot read must not make the card unreadable. A list that is not a list holds no entry.
+      extensions: z.array(z.unknown()).optional().catch(undefined),
     })
     .optional(),
   skills: z.array(z.looseObject({ id: z.string() })).optional(),
