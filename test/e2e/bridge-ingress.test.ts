@@ -636,6 +636,51 @@ describe('limits and headers', () => {
     expect(answer.headers.get('a2a-extensions')).toBeNull();
   });
 
+  it("reads an artifact's extensions listing the URI as activation where no header says so, and raises", async () => {
+    const e = expectation(`act-${unique()}`);
+    const { artifactUpdate: update } = artifactUpdate({ expectations: [e] });
+    const body = { artifactUpdate: { ...update, artifact: { ...update.artifact, extensions: [EXTENSION_URI] } } };
+
+    const answer = await events(A(), body);
+
+    expect([answer.status, answer.headers.get('a2a-extensions'), answer.body]).toEqual([
+      200,
+      EXTENSION_URI,
+      { expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] },
+    ]);
+  });
+
+  it("reads a v0.3 message's extensions as activation, and echoes on a refusal too", async () => {
+    const body = {
+      kind: 'message',
+      messageId: `m-${unique()}`,
+      role: 'agent',
+      parts: [],
+      extensions: [EXTENSION_URI],
+      metadata: { [EXTENSION_URI]: { expectations: [expectation(`act03-${unique()}`)] } },
+    };
+
+    const answer = await events(A(), body);
+
+    expect([answer.status, answer.headers.get('a2a-extensions'), answer.body.errors[0].rule]).toEqual([
+      422,
+      EXTENSION_URI,
+      'expectations-placement',
+    ]);
+  });
+
+  it('raises from an object that activates the extension neither way, without the echo', async () => {
+    const e = expectation(`noact-${unique()}`);
+
+    const answer = await events(A(), artifactUpdate({ expectations: [e] }));
+
+    expect([answer.status, answer.headers.get('a2a-extensions'), answer.body.expectations]).toEqual([
+      200,
+      null,
+      [{ expectationId: e.expectationId, result: 'raised' }],
+    ]);
+  });
+
   it('answers 401 without a token and with an unknown one', async () => {
     const none = await request(`${env.url}/v1/facts`, { body: { facts: [] } });
     const wrong = await request(`${env.url}/v1/facts`, { token: 'not-a-token', body: { facts: [] } });
