@@ -45,6 +45,8 @@ export default tseslint.config(
   { ignores: ['node_modules/', 'test-output/', 'scratch/', '.data/', 'bench/results/', 'dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  // Plain-JavaScript preloads run by `node --import` (src/early-signals.mjs): Node's globals, which only .ts files had.
+  { files: ['**/*.mjs'], languageOptions: { globals: { process: 'readonly' } } },
   {
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
