@@ -11,7 +11,7 @@ import {
   type ServiceParameters,
 } from '@a2a-js/sdk/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { createCardResolver, type CardResolver } from '../src/a2a/card.js';
+import { createCardResolver, lapseSkillOf, type AgentCardRead, type CardResolver } from '../src/a2a/card.js';
 import { EXTENSION_URI, type Lapse } from '../src/schemas/extension.js';
 import { CardUnreachableError } from '../src/service/errors.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from './types.js';
@@ -71,24 +71,32 @@ interface Observed {
   headers: Headers;
 }
 
-/** The sentence a person (or the agent's model) reads in the lapse task's text part. */
-export function lapseText(lapse: Lapse): string {
-  const opening = `Expectation ${lapse.expectationId} (${lapse.kind}) lapsed; the watcher asks you to act on it`;
+/**
+ * The sentence a person (or the agent's model) reads in the lapse task's text part; it names the card's lapse skill
+ * when there is one (A2A has no field that routes a message to a skill, so the text and the metadata say it).
+ */
+export function lapseText(lapse: Lapse, lapseSkill?: string): string {
+  const act = lapseSkill === undefined ? 'act on it' : `act on it with your skill ${lapseSkill}`;
+  const opening = `Expectation ${lapse.expectationId} (${lapse.kind}) lapsed; the watcher asks you to ${act}`;
   return `${opening}: expects ${lapse.expects} for ${lapse.subject.type} ${lapse.subject.id} by ${lapse.dueAt}: ${lapse.lapse}`;
 }
 
-/** The lapse task's first Message, in the SDK's v1.0 shape (the v0.3 transport translates it). */
-export function lapseMessage(input: DeliverLapseInput): Message {
+/**
+ * The lapse task's first Message, in the SDK's v1.0 shape (the v0.3 transport translates it). `lapseSkill`, the
+ * skill of the card's declaration the lapse task invokes, goes next to the lapse under `metadata[URI]`.
+ */
+export function lapseMessage(input: DeliverLapseInput, lapseSkill?: string): Message {
+  const text = lapseText(input.lapse, lapseSkill);
   return {
     messageId: input.messageId,
     contextId: input.origin.contextId ?? '',
     taskId: '',
     role: Role.ROLE_USER,
     parts: [
-      { content: { $case: 'text', value: lapseText(input.lapse) }, metadata: undefined, filename: '', mediaType: '' },
+      { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' },
       { content: { $case: 'data', value: input.lapse }, metadata: undefined, filename: '', mediaType: '' },
     ],
-    metadata: { [EXTENSION_URI]: { lapse: input.lapse } },
+    metadata: { [EXTENSION_URI]: { lapse: input.lapse, ...(lapseSkill === undefined ? {} : { lapseSkill }) } },
     extensions: [EXTENSION_URI],
     referenceTaskIds: input.origin.taskId ? [input.origin.taskId] : [],
   };
@@ -168,12 +176,15 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
 
       // 1. The card, read by us so that the agent's Authorization goes with it (or reused for a while).
       const location = { cardUrl, authorization: agent.authorization };
-      let rawCard: unknown;
+      let card: AgentCardRead;
       try {
-        rawCard = (await cards.read(location, { signal })).json;
+        card = await cards.read(location, { signal });
       } catch (error) {
         throw cardFailure(agent.id, error);
       }
+      const rawCard = card.json;
+      // Read at delivery, like the card URL: a card changed since the raise names the skill it has now.
+      const lapseSkill = lapseSkillOf(card.info);
 
       // 2. A client on the card's JSON-RPC interface; a v0.3 card gets the v0.3 compat transport.
       const factory = new ClientFactory({
@@ -197,7 +208,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
         result = await client.sendMessage(
           {
             tenant: '',
-            message: lapseMessage(input),
+            message: lapseMessage(input, lapseSkill),
             // Non-blocking: the watcher needs the task id, not the agent's handling of the lapse.
             configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
             metadata: undefined,
@@ -220,6 +231,9 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       }
 
       const warnings: string[] = [];
+      if (lapseSkill === undefined) {
+        warnings.push(`agent ${agent.id}'s card declares no lapseSkill that names a skill on it: the lapse task names none`);
+      }
       const response = lastResponse();
       if (!response || !echoedExtensions(response.headers).includes(EXTENSION_URI)) {
         warnings.push(`agent ${agent.id} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`);

@@ -39,14 +39,29 @@ export function parseAgentCard(card: unknown, cardUrl = 'the card'): AgentCardIn
   const c = parsed.data;
   const version = c.supportedInterfaces !== undefined || c.protocolVersion?.startsWith('1.') ? '1.0' : '0.3';
   const extensions = c.capabilities?.extensions ?? [];
-  const index = extensions.findIndex((e) => e.uri === EXTENSION_URI);
+  // The index counts every entry, read or not, so that an error's path names the entry as the card lists it.
+  const index = extensions.findIndex((e) => isRecord(e) && e.uri === EXTENSION_URI);
+  const entry = extensions[index] as Record<string, unknown> | undefined;
   return {
     version,
     skillIds: (c.skills ?? []).map((s) => s.id),
-    declaration: index === -1 ? undefined : { index, params: extensions[index]!.params },
+    declaration: entry === undefined ? undefined : { index, params: entry.params },
     securitySchemes: c.securitySchemes ?? {},
     securityRequirements: (c.securityRequirements ?? c.security ?? []).filter((r) => r !== null),
   };
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The skill a lapse task invokes (the declaration's `lapseSkill`), for the lapse message to name (DESIGN 3.8);
+ * undefined when the card, read at delivery, no longer declares one that names a skill on it.
+ */
+export function lapseSkillOf(card: AgentCardInfo): string | undefined {
+  const params = card.declaration?.params;
+  const skill = isRecord(params) ? params.lapseSkill : undefined;
+  return typeof skill === 'string' && card.skillIds.includes(skill) ? skill : undefined;
 }
 
 /** An agent's card as read: its JSON as served, and what the watcher reads of it. */

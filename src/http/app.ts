@@ -154,6 +154,8 @@ export function createApp(deps: AppDeps): express.Express {
     const parsed = parseA2AEvent(req.body);
     if (!parsed.success) throw schemaError(parsed.issues);
     const extracted = extractEvent(parsed.data);
+    // A push notification carries no A2A-Extensions header: an artifact or message listing the URI activates it.
+    if (extracted.activated) res.set('A2A-Extensions', EXTENSION_URI);
     res.json(
       await ingest.ingest(principalOf(req), {
         origin: extracted.origin,

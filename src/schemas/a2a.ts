@@ -7,6 +7,12 @@
 import { z } from 'zod';
 
 const metadata = z.record(z.string(), z.unknown()).optional();
+/**
+ * `Message.extensions` and `Artifact.extensions` (v1.0 and v0.3 alike): the URIs of the extensions the object carries
+ * data of, which activate ours where no header can (a push notification). Read only for that, so a malformed list
+ * reads as absent rather than refusing the object.
+ */
+const extensions = z.array(z.string()).optional().catch(undefined);
 const id = (what: string) => z.string().min(1, { message: `${what} must not be empty` });
 
 // Fields both versions share, spread in place so that every object keeps its field order.
@@ -49,6 +55,7 @@ export const messageV1Schema = z.looseObject({
   role: z.union([z.string(), z.number()]).optional(),
   parts: z.array(partV1Schema).optional(),
   metadata,
+  extensions,
 });
 export type MessageV1 = z.infer<typeof messageV1Schema>;
 
@@ -63,6 +70,7 @@ export const artifactV1Schema = z.looseObject({
   ...artifactNames,
   parts: z.array(partV1Schema).optional(),
   metadata,
+  extensions,
 });
 export type ArtifactV1 = z.infer<typeof artifactV1Schema>;
 
@@ -119,6 +127,7 @@ export const messageV03Schema = z.looseObject({
   taskId: z.string().optional(),
   parts: z.array(z.looseObject({})).optional(),
   metadata,
+  extensions,
 });
 
 const taskStatusV03Schema = z.looseObject({
@@ -131,6 +140,7 @@ export const artifactV03Schema = z.looseObject({
   ...artifactNames,
   parts: z.array(z.looseObject({})).optional(),
   metadata,
+  extensions,
 });
 
 export const taskV03Schema = z.looseObject({
@@ -314,7 +324,9 @@ export const agentCardSchema = z.looseObject({
   url: z.string().optional(),
   capabilities: z
     .looseObject({
-      extensions: z.array(z.looseObject({ uri: z.string(), params: z.unknown().optional() })).optional(),
+      // Entries stay unread here: only the one with our URI matters (src/a2a/card.ts), so another extension's entry
+      // the watcher cannot read must not make the card unreadable. A list that is not a list holds no entry.
+      extensions: z.array(z.unknown()).optional().catch(undefined),
     })
     .optional(),
   skills: z.array(z.looseObject({ id: z.string() })).optional(),

@@ -47,8 +47,11 @@ export type Subject = z.infer<typeof subjectSchema>;
 export const expectationKindSchema = z.object({
   kind: nonEmpty('kind'),
   subjectType: z.string(),
-  describes: z.string().min(1, { message: 'describes must not be empty' }),
+  // The seed's `minLength: 1` and its "MUST NOT be a placeholder" are one rule, checked for every kind alike with the
+  // declaration's other rules (src/service/card-rules.ts: `describes-placeholder`).
+  describes: z.string(),
   basis: z.string(),
+  /** Skill ids whose tasks may raise this kind; absent means any. Each names a skill on the card (card-rules.ts). */
   skills: z.array(z.string()).optional(),
 });
 export type ExpectationKind = z.infer<typeof expectationKindSchema>;

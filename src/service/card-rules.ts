@@ -1,6 +1,8 @@
 /**
- * The rules of DESIGN 3.1 that read the raising agent's card: the extension is declared with valid params,
- * `lapseSkill` names a skill on the card, a raised kind is declared with a real `describes` and the same basis.
+ * The rules of DESIGN 3.1 that read the raising agent's card. The declaration is checked as a whole, every kind
+ * alike whichever is raised: valid params, `lapseSkill` and each kind's `skills` name skills on the card, each
+ * `kind` is unique, each `describes` says something. A declaration that breaks any of them is refused for every
+ * raise, with all its errors at once. Then a raised kind is declared, with the same basis.
  * Pure functions: the card comes in parsed, broken rules go out as field errors.
  */
 import type { AgentCardInfo } from '../a2a/card.js';
@@ -47,23 +49,66 @@ export function checkDeclaration(card: AgentCardInfo): DeclarationCheck {
     };
   }
   const params = parsed.data;
-  if (!card.skillIds.includes(params.lapseSkill)) {
-    return {
-      ok: false,
-      errors: [
-        {
-          path: joinPath([...base, 'lapseSkill']),
-          rule: 'lapse-skill',
-          message: `lapseSkill '${params.lapseSkill}' names no skill on the card (skills: ${card.skillIds.join(', ') || 'none'})`,
-        },
-      ],
-    };
-  }
-  return { ok: true, params, base };
+  const errors = [...lapseSkillErrors(card, params, base), ...kindErrors(card, params, base)];
+  return errors.length > 0 ? { ok: false, errors } : { ok: true, params, base };
+}
+
+const skillList = (card: AgentCardInfo) => card.skillIds.join(', ') || 'none';
+
+/** `lapseSkill` MUST name a skill on the card (the seed's declaration). */
+function lapseSkillErrors(card: AgentCardInfo, params: DeclarationParams, base: PropertyKey[]): FieldError[] {
+  if (card.skillIds.includes(params.lapseSkill)) return [];
+  return [
+    {
+      path: joinPath([...base, 'lapseSkill']),
+      rule: 'lapse-skill',
+      message: `lapseSkill '${params.lapseSkill}' names no skill on the card (skills: ${skillList(card)})`,
+    },
+  ];
 }
 
 /**
- * Checks one new expectation against the declaration: kind declared, its `describes` not a placeholder, basis equal.
+ * Every kind, in the order declared: `kind` unique within the declaration (a second one would never be read),
+ * `describes` neither empty nor a placeholder, and each of `skills` a skill on the card (a task of a skill the card
+ * does not have can never raise the kind). Whether the raising task ran one of `skills` cannot be checked: an A2A
+ * task does not say which skill it ran.
+ */
+function kindErrors(card: AgentCardInfo, params: DeclarationParams, base: PropertyKey[]): FieldError[] {
+  const errors: FieldError[] = [];
+  const first = new Map<string, number>();
+  params.kinds.forEach((kind, k) => {
+    const at = [...base, 'kinds', k];
+    const earlier = first.get(kind.kind);
+    if (earlier === undefined) first.set(kind.kind, k);
+    else {
+      errors.push({
+        path: joinPath([...at, 'kind']),
+        rule: 'kind-unique',
+        message: `kind '${kind.kind}' is declared twice (kinds/${earlier} and kinds/${k}); a kind is unique within one declaration`,
+      });
+    }
+    if (isPlaceholder(kind.describes)) {
+      const said = kind.describes.trim() === '' ? 'an empty describes' : `a placeholder describes ('${kind.describes}')`;
+      errors.push({
+        path: joinPath([...at, 'describes']),
+        rule: 'describes-placeholder',
+        message: `the card's kind '${kind.kind}' has ${said}; say what is expected`,
+      });
+    }
+    kind.skills?.forEach((skill, s) => {
+      if (card.skillIds.includes(skill)) return;
+      errors.push({
+        path: joinPath([...at, 'skills', s]),
+        rule: 'kind-skills',
+        message: `the card's kind '${kind.kind}' names skill '${skill}', which is not a skill on the card (skills: ${skillList(card)})`,
+      });
+    });
+  });
+  return errors;
+}
+
+/**
+ * Checks one new expectation against a declaration `checkDeclaration` accepted: kind declared, basis equal.
  * A subject type other than the kind's `subjectType` is only a warning.
  */
 export function checkKind(
@@ -84,14 +129,6 @@ export function checkKind(
     return { errors, warnings };
   }
   const kind = declaration.params.kinds[index]!;
-  const kindPath = [...declaration.base, 'kinds', index];
-  if (isPlaceholder(kind.describes)) {
-    errors.push({
-      path: joinPath([...kindPath, 'describes']),
-      rule: 'describes-placeholder',
-      message: `the card's kind '${kind.kind}' has a placeholder describes ('${kind.describes}'); say what is expected`,
-    });
-  }
   if (expectation.basis !== kind.basis) {
     errors.push({
       path: joinPath([...path, 'basis']),

@@ -2,7 +2,8 @@
  * Finds the extension's payloads in one A2A object (DESIGN 3.1, 3.2, 3.6): expectations in artifacts and in the
  * status message of an input-required task or status update; facts in artifacts, messages, status messages and
  * task history; withdraw lists in artifacts. Every item keeps the path where it was found, so that an error can
- * name the exact field of the request body.
+ * name the exact field of the request body. Also whether an artifact or message of the object lists the extension
+ * in its `extensions`: activation where no header can carry it (a push notification).
  */
 import type { A2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
@@ -24,6 +25,8 @@ export interface ExtractedEvent {
   schemaErrors: FieldError[];
   /** Expectations or withdraw lists where the extension does not allow them (422). */
   placementErrors: FieldError[];
+  /** An artifact or message of the object lists EXTENSION_URI in its `extensions` (A2A v1.0 and v0.3 alike). */
+  activated: boolean;
 }
 
 type Place = 'artifact' | 'input-required-status' | 'status' | 'message' | 'history';
@@ -31,7 +34,14 @@ type Place = 'artifact' | 'input-required-status' | 'status' | 'message' | 'hist
 interface Container {
   path: PropertyKey[];
   metadata: Record<string, unknown> | undefined;
+  extensions?: string[];
   place: Place;
+}
+
+/** What a container is read for: an artifact or a message. */
+interface Contents {
+  metadata?: Record<string, unknown>;
+  extensions?: string[];
 }
 
 const INPUT_REQUIRED = new Set(['TASK_STATE_INPUT_REQUIRED', 'input-required']);
@@ -41,32 +51,20 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
   const containers: Container[] = [];
   let origin: Origin;
 
+  const add = (path: PropertyKey[], { metadata, extensions }: Contents, place: Place) =>
+    containers.push({ path, metadata, extensions, place });
   const addTask = (
     prefix: PropertyKey[],
-    task: {
-      status?: { state: string; message?: { metadata?: Record<string, unknown> } };
-      artifacts?: { metadata?: Record<string, unknown> }[];
-      history?: { metadata?: Record<string, unknown> }[];
-    },
+    task: { status?: { state: string; message?: Contents }; artifacts?: Contents[]; history?: Contents[] },
   ) => {
-    task.artifacts?.forEach((artifact, i) =>
-      containers.push({ path: [...prefix, 'artifacts', i], metadata: artifact.metadata, place: 'artifact' }),
-    );
+    task.artifacts?.forEach((artifact, i) => add([...prefix, 'artifacts', i], artifact, 'artifact'));
     addStatus(prefix, task.status);
-    task.history?.forEach((message, i) =>
-      containers.push({ path: [...prefix, 'history', i], metadata: message.metadata, place: 'history' }),
-    );
+    task.history?.forEach((message, i) => add([...prefix, 'history', i], message, 'history'));
   };
-  const addStatus = (
-    prefix: PropertyKey[],
-    status: { state: string; message?: { metadata?: Record<string, unknown> } } | undefined,
-  ) => {
+  const addStatus = (prefix: PropertyKey[], status: { state: string; message?: Contents } | undefined) => {
     if (!status?.message) return;
-    containers.push({
-      path: [...prefix, 'status', 'message'],
-      metadata: status.message.metadata,
-      place: INPUT_REQUIRED.has(status.state) ? 'input-required-status' : 'status',
-    });
+    const place = INPUT_REQUIRED.has(status.state) ? 'input-required-status' : 'status';
+    add([...prefix, 'status', 'message'], status.message, place);
   };
 
   if (version === '0.3') {
@@ -77,7 +75,7 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
         break;
       case 'message':
         origin = { taskId: event.taskId, contextId: event.contextId };
-        containers.push({ path: [], metadata: event.metadata, place: 'message' });
+        add([], event, 'message');
         break;
       case 'status-update':
         origin = { taskId: event.taskId, contextId: event.contextId };
@@ -85,7 +83,7 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
         break;
       case 'artifact-update':
         origin = { taskId: event.taskId, contextId: event.contextId };
-        containers.push({ path: ['artifact'], metadata: event.artifact.metadata, place: 'artifact' });
+        add(['artifact'], event.artifact, 'artifact');
         break;
     }
   } else if ('task' in event) {
@@ -93,17 +91,13 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
     addTask(['task'], event.task);
   } else if ('message' in event) {
     origin = { taskId: event.message.taskId || undefined, contextId: event.message.contextId || undefined };
-    containers.push({ path: ['message'], metadata: event.message.metadata, place: 'message' });
+    add(['message'], event.message, 'message');
   } else if ('statusUpdate' in event) {
     origin = { taskId: event.statusUpdate.taskId, contextId: event.statusUpdate.contextId };
     addStatus(['statusUpdate'], event.statusUpdate.status);
   } else {
     origin = { taskId: event.artifactUpdate.taskId, contextId: event.artifactUpdate.contextId };
-    containers.push({
-      path: ['artifactUpdate', 'artifact'],
-      metadata: event.artifactUpdate.artifact.metadata,
-      place: 'artifact',
-    });
+    add(['artifactUpdate', 'artifact'], event.artifactUpdate.artifact, 'artifact');
   }
 
   const extracted: ExtractedEvent = {
@@ -113,6 +107,7 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
     withdraw: [],
     schemaErrors: [],
     placementErrors: [],
+    activated: containers.some((container) => container.extensions?.includes(EXTENSION_URI) ?? false),
   };
   for (const container of containers) collect(container, extracted);
   return extracted;

@@ -32,6 +32,15 @@ beforeAll(async () => {
   cards.set('placeholder', cardJson({ params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'TODO' }] } }));
   cards.set('noext', cardJson({ declare: false }));
   cards.set('badskill', cardJson({ skills: ['something-else'] }));
+  const good = cardJson();
+  // Another extension's entries the watcher cannot read: a string, no uri, a uri that is not a string.
+  const unreadable = ['a string', { description: 'no uri' }, { uri: 42, params: { x: 1 } }];
+  cards.set('otherext', { ...good, capabilities: { extensions: [...unreadable, ...good.capabilities.extensions] } });
+  const delivery = { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The shipment is delivered' };
+  const declaring = (...kinds: object[]) => cardJson({ params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } });
+  cards.set('twice', declaring(delivery, { ...delivery, basis: 'observed' }));
+  cards.set('unrelated-empty', declaring(delivery, { ...delivery, kind: 'pickup', describes: '' }));
+  cards.set('kindskill', declaring({ ...delivery, skills: ['book-delivery'] }));
   env = await startBridgeEnv(
     [
       { id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good'), authorization: 'Bearer watcher-to-a' },
@@ -40,6 +49,11 @@ beforeAll(async () => {
       { id: 'agent-placeholder', roles: ['agent'], cardUrl: cards.url('placeholder') },
       { id: 'agent-noext', roles: ['agent'], cardUrl: cards.url('noext') },
       { id: 'agent-badskill', roles: ['agent'], cardUrl: cards.url('badskill') },
+      ...['otherext', 'twice', 'unrelated-empty', 'kindskill'].map((name) => ({
+        id: `agent-${name}`,
+        roles: ['agent' as const],
+        cardUrl: cards.url(name),
+      })),
       { id: 'feed', roles: ['reporter'] },
     ],
     { name: 'ingress', settings: { maxLineage: 1 } },
@@ -289,6 +303,48 @@ describe('rules against the card (422)', () => {
     const message = "lapseSkill 'handle-lapse' names no skill on the card (skills: something-else)";
     expect(answer.body).toEqual(
       rule(message, [{ path: 'card/capabilities/extensions/0/params/lapseSkill', rule: 'lapse-skill', message }]),
+    );
+  });
+
+  it("raises for a card whose other extensions' entries the watcher cannot read (no 502): only ours is read", async () => {
+    const e = expectation(`o-${unique()}`);
+
+    const answer = await events(env.tokens['agent-otherext']!, artifactUpdate({ expectations: [e] }));
+
+    expect([answer.status, answer.body]).toEqual([
+      200,
+      { expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] },
+    ]);
+  });
+
+  it('refuses every raise while the card declares a kind twice, naming the second', async () => {
+    const answer = await events(env.tokens['agent-twice']!, artifactUpdate({ expectations: [expectation(`t-${unique()}`)] }));
+
+    const message = "kind 'delivery' is declared twice (kinds/0 and kinds/1); a kind is unique within one declaration";
+    expect([answer.status, answer.body]).toEqual([
+      422,
+      rule(message, [{ path: 'card/capabilities/extensions/0/params/kinds/1/kind', rule: 'kind-unique', message }]),
+    ]);
+  });
+
+  it('refuses a raise of one kind while another kind of the card has an empty describes, as for a placeholder', async () => {
+    const e = expectation(`u-${unique()}`);
+
+    const answer = await events(env.tokens['agent-unrelated-empty']!, artifactUpdate({ expectations: [e] }));
+
+    const message = "the card's kind 'pickup' has an empty describes; say what is expected";
+    expect(answer.body).toEqual(
+      rule(message, [{ path: 'card/capabilities/extensions/0/params/kinds/1/describes', rule: 'describes-placeholder', message }]),
+    );
+    expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
+  });
+
+  it("refuses when a kind's skills name a skill the card does not have", async () => {
+    const answer = await events(env.tokens['agent-kindskill']!, artifactUpdate({ expectations: [expectation(`ks-${unique()}`)] }));
+
+    const message = "the card's kind 'delivery' names skill 'book-delivery', which is not a skill on the card (skills: handle-lapse)";
+    expect(answer.body).toEqual(
+      rule(message, [{ path: 'card/capabilities/extensions/0/params/kinds/0/skills/0', rule: 'kind-skills', message }]),
     );
   });
 
@@ -578,6 +634,51 @@ describe('limits and headers', () => {
     const answer = await events(A(), artifactUpdate({}));
 
     expect(answer.headers.get('a2a-extensions')).toBeNull();
+  });
+
+  it("reads an artifact's extensions listing the URI as activation where no header says so, and raises", async () => {
+    const e = expectation(`act-${unique()}`);
+    const { artifactUpdate: update } = artifactUpdate({ expectations: [e] });
+    const body = { artifactUpdate: { ...update, artifact: { ...update.artifact, extensions: [EXTENSION_URI] } } };
+
+    const answer = await events(A(), body);
+
+    expect([answer.status, answer.headers.get('a2a-extensions'), answer.body]).toEqual([
+      200,
+      EXTENSION_URI,
+      { expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] },
+    ]);
+  });
+
+  it("reads a v0.3 message's extensions as activation, and echoes on a refusal too", async () => {
+    const body = {
+      kind: 'message',
+      messageId: `m-${unique()}`,
+      role: 'agent',
+      parts: [],
+      extensions: [EXTENSION_URI],
+      metadata: { [EXTENSION_URI]: { expectations: [expectation(`act03-${unique()}`)] } },
+    };
+
+    const answer = await events(A(), body);
+
+    expect([answer.status, answer.headers.get('a2a-extensions'), answer.body.errors[0].rule]).toEqual([
+      422,
+      EXTENSION_URI,
+      'expectations-placement',
+    ]);
+  });
+
+  it('raises from an object that activates the extension neither way, without the echo', async () => {
+    const e = expectation(`noact-${unique()}`);
+
+    const answer = await events(A(), artifactUpdate({ expectations: [e] }));
+
+    expect([answer.status, answer.headers.get('a2a-extensions'), answer.body.expectations]).toEqual([
+      200,
+      null,
+      [{ expectationId: e.expectationId, result: 'raised' }],
+    ]);
   });
 
   it('answers 401 without a token and with an unknown one', async () => {

@@ -24,6 +24,9 @@ interface Delivery {
   authorization?: string;
   contentType?: string;
   status: number;
+  /** The A2A-Extensions header of the push request, and of the bridge's answer. */
+  activation?: string;
+  echoed?: string;
   answer: unknown;
 }
 
@@ -173,6 +176,8 @@ beforeAll(async () => {
         authorization: req.get('authorization'),
         contentType: req.get('content-type'),
         status: res.statusCode,
+        activation: req.get('A2A-Extensions'),
+        echoed: res.get('A2A-Extensions'),
         answer: typeof body === 'string' ? JSON.parse(body) : body,
       });
       return send(body);
@@ -259,5 +264,14 @@ describe('push notifications from a real @a2a-js/sdk agent', () => {
     }
     const raisedCount = (await metrics.expectationsRaised.get()).values.reduce((sum, v) => sum + v.value, 0);
     expect(raisedCount).toBe(2);
+  });
+
+  it("reads the artifact's extensions as activation (a push carries no A2A-Extensions header) and echoes it", () => {
+    // The deliveries of the test above: the artifact lists the URI in `extensions`; the status updates list nothing.
+    const echoes = (kind: string) => deliveries.filter((d) => d.kind === kind).map((d) => d.echoed);
+
+    expect(deliveries.filter((d) => d.activation !== undefined)).toEqual([]);
+    expect(echoes('artifactUpdate')).toEqual([EXTENSION_URI, EXTENSION_URI]);
+    expect(echoes('statusUpdate')).toEqual([undefined, undefined]);
   });
 });

@@ -100,6 +100,26 @@ describe('lapse delivery to a real A2A agent', () => {
     expect(record.lapseTaskId).toBe(taskId);
   });
 
+  it("names the card's lapseSkill in the lapse task's text and next to the lapse under metadata[URI]", async () => {
+    const agent = await startTestAgent({ lapseSkill: 'act-on-lapse' });
+    agents.push(agent);
+    const { expectation } = await raiseDueSoon(agent);
+
+    const [received] = await agent.waitForMessages(1, 45_000);
+    const record = await recordWhen(expectation.expectationId, deliverySettled);
+
+    const { message } = received!;
+    expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', warnings: [] });
+    expect(Object.keys(message.metadata[EXTENSION_URI]).sort()).toEqual(['lapse', 'lapseSkill']);
+    expect(message.metadata[EXTENSION_URI].lapseSkill).toBe('act-on-lapse');
+    expect(message.metadata[EXTENSION_URI].lapse).toMatchObject({ expectationId: expectation.expectationId, lapse: 'overdue' });
+    expect(message.parts.map((p: any) => p.content.$case)).toEqual(['text', 'data']);
+    expect(message.parts[0].content.value).toBe(
+      `Expectation ${expectation.expectationId} (delivery) lapsed; the watcher asks you to act on it with your skill ` +
+        `act-on-lapse: expects ${expectation.expects} for shipment ${expectation.subject.id} by ${expectation.dueAt}: overdue`,
+    );
+  });
+
   it('retries an agent that answers 500 and delivers once it recovers, with the same messageId every time', async () => {
     const agent = await startTestAgent();
     agents.push(agent);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { watcherAgentCard, watcherAgentCardJson } from '../../src/a2a/agent-endpoint.js';
-import { createCardResolver, parseAgentCard, type AgentCardInfo } from '../../src/a2a/card.js';
+import { createCardResolver, lapseSkillOf, parseAgentCard, type AgentCardInfo } from '../../src/a2a/card.js';
 import { checkDeclaration, checkKind, isPlaceholder } from '../../src/service/card-rules.js';
 import { CardUnreachableError } from '../../src/service/errors.js';
 import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
@@ -85,6 +85,20 @@ describe('parseAgentCard', () => {
 
   it('reads a card that does not declare the extension', () => {
     expect(parseAgentCard({ ...v1Card, capabilities: {} }).declaration).toBeUndefined();
+  });
+
+  it("skips another extension's entry it cannot read, and finds ours at its index as the card lists it", () => {
+    const unreadable = ['a string', null, 42, { description: 'no uri' }, { uri: 7, params: {} }, { uri: 'https://x', params: 'odd' }];
+    const card = { ...v1Card, capabilities: { extensions: [...unreadable, { uri: EXTENSION_URI, params }] } };
+
+    expect(parseAgentCard(card).declaration).toEqual({ index: 6, params });
+  });
+
+  it('reads a card whose extensions are not a list as one that does not declare the extension', () => {
+    const card = parseAgentCard({ ...v1Card, capabilities: { extensions: { uri: EXTENSION_URI, params } } });
+
+    expect(card.declaration).toBeUndefined();
+    expect(card.skillIds).toEqual(['handle-lapse']);
   });
 
   it('refuses something that is not a card as unreachable (502)', () => {
@@ -372,6 +386,88 @@ describe('checkDeclaration', () => {
   });
 });
 
+describe('checkDeclaration: every kind alike', () => {
+  const delivery = params.kinds[0]!;
+  const kindsOf = (...kinds: object[]) => withParams({ ...params, kinds });
+
+  it('refuses a kind declared twice, naming the second by its path', () => {
+    const card = kindsOf(delivery, { ...delivery, describes: 'Another reading' });
+
+    expect(checkDeclaration(card)).toEqual({
+      ok: false,
+      errors: [
+        {
+          path: 'card/capabilities/extensions/0/params/kinds/1/kind',
+          rule: 'kind-unique',
+          message: "kind 'delivery' is declared twice (kinds/0 and kinds/1); a kind is unique within one declaration",
+        },
+      ],
+    });
+  });
+
+  it('refuses an empty and a placeholder describes alike, on any kind, with one rule', () => {
+    const card = kindsOf(delivery, { ...delivery, kind: 'pickup', describes: '' }, { ...delivery, kind: 'transit', describes: ' TBD ' });
+
+    expect(checkDeclaration(card)).toEqual({
+      ok: false,
+      errors: [
+        {
+          path: 'card/capabilities/extensions/0/params/kinds/1/describes',
+          rule: 'describes-placeholder',
+          message: "the card's kind 'pickup' has an empty describes; say what is expected",
+        },
+        {
+          path: 'card/capabilities/extensions/0/params/kinds/2/describes',
+          rule: 'describes-placeholder',
+          message: "the card's kind 'transit' has a placeholder describes (' TBD '); say what is expected",
+        },
+      ],
+    });
+  });
+
+  it("refuses a kind's skill that is not a skill on the card, and accepts those that are", () => {
+    const card = { ...kindsOf({ ...delivery, skills: ['quote', 'ship', 'handle-lapse'] }), skillIds: ['handle-lapse', 'ship'] };
+
+    expect(checkDeclaration(card)).toEqual({
+      ok: false,
+      errors: [
+        {
+          path: 'card/capabilities/extensions/0/params/kinds/0/skills/0',
+          rule: 'kind-skills',
+          message: "the card's kind 'delivery' names skill 'quote', which is not a skill on the card (skills: handle-lapse, ship)",
+        },
+      ],
+    });
+    expect(checkDeclaration({ ...card, skillIds: ['handle-lapse', 'ship', 'quote'] })).toMatchObject({ ok: true });
+  });
+
+  it('names every broken rule of the declaration at once, lapseSkill first, then kind by kind', () => {
+    const card = { ...kindsOf({ ...delivery, describes: 'TODO', skills: ['quote'] }, delivery), skillIds: [] };
+
+    expect(checkDeclaration(card)).toMatchObject({
+      ok: false,
+      errors: [
+        { path: 'card/capabilities/extensions/0/params/lapseSkill', rule: 'lapse-skill' },
+        { path: 'card/capabilities/extensions/0/params/kinds/0/describes', rule: 'describes-placeholder' },
+        { path: 'card/capabilities/extensions/0/params/kinds/0/skills/0', rule: 'kind-skills' },
+        { path: 'card/capabilities/extensions/0/params/kinds/1/kind', rule: 'kind-unique' },
+      ],
+    });
+  });
+});
+
+describe('lapseSkillOf', () => {
+  it("answers the declaration's lapseSkill when it names a skill on the card", () => {
+    expect(lapseSkillOf(withParams(params))).toBe('handle-lapse');
+  });
+
+  it('answers nothing when the card no longer has that skill, or declares no lapseSkill', () => {
+    expect(lapseSkillOf({ ...withParams(params), skillIds: ['other'] })).toBeUndefined();
+    expect(lapseSkillOf(withParams({ ...params, lapseSkill: 7 }))).toBeUndefined();
+    expect(lapseSkillOf({ ...withParams(params), declaration: undefined })).toBeUndefined();
+  });
+});
+
 describe('checkKind', () => {
   const declared = (p = params) => ({ params: p, base: ['card', 'capabilities', 'extensions', 0, 'params'] });
 
@@ -392,14 +488,6 @@ describe('checkKind', () => {
   it('names a basis other than the declared one', () => {
     expect(checkKind(declared(), { ...expectation, basis: 'observed' }, ['e', 0]).errors).toMatchObject([
       { path: 'e/0/basis', rule: 'basis' },
-    ]);
-  });
-
-  it("names the card's placeholder describes", () => {
-    const placeholder = { ...params, kinds: [{ ...params.kinds[0]!, describes: ' TBD ' }] };
-
-    expect(checkKind(declared(placeholder), expectation, ['e', 0]).errors).toMatchObject([
-      { path: 'card/capabilities/extensions/0/params/kinds/0/describes', rule: 'describes-placeholder' },
     ]);
   });
 

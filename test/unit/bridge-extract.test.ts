@@ -39,6 +39,7 @@ describe('extractEvent: v1.0', () => {
       withdraw: [[`task/artifacts/0/metadata/${U}/withdraw/0`, 'e0']],
       schemaErrors: [],
       placementErrors: [],
+      activated: false,
     });
   });
 
@@ -149,5 +150,47 @@ describe('extractEvent: v0.3', () => {
     const out = extract({ kind: 'message', messageId: 'm', metadata: ext({ expectations: [exp] }) });
 
     expect(out.placementErrors.map((e) => e.path)).toEqual([`metadata/${U}/expectations`]);
+  });
+});
+
+describe('extractEvent: activation by the extensions fields', () => {
+  const other = 'https://example.com/other/v1';
+
+  it.each([
+    ['a v1.0 artifact update', { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { extensions: [other, EXTENSION_URI] } } }],
+    ['a v1.0 task artifact', { task: { id: 't', contextId: 'c', artifacts: [{ artifactId: 'a' }, { extensions: [EXTENSION_URI] }] } }],
+    ['a v1.0 message', { message: { messageId: 'm', extensions: [EXTENSION_URI] } }],
+    [
+      'a v1.0 status message',
+      { statusUpdate: { taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_WORKING', message: { extensions: [EXTENSION_URI] } } } },
+    ],
+    ['a v1.0 task history message', { task: { id: 't', contextId: 'c', history: [{ messageId: 'm', extensions: [EXTENSION_URI] }] } }],
+    ['a v0.3 artifact-update', { kind: 'artifact-update', taskId: 't', contextId: 'c', artifact: { extensions: [EXTENSION_URI] } }],
+    ['a v0.3 message', { kind: 'message', messageId: 'm', extensions: [EXTENSION_URI] }],
+  ])('reads the extension as activated when %s lists its URI', (_where, body) => {
+    expect(extract(body).activated).toBe(true);
+  });
+
+  it.each([
+    ['no extensions field', { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { metadata: ext({ facts: [fact] }) } } }],
+    ['only other extensions', { message: { messageId: 'm', extensions: [other], metadata: ext({ facts: [fact] }) } }],
+    ['an extensions field that is not a list of URIs', { kind: 'message', messageId: 'm', extensions: EXTENSION_URI }],
+    ['the URI on the task, which has no extensions field in A2A', { task: { id: 't', contextId: 'c', extensions: [EXTENSION_URI] } }],
+  ])('reads it as not activated with %s, and reads the payload all the same', (_what, body) => {
+    const out = extract(body);
+
+    expect(out.activated).toBe(false);
+    expect(out.schemaErrors).toEqual([]);
+  });
+
+  it('reads the payload of an unactivated object as of an activated one', () => {
+    const artifact = { artifactId: 'a', metadata: ext({ expectations: [exp], facts: [fact] }) };
+    const update = (extra: object) => ({ artifactUpdate: { taskId: 't', contextId: 'c', artifact: { ...artifact, ...extra } } });
+
+    const { activated: on, ...activated } = extract(update({ extensions: [EXTENSION_URI] }));
+    const { activated: off, ...unactivated } = extract(update({}));
+
+    expect([on, off]).toEqual([true, false]);
+    expect(unactivated).toEqual(activated);
   });
 });

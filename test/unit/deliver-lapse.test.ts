@@ -90,10 +90,11 @@ describe('deliverLapse to a v1.0 agent', () => {
     expect(message.contextId).toBe('ctx-1');
     expect(message.referenceTaskIds).toEqual(['origin-task-1']);
     expect(message.extensions).toEqual([EXTENSION_URI]);
-    expect(message.metadata[EXTENSION_URI].lapse).toEqual(lapse);
+    expect(message.metadata[EXTENSION_URI]).toEqual({ lapse, lapseSkill: 'handle-lapse' });
     expect(message.parts.map((p: any) => p.content.$case)).toEqual(['text', 'data']);
-    expect(message.parts[0].content.value).toMatch(
-      /: expects Delivered to the consignee for shipment S-1 by 2026-12-01T00:00:00.000Z: overdue$/,
+    expect(message.parts[0].content.value).toBe(
+      'Expectation e1 (delivery) lapsed; the watcher asks you to act on it with your skill handle-lapse: ' +
+        'expects Delivered to the consignee for shipment S-1 by 2026-12-01T00:00:00.000Z: overdue',
     );
     expect(message.parts[1].content.value).toEqual(lapse);
     expect(result).toEqual({ taskId, warnings: [] });
@@ -145,6 +146,38 @@ describe('deliverLapse to a v1.0 agent', () => {
     ]);
   });
 
+  it("names the card's lapseSkill, whatever it is, in the text and next to the lapse", async () => {
+    const agent = await agentWith({ lapseSkill: 'act-on-overdue' });
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const result = await deliverLapse(inputFor(agent.cardUrl));
+
+    const { message } = agent.received[0]!;
+    expect(message.metadata[EXTENSION_URI]).toEqual({ lapse, lapseSkill: 'act-on-overdue' });
+    expect(message.parts[0].content.value).toContain('the watcher asks you to act on it with your skill act-on-overdue: ');
+    expect(result.warnings).toEqual([]);
+  });
+
+  it('still delivers, naming no skill and with a warning, when the card no longer has its lapseSkill', async () => {
+    const agent = await agentWith();
+    const cardServer = await startCardServer();
+    cardServers.push(cardServer);
+    const changed = agent.card();
+    changed.capabilities.extensions[0].params.lapseSkill = 'retired-skill';
+    cardServer.set('changed', changed);
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const result = await deliverLapse(inputFor(cardServer.url('changed')));
+
+    const { message } = agent.received[0]!;
+    expect(message.metadata[EXTENSION_URI]).toEqual({ lapse });
+    expect(message.parts[0].content.value).toMatch(/^Expectation e1 \(delivery\) lapsed; the watcher asks you to act on it: expects /);
+    expect(result).toEqual({
+      taskId: agent.received[0]!.taskId,
+      warnings: ["agent shipping-agent's card declares no lapseSkill that names a skill on it: the lapse task names none"],
+    });
+  });
+
   it('warns when the agent does not echo the extension', async () => {
     const agent = await agentWith({ echoExtension: false });
     const { deliverLapse } = createDeliveryActivities({});
@@ -181,7 +214,8 @@ describe('deliverLapse to a v0.3 agent', () => {
     expect(message.messageId).toBe(messageId);
     expect(message.contextId).toBe('ctx-1');
     expect(message.referenceTaskIds).toEqual(['origin-task-1']);
-    expect(message.metadata[EXTENSION_URI].lapse).toEqual(lapse);
+    expect(message.metadata[EXTENSION_URI]).toEqual({ lapse, lapseSkill: 'handle-lapse' });
+    expect(message.parts[0].content.value).toContain('with your skill handle-lapse: ');
     expect(result).toEqual({ taskId, warnings: [] });
   });
 

@@ -299,6 +299,51 @@ describe("rules against the card (422)", () => {
     );
   });
 
+  it('refuses every raise while the card declares a kind twice, naming the second', () => {
+    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [...kinds, { ...kinds[0]!, basis: 'observed' }] };
+    const twice = { ...card, declaration: { index: 0, params } };
+
+    expect(refusal(request({ expectations: [expectation('e1', { kind: 'pickup', basis: 'observed' })] }), { card: twice })).toEqual(
+      rule(
+        'card/capabilities/extensions/0/params/kinds/2/kind',
+        'kind-unique',
+        "kind 'delivery' is declared twice (kinds/0 and kinds/2); a kind is unique within one declaration",
+      ),
+    );
+  });
+
+  it.each([
+    ['a placeholder', 'TODO', "the card's kind 'pickup' has a placeholder describes ('TODO'); say what is expected"],
+    ['an empty', '', "the card's kind 'pickup' has an empty describes; say what is expected"],
+  ])('refuses a raise of one kind while another kind has %s describes, as for its own', (_what, describes, message) => {
+    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [kinds[0]!, { ...kinds[1]!, describes }] };
+    const unrelated = { ...card, declaration: { index: 0, params } };
+
+    expect(refusal(request({ expectations: [expectation('e1')] }), { card: unrelated })).toEqual(
+      rule('card/capabilities/extensions/0/params/kinds/1/describes', 'describes-placeholder', message),
+    );
+  });
+
+  it("refuses every raise while a kind's skills name a skill the card does not have", () => {
+    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [kinds[0]!, { ...kinds[1]!, skills: ['book-pickup'] }] };
+    const missing = { ...card, declaration: { index: 0, params } };
+
+    expect(refusal(request({ expectations: [expectation('e1')] }), { card: missing })).toEqual(
+      rule(
+        'card/capabilities/extensions/0/params/kinds/1/skills/0',
+        'kind-skills',
+        "the card's kind 'pickup' names skill 'book-pickup', which is not a skill on the card (skills: handle-lapse)",
+      ),
+    );
+  });
+
+  it("raises a kind whose skills are on the card (which skill the origin task ran is not known, so not checked)", () => {
+    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ ...kinds[0]!, skills: ['book-delivery'] }] };
+    const named = { ...card, skillIds: ['handle-lapse', 'book-delivery'], declaration: { index: 0, params } };
+
+    expect(plan(request({ expectations: [expectation('e1')] }), { card: named }).expectations.map((p) => p.action)).toEqual(['raise']);
+  });
+
   it('refuses a basis other than the declared one', () => {
     expect(refusal(request({ expectations: [expectation('e1', { basis: 'observed' })] }))).toEqual(
       rule('expectations/0/basis', 'basis', "basis 'observed' differs from the basis 'contract' declared for kind 'delivery'"),
