@@ -10,16 +10,25 @@ import { allSearchAttributes } from '../../workflows/search-attributes.js';
 
 export * from '../../workflows/search-attributes.js';
 
-const indexedValueType: Record<string, proto.temporal.api.enums.v1.IndexedValueType> = {
+/** The namespace's index type of each search attribute type we use. */
+export const indexedValueType: Record<string, proto.temporal.api.enums.v1.IndexedValueType> = {
   [SearchAttributeType.KEYWORD]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   [SearchAttributeType.DATETIME]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  [SearchAttributeType.BOOL]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+};
+
+/** The type names `temporal server start-dev --search-attribute` and `temporal operator search-attribute` take. */
+export const searchAttributeTypeName: Record<string, string> = {
+  [SearchAttributeType.KEYWORD]: 'Keyword',
+  [SearchAttributeType.DATETIME]: 'Datetime',
+  [SearchAttributeType.BOOL]: 'Bool',
 };
 
 /** `--search-attribute` flags for `temporal server start-dev`. */
 export function devServerSearchAttributeFlags(): string[] {
   return allSearchAttributes.flatMap((key) => [
     '--search-attribute',
-    `${key.name}=${key.type === SearchAttributeType.DATETIME ? 'Datetime' : 'Keyword'}`,
+    `${key.name}=${searchAttributeTypeName[key.type]!}`,
   ]);
 }
 

@@ -1,13 +1,15 @@
 /**
  * Parts of the lapse rules (DESIGN 3.3, 3.5, 6) that only replayed histories covered before, on the time-skipping
  * server: what a lapse says about facts on the subject (`lastFactAt`), a stalled and then an overdue lapse on one
- * expectation, superseding an expectation that has lapsed, and the summaries the Temporal UI shows on the timers
- * and activities of an expectation's history.
+ * expectation, superseding an expectation that has lapsed, the summaries the Temporal UI shows on the timers and
+ * activities of an expectation's history, and the `ExpectationLate` search attribute the list's `late` filter reads.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { lapseMessageId } from '../../core/message-id.js';
+import { withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { ExpectationLate, ExpectationState } from '../../workflows/search-attributes.js';
 import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
@@ -206,5 +208,45 @@ describe('summaries on timers and activities (the Temporal UI)', () => {
     const { activities } = await historySummaries(expectationWorkflowId(id));
 
     expect(activities).toEqual([`link to anchor ${expectationWorkflowId(anchorId)}`]);
+  });
+});
+
+describe('ExpectationLate (the list\'s late filter)', () => {
+  const attributesOf = async (id: string) =>
+    (await h.client.workflow.getHandle(expectationWorkflowId(id)).describe()).typedSearchAttributes;
+
+  it('is set with the satisfaction: true for a fact observed after dueAt, false for one on time; absent before', async () => {
+    const start = await h.now();
+    const lateId = h.id('late-attr');
+    const onTimeId = h.id('on-time-attr');
+    const late = await h.raise(shipmentExpectation(lateId, start, DAY));
+    const onTime = await h.raise(shipmentExpectation(onTimeId, start, 3 * DAY));
+    await h.advanceTo(start + 2 * DAY);
+    await h.until(lateId, (r) => r.state === 'lapsed');
+    const whileLapsed = await attributesOf(lateId);
+
+    await reportFact(h, late.expectation.satisfiedBy.factKey, start + DAY + HOUR);
+    await reportFact(h, onTime.expectation.satisfiedBy.factKey, start + 2 * DAY);
+    await untilStatus(h, expectationWorkflowId(lateId), 'COMPLETED');
+    await untilStatus(h, expectationWorkflowId(onTimeId), 'COMPLETED');
+
+    expect([whileLapsed.get(ExpectationState), whileLapsed.get(ExpectationLate)]).toEqual(['lapsed', undefined]);
+    const [lateAttributes, onTimeAttributes] = [await attributesOf(lateId), await attributesOf(onTimeId)];
+    expect([lateAttributes.get(ExpectationState), lateAttributes.get(ExpectationLate)]).toEqual(['satisfied', true]);
+    expect([onTimeAttributes.get(ExpectationState), onTimeAttributes.get(ExpectationLate)]).toEqual(['satisfied', false]);
+    expect([(await h.record(lateId)).late, (await h.record(onTimeId)).late]).toEqual([true, false]);
+  });
+
+  it('is never set on an expectation that is withdrawn', async () => {
+    const start = await h.now();
+    const id = h.id('withdrawn-attr');
+    await h.raise(shipmentExpectation(id, start, DAY));
+    await h.until(id, (r) => r.state === 'open');
+    expect(await withdrawExpectation(h.client, id, { reason: 'cancelled' })).toBe('withdrawn');
+    await untilStatus(h, expectationWorkflowId(id), 'COMPLETED');
+
+    const attributes = await attributesOf(id);
+
+    expect([attributes.get(ExpectationState), attributes.get(ExpectationLate)]).toEqual(['withdrawn', undefined]);
   });
 });
