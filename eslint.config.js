@@ -48,6 +48,11 @@ export default tseslint.config(
   // Plain-JavaScript preloads run by `node --import` (src/early-signals.mjs): Node's globals, which only .ts files had.
   { files: ['**/*.mjs'], languageOptions: { globals: { process: 'readonly' } } },
   {
+    // Plain Node scripts loaded with --import (src/early-signals.mjs, test/support/preload/): Node's globals.
+    files: ['**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly' } },
+  },
+  {
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {

@@ -9,6 +9,8 @@ export interface WatcherMetrics {
   expectationsRaised: Counter<'kind'>;
   factsRecorded: Counter<never>;
   withdrawals: Counter<never>;
+  /** Facts that came for expectations already closed after their late window (src/service/late-facts.ts). */
+  factsAfterLateWindow: Counter<never>;
   /** Incremented by the worker side (lapse activities), registered here so /metrics shows it from the start. */
   lapses: Counter<'lapse'>;
   lapseDeliveriesFailed: Counter<never>;
@@ -35,6 +37,11 @@ export function createMetrics(options: { registry?: Registry; defaultMetrics?: b
     withdrawals: new Counter({
       name: 'watcher_withdrawals_total',
       help: 'Expectations withdrawn through the bridge (artifact withdraw lists and the HTTP call).',
+      registers: [registry],
+    }),
+    factsAfterLateWindow: new Counter({
+      name: 'watcher_facts_after_late_window_total',
+      help: 'Facts recorded after the late window of every expectation waiting on their key: they satisfy nothing.',
       registers: [registry],
     }),
     lapses: new Counter({

@@ -32,7 +32,7 @@ import {
   type SubjectFact,
   type WithdrawRequest,
 } from './messages.js';
-import { ExpectationDueAt, ExpectationState } from './search-attributes.js';
+import { ExpectationDueAt, ExpectationLate, ExpectationState } from './search-attributes.js';
 import { currentDetails, linkAnchorSummary, subscribeSummary } from './ui-text.js';
 
 const ledgers = proxyActivities<LedgerActivities>({
@@ -49,6 +49,12 @@ const MAX_ANCHOR_HOPS = 100;
  * Expectations the bridge registers have both from their start, without a marker.
  */
 export const DELIVERIES_END_WITH_THE_EXPECTATION = 'deliveries-end-with-the-expectation';
+
+/**
+ * Patch of the upsert that satisfies an expectation: it sets `ExpectationLate` too (the list's `late` filter).
+ * Expectations satisfied before it have no such attribute; their histories replay the upsert without it.
+ */
+export const LATE_SEARCH_ATTRIBUTE = 'late-search-attribute';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const nowIso = (): string => iso(Date.now());
@@ -120,7 +126,7 @@ export class ExpectationManager {
   /** Bumped by every change that moves a deadline or the state, so the loop re-decides. */
   private changeCount = 0;
   /** The search attribute values last upserted; undefined until the first upsert of a new expectation. */
-  private published: { state: string; dueAt: string } | undefined;
+  private published: { state: string; dueAt: string; late?: boolean } | undefined;
   /** Workflow id of the expectation that superseded this one: its dependents follow it. It closes at once. */
   private supersededByWorkflowId: string | undefined;
   private readonly deliveries: LapseDeliveries;
@@ -170,15 +176,19 @@ export class ExpectationManager {
 
   // ── the operator's view ──
 
-  /** Search attributes when state or dueAt moved, and the current details. */
+  /** Search attributes when state, dueAt or lateness moved, and the current details. */
   publish(): void {
     const { record } = this;
-    if (this.published?.state !== record.state || this.published.dueAt !== record.dueAt) {
+    // Asked only once the expectation is satisfied (`late` set), so that no other history meets the patch.
+    const late = record.late !== undefined && patched(LATE_SEARCH_ATTRIBUTE) ? record.late : undefined;
+    const { published } = this;
+    if (published?.state !== record.state || published.dueAt !== record.dueAt || published.late !== late) {
       upsertSearchAttributes([
         { key: ExpectationState, value: record.state },
         { key: ExpectationDueAt, value: new Date(record.dueAt) },
+        ...(late !== undefined ? [{ key: ExpectationLate, value: late }] : []),
       ]);
-      this.published = { state: record.state, dueAt: record.dueAt };
+      this.published = { state: record.state, dueAt: record.dueAt, ...(late !== undefined ? { late } : {}) };
     }
     setCurrentDetails(currentDetails(record));
   }

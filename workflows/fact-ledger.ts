@@ -15,6 +15,7 @@ import {
   subscribeSignal,
   unsubscribeSignal,
   type FactLedgerInput,
+  type RecordFactOptions,
 } from './messages.js';
 import { Outbox } from './outbox.js';
 
@@ -45,7 +46,7 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
 
   setHandler(
     recordFactUpdate,
-    (fact) => {
+    (fact: Fact, options?: RecordFactOptions) => {
       const key = dedupeKey(fact);
       if (seenSet.has(key)) return 'duplicate';
       seen.push(key);
@@ -56,10 +57,10 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       lastReceivedAt = new Date().toISOString();
       for (const subscriber of subscribers) outbox.add(subscriber, fact);
       changes++;
-      return 'recorded';
+      return options?.tellUnawaited && subscribers.size === 0 ? 'unawaited' : 'recorded';
     },
     {
-      validator: (fact) => {
+      validator: (fact: Fact, _options?: RecordFactOptions) => {
         if (fact.factKey !== input.factKey) {
           throw ApplicationFailure.create({
             type: WRONG_FACT_KEY,

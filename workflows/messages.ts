@@ -147,8 +147,19 @@ export interface FactLedgerInput {
   };
 }
 
-/** Record one observation; answers whether it was new. Sent with update-with-start by the bridge. */
-export const recordFactUpdate = defineUpdate<'recorded' | 'duplicate', [Fact]>('recordFact');
+/** What the caller of recordFact wants to learn besides whether the fact was new. */
+export interface RecordFactOptions {
+  /** Answer `unawaited` instead of `recorded` when no expectation waits on the key (callers before it never ask). */
+  tellUnawaited?: boolean;
+}
+
+/**
+ * Record one observation; answers whether it was new, and, when asked, `unawaited` for a new one that no
+ * expectation waits on (kept for later subscribers only). Sent with update-with-start by the bridge.
+ */
+export const recordFactUpdate = defineUpdate<'recorded' | 'duplicate' | 'unawaited', [Fact, RecordFactOptions?]>(
+  'recordFact',
+);
 
 /** An expectation waiting on the key; the ledger answers with the retained fact if it has one. */
 export const subscribeSignal = defineSignal<[{ workflowId: string }]>('subscribe');

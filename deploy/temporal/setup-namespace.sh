@@ -8,7 +8,7 @@
 #      the namespace cache does not know yet.
 # Safe to run again: nothing is created twice.
 #
-#   TEMPORAL_ADDRESS=temporal:7233 sh setup-namespace.sh ExpectationKind=Keyword ExpectationDueAt=Datetime
+#   TEMPORAL_ADDRESS=temporal:7233 sh setup-namespace.sh ExpectationKind=Keyword ExpectationDueAt=Datetime ExpectationLate=Bool
 set -eu
 
 : "${TEMPORAL_ADDRESS:?TEMPORAL_ADDRESS is required, e.g. temporal:7233}"

@@ -75,6 +75,7 @@ export function createApp(deps: AppDeps): express.Express {
     cards,
     call,
     metrics,
+    logger: deps.logger,
   });
   const records = createRecordsService({
     client: deps.client,

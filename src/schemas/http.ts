@@ -31,16 +31,33 @@ export const expectationParamsSchema = z.object({
 const single = (name: string) =>
   z.string({ message: `${name} must be given once, as a string` }).min(1, { message: `${name} must not be empty` });
 
+/** An instant in a query string: RFC 3339 with `Z` or an offset (the list compares it as an instant). */
+const instant = (name: string) =>
+  z.iso.datetime({ offset: true, message: `${name} must be an RFC 3339 date-time, e.g. 2026-12-01T00:00:00Z` });
+
 /** `GET /v1/expectations` query string. */
 export const listQuerySchema = z
   .object({
-    subjectType: single('subjectType').optional().describe('Subject type; alone it lists every subject of that type'),
+    subjectType: single('subjectType')
+      .optional()
+      .describe('Subject type, matched exactly (`/` included); alone it lists every subject of that type'),
     subjectId: single('subjectId').optional().describe('Subject id; needs subjectType (400 otherwise)'),
     state: z
       .enum(expectationStates, { message: `state must be one of ${expectationStates.join(', ')}` })
       .optional()
       .describe('The expectation state'),
     kind: single('kind').optional().describe('The kind'),
+    dueAfter: instant('dueAfter')
+      .optional()
+      .describe('Only expectations whose current dueAt is at or after this instant (RFC 3339)'),
+    dueBefore: instant('dueBefore')
+      .optional()
+      .describe('Only expectations whose current dueAt is before this instant (RFC 3339); later than dueAfter'),
+    late: z
+      .enum(['true', 'false'], { message: 'late must be true or false' })
+      .transform((value) => value === 'true')
+      .optional()
+      .describe('true: satisfied by a late fact; false: satisfied on time (neither lists an unsatisfied one)'),
     pageSize: z.coerce
       .number({ message: 'pageSize must be a number' })
       .int({ message: 'pageSize must be an integer' })
@@ -57,6 +74,12 @@ export const listQuerySchema = z
   .refine((q) => q.subjectId === undefined || q.subjectType !== undefined, {
     message: 'subjectId needs subjectType',
     path: ['subjectId'],
+  })
+  .refine((q) => !q.dueAfter || !q.dueBefore || Date.parse(q.dueAfter) < Date.parse(q.dueBefore), {
+    message: 'dueBefore must be later than dueAfter',
+    path: ['dueBefore'],
+    // Only two instants that parsed are compared: a bad one has its own error.
+    when: ({ issues }) => !issues.some((issue) => issue.path?.[0] === 'dueAfter' || issue.path?.[0] === 'dueBefore'),
   });
 export type ListQueryInput = z.infer<typeof listQuerySchema>;
 
@@ -117,6 +140,8 @@ export const expectationSummarySchema = z.object({
   agent: z.string().optional(),
   factKey: z.string().optional(),
   dueAt: utcDateTime.optional(),
+  /** Set once satisfied (the record's `late`); absent on expectations satisfied before the watcher recorded it. */
+  late: z.boolean().optional(),
   raisedAt: utcDateTime.optional(),
   closedAt: utcDateTime.optional(),
   links: z.object({ self: z.string(), temporalUi: z.string().optional() }),

@@ -5,6 +5,7 @@
  * retried after a 503 completes with nothing doubled.
  */
 import type { Client } from '@temporalio/client';
+import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { CardResolver } from '../a2a/card.js';
 import type { Principal } from '../auth/principals.js';
@@ -15,13 +16,14 @@ import type { ExpectationRecord, Origin } from '../schemas/record.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import {
   getExpectationRecord,
-  recordFact,
+  recordFactRouted,
   registerExpectation,
   startExpectation,
   withdrawExpectation,
 } from '../temporal/expectations.js';
 import { expectationLinks } from '../temporal/ids.js';
 import { ConflictError, joinPath } from './errors.js';
+import { createLateFactCheck } from './late-facts.js';
 import {
   needsCard,
   parseIngest,
@@ -51,6 +53,8 @@ export interface IngestDeps {
   cards: CardResolver;
   call: TemporalCall;
   metrics?: WatcherMetrics;
+  /** Where a fact that came after its expectation's late window is logged. */
+  logger?: Logger;
   /** The watcher's clock (epoch ms); injected so a test can pin it. */
   now?: () => number;
 }
@@ -94,6 +98,7 @@ function inputOf(
 
 export function createIngestService(deps: IngestDeps) {
   const lookup = (id: string) => deps.call(() => getExpectationRecord(deps.client, id));
+  const lateFacts = createLateFactCheck(deps);
 
   /**
    * Starts one new expectation. Another request may have raised the same id between our check and our start
@@ -141,10 +146,12 @@ export function createIngestService(deps: IngestDeps) {
       result.expectations.push({ expectationId: id, result: outcome });
     }
     for (const fact of plan.facts) {
-      const outcome = await deps.call(() =>
-        recordFact(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }),
+      const { result: outcome, awaited } = await deps.call(() =>
+        recordFactRouted(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }),
       );
       if (outcome === 'recorded') deps.metrics?.factsRecorded.inc();
+      // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
+      if (!awaited) await lateFacts.afterUnawaited(fact);
       result.facts.push({ factKey: fact.factKey, result: outcome });
     }
     for (const { expectationId, reason } of plan.withdraw) {

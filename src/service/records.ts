@@ -14,12 +14,13 @@ import type { ExpectationState } from '../schemas/extension.js';
 import type { expectationPageSchema, expectationSummarySchema, withdrawResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import { getExpectationRecord, withdrawExpectation } from '../temporal/expectations.js';
-import { expectationWorkflowId, subjectKey } from '../temporal/ids.js';
+import { expectationWorkflowId, parseSubjectKey, subjectKey, subjectTypePrefix } from '../temporal/ids.js';
 import {
   ExpectationAgent,
   ExpectationDueAt,
   ExpectationFactKey,
   ExpectationKind,
+  ExpectationLate,
   ExpectationState as ExpectationStateKey,
   ExpectationSubject,
 } from '../temporal/search-attributes.js';
@@ -69,6 +70,10 @@ export interface ListQuery {
   subjectId?: string;
   state?: ExpectationState;
   kind?: string;
+  /** RFC 3339 instants: the current dueAt at or after `dueAfter`, before `dueBefore`. */
+  dueAfter?: string;
+  dueBefore?: string;
+  late?: boolean;
   pageSize: number;
   pageToken?: string;
 }
@@ -90,10 +95,14 @@ export function listQuery(query: Omit<ListQuery, 'pageSize' | 'pageToken'>, agen
   if (query.subjectType !== undefined && query.subjectId !== undefined) {
     clauses.push(`${ExpectationSubject.name} = ${quote(subjectKey({ type: query.subjectType, id: query.subjectId }))}`);
   } else if (query.subjectType !== undefined) {
-    clauses.push(`${ExpectationSubject.name} STARTS_WITH ${quote(`${query.subjectType}/`)}`);
+    clauses.push(`${ExpectationSubject.name} STARTS_WITH ${quote(subjectTypePrefix(query.subjectType))}`);
   }
   if (query.state !== undefined) clauses.push(`${ExpectationStateKey.name} = ${quote(query.state)}`);
   if (query.kind !== undefined) clauses.push(`${ExpectationKind.name} = ${quote(query.kind)}`);
+  const instant = (value: string) => quote(new Date(value).toISOString());
+  if (query.dueAfter !== undefined) clauses.push(`${ExpectationDueAt.name} >= ${instant(query.dueAfter)}`);
+  if (query.dueBefore !== undefined) clauses.push(`${ExpectationDueAt.name} < ${instant(query.dueBefore)}`);
+  if (query.late !== undefined) clauses.push(`${ExpectationLate.name} = ${query.late}`);
   if (agentId !== undefined) clauses.push(`${ExpectationAgent.name} = ${quote(agentId)}`);
   return clauses.join(' AND ');
 }
@@ -140,17 +149,18 @@ export function createRecordsService(deps: RecordsDeps) {
       (memo ? (defaultPayloadConverter.fromPayload(memo) as string) : undefined) ??
       (workflowId.startsWith(WORKFLOW_ID_PREFIX) ? workflowId.slice(WORKFLOW_ID_PREFIX.length) : workflowId);
     const subject = text(ExpectationSubject.name);
-    const slash = subject?.indexOf('/') ?? -1;
     const dueAt = text(ExpectationDueAt.name);
+    const late = read(ExpectationLate.name);
     return withoutUndefined({
       expectationId,
       workflowId,
       kind: text(ExpectationKind.name),
-      subject: subject !== undefined && slash !== -1 ? { type: subject.slice(0, slash), id: subject.slice(slash + 1) } : undefined,
+      subject: subject !== undefined ? parseSubjectKey(subject) : undefined,
       state: text(ExpectationStateKey.name),
       agent: text(ExpectationAgent.name),
       factKey: text(ExpectationFactKey.name),
       dueAt: dueAt !== undefined ? new Date(dueAt).toISOString() : undefined,
+      late: typeof late === 'boolean' ? late : undefined,
       raisedAt: timestamp(info.startTime),
       closedAt: timestamp(info.closeTime),
       links: withoutUndefined({ self: `/v1/expectations/${encodeURIComponent(expectationId)}`, temporalUi: temporalUi(workflowId) }),

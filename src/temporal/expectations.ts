@@ -124,25 +124,37 @@ export async function getExpectationRecord(client: Client, expectationId: string
   }
 }
 
+/** What recording a fact found out. */
+export interface RecordedFact {
+  result: 'recorded' | 'duplicate';
+  /**
+   * False when the fact was recorded and no running expectation waits on its key: it is kept for expectations raised
+   * later (an early fact), or dropped with a zero retention. True otherwise, and when a ledger of a worker from
+   * before `tellUnawaited` answered (it cannot tell).
+   */
+  awaited: boolean;
+}
+
 /**
  * Records a fact in its ledger (update-with-start) and on its subject's ledger when one exists. With a zero
  * retention only an existing ledger (an expectation waits on the key) gets it. Idempotent: a retry completes
  * whatever an interrupted call left undone.
  */
-export async function recordFact(
+export async function recordFactRouted(
   client: Client,
   taskQueue: string,
   fact: Fact,
   settings: { factRetention: string },
-): Promise<'recorded' | 'duplicate'> {
+): Promise<RecordedFact> {
   const workflowId = factLedgerWorkflowId(fact.factKey);
-  let result: 'recorded' | 'duplicate';
+  const options = { tellUnawaited: true };
+  let answer: 'recorded' | 'duplicate' | 'unawaited';
   if (isZeroDuration(settings.factRetention)) {
     try {
-      result = await client.workflow.getHandle(workflowId).executeUpdate(recordFactUpdate, { args: [fact] });
+      answer = await client.workflow.getHandle(workflowId).executeUpdate(recordFactUpdate, { args: [fact, options] });
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
-      result = 'recorded'; // nobody waits on the key and nothing is retained
+      answer = 'unawaited'; // nobody waits on the key and nothing is retained
     }
   } else {
     const startWorkflowOperation = new WithStartWorkflowOperation<typeof factLedgerWorkflow>('factLedgerWorkflow', {
@@ -152,7 +164,10 @@ export async function recordFact(
       workflowIdConflictPolicy: 'USE_EXISTING',
       staticSummary: `fact ledger of ${fact.factKey}`,
     });
-    result = await client.workflow.executeUpdateWithStart(recordFactUpdate, { args: [fact], startWorkflowOperation });
+    answer = await client.workflow.executeUpdateWithStart(recordFactUpdate, {
+      args: [fact, options],
+      startWorkflowOperation,
+    });
   }
   if (fact.subject) {
     try {
@@ -166,7 +181,17 @@ export async function recordFact(
       if (!(error instanceof WorkflowNotFoundError)) throw error;
     }
   }
-  return result;
+  return answer === 'unawaited' ? { result: 'recorded', awaited: false } : { result: answer, awaited: true };
+}
+
+/** recordFactRouted, answering only whether the fact was new. */
+export async function recordFact(
+  client: Client,
+  taskQueue: string,
+  fact: Fact,
+  settings: { factRetention: string },
+): Promise<'recorded' | 'duplicate'> {
+  return (await recordFactRouted(client, taskQueue, fact, settings)).result;
 }
 
 /** Withdraws an open (or lapsed) expectation; a satisfied, withdrawn or closed one is 'not-open'. */

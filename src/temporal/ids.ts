@@ -31,12 +31,34 @@ export const subjectLedgerWorkflowId = (subject: Subject): string =>
   bounded('subject', `subject:${encodeURIComponent(subject.type)}:${encodeURIComponent(subject.id)}`);
 
 /**
- * The value of the `ExpectationSubject` search attribute, `type/id`. A long id is hashed (`type/sha256:<hex>`) so
- * that a filter on the type alone (`STARTS_WITH "type/"`) still finds it.
+ * The subject type as it stands before the first `/` of a subject key: `%` and `/` percent-encoded (`%25`, `%2F`),
+ * everything else as it is. A type such as `shipment` reads the same; `org/unit` becomes `org%2Funit`.
+ */
+const keyType = (type: string): string => type.replace(/[%/]/g, (c) => (c === '%' ? '%25' : '%2F'));
+
+/**
+ * The value of the `ExpectationSubject` search attribute, `type/id`: the type with `%` and `/` percent-encoded, so
+ * that the first `/` always ends it (the schema lets both type and id hold any character), and the id as it is. A
+ * long id is hashed (`type/sha256:<hex>`) so that a filter on the type alone (`STARTS_WITH "type/"`) still finds it.
  */
 export function subjectKey(subject: Subject): string {
-  const key = `${subject.type}/${subject.id}`;
-  return fits(key) ? key : keywordValue(`${subject.type}/sha256:${sha256(subject.id)}`);
+  const type = keyType(subject.type);
+  const key = `${type}/${subject.id}`;
+  return fits(key) ? key : keywordValue(`${type}/sha256:${sha256(subject.id)}`);
+}
+
+/** What `STARTS_WITH` matches for every subject of one type: the type as in subjectKey, and its `/`. */
+export const subjectTypePrefix = (type: string): string => `${keyType(type)}/`;
+
+/**
+ * The subject a subject key names: split at the first `/`, the type decoded. A key with no `/` (the type was too
+ * long to keep) names none. The id of a hashed key reads `sha256:<hex>`.
+ */
+export function parseSubjectKey(key: string): Subject | undefined {
+  const slash = key.indexOf('/');
+  if (slash <= 0) return undefined;
+  const type = key.slice(0, slash).replace(/%(25|2F)/gi, (_, hex: string) => (hex === '25' ? '%' : '/'));
+  return { type, id: key.slice(slash + 1) };
 }
 
 /** Every workflow id an expectation talks to. */

@@ -15,9 +15,18 @@ export * from '../../workflows/search-attributes.js';
 type IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
 type Key = (typeof allSearchAttributes)[number];
 
-const indexedValueType: Record<string, IndexedValueType> = {
+/** The namespace's index type of each search attribute type we use. */
+export const indexedValueType: Record<string, IndexedValueType> = {
   [SearchAttributeType.KEYWORD]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   [SearchAttributeType.DATETIME]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  [SearchAttributeType.BOOL]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+};
+
+/** The type names `temporal server start-dev --search-attribute` and `temporal operator search-attribute` take. */
+export const searchAttributeTypeName: Record<string, string> = {
+  [SearchAttributeType.KEYWORD]: 'Keyword',
+  [SearchAttributeType.DATETIME]: 'Datetime',
+  [SearchAttributeType.BOOL]: 'Bool',
 };
 
 /** The type as Temporal's CLI and tcld spell it: `Keyword`, `Datetime`, `KeywordList`, ... */

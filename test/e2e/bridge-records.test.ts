@@ -321,6 +321,114 @@ describe('list from the visibility store', () => {
   });
 });
 
+describe('list filters: subject types holding /, a dueAt range, late', () => {
+  const list = (query: Record<string, string>) =>
+    request(`${env.url}/v1/expectations?${new URLSearchParams(query)}`, { token: token('reader') });
+  /** Visibility is eventually consistent: the ids the list shows once it shows `count` items, sorted. */
+  const listedIds = async (query: Record<string, string>, count: number) => {
+    let ids: string[] = [];
+    await vi.waitFor(
+      async () => {
+        const answer = await list(query);
+        expect(answer.status).toBe(200);
+        ids = answer.body.items.map((item: { expectationId: string }) => item.expectationId).sort();
+        expect(ids).toHaveLength(count);
+      },
+      { timeout: 20_000, interval: 250 },
+    );
+    return ids;
+  };
+  const instant = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+  it('tells a type holding / from a type that is its prefix with an id holding /', async () => {
+    const type = `org-${unique()}`;
+    // A dueAt of this test's own, to know when the store shows both.
+    const due = Date.now() + 200 * 86_400_000 + Math.floor(Math.random() * 86_400) * 1000;
+    const dueAt = instant(due - (due % 1000));
+    const slashType = await raised({ subject: { type: `${type}/unit`, id: 'U-1' }, dueAt });
+    const slashId = await raised({ subject: { type, id: 'unit/U-1' }, dueAt });
+    await listedIds({ dueAfter: dueAt, dueBefore: instant(Date.parse(dueAt) + 1000) }, 2);
+
+    const exact = await listedIds({ subjectType: `${type}/unit`, subjectId: 'U-1' }, 1);
+    const ofType = await listedIds({ subjectType: `${type}/unit` }, 1);
+    const ofPrefix = await listedIds({ subjectType: type }, 1);
+    const idWithSlash = await listedIds({ subjectType: type, subjectId: 'unit/U-1' }, 1);
+
+    expect([exact, ofType, ofPrefix, idWithSlash]).toEqual([[slashType], [slashType], [slashId], [slashId]]);
+    const subjects = (await list({ subjectType: `${type}/unit` })).body.items.map((item: { subject: unknown }) => item.subject);
+    expect(subjects).toEqual([{ type: `${type}/unit`, id: 'U-1' }]);
+  });
+
+  it('lists a dueAt range: dueAfter inclusive, dueBefore exclusive, offsets read as instants', async () => {
+    const subject = { type: `range-${unique()}`, id: 'R-1' };
+    const base = Date.now() + 100 * 86_400_000 - (Date.now() % 1000);
+    const hour = 3_600_000;
+    const ids: string[] = [];
+    for (const offset of [0, 1, 2]) ids.push(await raised({ subject, dueAt: instant(base + offset * hour) }));
+    await listedIds({ subjectType: subject.type }, 3);
+
+    const from = await listedIds({ subjectType: subject.type, dueAfter: instant(base + hour) }, 2);
+    const until = await listedIds({ subjectType: subject.type, dueBefore: instant(base + hour) }, 1);
+    const between = await listedIds({ subjectType: subject.type, dueAfter: instant(base), dueBefore: instant(base + 2 * hour) }, 2);
+    // base + 1 h written at +02:00.
+    const local = new Date(base + hour + 2 * hour).toISOString().replace('.000Z', '+02:00');
+    const withOffset = await listedIds({ subjectType: subject.type, dueAfter: local }, 2);
+
+    expect(from).toEqual([ids[1], ids[2]].sort());
+    expect(until).toEqual([ids[0]]);
+    expect(between).toEqual([ids[0], ids[1]].sort());
+    expect(withOffset).toEqual(from);
+  });
+
+  it('lists late and on-time satisfactions apart, and neither lists an unsatisfied one', async () => {
+    const type = `late-${unique()}`;
+    const soon = Date.now() + 120_000;
+    const lateId = await raised({ subject: { type, id: 'L-1' }, dueAt: instant(soon - (soon % 1000)) });
+    const onTimeId = await raised({ subject: { type, id: 'L-2' } });
+    await raised({ subject: { type, id: 'L-3' } });
+    // Observed after its dueAt (within WATCHER_MAX_CLOCK_SKEW ahead): late, without waiting for the dueAt.
+    const facts = [
+      { factKey: `shipment/${lateId}/delivered`, observedAt: instant(soon + 60_000 - (soon % 1000)) },
+      { factKey: `shipment/${onTimeId}/delivered`, observedAt: instant(Date.now() - (Date.now() % 1000)) },
+    ];
+    const reported = await request(`${env.url}/v1/facts`, { token: token('feed'), body: { facts } });
+    expect(reported.status).toBe(200);
+
+    const late = await listedIds({ subjectType: type, late: 'true' }, 1);
+    const onTime = await listedIds({ subjectType: type, late: 'false' }, 1);
+    const summaries = (await list({ subjectType: type, state: 'satisfied' })).body.items;
+
+    expect([late, onTime]).toEqual([[lateId], [onTimeId]]);
+    expect(Object.fromEntries(summaries.map((item: { expectationId: string; late: boolean }) => [item.expectationId, item.late]))).toEqual({
+      [lateId]: true,
+      [onTimeId]: false,
+    });
+    expect((await list({ subjectType: type, state: 'open' })).body.items[0]).not.toHaveProperty('late');
+  });
+
+  it('answers 400 naming the parameter for a bad instant, an empty range and a late that is not a boolean', async () => {
+    const bad = await list({ dueAfter: '2026-12-01', late: 'yes' });
+    const empty = await list({ dueAfter: '2026-12-02T00:00:00Z', dueBefore: '2026-12-01T00:00:00Z' });
+
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({
+      type: problem('invalid-request'),
+      title: 'The request does not match the schema',
+      status: 400,
+      detail: '2 fields are invalid; see errors',
+      errors: [
+        { path: 'dueAfter', message: 'dueAfter must be an RFC 3339 date-time, e.g. 2026-12-01T00:00:00Z' },
+        { path: 'late', message: 'late must be true or false' },
+      ],
+    });
+    expect(empty.body).toMatchObject({
+      status: 400,
+      detail: 'dueBefore: dueBefore must be later than dueAfter',
+      errors: [{ path: 'dueBefore', message: 'dueBefore must be later than dueAfter' }],
+    });
+  });
+});
+
 describe('Temporal unreachable (503)', () => {
   it('answers 503 quickly, and the same request sent again once Temporal answers completes with nothing doubled', async () => {
     const port = await freePort();

@@ -28,6 +28,11 @@ const composeArgs = (
 
 const namespace = `compose-setup-${randomUUID().slice(0, 8)}`;
 const days = (n: number) => n * 24 * 3600;
+const indexTypes: Partial<Record<SearchAttributeType, proto.temporal.api.enums.v1.IndexedValueType>> = {
+  [SearchAttributeType.KEYWORD]: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  [SearchAttributeType.DATETIME]: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  [SearchAttributeType.BOOL]: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+};
 
 interface Run {
   code: number;
@@ -81,12 +86,7 @@ describe('setup-namespace.sh (the temporal-setup job)', () => {
   it('registers every search attribute of workflows/search-attributes.ts with its type', async () => {
     const listed = await connection.operatorService.listSearchAttributes({ namespace });
     const expected = Object.fromEntries(
-      allSearchAttributes.map((key) => [
-        key.name,
-        key.type === SearchAttributeType.DATETIME
-          ? IndexedValueType.INDEXED_VALUE_TYPE_DATETIME
-          : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-      ]),
+      allSearchAttributes.map((key) => [key.name, indexTypes[key.type]]),
     );
 
     expect(firstRun.code, firstRun.stderr).toBe(0);

@@ -95,9 +95,29 @@ describe('lapse delivery to a real A2A agent', () => {
     });
     expect(record.state).toBe('lapsed');
     expect(record.lapses).toHaveLength(1);
-    expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', messageId });
+    expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', messageId, warnings: [] });
     expect(record.lapses[0]!.lapseTaskId).toBe(taskId);
     expect(record.lapseTaskId).toBe(taskId);
+  });
+
+  it('records on lapses[].delivery.warnings that an agent did not echo the extension, and still delivers', async () => {
+    const agent = await startTestAgent({ echoExtension: false });
+    agents.push(agent);
+    const { expectation, input, messageId } = await raiseDueSoon(agent);
+
+    const [received] = await agent.waitForMessages(1, 45_000);
+    const record = await recordWhen(expectation.expectationId, deliverySettled);
+
+    // The request did activate the extension; only the answer lacks the echo.
+    expect(received!.headers['a2a-extensions']).toBe(EXTENSION_URI);
+    expect(agent.attempts).toHaveLength(1);
+    expect(record.lapses[0]!.delivery).toEqual({
+      status: 'delivered',
+      messageId,
+      deliveredAt: expect.stringMatching(/Z$/),
+      warnings: [`agent ${input.agent.id} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`],
+    });
+    expect(record.lapses[0]!.lapseTaskId).toBe(received!.taskId);
   });
 
   it("names the card's lapseSkill in the lapse task's text and next to the lapse under metadata[URI]", async () => {

@@ -3,7 +3,9 @@
  * fan-out to every subscriber, a zero retention, and when each ledger closes.
  */
 import { describe, expect, it } from 'vitest';
+import { recordFactRouted } from '../../src/temporal/expectations.js';
 import { factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { recordFactUpdate } from '../../workflows/messages.js';
 import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness, workflowStatus } from './support.js';
 
 const h = useHarness();
@@ -85,6 +87,34 @@ describe('fact ledger', () => {
     const records = await Promise.all(ids.map((id) => h.until(id, (r) => r.closedAt !== undefined)));
 
     expect(records.map((r) => r.state)).toEqual(['satisfied', 'satisfied']);
+  });
+
+  it('tells the bridge, when it asks, whether an expectation waited on the fact; a caller that does not ask is not told', async () => {
+    const start = await h.now();
+    const id = h.id('awaited');
+    const expectation = shipmentExpectation(id, start, 10 * DAY);
+    const fact = (key: string, at: number) => ({ factKey: key, observedAt: new Date(at).toISOString(), source: 'feed' });
+    const record = (key: string, at: number, retention = 'P7D') =>
+      recordFactRouted(h.client, h.taskQueue, fact(key, at), { factRetention: retention });
+    const unexpected = `shipment/${h.id('S')}/unexpected`;
+
+    const early = await record(unexpected, start);
+    const again = await record(unexpected, start);
+    const untold = await h.client.workflow
+      .getHandle(factLedgerWorkflowId(unexpected))
+      .executeUpdate(recordFactUpdate, { args: [fact(unexpected, start + 1)] });
+    const zero = await record(`shipment/${h.id('S')}/nobody`, start, 'PT0S');
+    await h.raise(expectation);
+    await h.until(id, (r) => r.state === 'open');
+    const awaited = await record(expectation.satisfiedBy.factKey, start);
+
+    expect([early, again, zero, awaited]).toEqual([
+      { result: 'recorded', awaited: false },
+      { result: 'duplicate', awaited: true },
+      { result: 'recorded', awaited: false },
+      { result: 'recorded', awaited: true },
+    ]);
+    expect(untold).toBe('recorded');
   });
 
   it('closes once nobody waits and the retention since the last fact has passed', async () => {

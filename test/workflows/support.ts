@@ -4,8 +4,7 @@
  * own tier).
  */
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure, SearchAttributeType } from '@temporalio/common';
-import proto from '@temporalio/proto';
+import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, inject } from 'vitest';
@@ -17,11 +16,10 @@ import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord, recordFact, startExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks } from '../../src/temporal/ids.js';
+import { indexedValueType } from '../../src/temporal/search-attributes.js';
 import type { ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
 import { deliveryExpectation } from '../support/expectations.js';
-
-const { temporal } = proto;
 
 export const DAY = 86_400_000;
 export const HOUR = 3_600_000;
@@ -67,12 +65,7 @@ async function addSearchAttributes(env: TestWorkflowEnvironment): Promise<void> 
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
     searchAttributes: Object.fromEntries(
-      allSearchAttributes.map((key) => [
-        key.name,
-        key.type === SearchAttributeType.DATETIME
-          ? temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME
-          : temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-      ]),
+      allSearchAttributes.map((key) => [key.name, indexedValueType[key.type]!]),
     ),
   });
 }
