@@ -9,12 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Connection } from '@temporalio/client';
-import { SearchAttributeType } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ensureDevServer } from '../../src/temporal/provision.js';
 import {
   allSearchAttributes,
+  indexedValueType,
   registerSearchAttributes,
   SearchAttributesError,
 } from '../../src/temporal/search-attributes.js';
@@ -23,12 +23,7 @@ import { writePrincipalsFile } from '../support/agents.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
 
 const { IndexedValueType } = proto.temporal.api.enums.v1;
-const ours = Object.fromEntries(
-  allSearchAttributes.map((key) => [
-    key.name,
-    key.type === SearchAttributeType.DATETIME ? IndexedValueType.INDEXED_VALUE_TYPE_DATETIME : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-  ]),
-);
+const ours = Object.fromEntries(allSearchAttributes.map((key) => [key.name, indexedValueType[key.type]!]));
 const names = allSearchAttributes.map((key) => key.name);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-sa-permission-'));
@@ -132,7 +127,7 @@ describe('a worker that may not register search attributes', () => {
       'tcld namespace search-attributes add --namespace bare --search-attribute "ExpectationKind=Keyword" ' +
         '--search-attribute "ExpectationSubject=Keyword" --search-attribute "ExpectationState=Keyword" ' +
         '--search-attribute "ExpectationAgent=Keyword" --search-attribute "ExpectationFactKey=Keyword" ' +
-        '--search-attribute "ExpectationDueAt=Datetime"',
+        '--search-attribute "ExpectationDueAt=Datetime" --search-attribute "ExpectationLate=Bool"',
     );
     expect(await searchAttributesOf('bare')).toEqual({});
 
