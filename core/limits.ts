@@ -90,5 +90,12 @@ export const MAX_SUBJECT_LEDGER_SUBSCRIBERS = 100;
 /** Expectations anchored on one expectation, which it notifies when it is satisfied or superseded. */
 export const MAX_DEPENDENTS = 100;
 
+/**
+ * Places of a ledger's (or an anchor's) bound the bridge leaves free: it refuses a raise that would take one of the
+ * last 10, which are left for raises that race each other to them and for supersedes (the superseded expectation
+ * leaves its ledgers only when it closes, after its successor has joined them).
+ */
+export const RACE_ROOM = 10;
+
 /** How many (observedAt, source) pairs a fact ledger remembers to recognise re-deliveries. */
 export const DEDUPE_WINDOW = 1_000;

@@ -8,6 +8,7 @@ import type { A2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
 import type { Origin } from '../schemas/record.js';
 import { joinPath, type FieldError } from './errors.js';
+import type { OriginPaths } from './limits.js';
 
 /** An item of the request with its path in the body. */
 export interface Located<T = unknown> {
@@ -17,6 +18,8 @@ export interface Located<T = unknown> {
 
 export interface ExtractedEvent {
   origin: Origin;
+  /** Where the origin's task id and context id are in the body. */
+  originPaths: OriginPaths;
   expectations: Located[];
   facts: Located[];
   withdraw: Located<string>[];
@@ -40,6 +43,8 @@ const INPUT_REQUIRED = new Set(['TASK_STATE_INPUT_REQUIRED', 'input-required']);
 export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
   const containers: Container[] = [];
   let origin: Origin;
+  let originPaths: OriginPaths;
+  const at = (prefix: PropertyKey[], taskId: string): OriginPaths => ({ taskId: [...prefix, taskId], contextId: [...prefix, 'contextId'] });
 
   const addTask = (
     prefix: PropertyKey[],
@@ -73,32 +78,40 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
     switch (event.kind) {
       case 'task':
         origin = { taskId: event.id, contextId: event.contextId };
+        originPaths = at([], 'id');
         addTask([], event);
         break;
       case 'message':
         origin = { taskId: event.taskId, contextId: event.contextId };
+        originPaths = at([], 'taskId');
         containers.push({ path: [], metadata: event.metadata, place: 'message' });
         break;
       case 'status-update':
         origin = { taskId: event.taskId, contextId: event.contextId };
+        originPaths = at([], 'taskId');
         addStatus([], event.status);
         break;
       case 'artifact-update':
         origin = { taskId: event.taskId, contextId: event.contextId };
+        originPaths = at([], 'taskId');
         containers.push({ path: ['artifact'], metadata: event.artifact.metadata, place: 'artifact' });
         break;
     }
   } else if ('task' in event) {
     origin = { taskId: event.task.id, contextId: event.task.contextId };
+    originPaths = at(['task'], 'id');
     addTask(['task'], event.task);
   } else if ('message' in event) {
     origin = { taskId: event.message.taskId || undefined, contextId: event.message.contextId || undefined };
+    originPaths = at(['message'], 'taskId');
     containers.push({ path: ['message'], metadata: event.message.metadata, place: 'message' });
   } else if ('statusUpdate' in event) {
     origin = { taskId: event.statusUpdate.taskId, contextId: event.statusUpdate.contextId };
+    originPaths = at(['statusUpdate'], 'taskId');
     addStatus(['statusUpdate'], event.statusUpdate.status);
   } else {
     origin = { taskId: event.artifactUpdate.taskId, contextId: event.artifactUpdate.contextId };
+    originPaths = at(['artifactUpdate'], 'taskId');
     containers.push({
       path: ['artifactUpdate', 'artifact'],
       metadata: event.artifactUpdate.artifact.metadata,
@@ -108,6 +121,7 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
 
   const extracted: ExtractedEvent = {
     origin: withoutUndefined(origin),
+    originPaths,
     expectations: [],
     facts: [],
     withdraw: [],

@@ -4,6 +4,7 @@
  * workflows/ui-text.ts.
  */
 import {
+  QueryNotRegisteredError,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
@@ -16,6 +17,7 @@ import type { ExpectationRecord } from '../schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
 import {
+  dependentsQuery,
   recordFactUpdate,
   recordQuery,
   subjectObservedSignal,
@@ -120,6 +122,16 @@ export async function getExpectationRecord(client: Client, expectationId: string
     if (status === 'RUNNING' && (await handle.describe()).status.name === 'COMPLETED') return handle.result();
     // Terminated, failed or timed out and its history no longer replays: nothing trustworthy to show.
     if (status !== 'RUNNING') return undefined;
+    throw error;
+  }
+}
+
+/** How many expectations are anchored on a running expectation; 0 when it does not run or predates the query. */
+export async function dependentCount(client: Client, expectationId: string): Promise<number> {
+  try {
+    return (await client.workflow.getHandle(expectationWorkflowId(expectationId)).query(dependentsQuery)).dependents;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return 0;
     throw error;
   }
 }
