@@ -53,6 +53,11 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly' } },
   },
   {
+    // Plain Node scripts loaded with `node --import` before tsx (src/early-signals.mjs, test preloads).
+    files: ['**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly' } },
+  },
+  {
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {

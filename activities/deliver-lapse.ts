@@ -11,6 +11,7 @@ import {
   type ServiceParameters,
 } from '@a2a-js/sdk/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { MAX_LENGTH } from '../core/limits.js';
 import { createCardResolver, lapseSkillOf, type AgentCardRead, type CardResolver } from '../src/a2a/card.js';
 import { EXTENSION_URI, type Lapse } from '../src/schemas/extension.js';
 import { CardUnreachableError } from '../src/service/errors.js';
@@ -102,11 +103,20 @@ export function lapseMessage(input: DeliverLapseInput, lapseSkill?: string): Mes
   };
 }
 
+/**
+ * A failure's message ends up on the expectation's record (`delivery.error`) and so in its carried state: an agent's
+ * answer quoted in it is cut to MAX_LENGTH.deliveryError characters (core/limits.ts).
+ */
+function bounded(message: string): string {
+  const limit = MAX_LENGTH.deliveryError;
+  return message.length <= limit ? message : `${message.slice(0, limit - 1)}…`;
+}
+
 const retryable = (message: string, cause?: unknown) =>
-  ApplicationFailure.create({ type: LAPSE_UNAVAILABLE, nonRetryable: false, message, cause: asError(cause) });
+  ApplicationFailure.create({ type: LAPSE_UNAVAILABLE, nonRetryable: false, message: bounded(message), cause: asError(cause) });
 
 const rejected = (message: string, cause?: unknown) =>
-  ApplicationFailure.create({ type: LAPSE_REJECTED, nonRetryable: true, message, cause: asError(cause) });
+  ApplicationFailure.create({ type: LAPSE_REJECTED, nonRetryable: true, message: bounded(message), cause: asError(cause) });
 
 function asError(cause: unknown): Error | undefined {
   if (cause === undefined) return undefined;
@@ -240,6 +250,11 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       }
       if (isMessage(result)) {
         warnings.push(`agent ${agent.id} answered the lapse with a message, not a task: no lapse task id`);
+        return { warnings };
+      }
+      // The task id is kept on the record: an agent's id past the bound of an id is not (core/limits.ts).
+      if (result.id.length > MAX_LENGTH.id) {
+        warnings.push(`agent ${agent.id} answered with a task id of ${result.id.length} characters, over ${MAX_LENGTH.id}: not recorded`);
         return { warnings };
       }
       return { taskId: result.id, warnings };

@@ -14,6 +14,11 @@ export { ConfigError };
 /** How far in the future a fact's `observedAt` may be unless WATCHER_MAX_CLOCK_SKEW says otherwise (DESIGN 3.2). */
 export const DEFAULT_MAX_CLOCK_SKEW = 'PT5M';
 
+/** The per-principal quotas unless WATCHER_QUOTA_* say otherwise (src/service/quotas.ts); 0 turns one off. */
+export const DEFAULT_QUOTAS = { openExpectations: 10_000, raisesPerMinute: 600, factsPerMinute: 6_000 } as const;
+
+const quota = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
+
 /**
  * Express's `trust proxy` (https://expressjs.com/en/guide/behind-proxies.html): whom to believe about the client's
  * address in X-Forwarded-For. `false` believes nobody (the socket's peer is the client), `true` everyone, a number
@@ -75,6 +80,9 @@ const envSchema = z.object({
   WATCHER_MAX_CLOCK_SKEW: isoDuration.default(DEFAULT_MAX_CLOCK_SKEW),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_CARD_CACHE_SECONDS),
   WATCHER_TRUST_PROXY: trustProxy.default(false),
+  WATCHER_QUOTA_OPEN_EXPECTATIONS: quota(DEFAULT_QUOTAS.openExpectations),
+  WATCHER_QUOTA_RAISES_PER_MINUTE: quota(DEFAULT_QUOTAS.raisesPerMinute),
+  WATCHER_QUOTA_FACTS_PER_MINUTE: quota(DEFAULT_QUOTAS.factsPerMinute),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
@@ -111,6 +119,8 @@ export interface Config {
   cardCacheSeconds: number;
   /** Whose X-Forwarded-For the bridge believes for the client's address (its request log, rate decisions). */
   trustProxy: TrustProxy;
+  /** Per-principal quotas of the bridge (429 with Retry-After past one); 0 turns one off. */
+  quotas: { openExpectations: number; raisesPerMinute: number; factsPerMinute: number };
   /**
    * The worker's Prometheus endpoint (Temporal SDK metrics and lapse counters): port 9464 unless set; 0 serves none.
    * `required` when the variable was set: then a port that cannot be bound stops the process instead of a warning.
@@ -162,6 +172,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxClockSkew: e.WATCHER_MAX_CLOCK_SKEW,
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
     trustProxy: e.WATCHER_TRUST_PROXY,
+    quotas: {
+      openExpectations: e.WATCHER_QUOTA_OPEN_EXPECTATIONS,
+      raisesPerMinute: e.WATCHER_QUOTA_RAISES_PER_MINUTE,
+      factsPerMinute: e.WATCHER_QUOTA_FACTS_PER_MINUTE,
+    },
     workerMetrics: { port: e.WATCHER_WORKER_METRICS_PORT ?? 9464, required: e.WATCHER_WORKER_METRICS_PORT !== undefined },
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }

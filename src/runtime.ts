@@ -157,6 +157,7 @@ export async function startBridge(
       maxLineage: config.maxLineage,
       maxClockSkew: config.maxClockSkew,
       cardCacheSeconds: config.cardCacheSeconds,
+      quotas: config.quotas,
     },
     temporalUiUrl: uiUrl,
     logger: log,

@@ -16,6 +16,7 @@ import {
 import type { LedgerActivities } from '../activities/types.js';
 import { addDuration } from '../core/duration.js';
 import { EXPECTATION_ENDED, INVALID_EXPECTATION, LAPSE_NOT_FOUND } from '../core/failures.js';
+import { MAX_DEPENDENTS } from '../core/limits.js';
 import type { ExpectationRecord, Fact, Lapse, LapseEntry, LapseKind } from '../core/types.js';
 import { anchoredDueAt, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline } from './decisions.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
@@ -55,6 +56,12 @@ export const DELIVERIES_END_WITH_THE_EXPECTATION = 'deliveries-end-with-the-expe
  * Expectations satisfied before it have no such attribute; their histories replay the upsert without it.
  */
 export const LATE_SEARCH_ATTRIBUTE = 'late-search-attribute';
+
+/**
+ * Patch of anchors that take at most MAX_DEPENDENTS dependents (core/limits.ts) and withdraw one past it: an anchor
+ * whose history predates it keeps taking every one.
+ */
+export const DEPENDENTS_BOUNDED = 'dependents-bounded';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const nowIso = (): string => iso(Date.now());
@@ -364,9 +371,24 @@ export class ExpectationManager {
     await this.linkToAnchor();
   }
 
-  /** A dependent registers; one that comes after the anchor was satisfied or superseded is told at once. */
+  /** How many expectations are anchored on this one. */
+  get dependentCount(): number {
+    return this.dependents.size;
+  }
+
+  /**
+   * A dependent registers; one that comes after the anchor was satisfied or superseded is told at once. One past
+   * MAX_DEPENDENTS is withdrawn instead (the bridge refuses such a raise first; this guards the carried state).
+   */
   async registerDependent({ workflowId }: { workflowId: string }): Promise<void> {
     const { record } = this;
+    const full = !this.dependents.has(workflowId) && this.dependents.size >= MAX_DEPENDENTS;
+    if (full && patched(DEPENDENTS_BOUNDED)) {
+      const self = this.input.expectation.expectationId;
+      const reason = `not anchored: expectation ${JSON.stringify(self)} already has ${MAX_DEPENDENTS} dependents, its bound; withdrawn, as its due time would never follow the anchor`;
+      await signalQuietly(workflowId, withdrawSignal, { reason });
+      return;
+    }
     this.dependents.add(workflowId);
     if (record.state === 'satisfied' && record.observedAt) {
       await signalQuietly(workflowId, anchorSatisfiedSignal, {

@@ -4,11 +4,13 @@
  * The state, its handlers and decisions are ExpectationManager (expectation-manager.ts); this is the loop.
  */
 import { condition, continueAsNew, setHandler } from '@temporalio/workflow';
+import { MAX_DEPENDENTS } from '../core/limits.js';
 import type { ExpectationRecord } from '../core/types.js';
 import { ExpectationManager } from './expectation-manager.js';
 import {
   anchorMovedSignal,
   anchorSatisfiedSignal,
+  dependentsQuery,
   factSignal,
   recordQuery,
   registerDependentSignal,
@@ -26,6 +28,7 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   const expectation = new ExpectationManager(input);
 
   setHandler(recordQuery, () => expectation.record);
+  setHandler(dependentsQuery, () => ({ dependents: expectation.dependentCount, bound: MAX_DEPENDENTS }));
   setHandler(factSignal, (fact) => expectation.applyFact(fact));
   setHandler(subjectFactSignal, (fact) => expectation.observeSubjectFact(fact));
   setHandler(withdrawSignal, (request) => void expectation.withdraw(request));

@@ -4,12 +4,14 @@
  * satisfied at once (early facts).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import { addDuration } from '../core/duration.js';
 import { WRONG_FACT_KEY } from '../core/failures.js';
+import { DEDUPE_WINDOW, MAX_FACT_LEDGER_SUBSCRIBERS } from '../core/limits.js';
 import type { Fact } from '../core/types.js';
 import {
   factSignal,
+  ledgerLoadQuery,
   recordFactUpdate,
   retainedFactQuery,
   subscribeSignal,
@@ -18,9 +20,10 @@ import {
   type RecordFactOptions,
 } from './messages.js';
 import { Outbox } from './outbox.js';
+import { LEDGER_SUBSCRIBERS_BOUNDED, refusals } from './refusals.js';
 
-/** How many (observedAt, source) pairs the ledger remembers to recognise re-deliveries. */
-export const DEDUPE_WINDOW = 1000;
+/** How many (observedAt, source) pairs the ledger remembers to recognise re-deliveries (core/limits.ts). */
+export { DEDUPE_WINDOW };
 
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 
@@ -35,6 +38,8 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
   let latest = input.carried?.latest;
   let lastReceivedAt = input.carried?.lastObservedAt;
   const outbox = new Outbox<Fact>(factSignal, (pending, next) => pending ?? next, input.carried?.outbox);
+  // Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
+  const refused = refusals();
   let changes = 0;
 
   const retainedUntilMs = (): number | undefined =>
@@ -73,6 +78,15 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
   );
 
   setHandler(subscribeSignal, ({ workflowId }) => {
+    const full = !subscribers.has(workflowId) && subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS;
+    if (full && patched(LEDGER_SUBSCRIBERS_BOUNDED)) {
+      const reason =
+        `not registered: the fact ledger of ${JSON.stringify(input.factKey)} already forwards to ` +
+        `${MAX_FACT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as no fact would reach it`;
+      refused.add(workflowId, { reason });
+      changes++;
+      return;
+    }
     subscribers.add(workflowId);
     const fact = retained();
     if (fact) outbox.add(workflowId, fact);
@@ -86,12 +100,22 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
   });
 
   setHandler(retainedFactQuery, retained);
+  setHandler(ledgerLoadQuery, () => ({
+    subscribers: subscribers.size,
+    bound: MAX_FACT_LEDGER_SUBSCRIBERS,
+    outbox: outbox.size,
+    seen: seen.length,
+  }));
 
   const mayClose = () =>
     subscribers.size === 0 && outbox.size === 0 && retained() === undefined && allHandlersFinished();
-  const mayContinueAsNew = () => workflowInfo().continueAsNewSuggested && allHandlersFinished();
+  const mayContinueAsNew = () => workflowInfo().continueAsNewSuggested && allHandlersFinished() && refused.size === 0;
 
   for (;;) {
+    if (refused.size > 0) {
+      await refused.flush();
+      continue;
+    }
     // Checked before every batch, so that a ledger that is never idle still continues as new (outbox and all).
     if (mayContinueAsNew()) {
       await continueAsNew<typeof factLedgerWorkflow>({

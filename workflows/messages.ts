@@ -126,6 +126,13 @@ export const resendLapseUpdate = defineUpdate<ResendLapseResult, [ResendLapseReq
 /** The full record, while the workflow runs. A closed workflow's result is the same record. */
 export const recordQuery = defineQuery<ExpectationRecord>('record');
 
+/** How many expectations are anchored on this one, and how many it takes (core/limits.ts MAX_DEPENDENTS). */
+export interface Dependents {
+  dependents: number;
+  bound: number;
+}
+export const dependentsQuery = defineQuery<Dependents>('dependents');
+
 // ── fact ledger (`fact:<factKey>`) ─────────────────────────────────────────────────────────────────────────
 
 export interface FactLedgerInput {
@@ -167,6 +174,18 @@ export const unsubscribeSignal = defineSignal<[{ workflowId: string }]>('unsubsc
 
 /** The fact the ledger still retains for new subscribers (received within `retention`), if any. */
 export const retainedFactQuery = defineQuery<Fact | undefined>('retainedFact');
+
+/**
+ * How full a ledger (fact or subject) is: its subscribers and the bound past which it withdraws a newcomer, the
+ * facts waiting to be forwarded (at most one per subscriber) and, for a fact ledger, its dedupe window.
+ */
+export interface LedgerLoad {
+  subscribers: number;
+  bound: number;
+  outbox: number;
+  seen?: number;
+}
+export const ledgerLoadQuery = defineQuery<LedgerLoad>('ledgerLoad');
 
 // ── subject ledger (`subject:<type>:<id>`) ─────────────────────────────────────────────────────────────────
 

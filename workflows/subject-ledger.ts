@@ -2,8 +2,10 @@
  * One workflow per subject (`subject:<type>:<id>`, DESIGN 3.2): tells the expectations on the subject that a fact
  * on it reached the watcher, for stalls and `lastFactAt`. Started by expectations only; a fact never starts it.
  */
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import { MAX_SUBJECT_LEDGER_SUBSCRIBERS } from '../core/limits.js';
 import {
+  ledgerLoadQuery,
   subjectFactSignal,
   subjectObservedSignal,
   subscribeSignal,
@@ -12,6 +14,7 @@ import {
   type SubjectLedgerInput,
 } from './messages.js';
 import { Outbox } from './outbox.js';
+import { LEDGER_SUBSCRIBERS_BOUNDED, refusals } from './refusals.js';
 
 const latestObserved = (pending: SubjectFact | undefined, next: SubjectFact): SubjectFact =>
   pending && Date.parse(pending.observedAt) >= Date.parse(next.observedAt) ? pending : next;
@@ -24,9 +27,21 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
   const subscribers = new Set(input.carried?.subscribers ?? input.subscribers ?? []);
   let lastFactAt = input.carried?.lastFactAt;
   const outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
+  // Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
+  const refused = refusals();
   let changes = 0;
 
   setHandler(subscribeSignal, ({ workflowId }) => {
+    const full = !subscribers.has(workflowId) && subscribers.size >= MAX_SUBJECT_LEDGER_SUBSCRIBERS;
+    if (full && patched(LEDGER_SUBSCRIBERS_BOUNDED)) {
+      const { type, id } = input.subject;
+      const reason =
+        `not registered: the subject ledger of ${JSON.stringify(`${type}/${id}`)} already forwards to ` +
+        `${MAX_SUBJECT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as it would lapse stalled for lack of facts it never hears of`;
+      refused.add(workflowId, { reason });
+      changes++;
+      return;
+    }
     subscribers.add(workflowId);
     changes++;
   });
@@ -43,10 +58,20 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
     changes++;
   });
 
+  setHandler(ledgerLoadQuery, () => ({
+    subscribers: subscribers.size,
+    bound: MAX_SUBJECT_LEDGER_SUBSCRIBERS,
+    outbox: outbox.size,
+  }));
+
   const mayClose = () => subscribers.size === 0 && outbox.size === 0 && allHandlersFinished();
-  const mayContinueAsNew = () => workflowInfo().continueAsNewSuggested && allHandlersFinished();
+  const mayContinueAsNew = () => workflowInfo().continueAsNewSuggested && allHandlersFinished() && refused.size === 0;
 
   for (;;) {
+    if (refused.size > 0) {
+      await refused.flush();
+      continue;
+    }
     // Checked before every batch, so that a ledger that is never idle still continues as new (outbox and all).
     if (mayContinueAsNew()) {
       await continueAsNew<typeof subjectLedgerWorkflow>({

@@ -43,6 +43,8 @@ export interface WatcherAgentDeps {
   logger?: Logger;
   /** How many receipts are kept for GetTask (default 1000). */
   recentTasks?: number;
+  /** How many bytes of receipts are kept for GetTask (default 32 MiB): each holds the message it answers. */
+  recentTaskBytes?: number;
 }
 
 /** How long a client may keep the card (its content changes only with a new release or another host name). */
@@ -236,7 +238,8 @@ export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest'
           ]);
         }
         const origin = { taskId: requestContext.taskId, contextId: requestContext.contextId };
-        const result = await deps.ingest.ingest(user.principal, { origin, ...found });
+        const originPaths = { taskId: ['params', 'message', 'taskId'], contextId: ['params', 'message', 'contextId'] };
+        const result = await deps.ingest.ingest(user.principal, { origin, originPaths, ...found });
         deps.logger?.info(
           { principal: user.principal.id, taskId: origin.taskId, contextId: origin.contextId, result },
           'watcher agent: message recorded',
@@ -276,7 +279,7 @@ export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
   // The interface URL in this card is not served: the card handler below builds one per request, from its origin.
   const requestHandler = new DefaultRequestHandler(
     watcherAgentCard('http://watcher.invalid'),
-    new RecentTaskStore(deps.recentTasks),
+    new RecentTaskStore(deps.recentTasks, deps.recentTaskBytes),
     createWatcherAgentExecutor(deps),
   );
   const router = express.Router();

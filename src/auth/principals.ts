@@ -6,13 +6,20 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, writeFile, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { MAX_LENGTH } from '../../core/limits.js';
 
 export const roles = ['agent', 'reporter', 'reader', 'admin'] as const;
 export type Role = (typeof roles)[number];
 
 const principalSchema = z
   .object({
-    id: z.string().min(1),
+    // The source of its facts and the ExpectationAgent of its raises, kept in ledgers and records: bounded, and
+    // printable ASCII (core/limits.ts counts it at 2 bytes a character as JSON).
+    id: z
+      .string()
+      .min(1)
+      .max(MAX_LENGTH.principalId, { message: `must be at most ${MAX_LENGTH.principalId} characters` })
+      .regex(/^[\x21-\x7e]+$/, { message: 'must be printable ASCII without spaces' }),
     tokenSha256: z
       .string()
       .regex(/^[0-9a-fA-F]{64}$/, { message: 'must be the hex sha256 of the bearer token (64 hex digits)' }),

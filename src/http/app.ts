@@ -24,6 +24,7 @@ import {
 import { extractEvent } from '../service/extract.js';
 import { createIngestService } from '../service/ingest.js';
 import { createLapseResendService } from '../service/lapse-resend.js';
+import type { QuotaSettings } from '../service/quotas.js';
 import { createRecordsService } from '../service/records.js';
 import { createTemporalCall } from '../service/temporal-call.js';
 import { authenticate, principalOf } from './auth.js';
@@ -38,6 +39,8 @@ export interface AppSettings {
   /** How far in the future a fact's `observedAt` may be (ISO 8601 duration); default DEFAULT_MAX_CLOCK_SKEW. */
   maxClockSkew?: string;
   cardCacheSeconds: number;
+  /** Per-principal quotas (WATCHER_QUOTA_*, src/service/quotas.ts); absent, none is kept (tests, benchmarks). */
+  quotas?: QuotaSettings;
 }
 
 export interface AppDeps {
@@ -72,6 +75,7 @@ export function createApp(deps: AppDeps): express.Express {
     client: deps.client,
     taskQueue: deps.taskQueue,
     settings: { ...deps.settings, maxClockSkew: deps.settings.maxClockSkew ?? DEFAULT_MAX_CLOCK_SKEW },
+    quotas: deps.settings.quotas,
     cards,
     call,
     metrics,
@@ -160,6 +164,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.json(
       await ingest.ingest(principalOf(req), {
         origin: extracted.origin,
+        originPaths: extracted.originPaths,
         expectations: extracted.expectations,
         facts: extracted.facts,
         withdraw: extracted.withdraw,

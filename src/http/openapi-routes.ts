@@ -102,7 +102,10 @@ const bodyProblems = {
   415: 'the body is not JSON (`Content-Type` other than application/json, application/a2a+json, application/*+json)',
 } as const;
 const unauthenticated = bodyProblems[401];
-const temporalDown = 'Temporal did not answer in time; nothing is half-applied that the same request sent again would not complete';
+const temporalDown =
+  'Temporal did not answer in time, or is overloaded (`temporal-busy`); nothing is half-applied that the same request sent again would not complete';
+const tooManyItems = 'the body is over 1 MiB, or carries more items than one request may (`too-many-items`, docs/api.md "Bounds and quotas")';
+const quotaExceeded = 'a per-principal quota is used up (`quota` names it); `Retry-After` says when the same request fits again';
 
 export const operations: readonly OperationSpec[] = [
   {
@@ -121,9 +124,11 @@ export const operations: readonly OperationSpec[] = [
     responses: {
       200: json(ingestResultSchema, 'One result per item, in the order found'),
       ...bodyProblems,
+      413: tooManyItems,
       403: 'the role does not allow it, a reporter carries expectations or withdraw lists, or an item names another agent\'s expectation',
       409: 'an expectation id raised before with other content, or by another agent',
-      422: 'a rule of the extension is broken (each error names its `rule`)',
+      422: 'a rule of the extension is broken, or a field is over its bound (each error names its `rule`)',
+      429: quotaExceeded,
       502: "the raising agent's card could not be fetched or read; nothing was started",
       503: temporalDown,
     },
@@ -140,8 +145,10 @@ export const operations: readonly OperationSpec[] = [
     responses: {
       200: json(factsResultSchema, 'One result per fact, in order'),
       ...bodyProblems,
+      413: tooManyItems,
       403: 'the principal is neither agent nor reporter',
-      422: "an observedAt is more than WATCHER_MAX_CLOCK_SKEW ahead of the watcher's clock; no fact is recorded",
+      422: "an observedAt is more than WATCHER_MAX_CLOCK_SKEW ahead of the watcher's clock, or a field is over its bound; no fact is recorded",
+      429: quotaExceeded,
       503: temporalDown,
     },
   },

@@ -150,6 +150,7 @@ function parametersOf(schema: z.ZodObject, where: 'path' | 'query'): Json[] {
 /** Headers the problem answers carry (sendProblem in problem.ts sets them). */
 const problemHeaders: Record<number, Record<string, string>> = {
   401: { 'WWW-Authenticate': '`Bearer`: the scheme the bridge expects' },
+  429: { 'Retry-After': 'Seconds until the same request fits the quota again' },
   503: { 'Retry-After': 'Seconds to wait before sending the same request again' },
 };
 

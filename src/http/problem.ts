@@ -16,9 +16,12 @@ import {
   MalformedBodyError,
   NotFoundError,
   PayloadTooLargeError,
+  QuotaExceededError,
   RuleViolationError,
   SchemaError,
+  TemporalBusyError,
   TemporalUnavailableError,
+  TooManyItemsError,
   UnauthenticatedError,
   UnsupportedMediaTypeError,
 } from '../service/errors.js';
@@ -45,10 +48,14 @@ const kinds = new Map<abstract new (...args: never[]) => DomainError, ProblemKin
   [ConflictError, { slug: 'conflict', status: 409, title: 'Expectation id reused with other content' }],
   [ExpectationEndedError, { slug: 'expectation-ended', status: 409, title: 'The expectation has ended' }],
   [PayloadTooLargeError, { slug: 'payload-too-large', status: 413, title: 'The body is over 1 MiB' }],
+  [TooManyItemsError, { slug: 'too-many-items', status: 413, title: 'The request carries more items than one request may' }],
   [UnsupportedMediaTypeError, { slug: 'unsupported-media-type', status: 415, title: 'The body must be JSON' }],
   [RuleViolationError, { slug: 'rule-violation', status: 422, title: 'A rule of the extension is broken' }],
+  [QuotaExceededError, { slug: 'quota-exceeded', status: 429, title: "A quota of the principal's is used up" }],
   [CardUnreachableError, { slug: 'agent-card-unreachable', status: 502, title: "The agent's card could not be fetched" }],
   [TemporalUnavailableError, { slug: 'temporal-unavailable', status: 503, title: 'Temporal is unreachable' }],
+  // After its parent class: the last class an error is an instance of gives its kind.
+  [TemporalBusyError, { slug: 'temporal-busy', status: 503, title: 'Temporal is overloaded' }],
 ]);
 const internal: ProblemKind = { slug: 'internal', status: 500, title: 'Internal error' };
 
@@ -103,13 +110,23 @@ export function toProblem(error: unknown): Problem {
     status: kind.status,
     detail: domain.message,
     ...(domain.errors.length > 0 ? { errors: domain.errors } : {}),
+    ...(domain instanceof QuotaExceededError
+      ? { quota: { name: domain.quota, limit: domain.limit, retryAfterSeconds: domain.retryAfterSeconds } }
+      : {}),
   };
 }
 
-/** Writes a problem response. */
-export function sendProblem(res: Response, problem: Problem): void {
+/** When the same request may be sent again (the `Retry-After` of a 429 or 503), in seconds; undefined otherwise. */
+export function retryAfterOf(error: unknown): number | undefined {
+  const retries = error instanceof QuotaExceededError || error instanceof TemporalUnavailableError;
+  return retries ? error.retryAfterSeconds : undefined;
+}
+
+/** Writes a problem response; `retryAfterSeconds` (see retryAfterOf) becomes its `Retry-After` (a 503's: 5). */
+export function sendProblem(res: Response, problem: Problem, retryAfterSeconds?: number): void {
   if (problem.status === 401) res.set('WWW-Authenticate', 'Bearer');
-  if (problem.status === 503) res.set('Retry-After', '5');
+  const retryAfter = retryAfterSeconds ?? (problem.status === 503 ? 5 : undefined);
+  if (retryAfter !== undefined) res.set('Retry-After', String(retryAfter));
   res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
 }
 
@@ -124,6 +141,6 @@ export function problemMiddleware(logger?: Logger): ErrorRequestHandler {
     if (problem.status >= 500) {
       logger?.[problem.status === 500 ? 'error' : 'warn']({ err: error, method: req.method, path: req.path }, problem.detail);
     }
-    sendProblem(res, problem);
+    sendProblem(res, problem, retryAfterOf(error));
   };
 }

@@ -3,6 +3,7 @@
  */
 import { z } from 'zod';
 import { addDurationParts, DURATION_PATTERN, matchDuration } from '../../core/duration-math.js';
+import { MAX_ITEMS } from '../../core/limits.js';
 
 /** The extension URI: the key of `metadata`, the value of the `A2A-Extensions` header. */
 export const EXTENSION_URI = 'https://rsaxb.com/a2a/expectations/v1';
@@ -60,7 +61,10 @@ export type ExpectationKind = z.infer<typeof expectationKindSchema>;
 export const declarationParamsSchema = z.object({
   keepsTime: z.boolean(),
   lapseSkill: nonEmpty('lapseSkill'),
-  kinds: z.array(expectationKindSchema),
+  // Read on every raise, and quoted in the answer when a kind is not among them: bounded (core/limits.ts).
+  kinds: z
+    .array(expectationKindSchema)
+    .max(MAX_ITEMS.kinds, { message: `kinds must declare at most ${MAX_ITEMS.kinds} kinds (the watcher's bound)` }),
 });
 export type DeclarationParams = z.infer<typeof declarationParamsSchema>;
 

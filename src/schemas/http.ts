@@ -91,6 +91,8 @@ export const fieldErrorSchema = z.object({
   message: z.string(),
   /** For broken rules (422): the rule's name, e.g. `kind-declared`. */
   rule: z.string().optional(),
+  /** For a bound exceeded (413 `too-many-items`, 422 `max-length`/`max-items`): the bound. */
+  limit: z.number().int().optional(),
 });
 
 /** An `application/problem+json` body (RFC 9457); `errors` names each bad field. */
@@ -100,6 +102,14 @@ export const problemSchema = z.object({
   status: z.number().int(),
   detail: z.string(),
   errors: z.array(fieldErrorSchema).optional(),
+  /** For 429 `quota-exceeded`: which per-principal quota, its limit, and the `Retry-After` seconds. */
+  quota: z
+    .object({
+      name: z.enum(['open-expectations', 'raises-per-minute', 'facts-per-minute']),
+      limit: z.number().int(),
+      retryAfterSeconds: z.number().int(),
+    })
+    .optional(),
 });
 
 export const expectationResultSchema = z.object({

@@ -42,6 +42,9 @@ export class ExpectationEndedError extends DomainError {}
 /** Body over the limit (413). */
 export class PayloadTooLargeError extends DomainError {}
 
+/** A request with more items than the bridge takes in one (413): each field error names the list and its `limit`. */
+export class TooManyItemsError extends DomainError {}
+
 /** Not JSON (415). */
 export class UnsupportedMediaTypeError extends DomainError {}
 
@@ -63,8 +66,35 @@ export class CardUnreachableError extends DomainError {
   }
 }
 
+/** Which per-principal quota a request would exceed (src/service/quotas.ts). */
+export type QuotaName = 'open-expectations' | 'raises-per-minute' | 'facts-per-minute';
+
+/** A per-principal quota would be exceeded (429, with `Retry-After`). Nothing of the request was applied. */
+export class QuotaExceededError extends DomainError {
+  constructor(
+    message: string,
+    readonly quota: QuotaName,
+    readonly limit: number,
+    /** When the same request may pass, in whole seconds (at least 1). */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
 /** Temporal did not answer in time (503). Safe to retry: raises are idempotent by id, facts dedupe. */
-export class TemporalUnavailableError extends DomainError {}
+export class TemporalUnavailableError extends DomainError {
+  /** What the answer's `Retry-After` says, in seconds. */
+  readonly retryAfterSeconds: number = 5;
+}
+
+/**
+ * Temporal answered RESOURCE_EXHAUSTED (gRPC status 8): a rate limit of the namespace or frontend, or a workflow with
+ * too many pending updates or signals (503, with a shorter `Retry-After`). Safe to retry, as for any 503.
+ */
+export class TemporalBusyError extends TemporalUnavailableError {
+  override readonly retryAfterSeconds: number = 2;
+}
 
 /** Joins path segments as `expectations/0/dueAt`, escaping `~` and `/` inside a segment as RFC 6901 does. */
 export function joinPath(segments: readonly PropertyKey[]): string {

@@ -9,6 +9,7 @@ import type { A2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
 import type { Origin } from '../schemas/record.js';
 import { joinPath, type FieldError } from './errors.js';
+import type { OriginPaths } from './limits.js';
 
 /** An item of the request with its path in the body. */
 export interface Located<T = unknown> {
@@ -18,6 +19,8 @@ export interface Located<T = unknown> {
 
 export interface ExtractedEvent {
   origin: Origin;
+  /** Where the origin's task id and context id are in the body. */
+  originPaths: OriginPaths;
   expectations: Located[];
   facts: Located[];
   withdraw: Located<string>[];
@@ -50,6 +53,8 @@ const INPUT_REQUIRED = new Set(['TASK_STATE_INPUT_REQUIRED', 'input-required']);
 export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
   const containers: Container[] = [];
   let origin: Origin;
+  let originPaths: OriginPaths;
+  const at = (prefix: PropertyKey[], taskId: string): OriginPaths => ({ taskId: [...prefix, taskId], contextId: [...prefix, 'contextId'] });
 
   const add = (path: PropertyKey[], { metadata, extensions }: Contents, place: Place) =>
     containers.push({ path, metadata, extensions, place });
@@ -71,37 +76,46 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
     switch (event.kind) {
       case 'task':
         origin = { taskId: event.id, contextId: event.contextId };
+        originPaths = at([], 'id');
         addTask([], event);
         break;
       case 'message':
         origin = { taskId: event.taskId, contextId: event.contextId };
+        originPaths = at([], 'taskId');
         add([], event, 'message');
         break;
       case 'status-update':
         origin = { taskId: event.taskId, contextId: event.contextId };
+        originPaths = at([], 'taskId');
         addStatus([], event.status);
         break;
       case 'artifact-update':
         origin = { taskId: event.taskId, contextId: event.contextId };
+        originPaths = at([], 'taskId');
         add(['artifact'], event.artifact, 'artifact');
         break;
     }
   } else if ('task' in event) {
     origin = { taskId: event.task.id, contextId: event.task.contextId };
+    originPaths = at(['task'], 'id');
     addTask(['task'], event.task);
   } else if ('message' in event) {
     origin = { taskId: event.message.taskId || undefined, contextId: event.message.contextId || undefined };
+    originPaths = at(['message'], 'taskId');
     add(['message'], event.message, 'message');
   } else if ('statusUpdate' in event) {
     origin = { taskId: event.statusUpdate.taskId, contextId: event.statusUpdate.contextId };
+    originPaths = at(['statusUpdate'], 'taskId');
     addStatus(['statusUpdate'], event.statusUpdate.status);
   } else {
     origin = { taskId: event.artifactUpdate.taskId, contextId: event.artifactUpdate.contextId };
+    originPaths = at(['artifactUpdate'], 'taskId');
     add(['artifactUpdate', 'artifact'], event.artifactUpdate.artifact, 'artifact');
   }
 
   const extracted: ExtractedEvent = {
     origin: withoutUndefined(origin),
+    originPaths,
     expectations: [],
     facts: [],
     withdraw: [],

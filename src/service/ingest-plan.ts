@@ -6,6 +6,12 @@
  */
 import { z } from 'zod';
 import { addDuration } from '../../core/duration.js';
+import {
+  MAX_DEPENDENTS,
+  MAX_FACT_LEDGER_SUBSCRIBERS,
+  MAX_SUBJECT_LEDGER_SUBSCRIBERS,
+  RACE_ROOM,
+} from '../../core/limits.js';
 import type { AgentCardInfo } from '../a2a/card.js';
 import { hasRole, type Principal } from '../auth/principals.js';
 import {
@@ -14,6 +20,7 @@ import {
   type Expectation,
   type Fact,
   type ReportedFact,
+  type Subject,
 } from '../schemas/extension.js';
 import type { ExpectationRecord, Origin } from '../schemas/record.js';
 import { checkDeclaration, checkKind } from './card-rules.js';
@@ -28,10 +35,13 @@ import {
   type FieldError,
 } from './errors.js';
 import type { Located } from './extract.js';
+import { checkCounts, checkReferenceCount, fieldLimitErrors, type OriginPaths } from './limits.js';
 
 export interface IngestRequest {
   /** The A2A task the items came from (absent for `POST /v1/facts`). */
   origin: Origin;
+  /** Where the origin's ids are in the body, to name an over-long one. */
+  originPaths?: OriginPaths;
   expectations: Located[];
   facts: Located[];
   withdraw: Located<string>[];
@@ -44,6 +54,7 @@ export interface IngestRequest {
 /** A request whose principal may carry what it carries, and whose every item matches its schema. */
 export interface ParsedIngest {
   origin: Origin;
+  originPaths?: OriginPaths;
   expectations: Located<Expectation>[];
   facts: Located<ReportedFact>[];
   withdraw: Located<string>[];
@@ -56,6 +67,16 @@ export interface PlanSettings {
   maxClockSkew: string;
 }
 
+/**
+ * How many expectations the ledgers and anchors of the new raises serve now (ingest.ts asks them; 0 for one that does
+ * not run). Absent: nobody asked (nothing is raised), and nothing is refused for it.
+ */
+export interface Occupancy {
+  factKey(factKey: string): number;
+  subject(subject: Subject): number;
+  anchor(expectationId: string): number;
+}
+
 export interface PlanInput {
   parsed: ParsedIngest;
   principal: Principal;
@@ -63,6 +84,8 @@ export interface PlanInput {
   records: ReadonlyMap<string, ExpectationRecord | undefined>;
   /** The raising agent's card; needed only when `needsCard` says so. */
   card?: AgentCardInfo;
+  /** The ledgers' and anchors' subscribers and dependents, for the expectations `raisesOf` names. */
+  occupancy?: Occupancy;
   settings: PlanSettings;
   /** The watcher's clock (epoch ms), which `observedAt` is checked against. */
   now: number;
@@ -87,8 +110,9 @@ export interface IngestPlan {
 }
 
 /**
- * Checks the principal's role and every item's schema and placement, in that order (403, 400, 422): a reporter
- * may carry facts only.
+ * Checks the principal's role, how many items the request carries, every item's schema, how many expectations it
+ * refers to, and each field's bound and placement, in that order (403, 413, 400, 413, 422): a reporter may carry
+ * facts only. Nothing here calls Temporal, so a request over a bound is refused before any look-up.
  */
 export function parseIngest(principal: Principal, request: IngestRequest): ParsedIngest {
   const isAgent = hasRole(principal, 'agent');
@@ -106,13 +130,17 @@ export function parseIngest(principal: Principal, request: IngestRequest): Parse
       paths,
     );
   }
+  checkCounts(request);
   const schemaErrors: FieldError[] = [...(request.schemaErrors ?? [])];
   const expectations = parseAll(request.expectations, expectationSchema, schemaErrors);
   const facts = parseAll(request.facts, reportedFactSchema, schemaErrors);
   const withdraw = parseAll(request.withdraw, z.string().min(1, { message: 'must not be empty' }), schemaErrors);
   if (schemaErrors.length > 0) throw new SchemaError(summarise(schemaErrors, 'fields are invalid'), schemaErrors);
-  if (placementErrors.length > 0) throw ruleViolation(placementErrors);
-  return { origin: request.origin, expectations, facts, withdraw };
+  checkReferenceCount(expectations, withdraw);
+  const parsed: ParsedIngest = { origin: request.origin, originPaths: request.originPaths, expectations, facts, withdraw };
+  const ruleErrors = [...placementErrors, ...fieldLimitErrors(parsed)];
+  if (ruleErrors.length > 0) throw ruleViolation(ruleErrors);
+  return parsed;
 }
 
 /** The ids whose records the planner reads: the incoming ids, everything they point at, and the withdraw list. */
@@ -131,7 +159,14 @@ export function referencedIds(parsed: ParsedIngest): string[] {
  * ConflictError of a reused id first: a conflict is answered without fetching the card.
  */
 export function needsCard(input: References): boolean {
-  return classify(input).items.some((item) => item.action === 'raise');
+  return raisesOf(input).length > 0;
+}
+
+/** The expectations the request raises anew (re-deliveries aside); throws the ConflictError of a reused id first. */
+export function raisesOf(input: References): Expectation[] {
+  return classify(input)
+    .items.filter((item) => item.action === 'raise')
+    .map((item) => item.expectation);
 }
 
 /** Decides the whole request, or throws the first kind of broken rule: 409, then 422 (card), 403, 422. */
@@ -146,6 +181,7 @@ export function planIngest(input: PlanInput): IngestPlan {
     if (!declaration.ok) throw ruleViolation(declaration.errors);
     const known = new Map<string, Expectation>();
     for (const [id, record] of input.records) if (record) known.set(id, record.expectation);
+    const joining: Joining = { factKeys: new Map(), subjects: new Map(), anchors: new Map() };
     for (const item of items) {
       if (item.action === 'raise') {
         const kindCheck = checkKind(declaration, item.expectation, item.path);
@@ -153,6 +189,7 @@ export function planIngest(input: PlanInput): IngestPlan {
         problems.warnings.push(...kindCheck.warnings);
         checkReferences(item, { ...input, known }, problems);
         checkSupersedes(item, { ...input, lineages, known }, problems);
+        checkOccupancy(item, { ...input, known }, joining, problems);
       }
       known.set(item.expectation.expectationId, item.expectation);
     }
@@ -266,6 +303,73 @@ function checkSupersedes(
       });
     }
     context.lineages.get(item.expectation.expectationId)!.lineage = item.lineage;
+  }
+}
+
+/** How many of this request's raises join each ledger and anchor so far. */
+interface Joining {
+  factKeys: Map<string, number>;
+  subjects: Map<string, number>;
+  anchors: Map<string, number>;
+}
+
+const subjectRef = (subject: Subject): string => JSON.stringify([subject.type, subject.id]);
+
+/**
+ * A new raise joins its fact ledger, its subject ledger and its anchor's dependents: refused (422) when that would
+ * take one of the last RACE_ROOM places of the bound the workflow keeps (core/limits.ts), counting what is there now
+ * and what this request adds. A supersede on the same key or subject takes no place: its predecessor leaves it.
+ */
+function checkOccupancy(
+  item: Extract<PlannedExpectation, { action: 'raise' }>,
+  context: PlanInput & { known: Map<string, Expectation> },
+  joining: Joining,
+  problems: Problems,
+): void {
+  const { occupancy } = context;
+  if (!occupancy) return;
+  const e = item.expectation;
+  const replaced = e.supersedes === undefined ? undefined : context.known.get(e.supersedes);
+  const join = (counts: Map<string, number>, key: string, present: number, bound: number) => {
+    const limit = bound - RACE_ROOM;
+    const total = present + (counts.get(key) ?? 0) + 1;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    return total > limit ? { limit, present: total - 1 } : undefined;
+  };
+  if (replaced?.satisfiedBy.factKey !== e.satisfiedBy.factKey) {
+    const key = e.satisfiedBy.factKey;
+    const full = join(joining.factKeys, key, occupancy.factKey(key), MAX_FACT_LEDGER_SUBSCRIBERS);
+    if (full) {
+      problems.rules.push({
+        path: joinPath([...item.path, 'satisfiedBy', 'factKey']),
+        rule: 'fact-key-subscribers',
+        limit: full.limit,
+        message: `${full.present} open expectations already wait on fact key '${key}', as many as the watcher lets wait on one key; raise this one once some have closed`,
+      });
+    }
+  }
+  if (!replaced || subjectRef(replaced.subject) !== subjectRef(e.subject)) {
+    const full = join(joining.subjects, subjectRef(e.subject), occupancy.subject(e.subject), MAX_SUBJECT_LEDGER_SUBSCRIBERS);
+    if (full) {
+      problems.rules.push({
+        path: joinPath([...item.path, 'subject']),
+        rule: 'subject-subscribers',
+        limit: full.limit,
+        message: `${full.present} open expectations are already on subject ${e.subject.type}/${e.subject.id}, as many as the watcher keeps on one subject; raise this one once some have closed`,
+      });
+    }
+  }
+  const anchor = e.anchor?.expectationId;
+  if (anchor !== undefined) {
+    const full = join(joining.anchors, anchor, occupancy.anchor(anchor), MAX_DEPENDENTS);
+    if (full) {
+      problems.rules.push({
+        path: joinPath([...item.path, 'anchor', 'expectationId']),
+        rule: 'anchor-dependents',
+        limit: full.limit,
+        message: `${full.present} expectations are already anchored on '${anchor}', as many as one anchor takes`,
+      });
+    }
   }
 }
 

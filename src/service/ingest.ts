@@ -15,25 +15,30 @@ import type { ingestResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord, Origin } from '../schemas/record.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import {
+  dependentCount,
   getExpectationRecord,
   recordFactRouted,
   registerExpectation,
   startExpectation,
   withdrawExpectation,
 } from '../temporal/expectations.js';
-import { expectationLinks } from '../temporal/ids.js';
+import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../temporal/ids.js';
+import { ledgerSubscribers } from '../temporal/registration.js';
 import { ConflictError, joinPath } from './errors.js';
 import { createLateFactCheck } from './late-facts.js';
 import {
-  needsCard,
   parseIngest,
   planIngest,
+  raisesOf,
   referencedIds,
   sameContent,
   type IngestPlan,
   type IngestRequest,
+  type Occupancy,
   type PlannedExpectation,
 } from './ingest-plan.js';
+import { createQuotas, type QuotaSettings } from './quotas.js';
+import { openExpectationsQuery } from './records.js';
 import type { TemporalCall } from './temporal-call.js';
 
 export type { IngestRequest } from './ingest-plan.js';
@@ -55,9 +60,13 @@ export interface IngestDeps {
   metrics?: WatcherMetrics;
   /** Where a fact that came after its expectation's late window is logged. */
   logger?: Logger;
+  /** Per-principal quotas (src/service/quotas.ts); absent, none is kept. */
+  quotas?: QuotaSettings;
   /** The watcher's clock (epoch ms); injected so a test can pin it. */
   now?: () => number;
 }
+
+const NO_QUOTAS: QuotaSettings = { openExpectations: 0, raisesPerMinute: 0, factsPerMinute: 0 };
 
 /** One result per item, in the order found; `warnings` only when there is one (the schema is the answer's, in http.ts). */
 export type IngestResult = z.infer<typeof ingestResultSchema>;
@@ -99,6 +108,41 @@ function inputOf(
 export function createIngestService(deps: IngestDeps) {
   const lookup = (id: string) => deps.call(() => getExpectationRecord(deps.client, id));
   const lateFacts = createLateFactCheck(deps);
+  const quotas = createQuotas({
+    settings: deps.quotas ?? NO_QUOTAS,
+    countOpen: (agentId) =>
+      deps.call(async () => (await deps.client.workflow.count(openExpectationsQuery(deps.taskQueue, agentId))).count),
+    now: deps.now,
+  });
+
+  /**
+   * How full the ledgers and anchors of the new raises are (a query each, in parallel; a ledger that does not run
+   * serves nobody). An anchor whose record says it has ended takes no more dependents anyway: it is not asked.
+   */
+  async function occupancyOf(raises: Expectation[], records: Map<string, ExpectationRecord | undefined>): Promise<Occupancy> {
+    const ask = async (ids: string[], count: (id: string) => Promise<number>) => {
+      const distinct = [...new Set(ids)];
+      const counts = await Promise.all(distinct.map((id) => deps.call(() => count(id))));
+      return new Map(distinct.map((id, i) => [id, counts[i]!]));
+    };
+    const running = (id: string) => {
+      const record = records.get(id);
+      return record === undefined ? true : record.closedAt === undefined;
+    };
+    const [factLedgers, subjectLedgers, anchors] = await Promise.all([
+      ask(raises.map((e) => factLedgerWorkflowId(e.satisfiedBy.factKey)), (id) => ledgerSubscribers(deps.client, id)),
+      ask(raises.map((e) => subjectLedgerWorkflowId(e.subject)), (id) => ledgerSubscribers(deps.client, id)),
+      ask(
+        raises.flatMap((e) => (e.anchor && running(e.anchor.expectationId) ? [e.anchor.expectationId] : [])),
+        (id) => dependentCount(deps.client, id),
+      ),
+    ]);
+    return {
+      factKey: (factKey) => factLedgers.get(factLedgerWorkflowId(factKey)) ?? 0,
+      subject: (subject) => subjectLedgers.get(subjectLedgerWorkflowId(subject)) ?? 0,
+      anchor: (id) => anchors.get(id) ?? 0,
+    };
+  }
 
   /**
    * Starts one new expectation. Another request may have raised the same id between our check and our start
@@ -164,15 +208,29 @@ export function createIngestService(deps: IngestDeps) {
   }
 
   return {
-    /** Validates every item (ingest-plan.ts), then raises, records and withdraws them in that order. */
+    /**
+     * Validates every item and bound (ingest-plan.ts, before any Temporal call), takes the request from the
+     * principal's per-minute quotas, looks up what it refers to, checks the open-expectations quota, then raises,
+     * records and withdraws the items in that order.
+     */
     async ingest(principal: Principal, request: IngestRequest): Promise<IngestResult> {
       const parsed = parseIngest(principal, request);
+      quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
       const records = await lookupAll(lookup, referencedIds(parsed));
       const known = { parsed, principal, records };
       // The card is fetched only when something is new (after a conflict has had its say).
-      const card = needsCard(known) ? await deps.cards.resolve(principal.agent!) : undefined;
-      const plan = planIngest({ ...known, card, settings: deps.settings, now: (deps.now ?? Date.now)() });
-      return apply(principal, request.origin, plan, records);
+      const raises = raisesOf(known);
+      const [card, occupancy] =
+        raises.length > 0
+          ? await Promise.all([deps.cards.resolve(principal.agent!), occupancyOf(raises, records)])
+          : [undefined, undefined];
+      const plan = planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
+      // A supersede replaces an open expectation: it adds none.
+      const adding = plan.expectations.filter((item) => item.action === 'raise' && item.expectation.supersedes === undefined).length;
+      await quotas.checkOpen(principal, adding);
+      const result = await apply(principal, request.origin, plan, records);
+      quotas.raised(principal, adding);
+      return result;
     },
   };
 }

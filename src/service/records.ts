@@ -107,6 +107,21 @@ export function listQuery(query: Omit<ListQuery, 'pageSize' | 'pageToken'>, agen
   return clauses.join(' AND ');
 }
 
+/**
+ * The visibility query for an agent's open expectations (DESIGN 3.7: not satisfied, not withdrawn; lapsed counts) on
+ * the bridge's task queue, for its open-expectations quota: running workflows only, as a lapsed one closes after its
+ * late window.
+ */
+export function openExpectationsQuery(taskQueue: string, agentId: string): string {
+  return [
+    `WorkflowType = ${quote(WORKFLOW_TYPE)}`,
+    `TaskQueue = ${quote(taskQueue)}`,
+    `ExecutionStatus = 'Running'`,
+    `${ExpectationAgent.name} = ${quote(agentId)}`,
+    `${ExpectationStateKey.name} IN ('open', 'lapsed')`,
+  ].join(' AND ');
+}
+
 export function createRecordsService(deps: RecordsDeps) {
   const temporalUi = (workflowId: string) =>
     deps.temporalUiUrl

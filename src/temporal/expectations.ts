@@ -4,6 +4,7 @@
  * workflows/ui-text.ts.
  */
 import {
+  QueryNotRegisteredError,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
@@ -16,6 +17,7 @@ import type { ExpectationRecord } from '../schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
 import {
+  dependentsQuery,
   recordFactUpdate,
   recordQuery,
   subjectObservedSignal,
@@ -133,6 +135,16 @@ export interface RecordedFact {
    * before `tellUnawaited` answered (it cannot tell).
    */
   awaited: boolean;
+}
+
+/** How many expectations are anchored on a running expectation; 0 when it does not run or predates the query. */
+export async function dependentCount(client: Client, expectationId: string): Promise<number> {
+  try {
+    return (await client.workflow.getHandle(expectationWorkflowId(expectationId)).query(dependentsQuery)).dependents;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return 0;
+    throw error;
+  }
 }
 
 /**

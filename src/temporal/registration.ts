@@ -5,6 +5,7 @@
  * returns, ahead of any fact recorded afterwards, so no fact received after the answer can miss the expectation.
  */
 import {
+  QueryNotRegisteredError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   type Client,
@@ -12,7 +13,13 @@ import {
 import type { Fact, Subject } from '../../core/types.js';
 import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
 import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
-import { retainedFactQuery, subscribeSignal, type FactLedgerInput, type SubjectLedgerInput } from '../../workflows/messages.js';
+import {
+  ledgerLoadQuery,
+  retainedFactQuery,
+  subscribeSignal,
+  type FactLedgerInput,
+  type SubjectLedgerInput,
+} from '../../workflows/messages.js';
 
 /** How often a subscription is tried again when the ledger closed between our start and our signal. */
 const SUBSCRIBE_TRIES = 3;
@@ -88,6 +95,19 @@ export async function retainedFact(client: Client, factLedgerWorkflowId: string)
   } catch (error) {
     // No ledger (never started, or closed with nothing retained) is the common case: nothing early to apply.
     if (error instanceof WorkflowNotFoundError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * How many expectations a ledger (fact or subject) forwards to now: 0 when it does not run, or when its worker
+ * predates the query (it then keeps its bound itself).
+ */
+export async function ledgerSubscribers(client: Client, ledgerWorkflowId: string): Promise<number> {
+  try {
+    return (await client.workflow.getHandle(ledgerWorkflowId).query(ledgerLoadQuery)).subscribers;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return 0;
     throw error;
   }
 }

@@ -4,13 +4,16 @@
  * fields, invalid dates and durations, huge strings and arrays, deep nesting, `__proto__`/`constructor` keys, odd
  * unicode in ids, invalid JSON, wrong content types). Each must get a 4xx application/problem+json, never a 5xx,
  * and start nothing: no worker polls the bridge's task queue, so anything started would stay there to be counted.
+ * Every bound of core/limits.ts is met exactly (taken) and exceeded by one (refused, naming field and limit).
  */
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_ITEMS, MAX_LENGTH } from '../../core/limits.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { joinPath } from '../../src/service/errors.js';
 import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
@@ -625,6 +628,331 @@ const dueExpectationOf = (id: string) => ({
   satisfiedBy: { factKey: `${PREFIX}key-${id}` },
   dueAt: '2030-01-01T00:00:00Z',
   basis: 'contract',
+});
+
+/**
+ * Every bound of core/limits.ts a request can meet (issue 15), property-based: the request at the bound is taken
+ * (200), and the same one a character or an item over it is refused with the bound's status, the field's path, its
+ * rule and its limit. Padding characters, digits and ids vary; the expectations the requests refer to (ids that must
+ * exist for `after`, withdraw and the count of ids looked up) are raised once, on a worker of their own.
+ */
+describe('each bound, met exactly and exceeded by one', () => {
+  const boundsQueue = `bad-input-bounds-${randomUUID()}`;
+  useWatcherWorker(boundsQueue);
+  let boundsBridge: BridgeApp;
+  const agents: TestAgent[] = [];
+  const LONG_KIND = 'k'.repeat(MAX_LENGTH.kind);
+  const LONG_BASIS = 'b'.repeat(MAX_LENGTH.basis);
+  const kindsOf = (n: number) => [
+    { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The shipment is delivered' },
+    ...Array.from({ length: n - 1 }, (_, i) => ({ kind: `extra-${i}`, subjectType: 'shipment', basis: 'contract', describes: 'Something else happens' })),
+  ];
+  /** Pool of expectations to refer to: POOL_SUBJECTS subjects with MAX_ITEMS.after expectations each. */
+  const POOL_SUBJECTS = 16;
+  const poolSubject = (s: number) => ({ type: 'shipment', id: `POOL-${run}-${s}` });
+  const poolId = (s: number, j: number) => `pool-${run}-${s}-${j}`;
+
+  beforeAll(async () => {
+    const wide = await startTestAgent({
+      kinds: [
+        ...kindsOf(1),
+        { kind: LONG_KIND, subjectType: 'shipment', basis: 'contract', describes: 'A kind with the longest name' },
+        { kind: 'long-basis', subjectType: 'shipment', basis: LONG_BASIS, describes: 'A kind with the longest basis' },
+      ],
+    });
+    const most = await startTestAgent({ kinds: kindsOf(MAX_ITEMS.kinds) });
+    const tooMany = await startTestAgent({ kinds: kindsOf(MAX_ITEMS.kinds + 1) });
+    agents.push(wide, most, tooMany);
+    boundsBridge = await startBridgeApp(client, boundsQueue, [
+      { id: 'agent-a', roles: ['agent'], cardUrl: wide.cardUrl },
+      { id: 'agent-100-kinds', roles: ['agent'], cardUrl: most.cardUrl },
+      { id: 'agent-101-kinds', roles: ['agent'], cardUrl: tooMany.cardUrl },
+      { id: 'feed', roles: ['reporter'] },
+    ]);
+    for (let s = 0; s < POOL_SUBJECTS; s++) {
+      const expectations = Array.from({ length: MAX_ITEMS.after }, (_, j) => ({
+        ...dueExpectationOf(poolId(s, j)),
+        subject: poolSubject(s),
+        satisfiedBy: { factKey: `${PREFIX}pool-${s}` },
+      }));
+      const raised = await send(`${boundsBridge.url}/a2a/events`, { token: boundsBridge.tokens['agent-a'], json: envelope('artifactUpdate', { expectations }) });
+      if (raised.status !== 200) throw new Error(`arrange: the pool answered ${raised.status} ${JSON.stringify(raised.body).slice(0, 500)}`);
+    }
+  }, 600_000);
+
+  afterAll(async () => {
+    await boundsBridge?.close();
+    await Promise.all(agents.map((a) => a.close()));
+  });
+
+  /** One character of UTF-16 length 1, for padding ids and texts. */
+  const pad = fc.constantFrom('x', 'é', 'Ω', '~', '中', '-');
+  const digits = (n: number) => fc.array(fc.constantFrom(...'0123456789'), { minLength: n, maxLength: n }).map((d) => d.join(''));
+  // A counter beside the generated number: fast-check starts each property from the same small values.
+  let made = 0;
+  const fresh = fc.nat({ max: 1_000_000_000 }).map((n) => `${run}-${made++}-${n}`);
+  const padded = (head: string, length: number, char: string) => head + char.repeat(length - head.length);
+  const artifactAt = (rest: string) => joinPath(['artifactUpdate', 'artifact', 'metadata', EXTENSION_URI, ...rest.split('/')]);
+  const events = (payload: unknown, ids = { taskId: `t-${run}`, contextId: `c-${run}` }) => ({
+    path: 'a2a/events' as const,
+    json: { artifactUpdate: { ...ids, artifact: { artifactId: 'a', parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } } } },
+  });
+  const raising = (...expectations: unknown[]) => events({ expectations });
+  const newExpectation = (id: string, extra: object = {}) => ({ ...dueExpectationOf(`bound-${id}`), subject: { type: 'shipment', id: `S-bound-${id}` }, ...extra });
+
+  interface Case {
+    name: string;
+    limit: number;
+    status: 413 | 422;
+    rule: 'max-items' | 'max-length' | 'declaration-params';
+    path: string;
+    /** The request with the bounded field or list at `n` (ids, padding and digits vary from run to run). */
+    request: fc.Arbitrary<(n: number) => { path: 'a2a/events' | 'v1/facts'; json: unknown; as?: string }>;
+    /** How many requests at the bound (each raises or records what it carries) and past it. */
+    runs: [exact: number, over: number];
+  }
+
+  /** An expectation field padded to `n`: `make` builds the expectation from the padded text and a fresh id. */
+  const expectationField = (name: string, field: string, limit: number, make: (text: string, id: string) => unknown): Case => ({
+    name,
+    limit,
+    status: 422,
+    rule: 'max-length',
+    path: artifactAt(field),
+    request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => raising(make(padded(`${id}-`, n, char), id))),
+    runs: [2, 4],
+  });
+
+  const cases: Case[] = [
+    // Lists of one request (413).
+    {
+      name: 'facts per request',
+      limit: MAX_ITEMS.facts,
+      status: 413,
+      rule: 'max-items',
+      path: `facts/${MAX_ITEMS.facts}`,
+      request: fresh.map((id) => (n: number) => ({ path: 'v1/facts' as const, json: { facts: Array.from({ length: n }, (_, i) => ({ factKey: `${PREFIX}many-${id}-${i}`, observedAt: '2026-01-01T00:00:00Z' })) }, as: 'feed' })),
+      runs: [1, 3],
+    },
+    {
+      name: 'expectations per request',
+      limit: MAX_ITEMS.expectations,
+      status: 413,
+      rule: 'max-items',
+      path: artifactAt(`expectations/${MAX_ITEMS.expectations}`),
+      request: fresh.map((id) => (n: number) => raising(...Array.from({ length: n }, (_, i) => newExpectation(`${id}-${i}`)))),
+      runs: [1, 3],
+    },
+    {
+      name: 'withdraw ids per request',
+      limit: MAX_ITEMS.withdraw,
+      status: 413,
+      rule: 'max-items',
+      path: artifactAt(`withdraw/${MAX_ITEMS.withdraw}`),
+      request: fc.constant((n: number) => events({ withdraw: Array.from({ length: n }, (_, i) => poolId(POOL_SUBJECTS - 1 - Math.floor(i / MAX_ITEMS.after), i % MAX_ITEMS.after)) })),
+      runs: [1, 3],
+    },
+    {
+      // 15 new expectations, each after the 32 of its pool subject: 15 × 33 = 495 ids; withdraw ids make up the rest.
+      name: 'distinct expectation ids referred to',
+      limit: MAX_ITEMS.references,
+      status: 413,
+      rule: 'max-items',
+      path: artifactAt(`withdraw/${MAX_ITEMS.references - 495}`),
+      request: fresh.map((id) => (n: number) =>
+        events({
+          expectations: Array.from({ length: 15 }, (_, s) => ({
+            ...newExpectation(`${id}-refs-${s}`),
+            subject: poolSubject(s),
+            after: Array.from({ length: MAX_ITEMS.after }, (_, j) => poolId(s, j)),
+          })),
+          withdraw: Array.from({ length: n - 495 }, (_, j) => poolId(POOL_SUBJECTS - 1, j)),
+        }),
+      ),
+      runs: [1, 2],
+    },
+    // Lists of one item (422).
+    {
+      name: 'after ids',
+      limit: MAX_ITEMS.after,
+      status: 422,
+      rule: 'max-items',
+      path: artifactAt('expectations/0/after'),
+      request: fc.tuple(fresh, fc.nat({ max: POOL_SUBJECTS - 2 })).map(([id, s]) => (n: number) =>
+        raising({ ...newExpectation(`${id}-after`), subject: poolSubject(s), after: Array.from({ length: n }, (_, j) => poolId(s, j % MAX_ITEMS.after)) }),
+      ),
+      runs: [2, 4],
+    },
+    // Text fields (422).
+    expectationField('expectationId', 'expectations/0/expectationId', MAX_LENGTH.id, (text, id) => newExpectation(id, { expectationId: text })),
+    expectationField('subject.id', 'expectations/0/subject/id', MAX_LENGTH.subjectId, (text, id) => newExpectation(id, { subject: { type: 'shipment', id: text } })),
+    // Another subject type than the kind's is a warning only (DESIGN 3.1): taken at the bound all the same.
+    expectationField('subject.type', 'expectations/0/subject/type', MAX_LENGTH.subjectType, (text, id) => newExpectation(id, { subject: { type: text, id: `S-${id}` } })),
+    expectationField('expects', 'expectations/0/expects', MAX_LENGTH.expects, (text, id) => newExpectation(id, { expects: text })),
+    expectationField('satisfiedBy.factKey', 'expectations/0/satisfiedBy/factKey', MAX_LENGTH.factKey, (text, id) => newExpectation(id, { satisfiedBy: { factKey: text } })),
+  ];
+
+  // Fields whose bound is not a padding of an id: built each by hand, `n` the field's length.
+  const handmade: Case[] = [
+    {
+      name: 'kind',
+      limit: MAX_LENGTH.kind,
+      status: 422,
+      rule: 'max-length',
+      path: artifactAt('expectations/0/kind'),
+      request: fresh.map((id) => (n: number) => raising(newExpectation(id, { kind: 'k'.repeat(n) }))),
+      runs: [1, 3],
+    },
+    {
+      name: 'basis',
+      limit: MAX_LENGTH.basis,
+      status: 422,
+      rule: 'max-length',
+      path: artifactAt('expectations/0/basis'),
+      request: fresh.map((id) => (n: number) => raising(newExpectation(id, { kind: 'long-basis', basis: 'b'.repeat(n) }))),
+      runs: [1, 3],
+    },
+    ...(['dueAt', 'horizon'] as const).map((field): Case => ({
+      name: field,
+      limit: MAX_LENGTH.instant,
+      status: 422,
+      rule: 'max-length',
+      path: artifactAt(`expectations/0/${field}`),
+      request: fc.tuple(fresh, digits(MAX_LENGTH.instant)).map(([id, d]) => (n: number) => raising(newExpectation(id, { [field]: `2030-01-01T00:00:00.${d.slice(0, n - 21)}Z` }))),
+      runs: [2, 4],
+    })),
+    {
+      name: 'grace',
+      limit: MAX_LENGTH.duration,
+      status: 422,
+      rule: 'max-length',
+      path: artifactAt('expectations/0/grace'),
+      request: fc.tuple(fresh, fc.constantFrom('S', 'M', 'H'), fc.integer({ min: 1, max: 9 })).map(([id, unit, d]) => (n: number) => raising(newExpectation(id, { grace: `PT${'0'.repeat(n - 4)}${d}${unit}` }))),
+      runs: [2, 4],
+    },
+    {
+      name: 'anchor.offset',
+      limit: MAX_LENGTH.duration,
+      status: 422,
+      rule: 'max-length',
+      path: artifactAt('expectations/1/anchor/offset'),
+      request: fresh.map((id) => (n: number) =>
+        raising(newExpectation(`${id}-anchor`), newExpectation(id, { anchor: { expectationId: `bound-${id}-anchor`, offset: `P${'0'.repeat(n - 3)}1D` } })),
+      ),
+      runs: [2, 4],
+    },
+    ...(
+      [
+        ['anchor.expectationId', 'anchor/expectationId', (id: string) => ({ anchor: { expectationId: id, offset: 'PT1H' } })],
+        ['after[]', 'after/0', (id: string) => ({ after: [id] })],
+        ['supersedes', 'supersedes', (id: string) => ({ supersedes: id })],
+      ] as const
+    ).map(([name, field, refer]): Case => ({
+      // The expectation referred to is raised earlier in the same request, with an id of length n.
+      name,
+      limit: MAX_LENGTH.id,
+      status: 422,
+      rule: 'max-length',
+      path: artifactAt(`expectations/1/${field}`),
+      request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => {
+        const first = { ...newExpectation(`${id}-first`), expectationId: padded(`${id}-`, n, char) };
+        return raising(first, { ...newExpectation(id), subject: first.subject, ...refer(first.expectationId) });
+      }),
+      runs: [2, 4],
+    })),
+    {
+      name: 'withdraw id',
+      limit: MAX_LENGTH.id,
+      status: 422,
+      rule: 'max-length',
+      path: artifactAt('withdraw/0'),
+      request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => {
+        const first = { ...newExpectation(id), expectationId: padded(`${id}-`, n, char) };
+        return events({ expectations: [first], withdraw: [first.expectationId] });
+      }),
+      runs: [2, 4],
+    },
+    ...(['taskId', 'contextId'] as const).map((field): Case => ({
+      name: `origin ${field}`,
+      limit: MAX_LENGTH.originId,
+      status: 422,
+      rule: 'max-length',
+      path: `artifactUpdate/${field}`,
+      request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) =>
+        events({ facts: [{ factKey: `${PREFIX}origin-${id}`, observedAt: '2026-01-01T00:00:00Z' }] }, { taskId: `t-${id}`, contextId: `c-${id}`, [field]: padded(`${id}-`, n, char) }),
+      ),
+      runs: [2, 4],
+    })),
+    ...(
+      [
+        ['factKey', MAX_LENGTH.factKey, (text: string) => ({ factKey: text })],
+        ['source', MAX_LENGTH.source, (text: string) => ({ source: text })],
+        ['subject/type', MAX_LENGTH.subjectType, (text: string) => ({ subject: { type: text, id: 'S' } })],
+        ['subject/id', MAX_LENGTH.subjectId, (text: string) => ({ subject: { type: 'shipment', id: text } })],
+      ] as const
+    ).map(([field, limit, set]): Case => ({
+      name: `fact ${field}`,
+      limit,
+      status: 422,
+      rule: 'max-length',
+      path: `facts/0/${field}`,
+      request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => ({
+        path: 'v1/facts' as const,
+        json: { facts: [{ factKey: `${PREFIX}f-${id}`, observedAt: '2026-01-01T00:00:00Z', ...set(padded(`${id}-`, n, char)) }] },
+        as: 'feed',
+      })),
+      runs: [2, 4],
+    })),
+    {
+      name: 'fact observedAt',
+      limit: MAX_LENGTH.instant,
+      status: 422,
+      rule: 'max-length',
+      path: 'facts/0/observedAt',
+      request: fc.tuple(fresh, digits(MAX_LENGTH.instant)).map(([id, d]) => (n: number) => ({
+        path: 'v1/facts' as const,
+        json: { facts: [{ factKey: `${PREFIX}obs-${id}`, observedAt: `2020-01-01T00:00:00.${d.slice(0, n - 21)}Z` }] },
+        as: 'feed',
+      })),
+      runs: [2, 4],
+    },
+    {
+      name: "kinds of the raising agent's card",
+      limit: MAX_ITEMS.kinds,
+      status: 422,
+      rule: 'declaration-params',
+      path: 'card/capabilities/extensions/0/params/kinds',
+      request: fresh.map((id) => (n: number) => ({ ...raising(newExpectation(id)), as: n > MAX_ITEMS.kinds ? 'agent-101-kinds' : 'agent-100-kinds' })),
+      runs: [1, 2],
+    },
+  ];
+
+  const post = (built: { path: string; json: unknown; as?: string }) =>
+    send(`${boundsBridge.url}/${built.path}`, { token: boundsBridge.tokens[built.as ?? 'agent-a'], json: built.json });
+
+  describe.each([...cases, ...handmade])('$name ($limit)', ({ limit, status, rule, path, request, runs }) => {
+    it('is taken at the bound', async () => {
+      await fc.assert(
+        fc.asyncProperty(request, async (build) => {
+          tried++;
+          const answer = await post(build(limit));
+          expect(answer.status, JSON.stringify(answer.body).slice(0, 500)).toBe(200);
+        }),
+        { numRuns: runs[0] },
+      );
+    });
+
+    it(`is refused with ${status} one past it, naming the field and the limit`, async () => {
+      await fc.assert(
+        fc.asyncProperty(request, async (build) => {
+          const answer = await expectRefused(post(build(limit + 1)));
+          expect(answer.status).toBe(status);
+          expect(answer.body.errors).toContainEqual(expect.objectContaining({ path, rule, ...(rule === 'declaration-params' ? {} : { limit }) }));
+        }),
+        { numRuns: runs[1] },
+      );
+    });
+  });
 });
 
 describe('after all of it', () => {

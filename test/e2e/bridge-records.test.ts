@@ -297,7 +297,8 @@ describe('list from the visibility store', () => {
 
   it('lists an expectation whose id is too long for a workflow id under the id it was raised with', async () => {
     const longType = `crate-${unique()}`;
-    const e = expectation(`long-${unique()}-${'x'.repeat(300)}`, { subject: { type: longType, id: 'C-1' } });
+    // Within the bound of 256 characters (core/limits.ts), past the 255 bytes of a workflow id: é is 2 bytes in UTF-8.
+    const e = expectation(`long-${unique()}-${'é'.repeat(200)}`, { subject: { type: longType, id: 'C-1' } });
     const raise = await request(`${env.url}/a2a/events`, { token: token('agent-a'), body: artifactUpdate({ expectations: [e] }) });
     expect(raise.status).toBe(200);
 

@@ -39,6 +39,8 @@ let agent: TestAgent;
 let bridge: BridgeApp;
 let down: BridgeApp;
 let downClient: Client;
+/** A bridge whose principals may send one fact per minute, so that a request with two is a 429. */
+let limited: BridgeApp;
 /** An expectation of shipping-agent's, raised before the tests. */
 let shared: ReturnType<typeof expectation>;
 /** Two lapses of shipping-agent's expectations whose delivery failed for good: one to re-send, one to see ended. */
@@ -61,6 +63,9 @@ beforeAll(async () => {
   bridge = await startBridgeApp(watcher.client, taskQueue, await principals());
   // The agent refuses both lapses with a 404 (not retried): the fast way to deliveries that failed for good.
   agent.failNext(404, 2);
+  limited = await startBridgeApp(watcher.client, taskQueue, await principals(), {
+    settings: { quotas: { openExpectations: 0, raisesPerMinute: 0, factsPerMinute: 1 } },
+  });
   shared = expectation(`openapi-${unique()}`);
   const startDown = async () => {
     downClient = await connectClient(`127.0.0.1:${await freePort()}`, loadConfig({}).temporal);
@@ -71,6 +76,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await limited?.close();
   await down?.close();
   await downClient?.connection.close();
   await bridge?.close();
@@ -281,6 +287,11 @@ const cases: StatusCase[] = [
     act: () => send(events(), { token: token('shipping-agent'), raw: 'facts', contentType: 'text/plain' }),
   },
   { operation: 'POST /a2a/events', status: 422, act: () => raise('shipping-agent', expectation(`openapi-${unique()}`, { kind: 'teleport' })) },
+  {
+    operation: 'POST /a2a/events',
+    status: 429,
+    act: () => send(events(limited), { token: token('carrier-feed', limited), json: artifactUpdate({ facts: [fact(), fact()] }) }),
+  },
   { operation: 'POST /a2a/events', status: 502, act: () => raise('lost-agent') },
   { operation: 'POST /a2a/events', status: 503, act: () => raise('shipping-agent', undefined, down) },
 
@@ -298,6 +309,11 @@ const cases: StatusCase[] = [
     operation: 'POST /v1/facts',
     status: 422,
     act: () => send(facts(), { token: token('carrier-feed'), json: { facts: [fact('9999-12-31T23:59:59Z')] } }),
+  },
+  {
+    operation: 'POST /v1/facts',
+    status: 429,
+    act: () => send(facts(limited), { token: token('carrier-feed', limited), json: { facts: [fact(), fact()] } }),
   },
   { operation: 'POST /v1/facts', status: 503, act: () => send(facts(down), { token: token('carrier-feed', down), json: { facts: [fact()] } }) },
 

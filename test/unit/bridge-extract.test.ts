@@ -34,6 +34,7 @@ describe('extractEvent: v1.0', () => {
 
     expect(out).toEqual({
       origin: { taskId: 't1', contextId: 'c1' },
+      originPaths: { taskId: ['task', 'id'], contextId: ['task', 'contextId'] },
       expectations: [`task/artifacts/0/metadata/${U}/expectations/0`, `task/artifacts/0/metadata/${U}/expectations/1`],
       facts: [`task/artifacts/0/metadata/${U}/facts/0`],
       withdraw: [[`task/artifacts/0/metadata/${U}/withdraw/0`, 'e0']],
@@ -138,6 +139,16 @@ describe('extractEvent: v0.3', () => {
     });
 
     expect(out.expectations).toEqual([`artifacts/0/metadata/${U}/expectations/0`, `status/message/metadata/${U}/expectations/0`]);
+  });
+
+  it('says where the origin ids are, in each shape', () => {
+    const paths = (body: unknown) => extract(body).originPaths;
+    const status = { state: 'TASK_STATE_WORKING' };
+
+    expect(paths({ statusUpdate: { taskId: 't', contextId: 'c', status } })).toEqual({ taskId: ['statusUpdate', 'taskId'], contextId: ['statusUpdate', 'contextId'] });
+    expect(paths({ message: { messageId: 'm', role: 'ROLE_USER', parts: [], taskId: 't' } })).toEqual({ taskId: ['message', 'taskId'], contextId: ['message', 'contextId'] });
+    expect(paths({ kind: 'task', id: 't', contextId: 'c', status: { state: 'working' } })).toEqual({ taskId: ['id'], contextId: ['contextId'] });
+    expect(paths({ kind: 'status-update', taskId: 't', contextId: 'c', status: { state: 'working' }, final: false })).toEqual({ taskId: ['taskId'], contextId: ['contextId'] });
   });
 
   it('takes the artifact of a v0.3 artifact-update', () => {

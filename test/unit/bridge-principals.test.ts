@@ -89,6 +89,24 @@ describe('loadPrincipals', () => {
     );
   });
 
+  it('takes an id of 64 printable ASCII characters, and refuses one longer or with a space, naming each', async () => {
+    const dir = await tmp();
+    const at = path.join(dir, 'p.json');
+    const entry = (id: string, token: string) => ({ id, tokenSha256: tokenSha256(token), roles: ['reporter'] });
+    await writeFile(at, JSON.stringify({ principals: [entry('f'.repeat(64), 'ok')] }));
+    const longest = await loadPrincipals(at);
+    await writeFile(at, JSON.stringify({ principals: [entry('f'.repeat(65), 'long'), entry('a feed', 'spaced')] }));
+
+    const error = await loadPrincipals(at).catch((e: unknown) => e);
+
+    expect(longest.authenticate('ok')?.id).toBe('f'.repeat(64));
+    expect((error as Error).message).toBe(
+      `${at}: invalid principals file\n` +
+        '  principals.0.id: must be at most 64 characters\n' +
+        '  principals.1.id: must be printable ASCII without spaces',
+    );
+  });
+
   it('refuses two principals with one token', async () => {
     const dir = await tmp();
     const at = path.join(dir, 'p.json');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { problemType, toProblem } from '../../src/http/problem.js';
+import { problemType, retryAfterOf, toProblem } from '../../src/http/problem.js';
 import {
   CardUnreachableError,
   ConflictError,
@@ -7,10 +7,13 @@ import {
   MalformedBodyError,
   NotFoundError,
   PayloadTooLargeError,
+  QuotaExceededError,
   RuleViolationError,
   SchemaError,
   summarise,
+  TemporalBusyError,
   TemporalUnavailableError,
+  TooManyItemsError,
   UnauthenticatedError,
   UnsupportedMediaTypeError,
 } from '../../src/service/errors.js';
@@ -28,8 +31,27 @@ describe('toProblem', () => {
     [new RuleViolationError('x'), 422, 'rule-violation', 'A rule of the extension is broken'],
     [new CardUnreachableError('x'), 502, 'agent-card-unreachable', "The agent's card could not be fetched"],
     [new TemporalUnavailableError('x'), 503, 'temporal-unavailable', 'Temporal is unreachable'],
+    [new TooManyItemsError('x'), 413, 'too-many-items', 'The request carries more items than one request may'],
+    [new TemporalBusyError('x'), 503, 'temporal-busy', 'Temporal is overloaded'],
   ])('maps %o to %i', (error, status, slug, title) => {
     expect(toProblem(error)).toEqual({ type: problemType(slug), title, status, detail: 'x' });
+  });
+
+  it('maps a quota used up to 429, naming the quota, its limit and Retry-After', () => {
+    const error = new QuotaExceededError('x', 'facts-per-minute', 60, 7);
+
+    expect(toProblem(error)).toEqual({
+      type: problemType('quota-exceeded'),
+      title: "A quota of the principal's is used up",
+      status: 429,
+      detail: 'x',
+      quota: { name: 'facts-per-minute', limit: 60, retryAfterSeconds: 7 },
+    });
+    expect(retryAfterOf(error)).toBe(7);
+  });
+
+  it('gives a Retry-After to 429 and 503 only', () => {
+    expect([new TemporalUnavailableError('x'), new TemporalBusyError('x'), new RuleViolationError('x')].map((e) => retryAfterOf(e))).toEqual([5, 2, undefined]);
   });
 
   it('carries the field errors, with the rule of a 422', () => {

@@ -15,6 +15,7 @@ describe('loadConfig', () => {
     expect(config.principalsFile).toBeUndefined();
     expect(config.maxCachedWorkflows).toBe(500);
     expect(config.workflowBundle).toBeUndefined();
+    expect(config.quotas).toEqual({ openExpectations: 10_000, raisesPerMinute: 600, factsPerMinute: 6_000 });
   });
 
   it('reads every variable it documents', () => {
@@ -31,6 +32,9 @@ describe('loadConfig', () => {
       WATCHER_MAX_CLOCK_SKEW: 'PT30S',
       WATCHER_WORKER_MAX_CACHED_WORKFLOWS: '50',
       WATCHER_WORKFLOW_BUNDLE: '/app/dist/workflow-bundle.js',
+      WATCHER_QUOTA_OPEN_EXPECTATIONS: '20',
+      WATCHER_QUOTA_RAISES_PER_MINUTE: '0',
+      WATCHER_QUOTA_FACTS_PER_MINUTE: '30',
     });
 
     expect(config.temporal).toMatchObject({ address: 'temporal:7233', namespace: 'ops', taskQueue: 'tq' });
@@ -44,7 +48,15 @@ describe('loadConfig', () => {
       maxClockSkew: 'PT30S',
       maxCachedWorkflows: 50,
       workflowBundle: '/app/dist/workflow-bundle.js',
+      quotas: { openExpectations: 20, raisesPerMinute: 0, factsPerMinute: 30 },
     });
+  });
+
+  it('refuses a quota that is not a whole number of at least 0, naming the variable', () => {
+    const read = () => loadConfig({ WATCHER_QUOTA_RAISES_PER_MINUTE: '-1', WATCHER_QUOTA_FACTS_PER_MINUTE: '2.5' });
+
+    expect(read).toThrow(/WATCHER_QUOTA_RAISES_PER_MINUTE: .*>=0/);
+    expect(read).toThrow(/WATCHER_QUOTA_FACTS_PER_MINUTE: .*expected int/);
   });
 
   it('names each bad variable and its rule', () => {

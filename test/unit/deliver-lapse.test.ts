@@ -198,6 +198,19 @@ describe('deliverLapse to a v1.0 agent', () => {
     expect(result.taskId).toBeUndefined();
     expect(result.warnings).toContainEqual(expect.stringContaining('answered the lapse with a message'));
   });
+
+  it('records a task id of 256 characters, and not a longer one (with a warning)', async () => {
+    const agent = await agentWith();
+    const task = (id: string) => ({ id, contextId: 'ctx-1', status: { state: 'TASK_STATE_SUBMITTED' } });
+    const deliver = (id: string) => createDeliveryActivities({ fetch: answeringRpcWith({ result: { task: task(id) } }) }).deliverLapse(inputFor(agent.cardUrl));
+
+    const longest = await deliver('t'.repeat(256));
+    const tooLong = await deliver('t'.repeat(257));
+
+    expect(longest.taskId).toBe('t'.repeat(256));
+    expect(tooLong.taskId).toBeUndefined();
+    expect(tooLong.warnings).toContainEqual('agent shipping-agent answered with a task id of 257 characters, over 256: not recorded');
+  });
 });
 
 describe('deliverLapse to a v0.3 agent', () => {
@@ -320,6 +333,13 @@ describe('deliverLapse failures', () => {
 
     expect(failure.nonRetryable).toBe(false);
     expect(failure.message).toContain('-32603');
+  });
+
+  it('quotes an agent answer of any length in at most 1,000 characters (it is kept on the record)', async () => {
+    const failure = await failureOnRpcError({ code: -32603, message: 'x'.repeat(100_000) });
+
+    expect(failure.message).toHaveLength(1_000);
+    expect(failure.message).toMatch(/^agent shipping-agent answered the lapse with JSON-RPC error -32603: x+…$/);
   });
 });
 

@@ -1,10 +1,11 @@
 /**
- * The watcher agent's receipts store: bounded, most recent kept, each caller sees only its own tasks.
+ * The watcher agent's receipts store: bounded by count and by bytes, most recent kept, each caller sees only its own
+ * tasks.
  */
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { ServerCallContext, type User } from '@a2a-js/sdk/server';
 import { describe, expect, it } from 'vitest';
-import { RecentTaskStore } from '../../src/a2a/recent-task-store.js';
+import { receiptBytes, RecentTaskStore } from '../../src/a2a/recent-task-store.js';
 
 const as = (userName: string) => new ServerCallContext({ user: { isAuthenticated: true, userName } satisfies User });
 const task = (id: string, contextId = 'ctx'): Task => ({
@@ -23,6 +24,61 @@ describe('RecentTaskStore', () => {
 
     expect(await store.load('t1', as('a'))).toBeUndefined();
     expect((await store.load('t3', as('a')))?.id).toBe('t3');
+  });
+
+  /** A task whose history holds one message of `n` characters, as a receipt holds the message it answers. */
+  const holding = (id: string, n: number): Task => ({
+    ...task(id),
+    history: [
+      {
+        messageId: `m-${id}`,
+        contextId: 'ctx',
+        taskId: id,
+        role: 1,
+        parts: [{ content: { $case: 'text', value: 'x'.repeat(n) }, metadata: undefined, filename: '', mediaType: '' }],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
+    ],
+  });
+
+  it('keeps tasks up to exactly its bound in bytes, and drops the oldest when one more would pass it', async () => {
+    const [t1, t2, t3] = ['t1', 't2', 't3'].map((id) => holding(id, 100_000));
+    const store = new RecentTaskStore(1_000, receiptBytes(t1!) + receiptBytes(t2!));
+    await store.save(t1!, as('a'));
+    await store.save(t2!, as('a'));
+    const atTheBound = store.size;
+
+    await store.save(t3!, as('a'));
+
+    expect(atTheBound).toEqual({ tasks: 2, bytes: receiptBytes(t1!) + receiptBytes(t2!) });
+    expect(await store.load('t1', as('a'))).toBeUndefined();
+    expect((await store.load('t2', as('a')))?.id).toBe('t2');
+    expect((await store.load('t3', as('a')))?.id).toBe('t3');
+    expect(store.size.bytes).toBeLessThanOrEqual(receiptBytes(t1!) + receiptBytes(t2!));
+  });
+
+  it('keeps a task exactly as large as its bound, and not one a byte larger', async () => {
+    const exactly = holding('t1', 1_000);
+    const larger = holding('t2', 1_001);
+    const store = new RecentTaskStore(1_000, receiptBytes(exactly));
+
+    await store.save(exactly, as('a'));
+    await store.save(larger, as('a'));
+
+    expect(receiptBytes(larger)).toBe(receiptBytes(exactly) + 1);
+    expect((await store.load('t1', as('a')))?.id).toBe('t1');
+    expect(await store.load('t2', as('a'))).toBeUndefined();
+  });
+
+  it('counts a task saved again once, at its new size', async () => {
+    const store = new RecentTaskStore();
+    await store.save(holding('t1', 10_000), as('a'));
+
+    await store.save(holding('t1', 10), as('a'));
+
+    expect(store.size).toEqual({ tasks: 1, bytes: receiptBytes(holding('t1', 10)) });
   });
 
   it('shows a caller only its own tasks', async () => {

@@ -1,0 +1,182 @@
+/**
+ * The workflows' own bounds (core/limits.ts) on the time-skipping server, each hit exactly and by one more: a fact
+ * ledger's and a subject ledger's subscribers, an anchor's dependents, and a fact ledger's dedupe window. At the bound
+ * the newcomer is served; past it, it is withdrawn with a reason that names the bound, and the state does not grow.
+ */
+import { describe, expect, it } from 'vitest';
+import { DEDUPE_WINDOW, MAX_DEPENDENTS, MAX_FACT_LEDGER_SUBSCRIBERS, MAX_SUBJECT_LEDGER_SUBSCRIBERS } from '../../core/limits.js';
+import type { Fact, Subject } from '../../src/schemas/extension.js';
+import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
+import {
+  dependentsQuery,
+  ledgerLoadQuery,
+  registerDependentSignal,
+  type FactLedgerInput,
+  type LedgerLoad,
+} from '../../workflows/messages.js';
+import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
+import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
+
+const h = useHarness();
+
+/** Workflow ids of expectations that do not exist: places taken in a ledger (a fact sent to one drops it). */
+const placeholders = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => expectationWorkflowId(`${prefix}-${i}`));
+
+/** Starts a fact ledger whose subscribers are `subscribers` (as the bridge starts one with its first). */
+async function startFactLedger(factKey: string, subscribers: string[]): Promise<string> {
+  const workflowId = factLedgerWorkflowId(factKey);
+  await h.client.workflow.start<typeof factLedgerWorkflow>('factLedgerWorkflow', {
+    workflowId,
+    taskQueue: h.taskQueue,
+    args: [{ factKey, retention: 'P7D', subscribers }],
+  });
+  return workflowId;
+}
+
+async function startSubjectLedger(subject: Subject, subscribers: string[]): Promise<string> {
+  const workflowId = subjectLedgerWorkflowId(subject);
+  await h.client.workflow.start<typeof subjectLedgerWorkflow>('subjectLedgerWorkflow', {
+    workflowId,
+    taskQueue: h.taskQueue,
+    args: [{ subject, subscribers }],
+  });
+  return workflowId;
+}
+
+const loadOf = (workflowId: string): Promise<LedgerLoad> => h.client.workflow.getHandle(workflowId).query(ledgerLoadQuery);
+
+describe('a fact ledger', () => {
+  it(`serves its ${MAX_FACT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
+    const start = await h.now();
+    const id = h.id('fact-last-place');
+    const e = shipmentExpectation(id, start, 10 * DAY);
+    const ledger = await startFactLedger(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS - 1, id));
+
+    await h.raise(e);
+    const load = await loadOf(ledger);
+    await reportFact(h, e.satisfiedBy.factKey, start);
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(load).toMatchObject({ subscribers: MAX_FACT_LEDGER_SUBSCRIBERS, bound: MAX_FACT_LEDGER_SUBSCRIBERS });
+    expect(record.state).toBe('satisfied');
+  });
+
+  it('withdraws one more, naming the bound, and stays at the bound', async () => {
+    const start = await h.now();
+    const id = h.id('fact-no-place');
+    const e = shipmentExpectation(id, start, 10 * DAY);
+    const ledger = await startFactLedger(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS, id));
+
+    await h.raise(e);
+    const record = await h.until(id, (r) => r.state === 'withdrawn');
+
+    expect(record.withdrawnReason).toBe(
+      `not registered: the fact ledger of ${JSON.stringify(e.satisfiedBy.factKey)} already forwards to ` +
+        `${MAX_FACT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as no fact would reach it`,
+    );
+    expect((await loadOf(ledger)).subscribers).toBe(MAX_FACT_LEDGER_SUBSCRIBERS);
+  });
+
+  it(`remembers the last ${DEDUPE_WINDOW} observations for dedupe, and no more`, async () => {
+    const start = await h.now();
+    const factKey = `shipment/${h.id('S')}/scanned`;
+    const observedAt = (i: number) => new Date(start - DAY + i * 1000).toISOString();
+    const fact = (i: number): Fact => ({ factKey, observedAt: observedAt(i), source: 'carrier-feed' });
+    // A ledger that has seen facts 1 to DEDUPE_WINDOW (as one that continued as new carries them).
+    const carried: FactLedgerInput['carried'] = {
+      latest: fact(DEDUPE_WINDOW),
+      seen: Array.from({ length: DEDUPE_WINDOW }, (_, i) => `${observedAt(i + 1)}|carrier-feed`),
+      subscribers: [],
+      lastObservedAt: new Date(start).toISOString(),
+    };
+    const ledger = factLedgerWorkflowId(factKey);
+    await h.client.workflow.start<typeof factLedgerWorkflow>('factLedgerWorkflow', {
+      workflowId: ledger,
+      taskQueue: h.taskQueue,
+      args: [{ factKey, retention: 'P7D', carried }],
+    });
+
+    const oldestAtTheBound = await reportFact(h, factKey, Date.parse(observedAt(1)));
+    const oneMore = await reportFact(h, factKey, Date.parse(observedAt(DEDUPE_WINDOW + 1)));
+    const oldestForgotten = await reportFact(h, factKey, Date.parse(observedAt(1)));
+
+    expect([oldestAtTheBound, oneMore, oldestForgotten]).toEqual(['duplicate', 'recorded', 'recorded']);
+    expect((await loadOf(ledger)).seen).toBe(DEDUPE_WINDOW);
+  });
+});
+
+describe('a subject ledger', () => {
+  it(`serves its ${MAX_SUBJECT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
+    const start = await h.now();
+    const id = h.id('subject-last-place');
+    const subject = { type: 'shipment', id: `S-${id}` };
+    const e = shipmentExpectation(id, start, 10 * DAY, { subject });
+    const ledger = await startSubjectLedger(subject, placeholders(MAX_SUBJECT_LEDGER_SUBSCRIBERS - 1, id));
+
+    await h.raise(e);
+    const load = await loadOf(ledger);
+    await reportFact(h, `shipment/${subject.id}/scanned`, start - HOUR, { subject });
+    const record = await h.until(id, (r) => r.lastFactAt !== undefined);
+
+    expect(load).toMatchObject({ subscribers: MAX_SUBJECT_LEDGER_SUBSCRIBERS, bound: MAX_SUBJECT_LEDGER_SUBSCRIBERS });
+    expect(record).toMatchObject({ state: 'open', lastFactAt: new Date(start - HOUR).toISOString() });
+  });
+
+  it('withdraws one more, naming the bound, and stays at the bound', async () => {
+    const start = await h.now();
+    const id = h.id('subject-no-place');
+    const subject = { type: 'shipment', id: `S-${id}` };
+    const e = shipmentExpectation(id, start, 10 * DAY, { subject });
+    const ledger = await startSubjectLedger(subject, placeholders(MAX_SUBJECT_LEDGER_SUBSCRIBERS, id));
+
+    await h.raise(e);
+    const record = await h.until(id, (r) => r.state === 'withdrawn');
+
+    expect(record.withdrawnReason).toMatch(
+      new RegExp(`^not registered: the subject ledger of "shipment/S-${id}" already forwards to ${MAX_SUBJECT_LEDGER_SUBSCRIBERS} expectations, its bound`),
+    );
+    expect((await loadOf(ledger)).subscribers).toBe(MAX_SUBJECT_LEDGER_SUBSCRIBERS);
+  });
+});
+
+describe('an anchor', () => {
+  /** An anchor with `n` dependents that are placeholders. */
+  async function anchorWith(n: number, start: number) {
+    const anchorId = h.id('anchor');
+    const anchor = await h.raise(shipmentExpectation(anchorId, start, 10 * DAY));
+    await h.until(anchorId, (r) => r.state === 'open');
+    const handle = h.client.workflow.getHandle(expectationWorkflowId(anchorId));
+    for (const workflowId of placeholders(n, anchorId)) await handle.signal(registerDependentSignal, { workflowId });
+    return { anchorId, anchor, handle };
+  }
+
+  it(`moves the due time of its ${MAX_DEPENDENTS}th dependent`, async () => {
+    const start = await h.now();
+    const { anchorId, anchor, handle } = await anchorWith(MAX_DEPENDENTS - 1, start);
+    const id = h.id('last-dependent');
+
+    await h.raise(shipmentExpectation(id, start, 12 * DAY, { anchor: { expectationId: anchorId, offset: 'P1D' } }));
+    await expect.poll(() => handle.query(dependentsQuery), { timeout: 15_000 }).toEqual({ dependents: MAX_DEPENDENTS, bound: MAX_DEPENDENTS });
+    await reportFact(h, anchor.expectation.satisfiedBy.factKey, start);
+    const record = await h.until(id, (r) => r.dueAt !== r.projectedDueAt);
+
+    expect(record).toMatchObject({ state: 'open', dueAt: new Date(start + DAY).toISOString() });
+  });
+
+  it('withdraws one more dependent, naming the bound, and keeps no more', async () => {
+    const start = await h.now();
+    const { anchorId, handle } = await anchorWith(MAX_DEPENDENTS, start);
+    const id = h.id('one-dependent-too-many');
+
+    await h.raise(shipmentExpectation(id, start, 12 * DAY, { anchor: { expectationId: anchorId, offset: 'P1D' } }));
+    const record = await h.until(id, (r) => r.state === 'withdrawn');
+    await untilStatus(h, expectationWorkflowId(id), 'COMPLETED');
+
+    expect(record.withdrawnReason).toBe(
+      `not anchored: expectation ${JSON.stringify(anchorId)} already has ${MAX_DEPENDENTS} dependents, its bound; ` +
+        'withdrawn, as its due time would never follow the anchor',
+    );
+    expect(await handle.query(dependentsQuery)).toEqual({ dependents: MAX_DEPENDENTS, bound: MAX_DEPENDENTS });
+  });
+});
