@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
+import { NAMED_RANGES, parseRangeList, type AddressRange, type OutboundRules } from './outbound/address-policy.js';
 import { isoDuration } from './schemas/extension.js';
 
 /** How far in the future a fact's `observedAt` may be unless WATCHER_MAX_CLOCK_SKEW says otherwise (DESIGN 3.2). */
@@ -49,6 +50,16 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
   return entries;
 });
 
+/** WATCHER_OUTBOUND_ALLOW / _DENY: addresses, CIDR ranges and named groups, comma-separated; or `none`. */
+const addressRanges = z.string().transform((value, ctx): AddressRange[] => {
+  const parsed = parseRangeList(value);
+  if ('ranges' in parsed) return parsed.ranges;
+  const names = Object.keys(NAMED_RANGES).join(', ');
+  const allowed = `a comma-separated list of IPv4/IPv6 addresses, CIDR ranges (10.0.0.0/8, fd00::/8) and ${names}; or none`;
+  ctx.addIssue({ code: 'custom', message: `must be ${allowed} (not ${parsed.bad.map((entry) => `'${entry}'`).join(', ')})` });
+  return z.NEVER;
+});
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
@@ -69,6 +80,8 @@ const envSchema = z.object({
   WATCHER_MAX_CLOCK_SKEW: isoDuration.default(DEFAULT_MAX_CLOCK_SKEW),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_CARD_CACHE_SECONDS),
   WATCHER_TRUST_PROXY: trustProxy.default(false),
+  WATCHER_OUTBOUND_ALLOW: addressRanges.optional(),
+  WATCHER_OUTBOUND_DENY: addressRanges.optional(),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
@@ -105,6 +118,13 @@ export interface Config {
   cardCacheSeconds: number;
   /** Whose X-Forwarded-For the bridge believes for the client's address (its request log, rate decisions). */
   trustProxy: TrustProxy;
+  /**
+   * Where the bridge and the worker may connect to read cards and deliver lapses (src/outbound/address-policy.ts).
+   * Non-public ranges are denied unless WATCHER_OUTBOUND_ALLOW names them; its default is `loopback` when the watcher
+   * runs Temporal itself (TEMPORAL_ADDRESS unset: `npm start`'s dev server, a development machine whose agents run
+   * on it too) and nothing otherwise (any deployment on an existing cluster).
+   */
+  outbound: OutboundRules;
   /**
    * The worker's Prometheus endpoint (Temporal SDK metrics and lapse counters): port 9464 unless set; 0 serves none.
    * `required` when the variable was set: then a port that cannot be bound stops the process instead of a warning.
@@ -171,6 +191,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxClockSkew: e.WATCHER_MAX_CLOCK_SKEW,
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
     trustProxy: e.WATCHER_TRUST_PROXY,
+    outbound: {
+      allow: e.WATCHER_OUTBOUND_ALLOW ?? (e.TEMPORAL_ADDRESS ? [] : [...NAMED_RANGES.loopback!]),
+      deny: e.WATCHER_OUTBOUND_DENY ?? [],
+    },
     workerMetrics: { port: e.WATCHER_WORKER_METRICS_PORT ?? 9464, required: e.WATCHER_WORKER_METRICS_PORT !== undefined },
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }
