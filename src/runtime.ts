@@ -10,6 +10,7 @@ import { ConfigError, type Config } from './config.js';
 import { connectionOptions, connectClient, isReachable } from './temporal/connection.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { createWatcherWorker } from './temporal/worker.js';
+import { describeRules } from './outbound/address-policy.js';
 import { discardedWorkflowSpans } from './temporal/workflow-bundle.js';
 import { createApp } from './http/app.js';
 import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from './auth/principals.js';
@@ -90,6 +91,7 @@ export async function startWorker(
   const watcher = await createWatcherWorker({
     address,
     agents: agentDirectory(principals),
+    outbound: config.outbound,
     cardCacheSeconds: config.cardCacheSeconds,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
@@ -108,6 +110,7 @@ export async function startWorker(
     log.fatal({ err: error }, 'the worker stopped unexpectedly');
     process.exitCode = 1;
   });
+  log.info({ policy: describeRules(config.outbound) }, 'outbound address policy for cards and lapse deliveries');
   log.info(
     { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, workflowBundle: bundle ?? 'bundled at start' },
     'worker running',
@@ -143,6 +146,7 @@ export async function startBridge(
     logger: log,
     metrics: options.metrics ?? createMetrics({ defaultMetrics: true }),
     isTemporalReachable: () => isReachable(client),
+    outbound: config.outbound,
     trustProxy: config.trustProxy,
   });
   const served = express();

@@ -9,6 +9,8 @@ import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
 import { createCardResolver } from '../a2a/card.js';
 import type { PrincipalStore } from '../auth/principals.js';
 import { DEFAULT_MAX_CLOCK_SKEW, type TrustProxy } from '../config.js';
+import type { OutboundRules } from '../outbound/address-policy.js';
+import { createGuardedFetch } from '../outbound/guarded-fetch.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
@@ -48,8 +50,10 @@ export interface AppDeps {
   settings: AppSettings;
   /** Base URL of the Temporal UI, for `links.temporalUi`. */
   temporalUiUrl?: string;
-  /** Used to fetch agent cards (injected so tests can hand in their own). */
+  /** Used to fetch agent cards (injected so tests can hand in their own); default the guarded fetch of `outbound`. */
   fetch?: typeof fetch;
+  /** WATCHER_OUTBOUND_ALLOW / _DENY: where cards may be fetched from; default no allow list (non-public denied). */
+  outbound?: OutboundRules;
   metrics?: WatcherMetrics;
   logger?: Logger;
   /** For `/readyz`; by default a getSystemInfo call with a short deadline. */
@@ -67,7 +71,8 @@ const BODY_LIMIT = '1mb';
 export function createApp(deps: AppDeps): express.Express {
   const metrics = deps.metrics ?? createMetrics();
   const call = createTemporalCall(deps.client, deps.temporalTimeoutMs ?? 5_000);
-  const cards = createCardResolver({ fetch: deps.fetch, cacheSeconds: deps.settings.cardCacheSeconds });
+  const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });
+  const cards = createCardResolver({ fetch: cardFetch, cacheSeconds: deps.settings.cardCacheSeconds });
   const ingest = createIngestService({
     client: deps.client,
     taskQueue: deps.taskQueue,

@@ -48,8 +48,12 @@ export class UnsupportedMediaTypeError extends DomainError {}
 /** A rule of DESIGN 3.1 broken (422). Each field error names its rule. */
 export class RuleViolationError extends DomainError {}
 
-/** Why an agent's card could not be read; the worker retries a lapse delivery on some reasons and not on others. */
-export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card';
+/**
+ * Why an agent's card could not be read; the worker retries a lapse delivery on some reasons and not on others. The
+ * last three are the guarded fetch's refusals (src/outbound/guarded-fetch.ts): the outbound address policy, a
+ * redirect, a card over the size cap.
+ */
+export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card' | 'denied-address' | 'redirect' | 'too-large';
 
 /** The agent's card could not be fetched or read (502). Nothing was started. */
 export class CardUnreachableError extends DomainError {
