@@ -11,6 +11,7 @@ import type { PrincipalStore } from '../auth/principals.js';
 import { DEFAULT_MAX_CLOCK_SKEW, type TrustProxy } from '../config.js';
 import type { OutboundRules } from '../outbound/address-policy.js';
 import { createGuardedFetch } from '../outbound/guarded-fetch.js';
+import { pollerReadiness, workflowPollersOf, type WorkerReadiness } from '../temporal/worker-readiness.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
@@ -22,6 +23,7 @@ import {
   summarise,
   TemporalUnavailableError,
   UnsupportedMediaTypeError,
+  WorkerUnavailableError,
 } from '../service/errors.js';
 import { extractEvent } from '../service/extract.js';
 import { createIngestService } from '../service/ingest.js';
@@ -58,6 +60,11 @@ export interface AppDeps {
   logger?: Logger;
   /** For `/readyz`; by default a getSystemInfo call with a short deadline. */
   isTemporalReachable?: () => Promise<boolean>;
+  /**
+   * For `/readyz`: whether a worker takes the work. By default DescribeTaskQueue (pollers of the workflow task queue
+   * seen lately, cached a few seconds); the worker's own state when it runs in the bridge's process.
+   */
+  workerReadiness?: () => Promise<WorkerReadiness>;
   /** Deadline of each Temporal call made for a request (default 5000 ms). */
   temporalTimeoutMs?: number;
   /** Express's `trust proxy` (WATCHER_TRUST_PROXY): whose X-Forwarded-For gives `req.ip`; default false (nobody's). */
@@ -99,6 +106,10 @@ export function createApp(deps: AppDeps): express.Express {
         return false;
       }
     });
+
+  const workerReadiness =
+    deps.workerReadiness ??
+    pollerReadiness({ taskQueue: deps.taskQueue, pollers: workflowPollersOf(deps.client, deps.namespace, deps.taskQueue, call) });
 
   const app = express();
   app.disable('x-powered-by');
@@ -142,11 +153,17 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.get('/readyz', async (_req, res) => {
-    if (await isReachable()) {
-      res.json({ status: 'ready', temporal: 'reachable' });
+    if (!(await isReachable())) {
+      sendProblem(res, toProblem(new TemporalUnavailableError('Temporal does not answer')));
       return;
     }
-    sendProblem(res, toProblem(new TemporalUnavailableError('Temporal does not answer')));
+    // Reachable is not enough: raises accepted with no worker on the queue would never progress.
+    const worker = await workerReadiness();
+    if (!worker.ready) {
+      sendProblem(res, toProblem(new WorkerUnavailableError(worker.reason)));
+      return;
+    }
+    res.json({ status: 'ready', temporal: 'reachable', worker: worker.worker });
   });
 
   app.get('/metrics', async (_req, res) => {

@@ -21,6 +21,7 @@ import {
   TemporalUnavailableError,
   UnauthenticatedError,
   UnsupportedMediaTypeError,
+  WorkerUnavailableError,
 } from '../service/errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -49,6 +50,7 @@ const kinds = new Map<abstract new (...args: never[]) => DomainError, ProblemKin
   [RuleViolationError, { slug: 'rule-violation', status: 422, title: 'A rule of the extension is broken' }],
   [CardUnreachableError, { slug: 'agent-card-unreachable', status: 502, title: "The agent's card could not be fetched" }],
   [TemporalUnavailableError, { slug: 'temporal-unavailable', status: 503, title: 'Temporal is unreachable' }],
+  [WorkerUnavailableError, { slug: 'worker-unavailable', status: 503, title: 'No worker polls the task queue' }],
 ]);
 const internal: ProblemKind = { slug: 'internal', status: 500, title: 'Internal error' };
 

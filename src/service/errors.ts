@@ -70,6 +70,9 @@ export class CardUnreachableError extends DomainError {
 /** Temporal did not answer in time (503). Safe to retry: raises are idempotent by id, facts dedupe. */
 export class TemporalUnavailableError extends DomainError {}
 
+/** No worker polls the task queue (503 from `/readyz`): what is raised now would wait for one. */
+export class WorkerUnavailableError extends DomainError {}
+
 /** Joins path segments as `expectations/0/dueAt`, escaping `~` and `/` inside a segment as RFC 6901 does. */
 export function joinPath(segments: readonly PropertyKey[]): string {
   return segments.map((segment) => String(segment).replaceAll('~', '~0').replaceAll('/', '~1')).join('/');

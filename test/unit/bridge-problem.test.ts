@@ -13,6 +13,7 @@ import {
   TemporalUnavailableError,
   UnauthenticatedError,
   UnsupportedMediaTypeError,
+  WorkerUnavailableError,
 } from '../../src/service/errors.js';
 
 describe('toProblem', () => {
@@ -28,6 +29,7 @@ describe('toProblem', () => {
     [new RuleViolationError('x'), 422, 'rule-violation', 'A rule of the extension is broken'],
     [new CardUnreachableError('x'), 502, 'agent-card-unreachable', "The agent's card could not be fetched"],
     [new TemporalUnavailableError('x'), 503, 'temporal-unavailable', 'Temporal is unreachable'],
+    [new WorkerUnavailableError('x'), 503, 'worker-unavailable', 'No worker polls the task queue'],
   ])('maps %o to %i', (error, status, slug, title) => {
     expect(toProblem(error)).toEqual({ type: problemType(slug), title, status, detail: 'x' });
   });
