@@ -68,6 +68,11 @@ export default tseslint.config(
     },
   },
   {
+    // Plain JavaScript preloaded by `node --import` (src/early-signals.mjs, a test's preload): Node's globals.
+    files: ['**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', globalThis: 'readonly' } },
+  },
+  {
     // Deterministic workflow code: @temporalio/workflow, @temporalio/common, siblings, core/, and types.
     files: ['workflows/**/*.ts'],
     rules: {

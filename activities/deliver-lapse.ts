@@ -13,6 +13,7 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { MAX_LENGTH } from '../core/limits.js';
 import { createCardResolver, lapseSkillOf, type AgentCardRead, type CardResolver } from '../src/a2a/card.js';
+import { createGuardedFetch, outboundRefusalOf, type OutboundRefusedError } from '../src/outbound/guarded-fetch.js';
 import { EXTENSION_URI, type Lapse } from '../src/schemas/extension.js';
 import { CardUnreachableError } from '../src/service/errors.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from './types.js';
@@ -37,6 +38,10 @@ export interface AgentDirectory {
 }
 
 export interface DeliveryDeps {
+  /**
+   * For the card and the SDK's transport alike. Default: the guarded fetch (src/outbound/guarded-fetch.ts) with no
+   * outbound allow list, so that a card naming a non-public address gets nothing sent.
+   */
   fetch?: typeof fetch;
   /**
    * The agents' card URLs and credentials. Without one, the delivery input's own `cardUrl`/`authorization` are used:
@@ -148,7 +153,7 @@ const isMessage = (result: Message | Task): result is Message => 'messageId' in 
 
 /** The delivery activity, built from its HTTP client and card reader (STYLE 6). */
 export function createDeliveryActivities(deps: DeliveryDeps) {
-  const baseFetch = deps.fetch ?? globalThis.fetch;
+  const baseFetch = deps.fetch ?? createGuardedFetch();
   const attemptTimeoutMs = deps.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
   // A cached card is forgotten when a send made from it fails, so a changed card is read again on the retry.
   const cards = deps.cards ?? createCardResolver({ fetch: baseFetch, cacheSeconds: 0 });
@@ -227,6 +232,8 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
         );
       } catch (error) {
         cards.forget(location);
+        const refused = outboundRefusalOf(error);
+        if (refused) throw refusal(`agent ${agent.id}: the lapse was not delivered`, refused);
         if (isTimeout(error, signal)) throw retryable(timeoutMessage('sending the lapse'), error);
         const observed = lastResponse();
         if (observed && (observed.status < 200 || observed.status >= 300)) {
@@ -237,7 +244,9 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
           const message = `agent ${agent.id} answered the lapse with JSON-RPC error ${code}: ${describe(error)}`;
           throw INVALID_REQUEST_CODES.has(code) ? rejected(message, error) : retryable(message, error);
         }
-        throw retryable(`agent ${agent.id}: lapse delivery failed: ${describe(error)}`, error);
+        // A parser's message quotes the body it choked on: not something to put on the agent's record.
+        const what = error instanceof SyntaxError ? 'the answer is not JSON' : describe(error);
+        throw retryable(`agent ${agent.id}: lapse delivery failed: ${what}`, error);
       }
 
       const warnings: string[] = [];
@@ -262,9 +271,23 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
   };
 }
 
-/** A card that could not be read: refused (4xx, not a card) or retried (network, timeout, 5xx, a body not JSON). */
+/**
+ * What the guarded fetch refused (the outbound address policy, a redirect, an answer over the cap): not retried, since
+ * the same card gives the same refusal. The message is the agent's to read; the detail (which address, which range)
+ * goes to the failure's cause, for operators.
+ */
+function refusal(what: string, refused: OutboundRefusedError): ApplicationFailure {
+  return rejected(`${what}: ${refused.message}`, new Error(refused.detail));
+}
+
+/**
+ * A card that could not be read: refused (4xx, not a card, or by the guarded fetch) or retried (network, timeout, 5xx,
+ * a body not JSON).
+ */
 function cardFailure(agentId: string, error: unknown): ApplicationFailure {
   if (!(error instanceof CardUnreachableError)) return retryable(`agent ${agentId}: ${describe(error)}`, error);
+  const refused = outboundRefusalOf(error.cause);
+  if (refused) return refusal(`agent ${agentId}: the lapse was not delivered: its card was not read`, refused);
   const message = `agent ${agentId}: ${error.message}`;
   if (error.reason === 'not-a-card') return rejected(message, error);
   if (error.reason === 'http' && error.status !== undefined && isRefusal(error.status)) return rejected(message, error);

@@ -25,6 +25,7 @@ import { getExpectationRecord } from '../src/temporal/expectations.js';
 import { createWatcherWorker } from '../src/temporal/worker.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { startTestAgent } from '../test/support/agent.js';
+import { loopbackAgents } from '../test/support/outbound.js';
 import { lapseMessageId } from '../core/message-id.js';
 import { delay, progress, waitUntil } from './lib/progress.js';
 import { bundleTo, freePort, startServer, type BenchServer } from './lib/server.js';
@@ -140,6 +141,7 @@ async function main(): Promise<void> {
     connectionOptions: server.connectionOptions,
     // The bridge's principals: the agent it raises for is where the lapses go.
     agents: agentDirectory(principals),
+    outbound: loopbackAgents,
   });
   const workerRunning = watcher.run();
   const connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
@@ -150,6 +152,7 @@ async function main(): Promise<void> {
     namespace: server.namespace,
     principals,
     settings: SETTINGS,
+    outbound: loopbackAgents,
   });
   const http: Server = await new Promise((resolve, reject) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));

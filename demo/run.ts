@@ -161,6 +161,8 @@ async function main(): Promise<void> {
       WATCHER_DATA_DIR: dir,
       WATCHER_CARD_CACHE_SECONDS: '0',
       WATCHER_WORKER_METRICS_PORT: '0',
+      // The demo agent runs on this machine: loopback, which a worker on a cluster reaches only when allowed.
+      WATCHER_OUTBOUND_ALLOW: 'loopback',
     });
     step('starting the worker (it bundles the workflows first: a few seconds) and the bridge');
     pieces.unshift(await startWorker(config, address, log));

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
 import { ConfigError } from './config-error.js';
+import { NAMED_RANGES, parseRangeList, type AddressRange, type OutboundRules } from './outbound/address-policy.js';
 import { isoDuration } from './schemas/extension.js';
 import { resolveConnectionSettings, type ConnectionSettings } from './temporal/connection-settings.js';
 
@@ -58,6 +59,16 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
   return entries;
 });
 
+/** WATCHER_OUTBOUND_ALLOW / _DENY: addresses, CIDR ranges and named groups, comma-separated; or `none`. */
+const addressRanges = z.string().transform((value, ctx): AddressRange[] => {
+  const parsed = parseRangeList(value);
+  if ('ranges' in parsed) return parsed.ranges;
+  const names = Object.keys(NAMED_RANGES).join(', ');
+  const allowed = `a comma-separated list of IPv4/IPv6 addresses, CIDR ranges (10.0.0.0/8, fd00::/8) and ${names}; or none`;
+  ctx.addIssue({ code: 'custom', message: `must be ${allowed} (not ${parsed.bad.map((entry) => `'${entry}'`).join(', ')})` });
+  return z.NEVER;
+});
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   // These and the other TEMPORAL_* connection variables are applied over the profile by @temporalio/envconfig
@@ -83,6 +94,8 @@ const envSchema = z.object({
   WATCHER_QUOTA_OPEN_EXPECTATIONS: quota(DEFAULT_QUOTAS.openExpectations),
   WATCHER_QUOTA_RAISES_PER_MINUTE: quota(DEFAULT_QUOTAS.raisesPerMinute),
   WATCHER_QUOTA_FACTS_PER_MINUTE: quota(DEFAULT_QUOTAS.factsPerMinute),
+  WATCHER_OUTBOUND_ALLOW: addressRanges.optional(),
+  WATCHER_OUTBOUND_DENY: addressRanges.optional(),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
@@ -121,6 +134,13 @@ export interface Config {
   trustProxy: TrustProxy;
   /** Per-principal quotas of the bridge (429 with Retry-After past one); 0 turns one off. */
   quotas: { openExpectations: number; raisesPerMinute: number; factsPerMinute: number };
+  /**
+   * Where the bridge and the worker may connect to read cards and deliver lapses (src/outbound/address-policy.ts).
+   * Non-public ranges are denied unless WATCHER_OUTBOUND_ALLOW names them; its default is `loopback` when the watcher
+   * runs Temporal itself (TEMPORAL_ADDRESS unset: `npm start`'s dev server, a development machine whose agents run
+   * on it too) and nothing otherwise (any deployment on an existing cluster).
+   */
+  outbound: OutboundRules;
   /**
    * The worker's Prometheus endpoint (Temporal SDK metrics and lapse counters): port 9464 unless set; 0 serves none.
    * `required` when the variable was set: then a port that cannot be bound stops the process instead of a warning.
@@ -176,6 +196,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       openExpectations: e.WATCHER_QUOTA_OPEN_EXPECTATIONS,
       raisesPerMinute: e.WATCHER_QUOTA_RAISES_PER_MINUTE,
       factsPerMinute: e.WATCHER_QUOTA_FACTS_PER_MINUTE,
+    },
+    outbound: {
+      allow: e.WATCHER_OUTBOUND_ALLOW ?? (e.TEMPORAL_ADDRESS ? [] : [...NAMED_RANGES.loopback!]),
+      deny: e.WATCHER_OUTBOUND_DENY ?? [],
     },
     workerMetrics: { port: e.WATCHER_WORKER_METRICS_PORT ?? 9464, required: e.WATCHER_WORKER_METRICS_PORT !== undefined },
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT

@@ -10,6 +10,8 @@ import { ConfigError, type Config } from './config.js';
 import { connectionOptions, connectionSummary, connectClient, isReachable } from './temporal/connection.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { createWatcherWorker } from './temporal/worker.js';
+import { ownWorkerReadiness, type WorkerReadiness } from './temporal/worker-readiness.js';
+import { describeRules } from './outbound/address-policy.js';
 import { discardedWorkflowSpans } from './temporal/workflow-bundle.js';
 import { createApp } from './http/app.js';
 import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from './auth/principals.js';
@@ -98,13 +100,14 @@ export async function startWorker(
   address: string,
   log: Logger,
   options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
-): Promise<Running> {
+): Promise<RunningWorker> {
   const bundle = workflowBundleOf(config);
   log.info({ taskQueue: config.temporal.taskQueue, workflowBundle: bundle ?? 'bundled at start' }, 'starting the worker');
   const principals = await followPrincipals(workerPrincipalsFile(config), log);
   const watcher = await createWatcherWorker({
     address,
     agents: agentDirectory(principals),
+    outbound: config.outbound,
     cardCacheSeconds: config.cardCacheSeconds,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
@@ -122,16 +125,37 @@ export async function startWorker(
   if (found.result === 'unchecked') log.warn({ namespace: config.temporal.namespace }, found.warning);
   else if (found.result === 'registered') log.info({ namespace: config.temporal.namespace, added: found.added }, 'search attributes registered');
   else log.info({ namespace: config.temporal.namespace }, 'search attributes present');
+  let stopping = false;
+  let failure: unknown;
   const running = watcher.run();
-  running.catch((error: unknown) => {
-    log.fatal({ err: error }, 'the worker stopped unexpectedly');
-    process.exitCode = 1;
-  });
+  running.then(
+    () => {
+      // E.g. the Temporal runtime's own SIGUSR2/SIGQUIT handler drained it: a bridge beside it is not ready any more.
+      if (!stopping) log.warn({ state: watcher.worker.getState() }, 'the worker stopped');
+    },
+    (error: unknown) => {
+      failure = error;
+      log.fatal({ err: error }, 'the worker stopped unexpectedly');
+      process.exitCode = 1;
+    },
+  );
+  log.info({ policy: describeRules(config.outbound) }, 'outbound address policy for cards and lapse deliveries');
   log.info(
     { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, workflowBundle: bundle ?? 'bundled at start' },
     'worker running',
   );
-  return { stop: () => watcher.shutdown().finally(() => principals.close()) };
+  return {
+    readiness: () => ownWorkerReadiness(config.temporal.taskQueue, () => watcher.worker.getState(), () => failure),
+    stop: () => {
+      stopping = true;
+      return watcher.shutdown().finally(() => principals.close());
+    },
+  };
+}
+
+/** A worker of this process, and whether it still runs (for `/readyz` of a bridge beside it). */
+export interface RunningWorker extends Running {
+  readiness(): WorkerReadiness;
 }
 
 /** Serves the bridge on `config.port`, with a JSON request log. */
@@ -140,7 +164,7 @@ export async function startBridge(
   address: string,
   log: Logger,
   uiUrl = config.temporal.uiUrl,
-  options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
+  options: { metrics?: WatcherMetrics; tracing?: Tracing; worker?: RunningWorker } = {},
 ): Promise<Running & { url: string; generatedToken?: string }> {
   const client = await connectClient(address, config.temporal, options.tracing ? { plugins: [options.tracing.plugin] } : {});
   const generated = await preparePrincipals(config);
@@ -163,6 +187,9 @@ export async function startBridge(
     logger: log,
     metrics: options.metrics ?? createMetrics({ defaultMetrics: true }),
     isTemporalReachable: () => isReachable(client),
+    // The worker beside it, when there is one (`npm start`); otherwise Temporal says who polls (DescribeTaskQueue).
+    ...(options.worker ? { workerReadiness: async () => options.worker!.readiness() } : {}),
+    outbound: config.outbound,
     trustProxy: config.trustProxy,
   });
   const served = express();

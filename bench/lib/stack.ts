@@ -12,6 +12,7 @@ import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/aut
 import { createApp } from '../../src/http/app.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
+import { loopbackFetch } from '../../test/support/outbound.js';
 import { createBaselineActivities } from '../baseline/activities.js';
 import { runPrefix } from './payloads.js';
 import { progress, waitUntil } from './progress.js';
@@ -49,7 +50,8 @@ export interface Stack {
 function countingFetch(count: (url: string) => void): typeof fetch {
   return async (resource, init) => {
     count(typeof resource === 'string' ? resource : resource instanceof URL ? resource.href : resource.url);
-    return fetch(resource, init);
+    // The guarded fetch the watcher uses, with loopback allowed (WATCHER_OUTBOUND_ALLOW=loopback): the agent is local.
+    return loopbackFetch(resource, init);
   };
 }
 

@@ -123,6 +123,8 @@ async function oursSide(
     TEMPORAL_TASK_QUEUE: queue,
     WATCHER_LOG_LEVEL: 'info',
     WATCHER_DATA_DIR: path.join(dir, 'ours'),
+    // The benchmark's agent runs on this machine: loopback, which a worker on a cluster reaches only when allowed.
+    WATCHER_OUTBOUND_ALLOW: 'loopback',
   };
   const children: Child[] = [];
   const agent = await startTestAgent();

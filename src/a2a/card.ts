@@ -4,7 +4,16 @@
  * reduced to what the watcher reads: the skill ids, the extension declaration (DESIGN 3.1) and the security
  * schemes. The card's JSON is kept too, for the SDK client that delivers lapses on it (DESIGN 3.8).
  * Cached for `cacheSeconds` (WATCHER_CARD_CACHE_SECONDS; a cache a restart may lose: it only saves fetches).
+ * Fetched through the guarded fetch (src/outbound/guarded-fetch.ts) unless one is injected, and read up to a cap either
+ * way; what a failure says is safe to show the agent: no resolved address, nothing of the body served.
  */
+import {
+  createGuardedFetch,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  outboundRefusalOf,
+  readCapped,
+  type OutboundRefusedError,
+} from '../outbound/guarded-fetch.js';
 import { agentCardSchema, type SecuritySchemeInfo } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
 import { CardUnreachableError } from '../service/errors.js';
@@ -77,7 +86,10 @@ export interface CardLocation {
 }
 
 export interface CardResolverOptions {
+  /** Default: the guarded fetch with no outbound allow list (non-public addresses denied). */
   fetch?: typeof fetch;
+  /** The most of a card that is read (default 1 MiB); a larger one is refused. */
+  maxBytes?: number;
   /** How long a card that was read is reused; 0 reads it for every call. */
   cacheSeconds: number;
   /** Per fetch (default 5 s). */
@@ -100,7 +112,8 @@ export interface CardResolver {
  * one fetch (many lapses fall due together for one agent); a failed read is not cached.
  */
 export function createCardResolver(options: CardResolverOptions): CardResolver {
-  const fetchFn = options.fetch ?? globalThis.fetch;
+  const fetchFn = options.fetch ?? createGuardedFetch();
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? 5_000;
   const cache = new Map<string, { at: number; read: Promise<AgentCardRead> }>();
@@ -116,7 +129,9 @@ export function createCardResolver(options: CardResolverOptions): CardResolver {
         signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
       });
     } catch (error) {
-      if (timeout.aborted || signal?.aborted) {
+      const refused = outboundRefusalOf(error);
+      if (refused) throw refusedCard(refused);
+      if (timeout.aborted || signal?.aborted || (error instanceof Error && error.name === 'TimeoutError')) {
         throw new CardUnreachableError(`the agent card at ${cardUrl} did not answer in time`, 'timeout');
       }
       const message = `the agent card at ${cardUrl} could not be fetched: ${describe(error)}`;
@@ -129,9 +144,14 @@ export function createCardResolver(options: CardResolverOptions): CardResolver {
     }
     let json: unknown;
     try {
-      json = await response.json();
+      // TextDecoder drops a byte-order mark, as response.json() does.
+      json = JSON.parse(new TextDecoder().decode(await readCapped(response, maxBytes, cardUrl)));
     } catch (error) {
-      throw new CardUnreachableError(`the agent card at ${cardUrl} is not JSON: ${describe(error)}`, 'not-json');
+      const refused = outboundRefusalOf(error);
+      if (refused) throw refusedCard(refused);
+      // Not the parser's message: it quotes the body, and whatever the URL served is none of the agent's business.
+      if (error instanceof SyntaxError) throw new CardUnreachableError(`the agent card at ${cardUrl} is not JSON`, 'not-json');
+      throw new CardUnreachableError(`the agent card at ${cardUrl} could not be read whole: ${describe(error)}`, 'network');
     }
     return { json, info: parseAgentCard(json, cardUrl) };
   }
@@ -159,6 +179,13 @@ export function createCardResolver(options: CardResolverOptions): CardResolver {
     },
   };
   return reader;
+}
+
+/** A refusal of the guarded fetch as a card failure; the refusal stays its cause, with the detail for operators. */
+function refusedCard(refused: OutboundRefusedError): CardUnreachableError {
+  const error = new CardUnreachableError(`the agent card: ${refused.message}`, refused.refusal);
+  error.cause = refused;
+  return error;
 }
 
 function describe(error: unknown): string {

@@ -43,8 +43,9 @@ export async function startWatcher(lifecycle: Lifecycle): Promise<void> {
   const shared = { ...config, principalsFile: principals.file };
   // One registry for both, so the bridge's /metrics also counts the lapses this process delivers.
   const metrics = createMetrics({ defaultMetrics: true });
-  await lifecycle.start(() => startWorker(shared, address, log, { metrics, tracing: traced?.tracing }));
-  const bridge = await lifecycle.start(() => startBridge(shared, address, log, uiUrl, { metrics, tracing: traced?.tracing }));
+  const worker = await lifecycle.start(() => startWorker(shared, address, log, { metrics, tracing: traced?.tracing }));
+  // The bridge's /readyz fails once this worker is no longer running: nothing else would run what it accepts.
+  const bridge = await lifecycle.start(() => startBridge(shared, address, log, uiUrl, { metrics, tracing: traced?.tracing, worker }));
 
   const lines = [
     '',

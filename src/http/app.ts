@@ -9,6 +9,9 @@ import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
 import { createCardResolver } from '../a2a/card.js';
 import type { PrincipalStore } from '../auth/principals.js';
 import { DEFAULT_MAX_CLOCK_SKEW, type TrustProxy } from '../config.js';
+import type { OutboundRules } from '../outbound/address-policy.js';
+import { createGuardedFetch } from '../outbound/guarded-fetch.js';
+import { pollerReadiness, workflowPollersOf, type WorkerReadiness } from '../temporal/worker-readiness.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
@@ -20,6 +23,7 @@ import {
   summarise,
   TemporalUnavailableError,
   UnsupportedMediaTypeError,
+  WorkerUnavailableError,
 } from '../service/errors.js';
 import { extractEvent } from '../service/extract.js';
 import { createIngestService } from '../service/ingest.js';
@@ -51,12 +55,19 @@ export interface AppDeps {
   settings: AppSettings;
   /** Base URL of the Temporal UI, for `links.temporalUi`. */
   temporalUiUrl?: string;
-  /** Used to fetch agent cards (injected so tests can hand in their own). */
+  /** Used to fetch agent cards (injected so tests can hand in their own); default the guarded fetch of `outbound`. */
   fetch?: typeof fetch;
+  /** WATCHER_OUTBOUND_ALLOW / _DENY: where cards may be fetched from; default no allow list (non-public denied). */
+  outbound?: OutboundRules;
   metrics?: WatcherMetrics;
   logger?: Logger;
   /** For `/readyz`; by default a getSystemInfo call with a short deadline. */
   isTemporalReachable?: () => Promise<boolean>;
+  /**
+   * For `/readyz`: whether a worker takes the work. By default DescribeTaskQueue (pollers of the workflow task queue
+   * seen lately, cached a few seconds); the worker's own state when it runs in the bridge's process.
+   */
+  workerReadiness?: () => Promise<WorkerReadiness>;
   /** Deadline of each Temporal call made for a request (default 5000 ms). */
   temporalTimeoutMs?: number;
   /** Express's `trust proxy` (WATCHER_TRUST_PROXY): whose X-Forwarded-For gives `req.ip`; default false (nobody's). */
@@ -70,7 +81,8 @@ const BODY_LIMIT = '1mb';
 export function createApp(deps: AppDeps): express.Express {
   const metrics = deps.metrics ?? createMetrics();
   const call = createTemporalCall(deps.client, deps.temporalTimeoutMs ?? 5_000);
-  const cards = createCardResolver({ fetch: deps.fetch, cacheSeconds: deps.settings.cardCacheSeconds });
+  const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });
+  const cards = createCardResolver({ fetch: cardFetch, cacheSeconds: deps.settings.cardCacheSeconds });
   const ingest = createIngestService({
     client: deps.client,
     taskQueue: deps.taskQueue,
@@ -99,6 +111,10 @@ export function createApp(deps: AppDeps): express.Express {
         return false;
       }
     });
+
+  const workerReadiness =
+    deps.workerReadiness ??
+    pollerReadiness({ taskQueue: deps.taskQueue, pollers: workflowPollersOf(deps.client, deps.namespace, deps.taskQueue, call) });
 
   const app = express();
   app.disable('x-powered-by');
@@ -142,11 +158,17 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.get('/readyz', async (_req, res) => {
-    if (await isReachable()) {
-      res.json({ status: 'ready', temporal: 'reachable' });
+    if (!(await isReachable())) {
+      sendProblem(res, toProblem(new TemporalUnavailableError('Temporal does not answer')));
       return;
     }
-    sendProblem(res, toProblem(new TemporalUnavailableError('Temporal does not answer')));
+    // Reachable is not enough: raises accepted with no worker on the queue would never progress.
+    const worker = await workerReadiness();
+    if (!worker.ready) {
+      sendProblem(res, toProblem(new WorkerUnavailableError(worker.reason)));
+      return;
+    }
+    res.json({ status: 'ready', temporal: 'reachable', worker: worker.worker });
   });
 
   app.get('/metrics', async (_req, res) => {

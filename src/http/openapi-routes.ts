@@ -245,9 +245,14 @@ export const operations: readonly OperationSpec[] = [
     path: '/readyz',
     operationId: 'readiness',
     tag: 'Operations',
-    summary: 'Readiness: Temporal answers',
-    description: 'A getSystemInfo call with a 2 s deadline.',
-    responses: { 200: json(readinessSchema, 'Temporal answered'), 503: 'Temporal did not answer within 2 s' },
+    summary: 'Readiness: Temporal answers and a worker polls the task queue',
+    description:
+      "A getSystemInfo call with a 2 s deadline; then the worker of the bridge's own process is running (`npm start`), " +
+      'or for a bridge alone DescribeTaskQueue saw a poller of the workflow task queue in the last 2 minutes (asked at most every 5 s).',
+    responses: {
+      200: json(readinessSchema, 'Temporal answered and a worker takes the work'),
+      503: 'Temporal did not answer within 2 s (`temporal-unavailable`), or no worker polls the task queue (`worker-unavailable`, `detail` says why)',
+    },
   },
   {
     method: 'get',

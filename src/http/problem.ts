@@ -24,6 +24,7 @@ import {
   TooManyItemsError,
   UnauthenticatedError,
   UnsupportedMediaTypeError,
+  WorkerUnavailableError,
 } from '../service/errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -56,6 +57,7 @@ const kinds = new Map<abstract new (...args: never[]) => DomainError, ProblemKin
   [TemporalUnavailableError, { slug: 'temporal-unavailable', status: 503, title: 'Temporal is unreachable' }],
   // After its parent class: the last class an error is an instance of gives its kind.
   [TemporalBusyError, { slug: 'temporal-busy', status: 503, title: 'Temporal is overloaded' }],
+  [WorkerUnavailableError, { slug: 'worker-unavailable', status: 503, title: 'No worker polls the task queue' }],
 ]);
 const internal: ProblemKind = { slug: 'internal', status: 500, title: 'Internal error' };
 

@@ -166,8 +166,15 @@ export const expectationPageSchema = z.object({
 /** `GET /healthz`. */
 export const healthSchema = z.object({ status: z.literal('ok') });
 
-/** `GET /readyz` when Temporal answers. */
-export const readinessSchema = z.object({ status: z.literal('ready'), temporal: z.literal('reachable') });
+/**
+ * `GET /readyz` when Temporal answers and a worker takes the work: `running`, the worker of the bridge's own process;
+ * `polling`, Temporal saw a worker poll the workflow task queue lately.
+ */
+export const readinessSchema = z.object({
+  status: z.literal('ready'),
+  temporal: z.literal('reachable'),
+  worker: z.enum(['running', 'polling']),
+});
 
 /** `POST /v1/expectations/{id}/lapses/{messageId}/resend`: the lapse by its delivery's messageId (a UUID). */
 export const resendParamsSchema = z.object({

@@ -51,8 +51,12 @@ export class UnsupportedMediaTypeError extends DomainError {}
 /** A rule of DESIGN 3.1 broken (422). Each field error names its rule. */
 export class RuleViolationError extends DomainError {}
 
-/** Why an agent's card could not be read; the worker retries a lapse delivery on some reasons and not on others. */
-export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card';
+/**
+ * Why an agent's card could not be read; the worker retries a lapse delivery on some reasons and not on others. The
+ * last three are the guarded fetch's refusals (src/outbound/guarded-fetch.ts): the outbound address policy, a
+ * redirect, a card over the size cap.
+ */
+export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card' | 'denied-address' | 'redirect' | 'too-large';
 
 /** The agent's card could not be fetched or read (502). Nothing was started. */
 export class CardUnreachableError extends DomainError {
@@ -95,6 +99,9 @@ export class TemporalUnavailableError extends DomainError {
 export class TemporalBusyError extends TemporalUnavailableError {
   override readonly retryAfterSeconds: number = 2;
 }
+
+/** No worker polls the task queue (503 from `/readyz`): what is raised now would wait for one. */
+export class WorkerUnavailableError extends DomainError {}
 
 /** Joins path segments as `expectations/0/dueAt`, escaping `~` and `/` inside a segment as RFC 6901 does. */
 export function joinPath(segments: readonly PropertyKey[]): string {

@@ -6,6 +6,8 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { AgentDirectory } from '../../activities/deliver-lapse.js';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { createCardResolver, DEFAULT_CARD_CACHE_SECONDS } from '../a2a/card.js';
+import type { OutboundRules } from '../outbound/address-policy.js';
+import { createGuardedFetch } from '../outbound/guarded-fetch.js';
 import type { WatcherMetrics } from '../metrics.js';
 import { activityObservability } from '../observability/activity-interceptor.js';
 import type { ConnectionExtras } from './connection.js';
@@ -20,7 +22,13 @@ export interface WatcherWorkerOptions {
   taskQueue: string;
   /** A prebuilt bundle (tests build one per run); unset bundles `workflowsPath`. */
   workflowBundlePath?: string;
+  /** For cards and lapse delivery alike; default the guarded fetch of `outbound` (src/outbound/guarded-fetch.ts). */
   fetch?: ActivityDeps['fetch'];
+  /**
+   * WATCHER_OUTBOUND_ALLOW / _DENY: where an agent's card may send the worker. Default no allow list: loopback, link-local
+   * and private addresses are denied, so an agent cannot aim its lapses at the worker's own network.
+   */
+  outbound?: OutboundRules;
   /**
    * Where lapses go: each agent's card URL and credential, looked up by principal id when a lapse is delivered
    * (in production the principals file, `agentDirectory(loadReloadingPrincipals(file))`). Required: a worker
@@ -64,6 +72,8 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
   }
   const client = new Client({ connection, namespace: options.namespace });
   const nativeConnection = await NativeConnection.connect({ address: options.address, ...options.connectionOptions });
+  // One fetch for the card and for the SDK's transport, so both go through the outbound policy.
+  const fetch = options.fetch ?? createGuardedFetch({ rules: options.outbound });
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace: options.namespace,
@@ -71,10 +81,10 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
     activities: createActivities({
       client,
-      fetch: options.fetch,
+      fetch,
       agents: options.agents,
       cards: createCardResolver({
-        fetch: options.fetch,
+        fetch,
         cacheSeconds: options.cardCacheSeconds ?? DEFAULT_CARD_CACHE_SECONDS,
         now: options.now,
       }),

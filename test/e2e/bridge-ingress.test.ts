@@ -713,7 +713,7 @@ describe('limits and headers', () => {
 });
 
 describe('health and metrics', () => {
-  it('answers /healthz and /readyz without a token', async () => {
+  it('answers /healthz and /readyz without a token (ready: its worker polls the task queue)', async () => {
     const health = await request(`${env.url}/healthz`);
     const ready = await request(`${env.url}/readyz`);
 
@@ -721,7 +721,7 @@ describe('health and metrics', () => {
       200,
       { status: 'ok' },
       200,
-      { status: 'ready', temporal: 'reachable' },
+      { status: 'ready', temporal: 'reachable', worker: 'polling' },
     ]);
   });
 

@@ -17,6 +17,7 @@ import { createMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { expectation, request, unique } from '../support/bridge.js';
 import { close, listen, urlOf } from '../support/net.js';
+import { loopbackAgents } from '../support/outbound.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
 interface Delivery {
@@ -164,6 +165,7 @@ beforeAll(async () => {
     }),
     settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60 },
     metrics,
+    outbound: loopbackAgents,
   });
   // Records what the SDK delivered and what the bridge answered (test instrumentation around the real app).
   const outer = express();

@@ -20,6 +20,7 @@ import {
   type CardServer,
 } from '../support/bridge.js';
 import { close, freePort, listen } from '../support/net.js';
+import { loopbackAgents } from '../support/outbound.js';
 
 let cards: CardServer;
 let env: BridgeEnv;
@@ -450,6 +451,7 @@ describe('Temporal unreachable (503)', () => {
       }),
       settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0 },
       temporalTimeoutMs: 1_000,
+      outbound: loopbackAgents,
     });
     const server = await listen(app);
     const deadUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;

@@ -1,8 +1,9 @@
 /**
  * `npm start` as a user runs it: the embedded dev server, the worker and the bridge in one process, stopped by
- * SIGTERM, started again on the same data directory without losing anything.
+ * SIGTERM, started again on the same data directory without losing anything; not ready once its worker stopped.
+ * `npm run bridge` alone: ready only while a worker polls its task queue.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { freePort, freePortPair, isListening } from '../support/net.js';
 import { spawnCommand, spawnEntry, type Spawned } from '../support/processes.js';
+import { startWatcherWorker } from '../support/watcher.js';
 
 const running: Spawned[] = [];
 afterAll(async () => {
@@ -20,6 +22,12 @@ function start(script: string, env: Record<string, string>): Spawned {
   const spawned = spawnEntry(script, env);
   running.push(spawned);
   return spawned;
+}
+
+/** `GET /readyz` of the bridge on `port`: its status and JSON body. */
+async function readyz(port: number): Promise<{ status: number; body: any }> {
+  const response = await fetch(`http://127.0.0.1:${port}/readyz`);
+  return { status: response.status, body: await response.json() };
 }
 
 /** True while any process of the group a spawned entry point leads is alive (signal 0 only checks). */
@@ -146,18 +154,68 @@ describe('npm start (embedded dev server)', () => {
   });
 });
 
+describe('npm start when its worker stops', () => {
+  it('answers /readyz 503 naming the stopped worker, while the bridge still runs and Temporal answers', async () => {
+    const temporalPort = await freePortPair();
+    const bridgePort = await freePort();
+    const watcher = start('src/main.ts', {
+      WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-start-worker-')),
+      PORT: String(bridgePort),
+      WATCHER_EMBEDDED_TEMPORAL_PORT: String(temporalPort),
+      WATCHER_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      WATCHER_WORKER_METRICS_PORT: '0',
+    });
+    await watcher.waitFor(/Ctrl-C stops everything/);
+    const before = await readyz(bridgePort);
+
+    // The Temporal SDK's runtime drains every worker of the process on SIGUSR2 (one of its shutdown signals); the
+    // watcher's own lifecycle does not stop on it, so the bridge stays up with no worker behind it.
+    watcher.child.kill('SIGUSR2');
+    await watcher.waitFor(/"msg":"the worker stopped"/);
+    const after = await readyz(bridgePort);
+
+    expect(before).toEqual({ status: 200, body: { status: 'ready', temporal: 'reachable', worker: 'running' } });
+    expect(after).toEqual({
+      status: 503,
+      body: {
+        type: 'urn:expectations-watcher:problem:worker-unavailable',
+        title: 'No worker polls the task queue',
+        status: 503,
+        detail: 'no worker polls expectations: the worker of this process is stopped, so raised expectations would never progress',
+      },
+    });
+    expect((await fetch(`http://127.0.0.1:${bridgePort}/healthz`)).status).toBe(200);
+    expect(await watcher.stop('SIGTERM')).toBe(0);
+  });
+});
+
 describe('npm run bridge against an existing cluster', () => {
-  it('starts no server and is ready while Temporal answers', async () => {
+  it('starts no server, and is ready only once a worker polls its task queue', async () => {
     const port = await freePort();
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'watcher-bridge-'));
+    const taskQueue = `bridge-alone-${randomUUID()}`;
     const bridge = start('src/bridge.ts', {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
-      WATCHER_DATA_DIR: dataDir,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-bridge-')),
       PORT: String(port),
     });
     await bridge.waitFor(/bridge listening/);
+    const alone = await readyz(port);
 
-    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    const worker = await startWatcherWorker(taskQueue);
+    try {
+      // DescribeTaskQueue answers are reused for 5 s: the worker shows within that.
+      await expect.poll(async () => (await readyz(port)).status, { timeout: 30_000, interval: 500 }).toBe(200);
+      expect((await readyz(port)).body).toEqual({ status: 'ready', temporal: 'reachable', worker: 'polling' });
+    } finally {
+      await worker.stop();
+    }
+
+    expect(alone.status).toBe(503);
+    expect(alone.body).toMatchObject({
+      type: 'urn:expectations-watcher:problem:worker-unavailable',
+      detail: `no worker polls ${taskQueue}: Temporal saw no poller of its workflow tasks in the last 120 s, so raised expectations would never progress`,
+    });
     expect(bridge.output()).not.toContain('embedded');
     expect(await bridge.stop()).toBe(0);
   });

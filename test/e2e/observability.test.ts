@@ -13,6 +13,7 @@ import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { expectationInput } from '../support/expectations.js';
 import { freePort } from '../support/net.js';
+import { LOOPBACK_AGENTS_ENV } from '../support/outbound.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
 import { useClient } from '../support/watcher.js';
 
@@ -35,6 +36,7 @@ beforeAll(async () => {
     WATCHER_WORKER_METRICS_PORT: String(port),
     WATCHER_LOG_LEVEL: 'info',
     WATCHER_PRINCIPALS_FILE: principalsFile,
+    ...LOOPBACK_AGENTS_ENV,
   });
   await worker.waitFor(/"msg":"worker running"/, 110_000);
 });

@@ -29,6 +29,7 @@ import {
 import { waitUntil } from '../support/faults.js';
 import { freePort } from '../support/net.js';
 import { dereference, documentedOperations, mountedRoutes, openApiProblems, validatorOf } from '../support/openapi.js';
+import { loopbackAgents } from '../support/outbound.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `openapi-${randomUUID()}`;
@@ -192,6 +193,7 @@ describe('the routes', () => {
     namespace: 'default',
     principals: createPrincipalStore(principalsFileOf([])),
     settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0 },
+    outbound: loopbackAgents,
   });
   const mounted = mountedRoutes(app);
   const key = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

@@ -25,6 +25,7 @@ import { artifactUpdate, request } from '../support/bridge.js';
 import { deliveryExpectation } from '../support/expectations.js';
 import { historyText } from '../support/history-text.js';
 import { close, listen, urlOf } from '../support/net.js';
+import { loopbackAgents } from '../support/outbound.js';
 
 /** Raises per scenario in `npm test`; `WATCHER_RACE_COUNT=1000 npx vitest run test/e2e/raise-path.test.ts` runs the issue's 1,000 alone. */
 const COUNT = Number(process.env.WATCHER_RACE_COUNT ?? 100);
@@ -70,6 +71,7 @@ async function startStack(factRetention: string, agentAuthorization = AGENT_AUTH
     taskQueue,
     workflowBundlePath: inject('workflowBundlePath'),
     agents: agentDirectory(principals),
+    outbound: loopbackAgents,
   });
   const running = watcher.run();
   const app = createApp({
@@ -78,6 +80,7 @@ async function startStack(factRetention: string, agentAuthorization = AGENT_AUTH
     namespace: 'default',
     principals,
     settings: { factRetention, lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60 },
+    outbound: loopbackAgents,
   });
   const server: Server = await listen(app);
   return {

@@ -15,6 +15,7 @@ import { tokenSha256 } from '../../src/auth/principals.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, expectation, unique } from '../support/bridge.js';
 import { close, freePort, listen, urlOf } from '../support/net.js';
+import { LOOPBACK_AGENTS_ENV } from '../support/outbound.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
 
 interface ReceivedSpan {
@@ -65,6 +66,7 @@ beforeAll(async () => {
     TEMPORAL_TASK_QUEUE: `tracing-${randomUUID()}`,
     OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
     WATCHER_LOG_LEVEL: 'info',
+    ...LOOPBACK_AGENTS_ENV,
   };
   const port = await freePort();
   // The worker delivers lapses to the bridge's agents: the same principals file.

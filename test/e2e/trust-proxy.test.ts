@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.js';
 import { createMetrics } from '../../src/metrics.js';
 import { startBridge } from '../../src/runtime.js';
 import { freePort } from '../support/net.js';
+import { LOOPBACK_AGENTS_ENV } from '../support/outbound.js';
 
 const running: { stop(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -33,6 +34,7 @@ async function bridgeTrusting(trustProxy: string | undefined) {
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     PORT: String(port),
     WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-trust-proxy-')),
+    ...LOOPBACK_AGENTS_ENV,
     ...(trustProxy === undefined ? {} : { WATCHER_TRUST_PROXY: trustProxy }),
   });
   const bridge = await startBridge(config, config.temporal.address!, pino({ level: 'debug' }, sink), undefined, {

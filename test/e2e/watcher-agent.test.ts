@@ -22,6 +22,7 @@ import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { expectation, startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
+import { loopbackFetch } from '../support/outbound.js';
 
 let env: BridgeEnv;
 let agent: TestAgent;
@@ -176,7 +177,7 @@ describe('the watcher agent card', () => {
   });
 
   it('reads in the watcher’s own card reader with its security scheme and requirement', async () => {
-    const { info } = await createCardResolver({ cacheSeconds: 0 }).read({ cardUrl: cardUrl() });
+    const { info } = await createCardResolver({ cacheSeconds: 0, fetch: loopbackFetch }).read({ cardUrl: cardUrl() });
 
     expect(info).toEqual({
       version: '1.0',

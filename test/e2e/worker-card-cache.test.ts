@@ -15,6 +15,7 @@ import { lapseOf, startTestAgent, type TestAgent } from '../support/agent.js';
 import { agentsOf, registerAgent, writePrincipalsFile } from '../support/agents.js';
 import { startCardServer, unique, type CardServer } from '../support/bridge.js';
 import { deliveryExpectation, expectationInput } from '../support/expectations.js';
+import { LOOPBACK_AGENTS_ENV, loopbackAgents } from '../support/outbound.js';
 import { useClient } from '../support/watcher.js';
 
 const client = useClient();
@@ -53,6 +54,7 @@ describe('the worker’s card cache', () => {
       taskQueue,
       workflowBundlePath: inject('workflowBundlePath'),
       agents: agentsOf(taskQueue),
+      outbound: loopbackAgents,
       cardCacheSeconds: 300,
       now: () => now,
     });
@@ -90,6 +92,7 @@ describe('the worker’s card cache', () => {
       WATCHER_PRINCIPALS_FILE: writePrincipalsFile([{ id: agentId, roles: ['agent'], cardUrl: cards.url('config') }]),
       WATCHER_CARD_CACHE_SECONDS: '0',
       WATCHER_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      ...LOOPBACK_AGENTS_ENV,
     });
     const worker: Running = await startWorker(config, inject('temporalAddress'), createLogger('silent'));
     try {

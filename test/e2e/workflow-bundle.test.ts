@@ -13,6 +13,7 @@ import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
+import { LOOPBACK_AGENTS_ENV } from '../support/outbound.js';
 import { spawnCommand, type Spawned } from '../support/processes.js';
 import { useClient } from '../support/watcher.js';
 
@@ -35,6 +36,7 @@ function startImageWorker(workflowBundle: string): Spawned {
     WATCHER_DATA_DIR: dir,
     WATCHER_WORKER_METRICS_PORT: '0',
     WATCHER_LOG_LEVEL: 'info',
+    ...LOOPBACK_AGENTS_ENV,
   });
   spawned.push(worker);
   return worker;

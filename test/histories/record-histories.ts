@@ -26,6 +26,7 @@ import type { ExpectationInput } from '../../workflows/messages.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
+import { loopbackAgents } from '../support/outbound.js';
 
 const { History } = proto.temporal.api.history.v1;
 
@@ -67,6 +68,7 @@ const watcher = await createWatcherWorker({
   namespace: server.namespace,
   taskQueue,
   agents: agentDirectory(principals),
+  outbound: loopbackAgents,
 });
 const running = watcher.run();
 const client: Client = watcher.client;

@@ -15,6 +15,7 @@ import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { principalsFileOf, registerAgents, type PrincipalSpec } from './agents.js';
 import { deliveryExpectation } from './expectations.js';
 import { close, listen, urlOf } from './net.js';
+import { loopbackAgents } from './outbound.js';
 import { startWatcherWorker } from './watcher.js';
 
 export const UI_URL = 'http://temporal-ui.test:8233';
@@ -120,7 +121,8 @@ export type BridgeOverrides = Partial<Omit<AppDeps, 'client' | 'taskQueue' | 'pr
 
 /**
  * `createApp` on `client`, listening on 127.0.0.1 and a random port, with one random token per principal; its
- * principals are registered as the agents of `taskQueue`'s in-process workers.
+ * principals are registered as the agents of `taskQueue`'s in-process workers. It reads cards on loopback
+ * (WATCHER_OUTBOUND_ALLOW=loopback) unless `overrides.outbound` says otherwise.
  */
 export async function startBridgeApp(
   client: Client,
@@ -137,6 +139,7 @@ export async function startBridgeApp(
     taskQueue,
     namespace: 'default',
     principals: store,
+    outbound: loopbackAgents,
     ...overrides,
     settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, ...overrides.settings },
   });

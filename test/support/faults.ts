@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { freePort } from './net.js';
+import { LOOPBACK_AGENTS_ENV } from './outbound.js';
 import { spawnEntry, type Spawned } from './processes.js';
 
 /** Polls `probe` until it returns something other than undefined/false; fails naming `what` and the last value. */
@@ -117,6 +118,8 @@ export async function spawnWorker(address: string, taskQueue: string, principals
     WATCHER_DATA_DIR: os.tmpdir(),
     // Several workers run at once in the suite: none serves metrics on the fixed default port.
     WATCHER_WORKER_METRICS_PORT: '0',
+    // The tests' agents listen on 127.0.0.1, which a worker on a cluster reaches only when this names it.
+    ...LOOPBACK_AGENTS_ENV,
   });
   // SIGKILL cannot be relayed by tsx to its child, so the whole tree is killed, leaves included.
   const kill9 = async () => {

@@ -4,8 +4,10 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, inject } from 'vitest';
+import type { OutboundRules } from '../../src/outbound/address-policy.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
 import { agentsOf } from './agents.js';
+import { loopbackAgents } from './outbound.js';
 
 export interface RunningWatcher {
   /** The worker's own client (its activities use the same). */
@@ -16,15 +18,17 @@ export interface RunningWatcher {
 
 /**
  * Starts a watcher worker on the shared dev server, polling `taskQueue`; it delivers lapses to the agents of the
- * bridges started on the same queue (`startBridgeApp`) or registered with `registerAgent`.
+ * bridges started on the same queue (`startBridgeApp`) or registered with `registerAgent`, on loopback
+ * (WATCHER_OUTBOUND_ALLOW=loopback, test/support/outbound.ts) unless `outbound` says otherwise.
  */
-export async function startWatcherWorker(taskQueue: string): Promise<RunningWatcher> {
+export async function startWatcherWorker(taskQueue: string, options: { outbound?: OutboundRules } = {}): Promise<RunningWatcher> {
   const watcher = await createWatcherWorker({
     address: inject('temporalAddress'),
     namespace: 'default',
     taskQueue,
     workflowBundlePath: inject('workflowBundlePath'),
     agents: agentsOf(taskQueue),
+    outbound: options.outbound ?? loopbackAgents,
   });
   const running = watcher.run();
   return {
@@ -57,11 +61,11 @@ export interface WatcherOfFile {
  * stopped in `afterAll`. Hooks registered after this call run after the worker has started and, when the file
  * ends, before it stops.
  */
-export function useWatcherWorker(taskQueue: string): WatcherOfFile {
+export function useWatcherWorker(taskQueue: string, options: { outbound?: OutboundRules } = {}): WatcherOfFile {
   const client = useClient();
   let watcher: RunningWatcher | undefined;
   beforeAll(async () => {
-    watcher = await startWatcherWorker(taskQueue);
+    watcher = await startWatcherWorker(taskQueue, options);
   });
   afterAll(async () => {
     await watcher?.stop();

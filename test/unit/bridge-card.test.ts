@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { watcherAgentCard, watcherAgentCardJson } from '../../src/a2a/agent-endpoint.js';
 import { createCardResolver, lapseSkillOf, parseAgentCard, type AgentCardInfo } from '../../src/a2a/card.js';
+import { loadConfig } from '../../src/config.js';
+import { createGuardedFetch } from '../../src/outbound/guarded-fetch.js';
 import { checkDeclaration, checkKind, isPlaceholder } from '../../src/service/card-rules.js';
 import { CardUnreachableError } from '../../src/service/errors.js';
 import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
@@ -259,12 +261,25 @@ describe('createCardResolver', () => {
     await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({ reason: 'http', status: 500 });
   });
 
-  it('reports a body that is not JSON as unreachable', async () => {
-    const { fetchFn } = serving('<html>');
+  it('reports a body that is not JSON as unreachable, without quoting it', async () => {
+    const { fetchFn } = serving('<html>internal admin page</html>');
     const resolver = createCardResolver({ fetch: fetchFn, cacheSeconds: 0 });
 
     await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toBeInstanceOf(CardUnreachableError);
-    await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({ reason: 'not-json' });
+    await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({
+      reason: 'not-json',
+      message: 'the agent card at http://agent/card is not JSON',
+    });
+  });
+
+  it('reads at most maxBytes of a card, whatever fetch served it', async () => {
+    const { fetchFn } = serving(JSON.stringify({ ...v1Card, description: 'x'.repeat(5_000) }));
+    const resolver = createCardResolver({ fetch: fetchFn, cacheSeconds: 0, maxBytes: 4_096 });
+
+    await expect(resolver.read({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({
+      reason: 'too-large',
+      message: 'the agent card: the answer of http://agent/card is over the 4096-byte cap: the watcher stopped reading it',
+    });
   });
 
   it('reports JSON that is not a card as unreachable', async () => {
@@ -278,10 +293,22 @@ describe('createCardResolver', () => {
   });
 
   it('reports a connection refused as unreachable', async () => {
-    const resolver = createCardResolver({ cacheSeconds: 0 });
+    const loopback = loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', WATCHER_OUTBOUND_ALLOW: 'loopback' }).outbound;
+    const resolver = createCardResolver({ cacheSeconds: 0, fetch: createGuardedFetch({ rules: loopback }) });
 
     await expect(resolver.resolve({ cardUrl: 'http://127.0.0.1:1/card' })).rejects.toBeInstanceOf(CardUnreachableError);
     await expect(resolver.resolve({ cardUrl: 'http://127.0.0.1:1/card' })).rejects.toMatchObject({ reason: 'network' });
+  });
+
+  it('fetches through the guarded fetch by default: a card on loopback is refused without a connection', async () => {
+    const resolver = createCardResolver({ cacheSeconds: 0 });
+
+    await expect(resolver.read({ cardUrl: 'http://127.0.0.1:1/card' })).rejects.toMatchObject({
+      name: 'CardUnreachableError',
+      reason: 'denied-address',
+      message:
+        'the agent card: http://127.0.0.1:1 is outside the outbound address policy (WATCHER_OUTBOUND_ALLOW, WATCHER_OUTBOUND_DENY): nothing was sent',
+    });
   });
 
   it('gives up on a card that does not answer, at its own timeout or at the caller’s signal', async () => {

@@ -16,6 +16,7 @@ import {
   TooManyItemsError,
   UnauthenticatedError,
   UnsupportedMediaTypeError,
+  WorkerUnavailableError,
 } from '../../src/service/errors.js';
 
 describe('toProblem', () => {
@@ -33,6 +34,7 @@ describe('toProblem', () => {
     [new TemporalUnavailableError('x'), 503, 'temporal-unavailable', 'Temporal is unreachable'],
     [new TooManyItemsError('x'), 413, 'too-many-items', 'The request carries more items than one request may'],
     [new TemporalBusyError('x'), 503, 'temporal-busy', 'Temporal is overloaded'],
+    [new WorkerUnavailableError('x'), 503, 'worker-unavailable', 'No worker polls the task queue'],
   ])('maps %o to %i', (error, status, slug, title) => {
     expect(toProblem(error)).toEqual({ type: problemType(slug), title, status, detail: 'x' });
   });

@@ -2,15 +2,17 @@
  * Lapse delivery against a real @a2a-js/sdk agent on loopback (no Temporal): what the agent receives, and how
  * each kind of failure is classified for Temporal's retry policy.
  */
+import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
 import { createDeliveryActivities, LAPSE_UNAVAILABLE, type DeliveryDeps } from '../../activities/deliver-lapse.js';
 import { LAPSE_REJECTED, type DeliverLapseInput } from '../../activities/types.js';
 import { createCardResolver } from '../../src/a2a/card.js';
 import { EXTENSION_URI, type Lapse } from '../../src/schemas/extension.js';
-import { freePort } from '../support/net.js';
+import { close, freePort } from '../support/net.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from '../support/agent.js';
 import { startCardServer, type CardServer } from '../support/bridge.js';
+import { loopbackFetch } from '../support/outbound.js';
 
 const lapse: Lapse = {
   expectationId: 'e1',
@@ -55,7 +57,7 @@ async function failureOf(delivery: Promise<unknown>): Promise<ApplicationFailure
 }
 
 /** Delivers the lapse to `agent` with activities built from `deps`, and returns the failure it must end in. */
-function deliveryFailure(agent: TestAgent, deps: DeliveryDeps = {}): Promise<ApplicationFailure> {
+function deliveryFailure(agent: TestAgent, deps: DeliveryDeps = { fetch: loopbackFetch }): Promise<ApplicationFailure> {
   const { deliverLapse } = createDeliveryActivities(deps);
   return failureOf(deliverLapse(inputFor(agent.cardUrl)));
 }
@@ -76,7 +78,7 @@ function answeringRpcWith(body: unknown): typeof fetch {
 describe('deliverLapse to a v1.0 agent', () => {
   it('sends SendMessage with the extension headers and the lapse, and returns the task id', async () => {
     const agent = await agentWith();
-    const { deliverLapse } = createDeliveryActivities({});
+    const { deliverLapse } = createDeliveryActivities({ fetch: loopbackFetch });
 
     const result = await deliverLapse(inputFor(agent.cardUrl));
 
@@ -125,7 +127,7 @@ describe('deliverLapse to a v1.0 agent', () => {
         return { cardUrl: agent.cardUrl, authorization: 'Bearer rotated' };
       },
     };
-    const { deliverLapse } = createDeliveryActivities({ agents });
+    const { deliverLapse } = createDeliveryActivities({ agents, fetch: loopbackFetch });
 
     const result = await deliverLapse({ ...inputFor('http://127.0.0.1:1/stale-card', 'Bearer stale'), agent: { id: 'shipping-agent' } });
 
@@ -180,7 +182,7 @@ describe('deliverLapse to a v1.0 agent', () => {
 
   it('warns when the agent does not echo the extension', async () => {
     const agent = await agentWith({ echoExtension: false });
-    const { deliverLapse } = createDeliveryActivities({});
+    const { deliverLapse } = createDeliveryActivities({ fetch: loopbackFetch });
 
     const result = await deliverLapse(inputFor(agent.cardUrl));
 
@@ -216,7 +218,7 @@ describe('deliverLapse to a v1.0 agent', () => {
 describe('deliverLapse to a v0.3 agent', () => {
   it('sends message/send with the same message and returns the task id', async () => {
     const agent = await agentWith({ version: '0.3' });
-    const { deliverLapse } = createDeliveryActivities({});
+    const { deliverLapse } = createDeliveryActivities({ fetch: loopbackFetch });
 
     const result = await deliverLapse(inputFor(agent.cardUrl));
 
@@ -276,7 +278,7 @@ describe('deliverLapse failures', () => {
 
   it('is rejected when the agent refuses the Authorization (401)', async () => {
     const agent = await agentWith({ expectedAuthorization: 'Bearer agent-secret' });
-    const { deliverLapse } = createDeliveryActivities({});
+    const { deliverLapse } = createDeliveryActivities({ fetch: loopbackFetch });
 
     const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl, 'Bearer wrong')));
 
@@ -296,7 +298,7 @@ describe('deliverLapse failures', () => {
 
   it('is retryable when the card URL is unreachable', async () => {
     const port = await freePort();
-    const { deliverLapse } = createDeliveryActivities({});
+    const { deliverLapse } = createDeliveryActivities({ fetch: loopbackFetch });
 
     const failure = await failureOf(deliverLapse(inputFor(`http://127.0.0.1:${port}/.well-known/agent-card.json`)));
 
@@ -404,8 +406,8 @@ describe('the agent card during delivery', () => {
     cardServers.push(cardServer);
     cardServer.set('moving', first.card());
     let now = 0;
-    const cards = createCardResolver({ cacheSeconds: 60, now: () => now });
-    const { deliverLapse } = createDeliveryActivities({ cards });
+    const cards = createCardResolver({ fetch: loopbackFetch, cacheSeconds: 60, now: () => now });
+    const { deliverLapse } = createDeliveryActivities({ fetch: loopbackFetch, cards });
     const input = inputFor(cardServer.url('moving'));
 
     await deliverLapse(input);
@@ -453,5 +455,80 @@ describe('a card that cannot be read', () => {
 
     expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_REJECTED, true]);
     expect(failure.message).toContain('is not an A2A agent card');
+  });
+});
+
+describe('what the guarded fetch refuses (issue 15)', () => {
+  const servers: http.Server[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => close(server as Parameters<typeof close>[0])));
+  });
+
+  /** A plain HTTP server on 127.0.0.1 that answers every request with `handle`; its URL. */
+  async function plainServer(handle: http.RequestListener): Promise<string> {
+    const server = http.createServer(handle);
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  }
+
+  /** The URL of a card that is `agent`'s but names `rpcUrl` as its JSON-RPC interface. */
+  async function cardNaming(agent: TestAgent, rpcUrl: string): Promise<string> {
+    const cardServer = await startCardServer();
+    cardServers.push(cardServer);
+    const card = agent.card();
+    card.supportedInterfaces = [{ ...card.supportedInterfaces[0], url: rpcUrl }];
+    cardServer.set('elsewhere', card);
+    return cardServer.url('elsewhere');
+  }
+
+  it('sends nothing to an agent on loopback when no allow list names it (the default), and does not retry', async () => {
+    const agent = await agentWith();
+    const { deliverLapse } = createDeliveryActivities({});
+
+    const failure = await failureOf(deliverLapse(inputFor(agent.cardUrl)));
+
+    expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_REJECTED, true]);
+    expect(failure.message).toBe(
+      `agent shipping-agent: the lapse was not delivered: its card was not read: ${new URL(agent.cardUrl).origin} is outside the outbound address policy (WATCHER_OUTBOUND_ALLOW, WATCHER_OUTBOUND_DENY): nothing was sent`,
+    );
+    expect(failure.cause?.message).toContain('127.0.0.0/8 loopback');
+    expect(agent.attempts).toHaveLength(0);
+  });
+
+  it('does not follow a JSON-RPC endpoint that redirects, even to the agent itself', async () => {
+    const agent = await agentWith();
+    const rpcUrl = agent.card().supportedInterfaces[0].url as string;
+    const redirector = await plainServer((_req, res) => res.writeHead(307, { location: rpcUrl }).end('see the agent'));
+
+    const failure = await failureOf(createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(inputFor(await cardNaming(agent, `${redirector}/a2a`))));
+
+    expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_REJECTED, true]);
+    expect(failure.message).toBe(
+      `agent shipping-agent: the lapse was not delivered: ${redirector}/a2a answered HTTP 307, a redirect: the watcher follows none`,
+    );
+    expect(agent.attempts).toHaveLength(0);
+  });
+
+  it('stops reading an answer over the cap and refuses the lapse without quoting it', async () => {
+    const agent = await agentWith();
+    const flood = await plainServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(`{"x":"${'y'.repeat(2 * 1024 * 1024)}"}`));
+
+    const failure = await failureOf(createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(inputFor(await cardNaming(agent, `${flood}/a2a`))));
+
+    expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_REJECTED, true]);
+    expect(failure.message).toBe(
+      `agent shipping-agent: the lapse was not delivered: the answer of ${flood}/a2a is over the 1048576-byte cap: the watcher stopped reading it`,
+    );
+  });
+
+  it('retries an answer that is not JSON, without quoting what it was', async () => {
+    const agent = await agentWith();
+    const html = await plainServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>router admin: password hunter2</html>'));
+
+    const failure = await failureOf(createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(inputFor(await cardNaming(agent, `${html}/a2a`))));
+
+    expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_UNAVAILABLE, false]);
+    expect(failure.message).toBe('agent shipping-agent: lapse delivery failed: the answer is not JSON');
   });
 });

@@ -1,0 +1,268 @@
+/**
+ * The `fetch` the watcher reaches agents with (their cards, and the A2A SDK's transport for lapse delivery). An
+ * agent's card decides where the worker sends, and what it answers lands in a record the agent reads, so this fetch:
+ * - resolves the host once, checks every address it resolves to against the outbound address policy
+ *   (address-policy.ts), and connects to those checked addresses only (a second DNS answer cannot switch it);
+ * - follows no redirect: a 301/302/303/307/308 is a refusal, not a second request to wherever `Location` says;
+ * - reads at most `maxResponseBytes` of an answer (1 MiB), and asks for no compression (no decompression bomb);
+ * - gives up on a connection after `connectTimeoutMs` and on the whole exchange after `timeoutMs`.
+ * It answers a real `Response` with the body read whole, so callers (and the SDK) use it as they use fetch.
+ */
+import { promises as dns } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { decideAddress, STRICT_RULES, type AddressDecision, type OutboundRules } from './address-policy.js';
+
+/** The cap on an answer's body (a card, a JSON-RPC response): as large as the bridge takes a request. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+/** TCP (and TLS) connection set-up. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+/** From the call to the last byte of the answer, DNS included. */
+export const DEFAULT_RESPONSE_TIMEOUT_MS = 20_000;
+
+/** Why the guarded fetch refused: the address policy, a redirect, an answer over the cap. Retrying does not help. */
+export type OutboundRefusal = 'denied-address' | 'redirect' | 'too-large';
+
+/**
+ * A request the guarded fetch would not make or finish. `message` is safe for a record the agent reads (no resolved
+ * address, nothing of the answer's body); `detail` is for operators (which address, which range).
+ */
+export class OutboundRefusedError extends Error {
+  override name = 'OutboundRefusedError';
+  constructor(
+    readonly refusal: OutboundRefusal,
+    message: string,
+    readonly detail: string = message,
+  ) {
+    super(message);
+  }
+}
+
+/** The connection or the whole exchange took too long; named like the DOMException fetch rejects with on a timeout. */
+export class OutboundTimeoutError extends Error {
+  override name = 'TimeoutError';
+}
+
+/** The refusal in `error` or its causes (the SDK may wrap what fetch rejected with). */
+export function outboundRefusalOf(error: unknown): OutboundRefusedError | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof OutboundRefusedError) return e;
+  }
+  return undefined;
+}
+
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+export interface GuardedFetchOptions {
+  /** WATCHER_OUTBOUND_ALLOW and WATCHER_OUTBOUND_DENY; default none of either (non-public ranges denied). */
+  rules?: OutboundRules;
+  maxResponseBytes?: number;
+  connectTimeoutMs?: number;
+  timeoutMs?: number;
+  /** A host name's addresses; default the system resolver (`dns.lookup`, /etc/hosts included). */
+  resolve?: (hostname: string) => Promise<ResolvedAddress[]>;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const NULL_BODY = new Set([204, 205, 304]);
+
+const systemResolve = (hostname: string) => dns.lookup(hostname, { all: true, verbatim: true });
+
+/** A fetch with the outbound address policy, no redirects, a size cap and timeouts (see the file's comment). */
+export function createGuardedFetch(options: GuardedFetchOptions = {}): typeof fetch {
+  const rules = options.rules ?? STRICT_RULES;
+  const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS;
+  const resolve = options.resolve ?? systemResolve;
+
+  return async function guardedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    // The Request constructor merges input and init as fetch does, and turns any body type into bytes.
+    const request = new Request(input, init);
+    const url = new URL(request.url);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new TypeError(`fetch failed: ${url.protocol} is not http or https`);
+    }
+    const where = `${url.origin}${url.pathname}`;
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new OutboundTimeoutError(`${where} did not answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    timer.unref();
+    const signal = AbortSignal.any([deadline.signal, request.signal]);
+    try {
+      signal.throwIfAborted();
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await untilAborted(resolve(host), signal);
+      checkAddresses(rules, url, host, addresses);
+      const body = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
+      return await exchange({ url, host, addresses, request, body, signal, maxBytes, connectTimeoutMs, where });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+/** Refuses unless every address the host resolves to is allowed: one denied answer is enough to stop. */
+function checkAddresses(rules: OutboundRules, url: URL, host: string, addresses: ResolvedAddress[]): void {
+  const denied = addresses.map((a) => decideAddress(rules, a.address)).find((decision) => !decision.allowed);
+  if (!denied) return;
+  throw new OutboundRefusedError(
+    'denied-address',
+    `${url.origin} is outside the outbound address policy (WATCHER_OUTBOUND_ALLOW, WATCHER_OUTBOUND_DENY): nothing was sent`,
+    `${url.origin}: ${host === denied.address ? host : `${host} resolves to ${denied.address}, which`} is ${whyDenied(denied)}`,
+  );
+}
+
+function whyDenied(decision: AddressDecision): string {
+  const range = decision.range ? `${decision.range.text}${decision.range.name ? ` ${decision.range.name}` : ''}` : 'not an IP address';
+  if (decision.by === 'deny') return `in ${range}, which WATCHER_OUTBOUND_DENY denies`;
+  return `in ${range}, a non-public range WATCHER_OUTBOUND_ALLOW does not allow`;
+}
+
+const tooLargeError = (where: string, maxBytes: number) =>
+  new OutboundRefusedError('too-large', `the answer of ${where} is over the ${maxBytes}-byte cap: the watcher stopped reading it`);
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+interface Exchange {
+  url: URL;
+  host: string;
+  addresses: ResolvedAddress[];
+  request: Request;
+  body?: Buffer;
+  signal: AbortSignal;
+  maxBytes: number;
+  connectTimeoutMs: number;
+  where: string;
+}
+
+/** One request on a connection of its own to the checked addresses, its answer read whole up to the cap. */
+function exchange({ url, host, addresses, request, body, signal, maxBytes, connectTimeoutMs, where }: Exchange): Promise<Response> {
+  const headers: Record<string, string> = {};
+  request.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  headers['accept-encoding'] = 'identity';
+  if (body) headers['content-length'] = String(body.length);
+  // The connection goes to the addresses checked above, not to a second DNS answer.
+  const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
+    const first = addresses[0]!;
+    if (lookupOptions.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, addresses);
+    else callback(null, first.address, first.family);
+  };
+  const tooLarge = () => tooLargeError(where, maxBytes);
+
+  return new Promise<Response>((resolve, reject) => {
+    let settled = false;
+    const transport = url.protocol === 'https:' ? https : http;
+    const req = transport.request({
+      protocol: url.protocol,
+      hostname: host,
+      port: url.port || undefined,
+      path: `${url.pathname}${url.search}`,
+      method: request.method,
+      headers,
+      agent: false,
+      lookup: pinned,
+    });
+    const connectTimer = setTimeout(
+      () => fail(new OutboundTimeoutError(`${url.origin} did not accept a connection within ${connectTimeoutMs} ms`)),
+      connectTimeoutMs,
+    );
+    const onAbort = () => fail(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const done = () => {
+      settled = true;
+      clearTimeout(connectTimer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    function fail(error: unknown) {
+      if (settled) return;
+      done();
+      req.destroy();
+      reject(error instanceof Error ? error : new Error(String(error)));
+    }
+
+    req.on('socket', (socket) => {
+      socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(connectTimer));
+    });
+    req.on('error', (error) => fail(new TypeError('fetch failed', { cause: error })));
+    req.on('response', (res) => {
+      const status = res.statusCode ?? 0;
+      if (REDIRECTS.has(status)) {
+        fail(new OutboundRefusedError('redirect', `${where} answered HTTP ${status}, a redirect: the watcher follows none`));
+        return;
+      }
+      if (Number(res.headers['content-length'] ?? 0) > maxBytes) {
+        fail(tooLarge());
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > maxBytes) fail(tooLarge());
+        else chunks.push(chunk);
+      });
+      res.on('error', (error) => fail(new TypeError('fetch failed: the answer was cut off', { cause: error })));
+      res.on('aborted', () => fail(new TypeError('fetch failed: the answer was cut off')));
+      res.on('end', () => {
+        if (settled) return;
+        done();
+        try {
+          resolve(toResponse(res, Buffer.concat(chunks)));
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      });
+    });
+    req.end(body);
+  });
+}
+
+/**
+ * An answer's body, read up to `maxBytes` whatever fetch gave it (the guarded fetch caps it already; an injected one
+ * may not): over the cap, reading stops and the stream is cancelled.
+ */
+export async function readCapped(response: Response, maxBytes: number, where: string): Promise<Buffer> {
+  if (!response.body) return Buffer.alloc(0);
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks);
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLargeError(where, maxBytes);
+    }
+    chunks.push(value);
+  }
+}
+
+function toResponse(res: http.IncomingMessage, body: Buffer): Response {
+  const status = res.statusCode ?? 0;
+  if (status < 200 || status > 599) throw new TypeError(`fetch failed: HTTP status ${status} is not one fetch answers`);
+  const headers = new Headers();
+  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+  const payload = NULL_BODY.has(status) ? null : body;
+  try {
+    return new Response(payload, { status, statusText: res.statusMessage ?? '', headers });
+  } catch {
+    // A reason phrase fetch would not take (it is only decoration): the status says it all.
+    return new Response(payload, { status, headers });
+  }
+}
