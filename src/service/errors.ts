@@ -63,6 +63,9 @@ export class CardUnreachableError extends DomainError {
   }
 }
 
+/** A payload sent to the codec endpoint cannot be decrypted: unknown key id, altered or truncated (422). */
+export class UndecryptablePayloadError extends DomainError {}
+
 /** Temporal did not answer in time (503). Safe to retry: raises are idempotent by id, facts dedupe. */
 export class TemporalUnavailableError extends DomainError {}
 

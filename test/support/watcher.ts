@@ -3,6 +3,7 @@
  * and activities on a task queue of the test file's own.
  */
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
 import { agentsOf } from './agents.js';
@@ -15,16 +16,21 @@ export interface RunningWatcher {
 }
 
 /**
- * Starts a watcher worker on the shared dev server, polling `taskQueue`; it delivers lapses to the agents of the
- * bridges started on the same queue (`startBridgeApp`) or registered with `registerAgent`.
+ * Starts a watcher worker on the shared dev server (or `address`), polling `taskQueue`; it delivers lapses to the
+ * agents of the bridges started on the same queue (`startBridgeApp`) or registered with `registerAgent`.
+ * `dataConverter`: e.g. the encryption codec, for its worker and its client alike.
  */
-export async function startWatcherWorker(taskQueue: string): Promise<RunningWatcher> {
+export async function startWatcherWorker(
+  taskQueue: string,
+  options: { dataConverter?: DataConverter; address?: string } = {},
+): Promise<RunningWatcher> {
   const watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
+    address: options.address ?? inject('temporalAddress'),
     namespace: 'default',
     taskQueue,
     workflowBundlePath: inject('workflowBundlePath'),
     agents: agentsOf(taskQueue),
+    dataConverter: options.dataConverter,
   });
   const running = watcher.run();
   return {
