@@ -56,6 +56,11 @@ export default tseslint.config(
     },
   },
   {
+    // Node's preload scripts (src/early-signals.mjs, test/support/preload/): plain ES modules run by node itself.
+    files: ['**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly' } },
+  },
+  {
     // Deterministic workflow code: @temporalio/workflow, @temporalio/common, siblings, core/, and types.
     files: ['workflows/**/*.ts'],
     rules: {
