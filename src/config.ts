@@ -69,6 +69,30 @@ const addressRanges = z.string().transform((value, ctx): AddressRange[] => {
   return z.NEVER;
 });
 
+/**
+ * WATCHER_CODEC_CORS_ORIGINS: the browser origins (the Temporal UI's, `scheme://host[:port]`) that may call the codec
+ * endpoint, comma-separated. No `*`: the UI sends its credentials, which a wildcard origin cannot carry.
+ */
+const corsOrigins = z.string().transform((value, ctx): string[] => {
+  const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const origins: string[] = [];
+  for (const entry of entries) {
+    let origin: string | undefined;
+    try {
+      const url = new URL(entry);
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === entry.replace(/\/$/, '')) origin = url.origin;
+    } catch {
+      // not a URL: reported below
+    }
+    if (!origin) {
+      ctx.addIssue({ code: 'custom', message: `'${entry}' is not an origin (scheme://host[:port], e.g. http://localhost:8080)` });
+      return z.NEVER;
+    }
+    origins.push(origin);
+  }
+  return origins;
+});
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   // These and the other TEMPORAL_* connection variables are applied over the profile by @temporalio/envconfig
@@ -99,6 +123,8 @@ const envSchema = z.object({
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
+  WATCHER_CODEC_KEYS_FILE: z.string().min(1).optional(),
+  WATCHER_CODEC_CORS_ORIGINS: corsOrigins.optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_SERVICE_NAME: z.string().min(1).optional(),
   WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -158,6 +184,12 @@ export interface Config {
    * bundling workflows/ at start. Absolute; unset bundles at start.
    */
   workflowBundle?: string;
+  /**
+   * Payload encryption (docs/operations.md, "Encrypting payloads"): the key file (absolute) both the bridge's client
+   * and the worker seal payloads with, and the browser origins allowed to call the bridge's codec endpoint. Absent:
+   * payloads are written as they are and the bridge serves no codec endpoint.
+   */
+  codec?: { keysFile: string; corsOrigins: string[] };
   logLevel: z.infer<typeof envSchema>['WATCHER_LOG_LEVEL'];
   /** `auto`: short readable lines when stdout is a terminal, JSON lines otherwise. */
   logFormat: z.infer<typeof envSchema>['WATCHER_LOG_FORMAT'];
@@ -174,6 +206,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  if (e.WATCHER_CODEC_CORS_ORIGINS && !e.WATCHER_CODEC_KEYS_FILE) {
+    throw new ConfigError(
+      'invalid configuration:\n  WATCHER_CODEC_CORS_ORIGINS: set, but without WATCHER_CODEC_KEYS_FILE there is no codec endpoint to call',
+    );
+  }
   const connection = resolveConnectionSettings(env);
   return {
     temporal: {
@@ -207,6 +244,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : undefined,
     maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS,
     workflowBundle: e.WATCHER_WORKFLOW_BUNDLE ? path.resolve(e.WATCHER_WORKFLOW_BUNDLE) : undefined,
+    codec: e.WATCHER_CODEC_KEYS_FILE
+      ? { keysFile: path.resolve(e.WATCHER_CODEC_KEYS_FILE), corsOrigins: e.WATCHER_CODEC_CORS_ORIGINS ?? [] }
+      : undefined,
     logLevel: e.WATCHER_LOG_LEVEL,
     logFormat: e.WATCHER_LOG_FORMAT,
   };

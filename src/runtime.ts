@@ -7,7 +7,9 @@ import type { Server } from 'node:http';
 import path from 'node:path';
 import express from 'express';
 import { ConfigError, type Config } from './config.js';
+import { loadCodecKeys } from './temporal/codec-keys.js';
 import { connectionOptions, connectionSummary, connectClient, isReachable } from './temporal/connection.js';
+import { EncryptionCodec } from './temporal/encryption-codec.js';
 import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { createWatcherWorker } from './temporal/worker.js';
 import { ownWorkerReadiness, type WorkerReadiness } from './temporal/worker-readiness.js';
@@ -92,6 +94,17 @@ function workflowBundleOf(config: Config): string | undefined {
 }
 
 /**
+ * The payload codec of WATCHER_CODEC_KEYS_FILE (a ConfigError for a missing or bad file, before anything connects),
+ * logged with the key id it encrypts with; undefined, and payloads written as they are, without the variable.
+ */
+function payloadCodecOf(config: Config, log: Logger): EncryptionCodec | undefined {
+  if (!config.codec) return undefined;
+  const keys = loadCodecKeys(config.codec.keysFile);
+  log.info({ keysFile: config.codec.keysFile, encryptWith: keys.current, keyIds: [...keys.keys.keys()] }, 'payloads are encrypted');
+  return new EncryptionCodec(keys);
+}
+
+/**
  * Runs the worker until stopped. A worker that dies unexpectedly ends the process with an error. `metrics`: the
  * bridge's registry when the bridge runs in the same process, so its `/metrics` counts lapses too.
  */
@@ -103,6 +116,7 @@ export async function startWorker(
 ): Promise<RunningWorker> {
   const bundle = workflowBundleOf(config);
   log.info({ taskQueue: config.temporal.taskQueue, workflowBundle: bundle ?? 'bundled at start' }, 'starting the worker');
+  const codec = payloadCodecOf(config, log);
   const principals = await followPrincipals(workerPrincipalsFile(config), log);
   const watcher = await createWatcherWorker({
     address,
@@ -113,6 +127,7 @@ export async function startWorker(
     taskQueue: config.temporal.taskQueue,
     workflowBundlePath: bundle,
     connectionOptions: connectionOptions(config.temporal),
+    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
     metrics: options.metrics,
     workerOptions: {
       maxCachedWorkflows: config.maxCachedWorkflows,
@@ -166,7 +181,11 @@ export async function startBridge(
   uiUrl = config.temporal.uiUrl,
   options: { metrics?: WatcherMetrics; tracing?: Tracing; worker?: RunningWorker } = {},
 ): Promise<Running & { url: string; generatedToken?: string }> {
-  const client = await connectClient(address, config.temporal, options.tracing ? { plugins: [options.tracing.plugin] } : {});
+  const codec = payloadCodecOf(config, log);
+  const client = await connectClient(address, config.temporal, {
+    ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
+    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
+  });
   const generated = await preparePrincipals(config);
   const principals = await followPrincipals(generated.file, log);
   principals.watch(PRINCIPALS_RELOAD_MS);
@@ -191,6 +210,7 @@ export async function startBridge(
     ...(options.worker ? { workerReadiness: async () => options.worker!.readiness() } : {}),
     outbound: config.outbound,
     trustProxy: config.trustProxy,
+    ...(codec ? { codec: { codec, corsOrigins: config.codec?.corsOrigins ?? [] } } : {}),
   });
   const served = express();
   served.disable('x-powered-by');

@@ -3,6 +3,7 @@
  * entry points listen, and tests call it with a real Temporal client.
  */
 import type { Client } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import express, { type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
@@ -32,6 +33,7 @@ import type { QuotaSettings } from '../service/quotas.js';
 import { createRecordsService } from '../service/records.js';
 import { createTemporalCall } from '../service/temporal-call.js';
 import { authenticate, principalOf } from './auth.js';
+import { CODEC_PATH, createCodecRouter } from './codec-routes.js';
 import { openApiDocument } from './openapi.js';
 import { problemMiddleware, sendProblem, toProblem } from './problem.js';
 import { wellFormedBody } from './well-formed.js';
@@ -72,6 +74,11 @@ export interface AppDeps {
   temporalTimeoutMs?: number;
   /** Express's `trust proxy` (WATCHER_TRUST_PROXY): whose X-Forwarded-For gives `req.ip`; default false (nobody's). */
   trustProxy?: TrustProxy;
+  /**
+   * The codec endpoint (`/codec/decode`, `/codec/encode`; src/http/codec-routes.ts) with the codec the client uses
+   * and the browser origins let in; unset (no WATCHER_CODEC_KEYS_FILE), the bridge serves none.
+   */
+  codec?: { codec: PayloadCodec; corsOrigins: readonly string[] };
 }
 
 const JSON_TYPES = ['application/json', 'application/a2a+json', 'application/*+json'];
@@ -232,6 +239,11 @@ export function createApp(deps: AppDeps): express.Express {
     const answer = await resends.resend(principalOf(req), req.params.id, parsed.data.messageId);
     res.status(answer.result === 'resent' ? 202 : 200).json(answer);
   });
+
+  if (deps.codec) {
+    const { codec, corsOrigins } = deps.codec;
+    app.use(CODEC_PATH, createCodecRouter({ codec, corsOrigins, namespace: deps.namespace, principals: deps.principals }));
+  }
 
   app.use(createWatcherAgentRouter({ ingest, principals: deps.principals, logger: deps.logger }));
 

@@ -23,6 +23,7 @@ import {
   TemporalUnavailableError,
   TooManyItemsError,
   UnauthenticatedError,
+  UndecryptablePayloadError,
   UnsupportedMediaTypeError,
   WorkerUnavailableError,
 } from '../service/errors.js';
@@ -63,6 +64,10 @@ const internal: ProblemKind = { slug: 'internal', status: 500, title: 'Internal 
 
 /** Every problem a request can be answered with, but the internal 500 (the OpenAPI document lists them by status). */
 export const problemKinds: readonly ProblemKind[] = [...kinds.values()];
+
+// The codec endpoint's own (Temporal's codec server protocol, src/http/codec-routes.ts): not in the OpenAPI document,
+// so not in problemKinds, whose 422 would otherwise claim that a raise can answer it.
+kinds.set(UndecryptablePayloadError, { slug: 'undecryptable-payload', status: 422, title: 'A payload cannot be decrypted' });
 
 /** The problem type URI of a slug, e.g. `urn:expectations-watcher:problem:conflict`. */
 export const problemType = (slug: string): string => `${TYPE_BASE}${slug}`;

@@ -86,6 +86,9 @@ export class QuotaExceededError extends DomainError {
   }
 }
 
+/** A payload sent to the codec endpoint cannot be decrypted: unknown key id, altered or truncated (422). */
+export class UndecryptablePayloadError extends DomainError {}
+
 /** Temporal did not answer in time (503). Safe to retry: raises are idempotent by id, facts dedupe. */
 export class TemporalUnavailableError extends DomainError {
   /** What the answer's `Retry-After` says, in seconds. */

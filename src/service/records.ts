@@ -148,7 +148,19 @@ export function createRecordsService(deps: RecordsDeps) {
     return record;
   }
 
-  function summary(info: temporal.api.workflow.v1.IWorkflowExecutionInfo): ExpectationSummary {
+  /**
+   * The memo's raised id, decoded as the client decodes: the memo passes through the payload codecs (encrypted under
+   * WATCHER_CODEC_KEYS_FILE), search attributes do not.
+   */
+  async function memoText(payload: temporal.api.common.v1.IPayload | null | undefined): Promise<string | undefined> {
+    if (!payload) return undefined;
+    const { payloadCodecs, payloadConverter } = deps.client.options.loadedDataConverter;
+    let decoded = [payload];
+    for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
+    return payloadConverter.fromPayload(decoded[0]!);
+  }
+
+  function summary(info: temporal.api.workflow.v1.IWorkflowExecutionInfo, memoId: string | undefined): ExpectationSummary {
     const fields = info.searchAttributes?.indexedFields ?? {};
     const read = (name: string): unknown => {
       const payload = fields[name];
@@ -159,9 +171,8 @@ export function createRecordsService(deps: RecordsDeps) {
       return Array.isArray(value) ? (value[0] as string | undefined) : (value as string | undefined);
     };
     const workflowId = info.execution?.workflowId ?? '';
-    const memo = info.memo?.fields?.expectationId;
     const expectationId =
-      (memo ? (defaultPayloadConverter.fromPayload(memo) as string) : undefined) ??
+      memoId ??
       (workflowId.startsWith(WORKFLOW_ID_PREFIX) ? workflowId.slice(WORKFLOW_ID_PREFIX.length) : workflowId);
     const subject = text(ExpectationSubject.name);
     const dueAt = text(ExpectationDueAt.name);
@@ -220,7 +231,10 @@ export function createRecordsService(deps: RecordsDeps) {
         }
       });
       const token = response.nextPageToken?.length ? encodePageToken(response.nextPageToken, visibilityQuery) : undefined;
-      return { items: response.executions.map(summary), ...(token ? { nextPageToken: token } : {}) };
+      const items = await Promise.all(
+        response.executions.map(async (info) => summary(info, await memoText(info.memo?.fields?.expectationId))),
+      );
+      return { items, ...(token ? { nextPageToken: token } : {}) };
     },
 
     /** Withdraws an open (or lapsed) expectation; a closed one is a no-op reported as `not-open`. */

@@ -10,6 +10,7 @@ import {
   type ClientPlugin,
   type TLSConfig,
 } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import type { TemporalConnectionConfig } from '../config.js';
 
 /** TLS, API-key and gRPC-metadata options in the form both `Connection` and `NativeConnection` take. */
@@ -57,19 +58,24 @@ const BRIDGE_GRPC_ATTEMPTS = 4;
 
 /**
  * A client for the bridge. The connection is lazy so that the bridge starts (and answers 503) while Temporal is down.
- * `plugins`: e.g. the OpenTelemetry plugin when tracing is on.
+ * `plugins`: e.g. the OpenTelemetry plugin when tracing is on; `dataConverter`: e.g. the encryption codec.
  */
 export async function connectClient(
   address: string,
   config: TemporalConnectionConfig,
-  options: { plugins?: ClientPlugin[] } = {},
+  options: { plugins?: ClientPlugin[]; dataConverter?: DataConverter } = {},
 ): Promise<Client> {
   const connection = Connection.lazy({
     address,
     ...connectionOptions(config),
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: BRIDGE_GRPC_ATTEMPTS }))],
   });
-  return new Client({ connection, namespace: config.namespace, ...(options.plugins ? { plugins: options.plugins } : {}) });
+  return new Client({
+    connection,
+    namespace: config.namespace,
+    ...(options.plugins ? { plugins: options.plugins } : {}),
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+  });
 }
 
 /** True when the frontend answers within `timeoutMs`. */

@@ -19,6 +19,8 @@ export interface DevServerOptions {
   port: number;
   /** Web UI port; unset runs headless. */
   uiPort?: number;
+  /** The codec server the web UI decodes payloads with (`--ui-codec-endpoint`), e.g. a bridge's `/codec`. */
+  uiCodecEndpoint?: string;
   namespace?: string;
   /** Namespace retention in days (default 30). */
   retentionDays?: number;
@@ -59,13 +61,17 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
         dbFilename: options.dbFilename,
         namespace,
         searchAttributes: [...allSearchAttributes],
-        extraArgs: (options.dynamicConfig ?? []).flatMap((value) => ['--dynamic-config-value', value]),
+        extraArgs: [
+          ...(options.dynamicConfig ?? []).flatMap((value) => ['--dynamic-config-value', value]),
+          ...(options.uiCodecEndpoint ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
+        ],
       },
     });
     server = { address, uiUrl, namespace, stop: () => env.teardown() };
   } else {
     const args = ['server', 'start-dev', '--ip', ip, '--port', String(options.port), '--log-level', 'warn'];
     args.push(...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']));
+    if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
     if (options.dbFilename) args.push('--db-filename', options.dbFilename);
     if (namespace !== 'default') args.push('--namespace', namespace);
     args.push(...devServerSearchAttributeFlags());

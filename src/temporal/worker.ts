@@ -2,6 +2,7 @@
  * Builds the watcher's Temporal worker: our workflows, our activities, registered search attributes.
  */
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { AgentDirectory } from '../../activities/deliver-lapse.js';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
@@ -41,6 +42,11 @@ export interface WatcherWorkerOptions {
   now?: () => number;
   /** Client and native connection options: TLS, API key, gRPC metadata. */
   connectionOptions?: ConnectionExtras;
+  /**
+   * The payload codecs of both the worker and its activities' client (the encryption codec when
+   * WATCHER_CODEC_KEYS_FILE is set): what the workflows write is sealed as the bridge's client seals it.
+   */
+  dataConverter?: DataConverter;
   workerOptions?: Partial<WorkerOptions>;
   /** Also count lapses on these (the bridge's registry, when worker and bridge share a process). */
   metrics?: WatcherMetrics;
@@ -70,7 +76,8 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     await connection.close();
     throw error;
   }
-  const client = new Client({ connection, namespace: options.namespace });
+  const dataConverter = options.dataConverter ? { dataConverter: options.dataConverter } : {};
+  const client = new Client({ connection, namespace: options.namespace, ...dataConverter });
   const nativeConnection = await NativeConnection.connect({ address: options.address, ...options.connectionOptions });
   // One fetch for the card and for the SDK's transport, so both go through the outbound policy.
   const fetch = options.fetch ?? createGuardedFetch({ rules: options.outbound });
@@ -78,6 +85,7 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     connection: nativeConnection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
+    ...dataConverter,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
     activities: createActivities({
       client,

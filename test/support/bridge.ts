@@ -153,18 +153,23 @@ export interface BridgeEnv extends BridgeApp {
   metrics: WatcherMetrics;
 }
 
-/** Starts a worker on its own task queue and the bridge (with UI links and its own metrics) on a random port. */
+/**
+ * Starts a worker on its own task queue and the bridge (with UI links and its own metrics) on a random port. With
+ * `codec`, worker and bridge seal payloads with it and the bridge serves the codec endpoint.
+ */
 export async function startBridgeEnv(
   principals: PrincipalSpec[],
-  options: { settings?: Partial<AppDeps['settings']>; name: string },
+  options: { settings?: Partial<AppDeps['settings']>; name: string; codec?: NonNullable<AppDeps['codec']>; address?: string },
 ): Promise<BridgeEnv> {
   const taskQueue = `bridge-${options.name}-${randomUUID()}`;
-  const watcher = await startWatcherWorker(taskQueue);
+  const dataConverter = options.codec ? { payloadCodecs: [options.codec.codec] } : undefined;
+  const watcher = await startWatcherWorker(taskQueue, { dataConverter, address: options.address });
   const metrics = createMetrics();
   const bridge = await startBridgeApp(watcher.client, taskQueue, principals, {
     settings: options.settings,
     temporalUiUrl: UI_URL,
     metrics,
+    ...(options.codec ? { codec: options.codec } : {}),
   });
   return {
     ...bridge,

@@ -3,6 +3,7 @@
  * and activities on a task queue of the test file's own.
  */
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { afterAll, beforeAll, inject } from 'vitest';
 import type { OutboundRules } from '../../src/outbound/address-policy.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
@@ -17,18 +18,23 @@ export interface RunningWatcher {
 }
 
 /**
- * Starts a watcher worker on the shared dev server, polling `taskQueue`; it delivers lapses to the agents of the
- * bridges started on the same queue (`startBridgeApp`) or registered with `registerAgent`, on loopback
+ * Starts a watcher worker on the shared dev server (or `address`), polling `taskQueue`; it delivers lapses to the
+ * agents of the bridges started on the same queue (`startBridgeApp`) or registered with `registerAgent`, on loopback
  * (WATCHER_OUTBOUND_ALLOW=loopback, test/support/outbound.ts) unless `outbound` says otherwise.
+ * `dataConverter`: e.g. the encryption codec, for its worker and its client alike.
  */
-export async function startWatcherWorker(taskQueue: string, options: { outbound?: OutboundRules } = {}): Promise<RunningWatcher> {
+export async function startWatcherWorker(
+  taskQueue: string,
+  options: { outbound?: OutboundRules; dataConverter?: DataConverter; address?: string } = {},
+): Promise<RunningWatcher> {
   const watcher = await createWatcherWorker({
-    address: inject('temporalAddress'),
+    address: options.address ?? inject('temporalAddress'),
     namespace: 'default',
     taskQueue,
     workflowBundlePath: inject('workflowBundlePath'),
     agents: agentsOf(taskQueue),
     outbound: options.outbound ?? loopbackAgents,
+    dataConverter: options.dataConverter,
   });
   const running = watcher.run();
   return {

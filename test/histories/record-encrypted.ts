@@ -1,0 +1,124 @@
+/**
+ * Records the encrypted histories replay-encrypted.test.ts replays: `npx tsx test/histories/record-encrypted.ts`.
+ * The workflows of v2 with the AES-256-GCM codec on (issue 15), keyed by codec-keys.json (a test key file, nothing
+ * real is sealed with it), across one key rotation: the expectation is raised and lapses (its delivery an activity)
+ * under the old key 2026-01, then the worker and the client restart with 2026-07 current and a late fact satisfies
+ * it, so its history and its ledgers' hold payloads sealed under both ids. Writes `v2-encrypted/<name>.json`.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import type { Expectation } from '../../core/types.js';
+import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
+import { loadCodecKeys } from '../../src/temporal/codec-keys.js';
+import { startDevServer } from '../../src/temporal/dev-server.js';
+import { EncryptionCodec } from '../../src/temporal/encryption-codec.js';
+import { getExpectationRecord, recordFact, startExpectation } from '../../src/temporal/expectations.js';
+import { expectationLinks } from '../../src/temporal/ids.js';
+import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { subscribeSignal, type ExpectationInput } from '../../workflows/messages.js';
+import { startTestAgent } from '../support/agent.js';
+import { freePort } from '../support/net.js';
+
+const { History } = proto.temporal.api.history.v1;
+const WORKFLOW_TASK_COMPLETED = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
+const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
+  History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const folder = path.join(here, 'v2-encrypted');
+const keys = loadCodecKeys(path.join(here, 'codec-keys.json'));
+/** Before the rotation: the same keys, the old one current. */
+const before = new EncryptionCodec({ ...keys, current: '2026-01' });
+const after = new EncryptionCodec(keys);
+const taskQueue = 'record-encrypted';
+const suffix = randomUUID().slice(0, 8);
+const settings = { lateWindow: 'PT3S', factRetention: 'PT2S' };
+
+const server = await startDevServer({ port: await freePort() });
+const agent = await startTestAgent();
+const principals = createPrincipalStore({
+  principals: [{ id: 'shipping-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: agent.cardUrl } }],
+});
+
+async function startWorker(codec: EncryptionCodec): Promise<{ watcher: WatcherWorker; running: Promise<void> }> {
+  const watcher = await createWatcherWorker({
+    address: server.address,
+    namespace: server.namespace,
+    taskQueue,
+    agents: agentDirectory(principals),
+    dataConverter: { payloadCodecs: [codec] },
+  });
+  return { watcher, running: watcher.run() };
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const e: Expectation = {
+  expectationId: `rotated-${suffix}`,
+  kind: 'delivery',
+  subject: { type: 'shipment', id: `S-rotated-${suffix}` },
+  expects: `the sealed shipment is delivered (rotated-${suffix})`,
+  satisfiedBy: { factKey: `shipment:rotated-${suffix}:delivered` },
+  dueAt: new Date(Date.now() + 1_000).toISOString(),
+  grace: 'PT1S',
+  basis: 'contract',
+};
+const input: ExpectationInput = {
+  expectation: e,
+  agent: { id: 'shipping-agent' },
+  origin: { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` },
+  lineage: 0,
+  links: expectationLinks(e),
+  settings,
+};
+
+try {
+  // Under the old key: raised, a fact on the subject, overdue, the lapse delivered.
+  let worker = await startWorker(before);
+  let client: Client = worker.watcher.client;
+  await startExpectation(client, taskQueue, input);
+  await recordFact(client, taskQueue, { factKey: `shipment:rotated-${suffix}:scan`, observedAt: new Date().toISOString(), subject: e.subject, source: 'carrier-feed' }, settings);
+  await agent.waitForMessages(1, 30_000);
+  await waitFor('the lapse delivered', async () => (await getExpectationRecord(client, e.expectationId))?.lapses[0]?.delivery.status === 'delivered');
+  await worker.watcher.shutdown();
+  await worker.running;
+
+  // Rotated: the new key current, the old one kept; a late fact satisfies it and everything closes.
+  worker = await startWorker(after);
+  client = worker.watcher.client;
+  // The fact ledger's first task on the new worker is a repeated subscription (a no-op), not the fact's update: an update
+  // that reaches a workflow on a worker that has not cached it yet writes a history that does not replay (its signal
+  // lands between the update's accepted and completed events), a fault of its own, with or without the codec.
+  await client.workflow.getHandle(input.links.factLedger).signal(subscribeSignal, { workflowId: input.links.self });
+  await waitFor('the repeated subscription handled', async () => (await client.workflow.getHandle(input.links.factLedger).fetchHistory()).events?.at(-1)?.eventType === WORKFLOW_TASK_COMPLETED);
+  await recordFact(client, taskQueue, { factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: e.subject, source: 'carrier-feed' }, settings);
+
+  const recorded = [
+    { name: 'expectation-rotated-key', workflowId: input.links.self },
+    { name: 'fact-ledger-rotated-key', workflowId: input.links.factLedger },
+    { name: 'subject-ledger-rotated-key', workflowId: input.links.subjectLedger },
+  ];
+  mkdirSync(folder, { recursive: true });
+  for (const { name, workflowId } of recorded) {
+    const handle = client.workflow.getHandle(workflowId);
+    await waitFor(`${name} closed`, async () => (await handle.describe()).status.name === 'COMPLETED');
+    writeFileSync(path.join(folder, `${name}.json`), JSON.stringify(toJson(await handle.fetchHistory())) + '\n');
+  }
+  console.log(`wrote ${recorded.length} histories to ${folder}`);
+
+  await worker.watcher.shutdown();
+  await worker.running;
+} finally {
+  await agent.close();
+  await server.stop();
+}
