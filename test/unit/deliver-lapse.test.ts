@@ -150,7 +150,7 @@ describe('deliverLapse to a v1.0 agent', () => {
 
   it("names the card's lapseSkill, whatever it is, in the text and next to the lapse", async () => {
     const agent = await agentWith({ lapseSkill: 'act-on-overdue' });
-    const { deliverLapse } = createDeliveryActivities({});
+    const { deliverLapse } = createDeliveryActivities({ fetch: loopbackFetch });
 
     const result = await deliverLapse(inputFor(agent.cardUrl));
 
@@ -167,7 +167,7 @@ describe('deliverLapse to a v1.0 agent', () => {
     const changed = agent.card();
     changed.capabilities.extensions[0].params.lapseSkill = 'retired-skill';
     cardServer.set('changed', changed);
-    const { deliverLapse } = createDeliveryActivities({});
+    const { deliverLapse } = createDeliveryActivities({ fetch: loopbackFetch });
 
     const result = await deliverLapse(inputFor(cardServer.url('changed')));
 
