@@ -99,7 +99,7 @@ describe('health and readiness', () => {
   it('answers /healthz and /readyz while Temporal answers', async () => {
     const client = new WatcherClient({ baseUrl: env.url, token: 'not needed for these' });
 
-    expect([await client.health(), await client.ready()]).toEqual([{ status: 'ok' }, { status: 'ready', temporal: 'reachable' }]);
+    expect([await client.health(), await client.ready()]).toEqual([{ status: 'ok' }, { status: 'ready', temporal: 'reachable', worker: 'polling' }]);
   });
 });
 
