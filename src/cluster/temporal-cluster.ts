@@ -6,9 +6,9 @@
 import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SearchAttributeType } from '@temporalio/common';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
 import { ensureClusterBinaries, type ClusterBinaries } from '../temporal/provision-cluster.js';
+import { searchAttributeTypeName } from '../temporal/search-attributes.js';
 import { ensureDevServer, ProvisionError } from '../temporal/provision.js';
 import { freePorts } from './ports.js';
 import { startPostgres, type Postgres } from './postgres.js';
@@ -58,8 +58,7 @@ export interface TemporalCluster {
   stop(): Promise<void>;
 }
 
-const searchAttributeArgs = () =>
-  allSearchAttributes.map((key) => `${key.name}=${key.type === SearchAttributeType.DATETIME ? 'Datetime' : 'Keyword'}`);
+const searchAttributeArgs = () => allSearchAttributes.map((key) => `${key.name}=${searchAttributeTypeName[key.type]!}`);
 
 /** A directory of links with the names the compose jobs' image gives the tools, for the scripts' PATH. */
 function toolsDir(dir: string, tools: Record<string, string>): string {
