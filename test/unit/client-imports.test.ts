@@ -42,6 +42,7 @@ describe('the client at run time', () => {
   it('loads the client, the extension schema and the pure duration arithmetic, nothing of the bridge', () => {
     expect(graph.files).toEqual([
       'core/duration-math.ts',
+      'core/limits.ts',
       'src/client/builders.ts',
       'src/client/errors.ts',
       'src/client/index.ts',
