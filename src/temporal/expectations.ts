@@ -169,17 +169,23 @@ export async function recordFactRouted(
       answer = 'unawaited'; // nobody waits on the key and nothing is retained
     }
   } else {
-    const startWorkflowOperation = new WithStartWorkflowOperation<typeof factLedgerWorkflow>('factLedgerWorkflow', {
-      workflowId,
-      taskQueue,
-      args: [{ factKey: fact.factKey, retention: settings.factRetention }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      staticSummary: `fact ledger of ${fact.factKey}`,
-    });
-    answer = await client.workflow.executeUpdateWithStart(recordFactUpdate, {
-      args: [fact, options],
-      startWorkflowOperation,
-    });
+    // A ledger that continues as new while the update waits aborts it; the update is idempotent (the ledger dedupes
+    // by observation), so it is sent again, to the new run, with a new operation (an executed one cannot be reused).
+    for (let attempt = 1; ; attempt++) {
+      const startWorkflowOperation = new WithStartWorkflowOperation<typeof factLedgerWorkflow>('factLedgerWorkflow', {
+        workflowId,
+        taskQueue,
+        args: [{ factKey: fact.factKey, retention: settings.factRetention }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        staticSummary: `fact ledger of ${fact.factKey}`,
+      });
+      try {
+        answer = await client.workflow.executeUpdateWithStart(recordFactUpdate, { args: [fact, options], startWorkflowOperation });
+        break;
+      } catch (error) {
+        if (attempt >= 5 || !isAbortedUpdate(error)) throw error;
+      }
+    }
   }
   if (fact.subject) {
     try {
@@ -194,6 +200,14 @@ export async function recordFactRouted(
     }
   }
   return answer === 'unawaited' ? { result: 'recorded', awaited: false } : { result: answer, awaited: true };
+}
+
+/** True when Temporal aborted an update because its workflow closed (continued as new) before it completed. */
+function isAbortedUpdate(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (/update was aborted/i.test(e.message)) return true;
+  }
+  return false;
 }
 
 /** recordFactRouted, answering only whether the fact was new. */

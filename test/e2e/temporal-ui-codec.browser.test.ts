@@ -151,7 +151,8 @@ describe('the Temporal UI and an encrypted expectation', () => {
     await expect.poll(() => bodyText(page), { timeout: 30_000 }).toContain('Codec Server could not connect');
     await expect.poll(() => bodyText(page), { timeout: 10_000 }).toContain(ENCRYPTED_BASE64);
     await page.getByTestId('user-metadata-tab').click();
-    await page.waitForLoadState('networkidle');
+    // Not 'networkidle': the UI polls the workflow, so on a busy machine the network is never idle for long.
+    await expect.poll(() => bodyText(page), { timeout: 30_000 }).toContain('No summary available');
 
     await page.screenshot({ path: screenshotPath('codec-refused-user-metadata'), fullPage: true });
     expect(codecAnswers).toContain('POST /codec/decode 401 cookie:false');
