@@ -163,29 +163,25 @@ export async function recordFactRouted(
   let answer: 'recorded' | 'duplicate' | 'unawaited';
   if (isZeroDuration(settings.factRetention)) {
     try {
-      answer = await client.workflow.getHandle(workflowId).executeUpdate(recordFactUpdate, { args: [fact, options] });
+      answer = await resentIfAborted(() => client.workflow.getHandle(workflowId).executeUpdate(recordFactUpdate, { args: [fact, options] }));
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
       answer = 'unawaited'; // nobody waits on the key and nothing is retained
     }
   } else {
-    // A ledger that continues as new while the update waits aborts it; the update is idempotent (the ledger dedupes
-    // by observation), so it is sent again, to the new run, with a new operation (an executed one cannot be reused).
-    for (let attempt = 1; ; attempt++) {
-      const startWorkflowOperation = new WithStartWorkflowOperation<typeof factLedgerWorkflow>('factLedgerWorkflow', {
-        workflowId,
-        taskQueue,
-        args: [{ factKey: fact.factKey, retention: settings.factRetention }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        staticSummary: `fact ledger of ${fact.factKey}`,
-      });
-      try {
-        answer = await client.workflow.executeUpdateWithStart(recordFactUpdate, { args: [fact, options], startWorkflowOperation });
-        break;
-      } catch (error) {
-        if (attempt >= 5 || !isAbortedUpdate(error)) throw error;
-      }
-    }
+    // A new operation per attempt: an executed one cannot be reused.
+    answer = await resentIfAborted(() =>
+      client.workflow.executeUpdateWithStart(recordFactUpdate, {
+        args: [fact, options],
+        startWorkflowOperation: new WithStartWorkflowOperation<typeof factLedgerWorkflow>('factLedgerWorkflow', {
+          workflowId,
+          taskQueue,
+          args: [{ factKey: fact.factKey, retention: settings.factRetention }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          staticSummary: `fact ledger of ${fact.factKey}`,
+        }),
+      }),
+    );
   }
   if (fact.subject) {
     try {
@@ -208,6 +204,20 @@ function isAbortedUpdate(error: unknown): boolean {
     if (/update was aborted/i.test(e.message)) return true;
   }
   return false;
+}
+
+/**
+ * A ledger that continues as new while an update waits aborts the update. recordFact is idempotent (the ledger
+ * dedupes by observation), so it is sent again, to the new run, up to five times in all.
+ */
+async function resentIfAborted<T>(send: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (error) {
+      if (attempt >= 5 || !isAbortedUpdate(error)) throw error;
+    }
+  }
 }
 
 /** recordFactRouted, answering only whether the fact was new. */
