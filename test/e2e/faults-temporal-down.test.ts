@@ -94,7 +94,9 @@ describe('Temporal stopped, then started again', () => {
 
   it('completes the request sent again after recovery, with one workflow, one lapse and the fact recorded once', async () => {
     const { bridge } = await productionBridge(server.address);
-    expect((await send(`${bridge.url}/readyz`)).status).toBe(200);
+    // As a load balancer would: the worker logs "running" just before its first poll reaches Temporal, and until
+    // DescribeTaskQueue has seen that poll the bridge is rightly not ready.
+    await expect.poll(async () => (await send(`${bridge.url}/readyz`)).status, { timeout: 30_000, interval: 500 }).toBe(200);
     const lapsing = dueExpectation(`down-lapse-${unique()}`, new Date(Date.now() + 5_000));
     const waiting = dueExpectation(`down-wait-${unique()}`, new Date(Date.now() + 3_600_000));
     const fact = { factKey: waiting.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: waiting.subject };
