@@ -25,6 +25,12 @@ import { LEDGER_SUBSCRIBERS_BOUNDED, refusals } from './refusals.js';
 /** How many (observedAt, source) pairs the ledger remembers to recognise re-deliveries (core/limits.ts). */
 export { DEDUPE_WINDOW };
 
+/**
+ * Patch of the ledgers whose recordFact answers once the main loop has sent the fact to the subscribers: before it,
+ * the answer and the forwards raced, and a history can hold either order.
+ */
+export const ANSWER_AFTER_FORWARDING = 'answer-after-forwarding';
+
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 
 /**
@@ -41,6 +47,8 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
   // Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
   const refused = refusals();
   let changes = 0;
+  // The last change whose forwards the main loop has sent (for recordFact's answer).
+  let forwardedThrough = 0;
 
   const retainedUntilMs = (): number | undefined =>
     lastReceivedAt === undefined ? undefined : addDuration(Date.parse(lastReceivedAt), input.retention);
@@ -51,7 +59,7 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
 
   setHandler(
     recordFactUpdate,
-    (fact: Fact, options?: RecordFactOptions) => {
+    async (fact: Fact, options?: RecordFactOptions) => {
       const key = dedupeKey(fact);
       if (seenSet.has(key)) return 'duplicate';
       seen.push(key);
@@ -61,8 +69,13 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       if (!latest || Date.parse(fact.observedAt) >= Date.parse(latest.observedAt)) latest = fact;
       lastReceivedAt = new Date().toISOString();
       for (const subscriber of subscribers) outbox.add(subscriber, fact);
-      changes++;
-      return options?.tellUnawaited && subscribers.size === 0 ? 'unawaited' : 'recorded';
+      const change = ++changes;
+      const answer = options?.tellUnawaited && subscribers.size === 0 ? 'unawaited' : 'recorded';
+      // Without this the update's completion and the main loop's forwarding signals raced for the same workflow task,
+      // and a worker that had just restarted recorded them in the other order than its replay produces (issue 16
+      // note). Answering once the main loop has sent the forwards fixes the order, and means "recorded" is forwarded.
+      if (subscribers.size > 0 && patched(ANSWER_AFTER_FORWARDING)) await condition(() => forwardedThrough >= change);
+      return answer;
     },
     {
       validator: (fact: Fact, _options?: RecordFactOptions) => {
@@ -124,9 +137,12 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       });
     }
     if (outbox.size > 0) {
-      for (const gone of await outbox.flush()) subscribers.delete(gone);
+      const sending = outbox.flush();
+      if (outbox.size === 0) forwardedThrough = changes;
+      for (const gone of await sending) subscribers.delete(gone);
       continue;
     }
+    forwardedThrough = changes;
     if (mayClose()) return;
     const before = changes;
     const wake = () => changes !== before || mayClose() || mayContinueAsNew();

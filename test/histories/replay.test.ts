@@ -3,7 +3,8 @@
  * current workflow bundle: a change that is not deterministic, and not behind patched(), fails here. Each folder
  * holds the histories one version of the workflows recorded (v1: the workflow subscribed itself to its ledgers;
  * v2: the bridge registers it, docs/raise-path.md; v3: a satisfied expectation sets ExpectationLate behind a patch, and
- * the bridge asks the fact ledger whether anyone awaited a fact); every one of them must keep replaying.
+ * the bridge asks the fact ledger whether anyone awaited a fact; v4: the fact ledger answers recordFact once it has
+ * sent the fact on, behind `answer-after-forwarding`); every one of them must keep replaying.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,7 +15,7 @@ import { describe, expect, inject, it } from 'vitest';
 
 const { History } = proto.temporal.api.history.v1;
 const here = path.dirname(fileURLToPath(import.meta.url));
-const versions = ['v1', 'v2', 'v3'];
+const versions = ['v1', 'v2', 'v3', 'v4'];
 
 const filesOf = (version: string) =>
   readdirSync(path.join(here, version))

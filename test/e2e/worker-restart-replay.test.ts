@@ -1,0 +1,84 @@
+/**
+ * A worker restarts, and the first thing it is then asked is a fact for a ledger that forwards to a waiting
+ * expectation (and a withdrawal, by update). Before the `answer-after-forwarding` patch, the fact ledger's recordFact
+ * answer and its forwarding signal raced for one workflow task: a worker without the ledger in its cache wrote the
+ * signal first, and the history it wrote did not replay ("Update machine does not handle this event"), so the ledger
+ * would have been stuck at its next eviction. Driven through the bridge as clients drive it; each history is then
+ * replayed against the run's workflow bundle.
+ */
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { startTestAgent, type TestAgent } from '../support/agent.js';
+import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
+import { startWatcherWorker, useClient, type RunningWatcher } from '../support/watcher.js';
+
+const client = useClient();
+const taskQueue = `restart-replay-${randomUUID()}`;
+let agent: TestAgent;
+let bridge: BridgeApp;
+let worker: RunningWatcher | undefined;
+
+beforeAll(async () => {
+  agent = await startTestAgent();
+  bridge = await startBridgeApp(client, taskQueue, [
+    { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
+    { id: 'carrier-feed', roles: ['reporter'] },
+  ]);
+  worker = await startWatcherWorker(taskQueue);
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await bridge?.close();
+  await agent?.close();
+});
+
+async function replay(workflowId: string): Promise<string> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  try {
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history);
+    return 'replays';
+  } catch (error) {
+    return `${workflowId}: ${(error as Error).message}`;
+  }
+}
+
+describe('a worker restarted before a fact and a withdrawal', () => {
+  it('satisfies and withdraws as asked, and each history it writes replays', async () => {
+    const waiting = dueExpectation(`restart-wait-${unique()}`, new Date(Date.now() + 3_600_000));
+    const withdrawn = dueExpectation(`restart-withdraw-${unique()}`, new Date(Date.now() + 3_600_000));
+    const raised = await send(`${bridge.url}/a2a/events`, {
+      token: bridge.tokens['shipping-agent'],
+      json: artifactUpdate({ expectations: [waiting, withdrawn] }),
+    });
+    expect(raised.status).toBe(200);
+
+    await worker!.stop();
+    worker = await startWatcherWorker(taskQueue);
+    const [reported, withdrawal] = await Promise.all([
+      send(`${bridge.url}/v1/facts`, {
+        token: bridge.tokens['carrier-feed'],
+        json: { facts: [{ factKey: waiting.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: waiting.subject }] },
+      }),
+      send(`${bridge.url}/v1/expectations/${withdrawn.expectationId}/withdraw`, {
+        token: bridge.tokens['shipping-agent'],
+        json: { reason: 'the order was cancelled' },
+      }),
+    ]);
+    await expect
+      .poll(async () => (await send(`${bridge.url}/v1/expectations/${waiting.expectationId}`, { token: bridge.tokens['shipping-agent'] })).body.state, {
+        timeout: 30_000,
+        interval: 200,
+      })
+      .toBe('satisfied');
+
+    expect(reported.status).toBe(200);
+    expect(withdrawal.status).toBe(200);
+    expect(withdrawal.body).toMatchObject({ result: 'withdrawn' });
+    expect(await replay(factLedgerWorkflowId(waiting.satisfiedBy.factKey))).toBe('replays');
+    expect(await replay(expectationWorkflowId(waiting.expectationId))).toBe('replays');
+    expect(await replay(expectationWorkflowId(withdrawn.expectationId))).toBe('replays');
+  });
+});
