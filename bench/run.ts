@@ -2,7 +2,7 @@
  * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (about 25 minutes): the watcher side by
  * side with raw Temporal on the same server in the same run. Embedded dev server (SQLite in a temp dir, free ports)
  * unless TEMPORAL_ADDRESS is set; `--server cluster` (or `--server=cluster`) starts a Temporal cluster of our own
- * instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports). Options: `--only=throughput,latency,lapse,scale`, `--scale-via=bridge|direct`,
+ * instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports). Options: `--only=throughput,latency,lapse,scale,cost`, `--scale-via=bridge|direct`,
  * `--concurrency=16`, `--no-write` (print the table only); for experiments `--set=<size>=<n>,…`,
  * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process). BENCHMARKS.md explains them.
  */
@@ -21,12 +21,13 @@ import { countAgentConsoleWarnings, installSdkLog, sdkWarnings } from './lib/sdk
 import { judgeTargets, markdown, writeResults, type BenchResults } from './lib/report.js';
 import { bundleTo, describeServer, startServer, temporalCliPath, type ServerKind } from './lib/server.js';
 import { startStack } from './lib/stack.js';
+import { runCost } from './scenarios/cost.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
 import { runScale } from './scenarios/scale.js';
 import { runThroughput } from './scenarios/throughput.js';
 
-const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale'] as const;
+const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale', 'cost'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -98,11 +99,11 @@ function parseArgs(argv: string[]): Options {
 
 /** How much of each scenario a quick and a full run do. */
 const SIZES = {
-  quick: { singles: 400, batches: 60, rawStarts: 600, latencySamples: 100, lapses: [200], scale: 10_000 },
-  full: { singles: 2_000, batches: 300, rawStarts: 3_000, latencySamples: 500, lapses: [200, 1_000], scale: 100_000 },
+  quick: { singles: 400, batches: 60, rawStarts: 600, latencySamples: 100, lapses: [200], scale: 10_000, costSamples: 3 },
+  full: { singles: 2_000, batches: 300, rawStarts: 3_000, latencySamples: 500, lapses: [200, 1_000], scale: 100_000, costSamples: 10 },
 };
 type SizeKey = Exclude<keyof (typeof SIZES)['quick'], 'lapses'> | 'lapse';
-const SIZE_KEYS: SizeKey[] = ['singles', 'batches', 'rawStarts', 'latencySamples', 'lapse', 'scale'];
+const SIZE_KEYS: SizeKey[] = ['singles', 'batches', 'rawStarts', 'latencySamples', 'lapse', 'scale', 'costSamples'];
 
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
@@ -131,6 +132,7 @@ async function main(): Promise<void> {
 
   const partial: Omit<BenchResults, 'targets' | 'durationSec'> = {
     mode,
+    ...(options.only.size < SCENARIOS.length ? { scenarios: SCENARIOS.filter((name) => options.only.has(name)) } : {}),
     startedAt,
     server: serverName,
     serverKind: config.temporal.address ? 'external' : options.server,
@@ -158,7 +160,7 @@ async function main(): Promise<void> {
     }
   };
 
-  if (options.only.has('throughput') || options.only.has('latency') || options.only.has('lapse')) {
+  if (['throughput', 'latency', 'lapse', 'cost'].some((name) => options.only.has(name as Scenario))) {
     const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3', options.server);
     const stack = await startStack(server, bundles);
     try {
@@ -180,6 +182,11 @@ async function main(): Promise<void> {
       if (options.only.has('latency')) {
         await attempt('scenario 2 (fact to satisfied)', async () => {
           partial.factLatency = await runFactLatency(stack, size.latencySamples, options.concurrency);
+        });
+      }
+      if (options.only.has('cost')) {
+        await attempt('scenario 5 (cost per expectation)', async () => {
+          partial.cost = await runCost(stack, size.costSamples);
         });
       }
       if (options.only.has('lapse')) {

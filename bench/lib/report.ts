@@ -4,6 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { CostResult, WorkflowCost } from '../scenarios/cost.js';
 import type { FactLatencyResult } from '../scenarios/fact-latency.js';
 import type { LapseResult, Stages } from '../scenarios/lapse-lateness.js';
 import type { ProcessCost, ScaleResult, ScaleSide } from '../scenarios/scale.js';
@@ -14,6 +15,8 @@ import type { Summary } from './stats.js';
 
 export interface BenchResults {
   mode: 'quick' | 'full';
+  /** The scenarios run, when `--only` left some out (absent: all of them). */
+  scenarios?: string[];
   startedAt: string;
   durationSec: number;
   server: string;
@@ -24,6 +27,7 @@ export interface BenchResults {
   factLatency?: FactLatencyResult;
   lapse?: LapseResult[];
   scale?: ScaleResult;
+  cost?: CostResult;
   targets: Target[];
   notes: string[];
   /** Temporal SDK warnings during the run: message → count. */
@@ -194,6 +198,7 @@ export function markdown(results: BenchResults): string {
     lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
     lines.push(`| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses} | |`);
   }
+  if (results.cost) lines.push('', ...costRows(results.cost));
   const warnings = Object.entries(results.sdkWarnings ?? {});
   if (warnings.length > 0) {
     lines.push('', 'Temporal SDK warnings during the run:', '');
@@ -202,6 +207,35 @@ export function markdown(results: BenchResults): string {
   if (results.notes.length > 0) lines.push('', ...results.notes.map((note) => `- ${note}`));
   return `${lines.join('\n')}\n`;
 }
+
+const costCell = (c: WorkflowCost) => `${c.events} / ${n(Math.round(c.bytes))} B / ${c.workflowTasks} / ${c.actions}`;
+
+/** Scenario 5: what one expectation writes into Temporal from raise to close, per lifecycle. */
+function costRows(cost: CostResult): string[] {
+  const rows = [
+    '#### Cost per expectation, raise to close (events / history bytes / workflow tasks / actions, mean per expectation)',
+    '',
+    '| Lifecycle | Expectation | Fact ledger | Subject ledger | Total | Raw Temporal, same server | Ratio, events / bytes |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const l of cost.lifecycles) {
+    const raw = l.raw === 'signal' ? cost.raw.signal : cost.raw.timerActivity;
+    const rawLabel = l.raw === 'signal' ? 'a signal completes a waiting workflow' : 'a timer, then one activity';
+    rows.push(
+      `| ${l.lifecycle} (${l.samples}) | ${costCell(l.expectation)} | ${costCell(l.factLedger)} | ${costCell(l.subjectLedger)} | ${costCell(l.total)} | ${rawLabel}: ${costCell(raw)} | ${l.ratios.events} / ${l.ratios.bytes} |`,
+    );
+  }
+  rows.push(
+    '',
+    `- Raised through a bridge with fact retention ${cost.settings.factRetention} and late window ${cost.settings.lateWindow}, so that every ledger closes within the run; longer settings move the last timer, not what is written. Bytes: the histories as the server serves them (protobuf). Actions: Temporal Cloud's billable actions, counted from the histories.`,
+    '- Superseded: its subject ledger is shared with the replacement (the same shipment) and counted here whole; the replacement\'s own expectation and fact ledger are not.',
+  );
+  return rows;
+}
+
+/** The BENCHMARKS.md section of a run: its mode, `cluster-` on the cluster, and the scenarios when not all ran. */
+const sectionOf = (results: BenchResults) =>
+  `${results.serverKind === 'cluster' ? 'cluster-' : ''}${results.mode}${results.scenarios ? `-${results.scenarios.join('-')}` : ''}`;
 
 const marker = (mode: string, edge: 'start' | 'end') => `<!-- bench:${mode}:${edge} -->`;
 
@@ -212,20 +246,22 @@ export function writeResults(results: BenchResults): { json: string; md: string 
   const stamp = results.startedAt.replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
   // A cluster run has files and a BENCHMARKS.md section of its own (`cluster-quick`), beside the dev server's.
   const kind = results.serverKind === 'cluster' ? 'cluster-' : '';
-  const base = path.join(dir, `${stamp}-${kind}${results.mode}`);
+  const section = sectionOf(results);
+  const base = path.join(dir, `${stamp}-${section}`);
   const table = markdown(results);
   writeFileSync(`${base}.json`, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(`${base}.md`, `### Benchmark ${kind}${results.mode}, ${results.startedAt}\n\n${table}`);
+  writeFileSync(`${base}.md`, `### Benchmark ${section}, ${results.startedAt}\n\n${table}`);
 
   const benchmarks = path.join(repoRoot, 'BENCHMARKS.md');
-  const start = marker(`${kind}${results.mode}`, 'start');
-  const end = marker(`${kind}${results.mode}`, 'end');
-  const section = `${start}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\`\n${end}`;
+  // A run of some scenarios only (`--only`) has a section of its own: it does not replace a whole run's table.
+  const start = marker(section, 'start');
+  const end = marker(section, 'end');
+  const body = `${start}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\`\n${end}`;
   const current = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8') : '# Benchmarks\n';
   const updated =
     current.includes(start) && current.includes(end)
-      ? current.replace(new RegExp(`${start}[\\s\\S]*${end}`), () => section)
-      : `${current.trimEnd()}\n\n## Latest ${kind ? `${kind.slice(0, -1)} ` : ''}${results.mode} run\n\n${section}\n`;
+      ? current.replace(new RegExp(`${start}[\\s\\S]*${end}`), () => body)
+      : `${current.trimEnd()}\n\n## Latest ${kind ? `${kind.slice(0, -1)} ` : ''}${results.mode} run${results.scenarios ? ` of ${results.scenarios.join(', ')}` : ''}\n\n${body}\n`;
   writeFileSync(benchmarks, updated);
   return { json: `${base}.json`, md: `${base}.md` };
 }

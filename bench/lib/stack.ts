@@ -43,7 +43,30 @@ export interface Stack {
   expected: { factLedgers: number; subjectLedgers: number };
   /** Resolves once every raise so far has started its fact and subject ledgers (visibility counts). */
   waitSettled(timeoutMs?: number): Promise<void>;
+  /**
+   * Another bridge on the same client, principals and watcher queue, with other settings (e.g. a short fact
+   * retention, so that a lifecycle closes within a run); it closes with the stack. Resolves to its URL.
+   */
+  openBridge(settings: Partial<BridgeSettings>): Promise<string>;
   close(): Promise<void>;
+}
+
+type BridgeSettings = Parameters<typeof createApp>[0]['settings'];
+
+/** Listens on a loopback port; resolves to the server and its URL. */
+async function listenOnLoopback(app: ReturnType<typeof createApp>): Promise<{ http: Server; url: string }> {
+  const http: Server = await new Promise((resolve, reject) => {
+    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+    listening.once('error', reject);
+  });
+  return { http, url: `http://127.0.0.1:${(http.address() as AddressInfo).port}` };
+}
+
+async function closeHttp(http: Server): Promise<void> {
+  await new Promise<void>((resolve) => {
+    http.close(() => resolve());
+    http.closeAllConnections();
+  });
 }
 
 /** Wraps fetch to count requests whose URL passes `match`. */
@@ -102,20 +125,19 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
   const benchConnection = await Connection.connect({ address: server.address, ...server.connectionOptions });
   const client = new Client({ connection: benchConnection, namespace: server.namespace });
 
-  const app = createApp({
-    client: bridgeClient,
-    taskQueue: watcherQueue,
-    namespace: server.namespace,
-    principals,
-    // The defaults of src/config.ts.
-    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60 },
-    fetch: countingFetch(() => counters.bridgeCardFetches++),
-  });
-  const http: Server = await new Promise((resolve, reject) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-    listening.once('error', reject);
-  });
-  const bridgeUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  // The defaults of src/config.ts.
+  const defaults: BridgeSettings = { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60 };
+  const bridgeOn = (settings: BridgeSettings) =>
+    createApp({
+      client: bridgeClient,
+      taskQueue: watcherQueue,
+      namespace: server.namespace,
+      principals,
+      settings,
+      fetch: countingFetch(() => counters.bridgeCardFetches++),
+    });
+  const { http, url: bridgeUrl } = await listenOnLoopback(bridgeOn(defaults));
+  const others: Server[] = [];
   progress(`stack: bridge ${bridgeUrl}, watcher queue ${watcherQueue}, raw queue ${baselineQueue}, agent ${agent.url}`);
 
   const expected = { factLedgers: 0, subjectLedgers: 0 };
@@ -151,11 +173,13 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
         },
       );
     },
+    async openBridge(settings) {
+      const other = await listenOnLoopback(bridgeOn({ ...defaults, ...settings }));
+      others.push(other.http);
+      return other.url;
+    },
     async close() {
-      await new Promise<void>((resolve) => {
-        http.close(() => resolve());
-        http.closeAllConnections();
-      });
+      await Promise.all([http, ...others].map(closeHttp));
       await watcher.shutdown();
       await watcherRunning;
       baselineWorker.shutdown();

@@ -125,6 +125,11 @@ async function oursSide(
     WATCHER_DATA_DIR: path.join(dir, 'ours'),
     // The benchmark's agent runs on this machine: loopback, which a worker on a cluster reaches only when allowed.
     WATCHER_OUTBOUND_ALLOW: 'loopback',
+    // It measures the watcher, not a principal's allowance: the per-principal quotas (600 raises a minute, 10,000
+    // open by default) would refuse the scenario's own load with 429.
+    WATCHER_QUOTA_OPEN_EXPECTATIONS: '0',
+    WATCHER_QUOTA_RAISES_PER_MINUTE: '0',
+    WATCHER_QUOTA_FACTS_PER_MINUTE: '0',
   };
   const children: Child[] = [];
   const agent = await startTestAgent();
