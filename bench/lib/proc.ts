@@ -2,7 +2,7 @@
  * What a process costs, read from /proc (Linux): resident memory and CPU time. Also the machine the run is on.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on every Linux we run on). */
@@ -29,6 +29,46 @@ export function cpuMs(pid: number): number {
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
   return ((utime + stime) * 1000) / CLOCK_TICKS;
+}
+
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces and parentheses). */
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
+ * CPU time of a process and every process under it, in milliseconds: its own time, the time of its children that
+ * have exited and it has reaped (cutime, cstime), and the time of those still running. Read twice, the difference is
+ * what the tree used in between, children that came and went included: e.g. PostgreSQL's postmaster and its backends.
+ */
+export function treeCpuMs(root: number): number {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      parents.set(Number(entry), Number(statFields(Number(entry))[1]));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const fields = statFields(root);
+  let ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+  const inTree = new Set([root]);
+  // Descendants: parents first would need an order; a few passes settle any depth PostgreSQL has (two).
+  for (let pass = 0; pass < 4; pass++) {
+    for (const [pid, parent] of parents) if (!inTree.has(pid) && inTree.has(parent)) inTree.add(pid);
+  }
+  for (const pid of inTree) {
+    if (pid === root) continue;
+    try {
+      const child = statFields(pid);
+      ticks += Number(child[11]) + Number(child[12]);
+    } catch {
+      // Exited between the scan and now: its time is in its parent's cutime from now on, not counted this time.
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS;
 }
 
 /** Size in MiB of a SQLite database with its -wal and -shm files (missing ones count zero). */

@@ -8,6 +8,7 @@ import type { CostResult, WorkflowCost } from '../scenarios/cost.js';
 import type { FactLatencyResult } from '../scenarios/fact-latency.js';
 import type { LapseResult, Stages } from '../scenarios/lapse-lateness.js';
 import type { ProcessCost, ScaleResult, ScaleSide } from '../scenarios/scale.js';
+import type { ScalingResult } from '../scenarios/scaling.js';
 import type { ThroughputResult } from '../scenarios/throughput.js';
 import { repoRoot } from './child.js';
 import type { Machine } from './proc.js';
@@ -28,6 +29,7 @@ export interface BenchResults {
   lapse?: LapseResult[];
   scale?: ScaleResult;
   cost?: CostResult;
+  scaling?: ScalingResult;
   targets: Target[];
   notes: string[];
   /** Temporal SDK warnings during the run: message → count. */
@@ -155,19 +157,33 @@ export function markdown(results: BenchResults): string {
     );
   }
 
+  const g = results.scaling;
+  if (g) {
+    for (const [i, phase] of g.ours.entries()) {
+      const raw = g.raw[i]!;
+      lines.push(
+        `| Scaling: ${phase.workers} worker(s), ${phase.bridges} bridge(s), ${n(phase.count)} raised in batches of 10, settled | ${phase.settledPerSec}/s (accepted ${phase.acceptedPerSec}/s) | ${raw.workers} baseline worker(s): ${raw.settledPerSec}/s completed (started ${raw.acceptedPerSec}/s) | ${(phase.settledPerSec / raw.settledPerSec).toFixed(2)} | | |`,
+      );
+    }
+    lines.push(`| Scaling: two over one, settled | ${g.gain.ours} × | ${g.gain.raw} × | | | |`);
+  }
+
   if (t || f || (results.lapse ?? []).length > 0) {
     lines.push('', '#### Where the time goes', '', '| Measure | Watcher | Raw Temporal |', '|---|---|---|');
   }
   if (t) {
     const [expectation, factLedger, subjectLedger] = t.histories.ours;
+    const db = t.single.cpuMsPerItem.database !== undefined;
+    const cpuCell = (c: { node: number; server?: number; database?: number }) =>
+      `${c.node} / ${c.server ?? '—'}${db ? ` / ${c.database ?? '—'}` : ''} ms`;
     const sum = (key: 'events' | 'workflowTasks' | 'actions') => t.histories.ours.reduce((total, h) => total + h[key], 0);
     lines.push(
       `| Workflows per raise (1 per request) | 3: expectation, fact ledger, subject ledger | 1 |`,
       `| History events per raise (expectation + fact ledger + subject ledger) | ${sum('events')} (${expectation!.events} + ${factLedger!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
       `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${factLedger!.workflowTasks} + ${subjectLedger!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
       `| Temporal actions per raise, from the histories | ${sum('actions')} (${expectation!.actions} + ${factLedger!.actions} + ${subjectLedger!.actions}) | ${t.histories.raw.actions} |`,
-      `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / ${serverLabel} | ${t.single.cpuMsPerItem.node} / ${t.single.cpuMsPerItem.server ?? '—'} ms | ${t.raw[0]!.cpuMsPerItem.node} / ${t.raw[0]!.cpuMsPerItem.server ?? '—'} ms |`,
-      `| CPU per expectation, 10 per request | ${t.batch.cpuMsPerItem.node} / ${t.batch.cpuMsPerItem.server ?? '—'} ms | |`,
+      `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / ${serverLabel}${db ? ' / PostgreSQL' : ''} | ${cpuCell(t.single.cpuMsPerItem)} | ${cpuCell(t.raw[0]!.cpuMsPerItem)} |`,
+      `| CPU per expectation, 10 per request | ${cpuCell(t.batch.cpuMsPerItem)} | |`,
       `| Request latency p50 / p95 / p99, 1 per request | ${ms(t.single.latencyMs)} | start ${ms(t.raw[0]!.latencyMs)} |`,
       `| Request latency p50 / p95 / p99, 10 per request | ${ms(t.batch.latencyMs)} | |`,
       `| Card fetches by the bridge over the whole run (cache 60 s) | ${t.counters.bridgeCardFetches} | |`,

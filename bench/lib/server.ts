@@ -4,7 +4,7 @@
  * four service processes, src/cluster/temporal-cluster.ts) in a temp dir on free ports, or the cluster at
  * TEMPORAL_ADDRESS.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { Config } from '../../src/config.js';
@@ -14,6 +14,7 @@ import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js
 import { TEMPORAL_SERVER_VERSION } from '../../src/temporal/provision-cluster.js';
 import { ensureDevServer } from '../../src/temporal/provision.js';
 import { freePort } from '../../test/support/net.js';
+import { treeCpuMs } from './proc.js';
 import { onInterrupt } from './cleanup.js';
 import { progress } from './progress.js';
 
@@ -41,6 +42,8 @@ export interface BenchServer {
   cluster?: TemporalCluster;
   /** The Temporal server's processes whose CPU counts as "server" (the dev server, or the cluster's four services). */
   serverPids(): number[];
+  /** CPU used so far by the cluster's PostgreSQL, postmaster and backends (ms); absent on the dev server. */
+  databaseCpuMs?: () => number;
   stop(): Promise<void>;
 }
 
@@ -93,6 +96,11 @@ export async function startServer(config: Config, dir: string, label: string, ki
   };
 }
 
+/** The postmaster's pid, the first line of postmaster.pid in the data directory. */
+function postmasterPid(dataDir: string): number {
+  return Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
 /** A fresh cluster under `dir` (PostgreSQL data, logs, configuration), every port a free one. */
 async function startCluster(dir: string, label: string, options: BenchServer['connectionOptions']): Promise<BenchServer> {
   const t0 = Date.now();
@@ -116,6 +124,7 @@ async function startCluster(dir: string, label: string, options: BenchServer['co
     connectionOptions: options,
     cluster,
     serverPids: pids,
+    databaseCpuMs: () => treeCpuMs(postmasterPid(cluster.postgres.dataDir)),
     stop: async () => {
       await cluster.stop();
       unregister();

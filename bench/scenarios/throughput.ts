@@ -37,7 +37,8 @@ export interface Phase {
   latencyMs: Summary;
   errors: string[];
   /** CPU per expectation, ms: the benchmark process (bridge, worker, load) and the dev server. */
-  cpuMsPerItem: { node: number; server?: number };
+  /** node: the benchmark process; server: the Temporal server's processes; database: the cluster's PostgreSQL. */
+  cpuMsPerItem: { node: number; server?: number; database?: number };
 }
 
 export interface ThroughputResult {
@@ -55,16 +56,19 @@ export interface ThroughputResult {
 }
 
 function cpuMeter(stack: Stack) {
-  // The dev server's process, or the cluster's four service processes (PostgreSQL's backends are not counted).
+  // The dev server's process, or the cluster's four service processes; PostgreSQL apart (postmaster and backends).
   const serverPids = stack.server.serverPids();
   const serverCpu = () => serverPids.reduce((total, pid) => total + cpuMs(pid), 0);
+  const databaseCpu = stack.server.databaseCpuMs;
   const node0 = process.cpuUsage();
   const server0 = serverPids.length > 0 ? serverCpu() : 0;
+  const database0 = databaseCpu?.() ?? 0;
   return (items: number) => {
     const node = process.cpuUsage(node0);
     return {
       node: Number(((node.user + node.system) / 1000 / items).toFixed(2)),
       server: serverPids.length > 0 ? Number(((serverCpu() - server0) / items).toFixed(2)) : undefined,
+      ...(databaseCpu ? { database: Number(((databaseCpu() - database0) / items).toFixed(2)) } : {}),
     };
   };
 }
