@@ -61,7 +61,9 @@ const IDLE_WINDOW_MS = 30_000;
  */
 async function waitIdle(pid: number, what: string, thresholdMs = 60, timeoutMs = 1_800_000): Promise<boolean> {
   let calm = 0;
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  let lastTick = started;
   while (calm < 2) {
     if (Date.now() > deadline) {
       progress(`  WARNING: ${what} did not go idle within ${timeoutMs / 1000} s; measuring anyway`);
@@ -69,7 +71,13 @@ async function waitIdle(pid: number, what: string, thresholdMs = 60, timeoutMs =
     }
     const before = cpuMs(pid);
     await delay(2_000);
-    calm = cpuMs(pid) - before < thresholdMs ? calm + 1 : 0;
+    const used = cpuMs(pid) - before;
+    calm = used < thresholdMs ? calm + 1 : 0;
+    // A worker works through the workflow tasks the raises left queued for minutes: say so, not silence.
+    if (Date.now() - lastTick >= 30_000) {
+      progress(`  waiting for ${what} to go idle (${Math.round((Date.now() - started) / 1000)} s): ${Math.round(used)} ms CPU in the last 2 s`);
+      lastTick = Date.now();
+    }
   }
   return true;
 }
