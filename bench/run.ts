@@ -43,6 +43,8 @@ interface Options {
   scaleSides: Set<'ours' | 'raw'>;
   /** `--worker-env=NODE_OPTIONS=--max-old-space-size=320;K=V`: environment of scenario 4's worker process. */
   workerEnv: Record<string, string>;
+  /** `--stack-worker={"maxConcurrentActivityTaskExecutions":200}`: Worker options of scenarios 1–3's watcher worker. */
+  stackWorker: Record<string, unknown>;
   /** `--set=singles=100,scale=2000`: sizes of the mode overridden, for experiments. */
   sizes: Partial<Record<SizeKey, number>>;
 }
@@ -58,6 +60,7 @@ function parseArgs(argv: string[]): Options {
     sizes: {},
     scaleSides: new Set(['ours', 'raw']),
     workerEnv: {},
+    stackWorker: {},
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -81,6 +84,10 @@ function parseArgs(argv: string[]): Options {
       const sides = value.split(',');
       if (!sides.every((side) => side === 'ours' || side === 'raw')) throw new Error(`--scale-sides: ours and/or raw, not '${value}'`);
       options.scaleSides = new Set(sides as Array<'ours' | 'raw'>);
+    } else if (key === '--stack-worker' && value) {
+      const parsed: unknown = JSON.parse(value);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('--stack-worker: a JSON object of Worker options');
+      options.stackWorker = parsed as Record<string, unknown>;
     } else if (key === '--worker-env' && value) {
       for (const pair of value.split(';')) {
         const eq = pair.indexOf('=');
@@ -163,7 +170,7 @@ async function main(): Promise<void> {
 
   if (['throughput', 'latency', 'lapse', 'cost'].some((name) => options.only.has(name as Scenario))) {
     const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3', options.server);
-    const stack = await startStack(server, bundles);
+    const stack = await startStack(server, bundles, options.stackWorker);
     try {
       let raisePerSec = 50;
       let rawPerSec = 200;
@@ -234,6 +241,7 @@ async function main(): Promise<void> {
     });
   }
 
+  if (Object.keys(options.stackWorker).length > 0) partial.notes.push(`Scenarios 1–3's watcher worker ran with ${JSON.stringify(options.stackWorker)}.`);
   partial.notes.push(...failures);
   partial.sdkWarnings = sdkWarnings();
   if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);

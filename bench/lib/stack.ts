@@ -79,7 +79,12 @@ function countingFetch(count: (url: string) => void): typeof fetch {
 }
 
 /** Starts everything on `server`; the bundles are prebuilt files. */
-export async function startStack(server: BenchServer, bundles: { watcher: string; baseline: string }): Promise<Stack> {
+export async function startStack(
+  server: BenchServer,
+  bundles: { watcher: string; baseline: string },
+  /** Worker options of the watcher's worker, for experiments (`--stack-worker`). */
+  workerOptions: Record<string, unknown> = {},
+): Promise<Stack> {
   const watcherQueue = `${runPrefix}-watcher`;
   const baselineQueue = `${runPrefix}-raw`;
   const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0, workerSends: 0 };
@@ -105,6 +110,7 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
       if (url === agent.cardUrl) counters.workerCardFetches++;
       else counters.workerSends++;
     }),
+    workerOptions,
   });
   const watcherRunning = watcher.run();
 
