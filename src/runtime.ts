@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
 import express from 'express';
-import { ConfigError, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
 import { loadCodecKeys } from './temporal/codec-keys.js';
 import { connectionOptions, connectionSummary, connectClient, isReachable } from './temporal/connection.js';
 import { EncryptionCodec } from './temporal/encryption-codec.js';
@@ -17,9 +17,9 @@ import { describeRules } from './outbound/address-policy.js';
 import { discardedWorkflowSpans } from './temporal/workflow-bundle.js';
 import { createApp } from './http/app.js';
 import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from './auth/principals.js';
-import type { Logger } from './logger.js';
+import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type WatcherMetrics } from './metrics.js';
-import type { Running } from './lifecycle.js';
+import type { Lifecycle, Running } from './lifecycle.js';
 import { requestLog } from './observability/request-log.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
 
@@ -38,6 +38,25 @@ export function usesEmbeddedTemporal(config: Config): boolean {
 export function logConnectionSettings(config: Config, log: Logger): void {
   const summary = connectionSummary(config.temporal);
   log.info(summary, `Temporal connection settings from ${String(summary.settingsFrom)}`);
+}
+
+/**
+ * The start of `npm run bridge` and `npm run worker`, which need a cluster: the configuration, the logger (handed to
+ * the lifecycle, so that a failure later is logged by it), the address (a ConfigError naming both ways to give one
+ * when there is none), and where the connection settings came from.
+ */
+export function prepareClusterProcess(lifecycle: Lifecycle, command: string): { config: Config; log: Logger; address: string } {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
+  lifecycle.useLogger(log);
+  const address = config.temporal.address;
+  if (!address) {
+    throw new ConfigError(
+      `TEMPORAL_ADDRESS: required by \`${command}\`, or a Temporal profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE); \`npm start\` runs the embedded server`,
+    );
+  }
+  logConnectionSettings(config, log);
+  return { config, log, address };
 }
 
 /** Starts the embedded dev server with its SQLite file under the data directory. */
