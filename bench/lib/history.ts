@@ -47,7 +47,11 @@ const shortName = (type: string) =>
 
 /** The events of the workflow's current run, in order. */
 export async function historyEvents(client: Client, workflowId: string): Promise<HistoryEvent[]> {
-  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return eventsOf(await client.workflow.getHandle(workflowId).fetchHistory());
+}
+
+/** The events of a history already fetched, in order. */
+export function eventsOf(history: proto.temporal.api.history.v1.IHistory): HistoryEvent[] {
   return (history.events ?? []).map((event) => {
     const seconds = Number(event.eventTime?.seconds ?? 0);
     const nanos = event.eventTime?.nanos ?? 0;
@@ -65,7 +69,11 @@ export async function historyEvents(client: Client, workflowId: string): Promise
 
 /** Events, workflow tasks and actions of one workflow's history. */
 export async function countHistory(client: Client, workflowId: string): Promise<HistoryCount> {
-  const events = await historyEvents(client, workflowId);
+  return countEvents(workflowId, await historyEvents(client, workflowId));
+}
+
+/** Events, workflow tasks and actions of events already read. */
+export function countEvents(workflowId: string, events: HistoryEvent[]): HistoryCount {
   const byType: Record<string, number> = {};
   let actions = 0;
   for (const event of events) {

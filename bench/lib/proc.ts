@@ -21,20 +21,19 @@ export function memoryMiB(pid: number): { rss: number; peak: number } {
   return { rss: Math.round(kib('VmRSS') / 1024), peak: Math.round(kib('VmHWM') / 1024) };
 }
 
-/** User plus system CPU time the process has used so far, in milliseconds. */
-export function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command name may hold spaces and parentheses: fields are counted after the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  return ((utime + stime) * 1000) / CLOCK_TICKS;
-}
-
-/** The fields of /proc/<pid>/stat after the command name (which may hold spaces and parentheses). */
+/**
+ * The fields of /proc/<pid>/stat after the command name, which may hold spaces and parentheses (so they are counted
+ * after the last ')'): [1] the parent's pid, [11] utime, [12] stime, [13] cutime, [14] cstime, in clock ticks.
+ */
 function statFields(pid: number): string[] {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** User plus system CPU time the process has used so far, in milliseconds. */
+export function cpuMs(pid: number): number {
+  const fields = statFields(pid);
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
 
 /**
@@ -43,24 +42,21 @@ function statFields(pid: number): string[] {
  * what the tree used in between, children that came and went included: e.g. PostgreSQL's postmaster and its backends.
  */
 export function treeCpuMs(root: number): number {
-  const parents = new Map<number, number>();
+  const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      parents.set(Number(entry), Number(statFields(Number(entry))[1]));
+      const parent = Number(statFields(Number(entry))[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
     } catch {
       // Gone meanwhile.
     }
   }
   const fields = statFields(root);
   let ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-  const inTree = new Set([root]);
-  // Descendants: parents first would need an order; a few passes settle any depth PostgreSQL has (two).
-  for (let pass = 0; pass < 4; pass++) {
-    for (const [pid, parent] of parents) if (!inTree.has(pid) && inTree.has(parent)) inTree.add(pid);
-  }
-  for (const pid of inTree) {
-    if (pid === root) continue;
+  const below = [...(children.get(root) ?? [])];
+  for (let pid = below.pop(); pid !== undefined; pid = below.pop()) {
+    below.push(...(children.get(pid) ?? []));
     try {
       const child = statFields(pid);
       ticks += Number(child[11]) + Number(child[12]);

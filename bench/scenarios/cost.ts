@@ -12,7 +12,7 @@ import proto from '@temporalio/proto';
 import { lapseOf } from '../../test/support/agent.js';
 import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import type { Expectation } from '../../src/schemas/extension.js';
-import { countHistory } from '../lib/history.js';
+import { countEvents, eventsOf } from '../lib/history.js';
 import { postJson } from '../lib/load.js';
 import { artifactUpdate, expectationFor, factKeyOf, instant, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
@@ -58,7 +58,7 @@ async function costOf(stack: Stack, workflowId: string): Promise<WorkflowCost> {
     intervalMs: 250,
   });
   const history = await handle.fetchHistory();
-  const counted = await countHistory(stack.client, workflowId);
+  const counted = countEvents(workflowId, eventsOf(history));
   if (history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes) {
     throw new Error(`${workflowId} continued as new during a cost sample: the figures would cover its last run only`);
   }
