@@ -4,12 +4,10 @@
  * (VmRSS), database size (SQLite + WAL) and CPU over 30 s of idle can be read per process. Against the raw
  * baseline: N workflows each sleeping on one timer months ahead, with their own worker process.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
-import { tokenSha256 } from '../../src/auth/principals.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks } from '../../src/temporal/ids.js';
 import { startTestAgent } from '../../test/support/agent.js';
@@ -17,8 +15,9 @@ import { spawnEntry, type Child } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs, memoryMiB, sqliteMiB } from '../lib/proc.js';
-import { delay, progress, waitUntil } from '../lib/progress.js';
+import { delay, progress } from '../lib/progress.js';
 import { freePort, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
+import { waitLedgersStarted, watcherEnv, writeAgentPrincipals } from '../lib/watcher-processes.js';
 import { ratio } from '../lib/stats.js';
 
 export interface ProcessCost {
@@ -125,31 +124,14 @@ async function oursSide(
 ): Promise<ScaleSide> {
   const server = await startServer(config, serverDir(dir, 'ours', kind), 'scale (ours)', kind);
   const queue = `${runPrefix}-scale`;
-  const env = {
-    TEMPORAL_ADDRESS: server.address,
-    TEMPORAL_NAMESPACE: server.namespace,
-    TEMPORAL_TASK_QUEUE: queue,
-    WATCHER_LOG_LEVEL: 'info',
-    WATCHER_DATA_DIR: path.join(dir, 'ours'),
-    // The benchmark's agent runs on this machine: loopback, which a worker on a cluster reaches only when allowed.
-    WATCHER_OUTBOUND_ALLOW: 'loopback',
-    // It measures the watcher, not a principal's allowance: the per-principal quotas (600 raises a minute, 10,000
-    // open by default) would refuse the scenario's own load with 429.
-    WATCHER_QUOTA_OPEN_EXPECTATIONS: '0',
-    WATCHER_QUOTA_RAISES_PER_MINUTE: '0',
-    WATCHER_QUOTA_FACTS_PER_MINUTE: '0',
-  };
+  const env = watcherEnv(server, queue, path.join(dir, 'ours'));
   const children: Child[] = [];
   const agent = await startTestAgent();
   const client = await connect(server);
   try {
     // The worker finds the agent's card in the bridge's principals file when it delivers a lapse.
-    const token = `agent-${randomUUID()}`;
     const principalsFile = path.join(dir, 'ours', 'principals.json');
-    writeFileSync(
-      principalsFile,
-      JSON.stringify({ principals: [{ id: 'bench-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl: agent.cardUrl } }] }),
-    );
+    const token = writeAgentPrincipals(principalsFile, agent.cardUrl);
     progress('scale (ours): starting the worker process (src/worker.ts bundles the workflows)');
     const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerEnv, WATCHER_PRINCIPALS_FILE: principalsFile }, path.join(dir, 'ours', 'worker.log'));
     children.push(worker);
@@ -194,19 +176,8 @@ async function oursSide(
           );
     if (pool.errors.length > 0) throw new Error(`scale (ours): raising failed: ${pool.errors[0]}`);
     const raisedMs = performance.now() - t0;
-    let facts = 0;
-    let subjects = 0;
-    const countOf = async (type: string) => (await client.workflow.count(`WorkflowType = '${type}' AND TaskQueue = '${queue}'`)).count;
-    await waitUntil(
-      'every raise to start its ledgers',
-      async () => {
-        facts = await countOf('factLedgerWorkflow');
-        subjects = await countOf('subjectLedgerWorkflow');
-        return facts >= batches * 10 && subjects >= batches;
-      },
-      // At 100,000 the worker works through its backlog for hours on 2 cores: the wait grows with the count.
-      { timeoutMs: Math.max(3_600_000, count * 250), intervalMs: 1_000, onTick: () => progress(`  scale (ours): ledgers started: fact ${facts}/${batches * 10}, subject ${subjects}/${batches}`) },
-    );
+    // At 100,000 the worker works through its backlog for hours on 2 cores: the wait grows with the count.
+    await waitLedgersStarted(client, queue, batches, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
     const wentIdle = await waitIdle(worker.pid, 'the worker');
     const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
     progress(`scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);

@@ -7,18 +7,17 @@
  * "Settled" as in scenario 1: every raise has started its fact and subject ledgers (ours), every workflow has
  * completed (raw), counted in visibility.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
-import { tokenSha256 } from '../../src/auth/principals.js';
 import { startTestAgent } from '../../test/support/agent.js';
 import { spawnEntry, type Child } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
 import { freePort, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
+import { waitLedgersStarted, watcherEnv, writeAgentPrincipals } from '../lib/watcher-processes.js';
 
 export interface ScalingPhase {
   workers: number;
@@ -37,9 +36,6 @@ export interface ScalingResult {
   gain: { ours: number; raw: number };
 }
 
-// Raises through the bridges, workers polling: the same environment as `npm run cluster` gives its processes.
-const QUOTAS_OFF = { WATCHER_QUOTA_OPEN_EXPECTATIONS: '0', WATCHER_QUOTA_RAISES_PER_MINUTE: '0', WATCHER_QUOTA_FACTS_PER_MINUTE: '0' };
-
 async function countOf(client: Client, query: string): Promise<number> {
   return (await client.workflow.count(query)).count;
 }
@@ -48,20 +44,10 @@ async function oursPhase(server: BenchServer, client: Client, dir: string, worke
   const queue = `${runPrefix}-scaling-${workers}`;
   const phaseDir = path.join(dir, `ours-${workers}`);
   mkdirSync(phaseDir, { recursive: true });
-  const token = `agent-${randomUUID()}`;
   const principalsFile = path.join(phaseDir, 'principals.json');
-  writeFileSync(principalsFile, JSON.stringify({ principals: [{ id: 'bench-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl } }] }));
-  const env = {
-    TEMPORAL_ADDRESS: server.address,
-    TEMPORAL_NAMESPACE: server.namespace,
-    TEMPORAL_TASK_QUEUE: queue,
-    WATCHER_LOG_LEVEL: 'info',
-    WATCHER_DATA_DIR: phaseDir,
-    WATCHER_OUTBOUND_ALLOW: 'loopback',
-    WATCHER_PRINCIPALS_FILE: principalsFile,
-    WATCHER_WORKER_METRICS_PORT: '0',
-    ...QUOTAS_OFF,
-  };
+  const token = writeAgentPrincipals(principalsFile, cardUrl);
+  // Two workers in one phase: none serves metrics on the fixed default port.
+  const env = { ...watcherEnv(server, queue, phaseDir), WATCHER_PRINCIPALS_FILE: principalsFile, WATCHER_WORKER_METRICS_PORT: '0' };
   const children: Child[] = [];
   try {
     progress(`scaling (ours): ${workers} worker(s) and ${workers} bridge(s) on ${queue}`);
@@ -88,17 +74,7 @@ async function oursPhase(server: BenchServer, client: Client, dir: string, worke
     );
     if (pool.errors.length > 0) throw new Error(`scaling (ours, ${workers}): raising failed: ${pool.errors[0]}`);
     const acceptedMs = performance.now() - t0;
-    let facts = 0;
-    let subjects = 0;
-    await waitUntil(
-      'every raise to start its ledgers',
-      async () => {
-        facts = await countOf(client, `WorkflowType = 'factLedgerWorkflow' AND TaskQueue = '${queue}'`);
-        subjects = await countOf(client, `WorkflowType = 'subjectLedgerWorkflow' AND TaskQueue = '${queue}'`);
-        return facts >= batches * 10 && subjects >= batches;
-      },
-      { timeoutMs: 1_800_000, intervalMs: 500, onTick: () => progress(`  scaling (ours, ${workers}): ledgers started: fact ${facts}/${batches * 10}, subject ${subjects}/${batches}`) },
-    );
+    await waitLedgersStarted(client, queue, batches, { label: `scaling (ours, ${workers})`, timeoutMs: 1_800_000, intervalMs: 500 });
     const settledMs = performance.now() - t0;
     const phase: ScalingPhase = {
       workers,

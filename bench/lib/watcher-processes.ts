@@ -1,0 +1,64 @@
+/**
+ * What scenarios 4 and 6 share to run the watcher as deployed, a `src/worker.ts` and a `src/bridge.ts` process on a
+ * server: their environment, the principals file of the bench's agent, and the wait for every raise's ledgers.
+ */
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import type { Client } from '@temporalio/client';
+import { tokenSha256 } from '../../src/auth/principals.js';
+import { progress, waitUntil } from './progress.js';
+import type { BenchServer } from './server.js';
+
+/**
+ * The environment of the watcher's processes on `server`, polling `queue`. The benchmark's agent runs on this machine
+ * (loopback, which a worker on a cluster reaches only when allowed), and it measures the watcher, not a principal's
+ * allowance: the per-principal quotas (600 raises a minute, 10,000 open by default) would refuse its own load with 429.
+ */
+export function watcherEnv(server: BenchServer, queue: string, dataDir: string): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_NAMESPACE: server.namespace,
+    TEMPORAL_TASK_QUEUE: queue,
+    WATCHER_LOG_LEVEL: 'info',
+    WATCHER_DATA_DIR: dataDir,
+    WATCHER_OUTBOUND_ALLOW: 'loopback',
+    WATCHER_QUOTA_OPEN_EXPECTATIONS: '0',
+    WATCHER_QUOTA_RAISES_PER_MINUTE: '0',
+    WATCHER_QUOTA_FACTS_PER_MINUTE: '0',
+  };
+}
+
+/**
+ * Writes the principals file of the bench's agent (`bench-agent`, card at `cardUrl`), which the worker reads too
+ * when it delivers a lapse; returns the agent's bearer token.
+ */
+export function writeAgentPrincipals(file: string, cardUrl: string): string {
+  const token = `agent-${randomUUID()}`;
+  writeFileSync(file, JSON.stringify({ principals: [{ id: 'bench-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl } }] }));
+  return token;
+}
+
+/** Resolves once each of `batches` raises of 10 on `queue` has started its fact ledgers and its subject ledger. */
+export async function waitLedgersStarted(
+  client: Client,
+  queue: string,
+  batches: number,
+  options: { label: string; timeoutMs: number; intervalMs?: number },
+): Promise<void> {
+  const countOf = async (type: string) => (await client.workflow.count(`WorkflowType = '${type}' AND TaskQueue = '${queue}'`)).count;
+  let facts = 0;
+  let subjects = 0;
+  await waitUntil(
+    'every raise to start its ledgers',
+    async () => {
+      facts = await countOf('factLedgerWorkflow');
+      subjects = await countOf('subjectLedgerWorkflow');
+      return facts >= batches * 10 && subjects >= batches;
+    },
+    {
+      timeoutMs: options.timeoutMs,
+      intervalMs: options.intervalMs ?? 1_000,
+      onTick: () => progress(`  ${options.label}: ledgers started: fact ${facts}/${batches * 10}, subject ${subjects}/${batches}`),
+    },
+  );
+}
