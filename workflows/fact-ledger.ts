@@ -72,8 +72,9 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       const change = ++changes;
       const answer = options?.tellUnawaited && subscribers.size === 0 ? 'unawaited' : 'recorded';
       // Without this the update's completion and the main loop's forwarding signals raced for the same workflow task,
-      // and a worker that had just restarted recorded them in the other order than its replay produces (issue 16
-      // note). Answering once the main loop has sent the forwards fixes the order, and means "recorded" is forwarded.
+      // and a worker that had just restarted recorded them in the other order than its replay produces
+      // (test/e2e/worker-restart-replay.test.ts). Answering once the main loop has sent the forwards fixes the order,
+      // and means "recorded" is forwarded.
       if (subscribers.size > 0 && patched(ANSWER_AFTER_FORWARDING)) await condition(() => forwardedThrough >= change);
       return answer;
     },
