@@ -15,8 +15,9 @@ import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
 import { loopbackFetch } from '../../test/support/outbound.js';
 import { createBaselineActivities } from '../baseline/activities.js';
 import { runPrefix } from './payloads.js';
-import { progress, waitUntil } from './progress.js';
+import { progress } from './progress.js';
 import type { BenchServer } from './server.js';
+import { waitLedgersStarted } from './watcher-processes.js';
 
 export interface Counters {
   /** Card fetches the bridge made (cached for cardCacheSeconds). */
@@ -147,8 +148,6 @@ export async function startStack(
   progress(`stack: bridge ${bridgeUrl}, watcher queue ${watcherQueue}, raw queue ${baselineQueue}, agent ${agent.url}`);
 
   const expected = { factLedgers: 0, subjectLedgers: 0 };
-  const count = async (type: string) =>
-    (await client.workflow.count(`WorkflowType = '${type}' AND TaskQueue = '${watcherQueue}'`)).count;
 
   return {
     server,
@@ -162,22 +161,11 @@ export async function startStack(
     counters,
     expected,
     async waitSettled(timeoutMs = 600_000) {
-      let facts = 0;
-      let subjects = 0;
-      await waitUntil(
-        'every raise to start its ledgers',
-        async () => {
-          facts = await count('factLedgerWorkflow');
-          subjects = await count('subjectLedgerWorkflow');
-          return facts >= expected.factLedgers && subjects >= expected.subjectLedgers;
-        },
-        {
-          timeoutMs,
-          intervalMs: 500,
-          onTick: () =>
-            progress(`  settling: fact ledgers ${facts}/${expected.factLedgers}, subject ledgers ${subjects}/${expected.subjectLedgers}`),
-        },
-      );
+      await waitLedgersStarted(client, watcherQueue, { facts: expected.factLedgers, subjects: expected.subjectLedgers }, {
+        label: 'settling',
+        timeoutMs,
+        intervalMs: 500,
+      });
     },
     async openBridge(settings) {
       const other = await listenOnLoopback(bridgeOn({ ...defaults, ...settings }));

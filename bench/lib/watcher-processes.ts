@@ -38,11 +38,14 @@ export function writeAgentPrincipals(file: string, cardUrl: string): string {
   return token;
 }
 
-/** Resolves once each of `batches` raises of 10 on `queue` has started its fact ledgers and its subject ledger. */
+/**
+ * Resolves once `queue` runs at least `expected.facts` fact ledgers and `expected.subjects` subject ledgers
+ * (visibility counts): every raise so far has started its ledgers.
+ */
 export async function waitLedgersStarted(
   client: Client,
   queue: string,
-  batches: number,
+  expected: { facts: number; subjects: number },
   options: { label: string; timeoutMs: number; intervalMs?: number },
 ): Promise<void> {
   const countOf = async (type: string) => (await client.workflow.count(`WorkflowType = '${type}' AND TaskQueue = '${queue}'`)).count;
@@ -53,12 +56,12 @@ export async function waitLedgersStarted(
     async () => {
       facts = await countOf('factLedgerWorkflow');
       subjects = await countOf('subjectLedgerWorkflow');
-      return facts >= batches * 10 && subjects >= batches;
+      return facts >= expected.facts && subjects >= expected.subjects;
     },
     {
       timeoutMs: options.timeoutMs,
       intervalMs: options.intervalMs ?? 1_000,
-      onTick: () => progress(`  ${options.label}: ledgers started: fact ${facts}/${batches * 10}, subject ${subjects}/${batches}`),
+      onTick: () => progress(`  ${options.label}: ledgers started: fact ${facts}/${expected.facts}, subject ${subjects}/${expected.subjects}`),
     },
   );
 }

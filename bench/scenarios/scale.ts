@@ -177,7 +177,7 @@ async function oursSide(
     if (pool.errors.length > 0) throw new Error(`scale (ours): raising failed: ${pool.errors[0]}`);
     const raisedMs = performance.now() - t0;
     // At 100,000 the worker works through its backlog for hours on 2 cores: the wait grows with the count.
-    await waitLedgersStarted(client, queue, batches, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
+    await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
     const wentIdle = await waitIdle(worker.pid, 'the worker');
     const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
     progress(`scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);

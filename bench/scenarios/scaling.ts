@@ -74,7 +74,7 @@ async function oursPhase(server: BenchServer, client: Client, dir: string, worke
     );
     if (pool.errors.length > 0) throw new Error(`scaling (ours, ${workers}): raising failed: ${pool.errors[0]}`);
     const acceptedMs = performance.now() - t0;
-    await waitLedgersStarted(client, queue, batches, { label: `scaling (ours, ${workers})`, timeoutMs: 1_800_000, intervalMs: 500 });
+    await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: `scaling (ours, ${workers})`, timeoutMs: 1_800_000, intervalMs: 500 });
     const settledMs = performance.now() - t0;
     const phase: ScalingPhase = {
       workers,
