@@ -72,6 +72,8 @@ export interface AppDeps {
   workerReadiness?: () => Promise<WorkerReadiness>;
   /** Deadline of each Temporal call made for a request (default 5000 ms). */
   temporalTimeoutMs?: number;
+  /** The ingest's clock (epoch ms: quotas, clock skew); injected so a test can move it. Default Date.now. */
+  now?: () => number;
   /** Express's `trust proxy` (WATCHER_TRUST_PROXY): whose X-Forwarded-For gives `req.ip`; default false (nobody's). */
   trustProxy?: TrustProxy;
   /**
@@ -95,6 +97,7 @@ export function createApp(deps: AppDeps): express.Express {
     taskQueue: deps.taskQueue,
     settings: { ...deps.settings, maxClockSkew: deps.settings.maxClockSkew ?? DEFAULT_MAX_CLOCK_SKEW },
     quotas: deps.settings.quotas,
+    now: deps.now,
     cards,
     call,
     metrics,
