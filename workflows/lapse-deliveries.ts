@@ -5,7 +5,7 @@
  * and one still in retry when the run continues as new is carried over and scheduled again in the next run.
  * An admin may have a lapse that failed delivered again: the same entry and messageId, a budget of its own.
  */
-import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/types.js';
 import { addDuration } from '../core/duration.js';
 import { LAPSE_REJECTED } from '../core/failures.js';
@@ -13,6 +13,13 @@ import { lapseMessageId } from '../core/message-id.js';
 import type { ExpectationRecord, Lapse, LapseEntry } from '../core/types.js';
 import type { AgentRef } from './messages.js';
 import { deliverLapseSummary } from './ui-text.js';
+
+/**
+ * Patch: a continued run resumes only the pending deliveries not already on their way. A resend that arrives in
+ * the run's first workflow task is handled before the run resumes its deliveries, and without this the resent
+ * lapse was scheduled twice (test/workflows/expectation-resend.test.ts). Asked only when that happens.
+ */
+export const RESUME_SKIPS_IN_FLIGHT = 'resume-skips-in-flight';
 
 /** How long a lapse may take to reach its agent, from the lapse, across retries and continue-as-new. */
 export const DELIVERY_BUDGET = 'P7D';
@@ -80,7 +87,11 @@ export class LapseDeliveries {
 
   /** Schedules again the deliveries a previous run left pending when it continued as new. */
   resume(): void {
-    for (const entry of this.record.lapses) if (entry.delivery.status === 'pending') this.run(entry);
+    for (const entry of this.record.lapses) {
+      if (entry.delivery.status !== 'pending') continue;
+      if (this.inFlight.has(entry) && patched(RESUME_SKIPS_IN_FLIGHT)) continue;
+      this.run(entry);
+    }
   }
 
   /** Gives up every pending delivery: an attempt on the wire finishes, but no further attempt is made. */

@@ -3,7 +3,7 @@
  * Starts its own dev server (continue-as-new suggested at 300 events), the real worker and real test agents, runs
  * one scenario per behaviour of each workflow type in real time (seconds), waits for every workflow to close, and
  * writes each run's history to `test/histories/<folder>/<name>.json`. The folder (argument, or HISTORIES_FOLDER)
- * is `v4` by default: each released version of the workflows keeps the folder it was recorded into (v1: before
+ * is `v5` by default: each released version of the workflows keeps the folder it was recorded into (v1: before
  * the bridge registered expectations, docs/raise-path.md), and a new version records into a new folder after a
  * deliberate, patched() change (a released version's folder is never recorded again). Names after the folder write
  * only those histories (`... v2 expectation-lapse-resent`): how a released folder gains the scenario of a new message
@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import proto from '@temporalio/proto';
 import type { Expectation, Fact } from '../../core/types.js';
@@ -22,7 +22,8 @@ import { getExpectationRecord, recordFact, startExpectation, withdrawExpectation
 import { resendLapse } from '../../src/temporal/resend-lapse.js';
 import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
-import type { ExpectationInput } from '../../workflows/messages.js';
+import type { expectationWorkflow } from '../../workflows/expectation.js';
+import { resendLapseUpdate, type ExpectationInput } from '../../workflows/messages.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
@@ -38,7 +39,7 @@ const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
   History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const folder = path.resolve(here, process.argv[2] ?? process.env.HISTORIES_FOLDER ?? 'v4');
+const folder = path.resolve(here, process.argv[2] ?? process.env.HISTORIES_FOLDER ?? 'v5');
 const only = new Set(process.argv.slice(3));
 const taskQueue = 'record-histories';
 const suffix = randomUUID().slice(0, 8);
@@ -235,6 +236,28 @@ await waitFor(async () => (await resentStatus()) === 'delivered');
 await resendLapse(client, resent.expectation.expectationId, resentRequest);
 await withdrawExpectation(client, resent.expectation.expectationId, { reason: 'recorded' });
 keep('expectation-lapse-resent', resent.links.self);
+
+// Resent in a carried run's first workflow task: the refused lapse's run is replaced by one carrying its record (as
+// continue-as-new does), started in the same request as the resend, so the update comes before its deliveries resume.
+refusing.failNext(404, 1);
+const carried = await raise(expectation('resent-first-task', 1, { grace: 'PT0S' }), 0, 'refusing-agent', 'PT10M');
+const carriedRecord = async () => getExpectationRecord(client, carried.expectation.expectationId);
+await waitFor(async () => (await carriedRecord())?.lapses[0]?.delivery.status === 'failed');
+const carriedFailed = (await carriedRecord())!;
+await client.workflow.getHandle(carried.links.self).terminate('replaced by a run carrying its state');
+await client.workflow.executeUpdateWithStart(resendLapseUpdate, {
+  args: [{ messageId: lapseMessageId(carried.expectation.expectationId, 'overdue', carried.expectation.dueAt), requestedBy: 'ops' }],
+  startWorkflowOperation: new WithStartWorkflowOperation<typeof expectationWorkflow>('expectationWorkflow', {
+    workflowId: carried.links.self,
+    taskQueue,
+    workflowIdConflictPolicy: 'FAIL',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    args: [{ ...carried, registration: 'bridge', carried: { record: carriedFailed, horizonChecked: false, dependents: [] } }],
+  }),
+});
+await waitFor(async () => (await carriedRecord())?.lapses[0]?.delivery.status === 'delivered');
+await withdrawExpectation(client, carried.expectation.expectationId, { reason: 'recorded' });
+keep('expectation-resent-in-first-task', carried.links.self);
 
 mkdirSync(folder, { recursive: true });
 let files = 0;

@@ -4,7 +4,9 @@
  * holds the histories one version of the workflows recorded (v1: the workflow subscribed itself to its ledgers;
  * v2: the bridge registers it, docs/raise-path.md; v3: a satisfied expectation sets ExpectationLate behind a patch, and
  * the bridge asks the fact ledger whether anyone awaited a fact; v4: the fact ledger answers recordFact once it has
- * sent the fact on, behind `answer-after-forwarding`); every one of them must keep replaying.
+ * sent the fact on, behind `answer-after-forwarding`; v5: a continued run does not schedule again a delivery a resend in
+ * its first workflow task started, behind `resume-skips-in-flight`, whose old double delivery v4 holds); every one of
+ * them must keep replaying.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,7 +17,7 @@ import { describe, expect, inject, it } from 'vitest';
 
 const { History } = proto.temporal.api.history.v1;
 const here = path.dirname(fileURLToPath(import.meta.url));
-const versions = ['v1', 'v2', 'v3', 'v4'];
+const versions = ['v1', 'v2', 'v3', 'v4', 'v5'];
 
 const filesOf = (version: string) =>
   readdirSync(path.join(here, version))

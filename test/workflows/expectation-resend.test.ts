@@ -6,7 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { lapseMessageId } from '../../core/message-id.js';
 import { resendLapse } from '../../src/temporal/resend-lapse.js';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
+import { resendLapseUpdate } from '../../workflows/messages.js';
 import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
@@ -30,6 +32,21 @@ async function raiseFor(prefix: string, fault?: 'unavailable' | 'rejected') {
   if (fault) h.faults.set(agentId, fault);
   const input = await h.raise(shipmentExpectation(id, start, DAY), { agent: { id: agentId } });
   return { start, id, agentId, input, messageId: lapseMessageId(id, 'overdue', input.expectation.dueAt) };
+}
+
+/**
+ * A lapse refused for good, then its run terminated: what the next run gets carried (continue-as-new by hand, since
+ * the time-skipping server never suggests it), with the agent back up.
+ */
+async function refusedAndEnded(prefix: string) {
+  const raised = await raiseFor(prefix, 'rejected');
+  await h.advanceTo(raised.start + 2 * DAY);
+  const failed = await h.until(raised.id, (r) => r.lapses[0]?.delivery.status === 'failed');
+  await h.client.workflow.getHandle(raised.input.links.self).terminate('replaced by a run carrying its state');
+  await untilStatus(h, raised.input.links.self, 'TERMINATED');
+  h.faults.delete(raised.agentId);
+  const nextInput = { ...raised.input, registration: 'bridge' as const, carried: { record: failed, horizonChecked: false, dependents: [] } };
+  return { ...raised, nextInput };
 }
 
 describe('resendLapse', () => {
@@ -144,19 +161,13 @@ describe('resendLapse', () => {
   });
 
   it('re-sends a failed lapse from a run that carried it over, as continue-as-new hands it on', async () => {
-    const { start, id, agentId, input, messageId } = await raiseFor('carried', 'rejected');
-    await h.advanceTo(start + 2 * DAY);
-    const failed = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'failed');
-    // The time-skipping server never suggests continue-as-new: start the next run by hand with what it would carry.
-    await h.client.workflow.getHandle(input.links.self).terminate('replaced by a run carrying its state');
-    await untilStatus(h, input.links.self, 'TERMINATED');
+    const { id, input, messageId, nextInput } = await refusedAndEnded('carried');
     const next = await h.client.workflow.start<typeof expectationWorkflow>('expectationWorkflow', {
       workflowId: input.links.self,
       taskQueue: h.taskQueue,
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      args: [{ ...input, registration: 'bridge', carried: { record: failed, horizonChecked: false, dependents: [] } }],
+      args: [nextInput],
     });
-    h.faults.delete(agentId);
 
     const answer = await resendLapse(h.client, id, { messageId, requestedBy: 'ops-admin' });
     const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
@@ -164,6 +175,35 @@ describe('resendLapse', () => {
     expect(answer.result).toBe('resent');
     expect((await next.describe()).status.name).toBe('RUNNING');
     expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', messageId, resends: 1 });
+    expect(attemptsOf(messageId)).toEqual([
+      expect.objectContaining({ messageId }),
+      expect.objectContaining({ messageId, resend: 1 }),
+    ]);
+  });
+
+  it('re-sends once when the resend comes in the continued run\'s first workflow task, before it resumes deliveries', async () => {
+    const { id, input, messageId, nextInput } = await refusedAndEnded('first-task');
+
+    // Start and update in one request: the run's first workflow task holds both, whatever the worker's timing.
+    const next = new WithStartWorkflowOperation<typeof expectationWorkflow>('expectationWorkflow', {
+      workflowId: input.links.self,
+      taskQueue: h.taskQueue,
+      workflowIdConflictPolicy: 'FAIL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      args: [nextInput],
+    });
+    const answer = await h.client.workflow.executeUpdateWithStart(resendLapseUpdate, {
+      args: [{ messageId, requestedBy: 'ops-admin' }],
+      startWorkflowOperation: next,
+    });
+    const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
+    const history = await (await next.workflowHandle()).fetchHistory();
+    const firstTask = history.events!.findIndex((event) => event.workflowTaskCompletedEventAttributes);
+
+    expect(answer.result).toBe('resent');
+    expect(history.events![firstTask + 1]?.workflowExecutionUpdateAcceptedEventAttributes).toBeTruthy();
+    expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', messageId, resends: 1 });
+    expect(await deliveriesScheduled(input.links.self)).toBe(1);
     expect(attemptsOf(messageId)).toEqual([
       expect.objectContaining({ messageId }),
       expect.objectContaining({ messageId, resend: 1 }),
