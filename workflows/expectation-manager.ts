@@ -27,6 +27,7 @@ import {
   unsubscribeSignal,
   withdrawSignal,
   type AnchorMoved,
+  type FactTaken,
   type ExpectationInput,
   type ResendLapseRequest,
   type ResendLapseResult,
@@ -270,6 +271,19 @@ export class ExpectationManager {
     record.late = isLate(fact.observedAt, record.dueAt);
     this.abandonDeliveries('the expectation was satisfied before the lapse task was delivered');
     this.changed();
+  }
+
+  /** The fact by update (`takeFact`): applied as the signal applies it; answers with the state it left. */
+  takeFact(fact: Fact): FactTaken {
+    this.applyFact(fact);
+    const { record, input } = this;
+    return {
+      expectationId: input.expectation.expectationId,
+      agentId: input.agent.id,
+      state: record.state,
+      ...(record.satisfiedAt ? { satisfiedAt: record.satisfiedAt } : {}),
+      ...(record.late !== undefined ? { late: record.late } : {}),
+    };
   }
 
   /** A fact of any kind on the subject: only the latest observedAt is kept, for stalls and `lastFactAt`. */

@@ -17,6 +17,7 @@ import {
   resendLapseUpdate,
   skippedSignal,
   subjectFactSignal,
+  takeFactUpdate,
   withdrawSignal,
   withdrawUpdate,
   type ExpectationInput,
@@ -30,6 +31,7 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   setHandler(recordQuery, () => expectation.record);
   setHandler(dependentsQuery, () => ({ dependents: expectation.dependentCount, bound: MAX_DEPENDENTS }));
   setHandler(factSignal, (fact) => expectation.applyFact(fact));
+  setHandler(takeFactUpdate, (fact) => expectation.takeFact(fact));
   setHandler(subjectFactSignal, (fact) => expectation.observeSubjectFact(fact));
   setHandler(withdrawSignal, (request) => void expectation.withdraw(request));
   setHandler(withdrawUpdate, (request) => expectation.withdraw(request));

@@ -17,6 +17,7 @@ import {
   subscribeSignal,
   unsubscribeSignal,
   type FactLedgerInput,
+  type RecordFactAnswer,
   type RecordFactOptions,
 } from './messages.js';
 import { Outbox } from './outbox.js';
@@ -59,7 +60,7 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
 
   setHandler(
     recordFactUpdate,
-    async (fact: Fact, options?: RecordFactOptions) => {
+    async (fact: Fact, options?: RecordFactOptions): Promise<RecordFactAnswer> => {
       const key = dedupeKey(fact);
       if (seenSet.has(key)) return 'duplicate';
       seen.push(key);
@@ -70,12 +71,15 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       lastReceivedAt = new Date().toISOString();
       for (const subscriber of subscribers) outbox.add(subscriber, fact);
       const change = ++changes;
+      const forwardedTo = [...subscribers];
       const answer = options?.tellUnawaited && subscribers.size === 0 ? 'unawaited' : 'recorded';
       // Without this the update's completion and the main loop's forwarding signals raced for the same workflow task,
       // and a worker that had just restarted recorded them in the other order than its replay produces
       // (test/e2e/worker-restart-replay.test.ts). Answering once the main loop has sent the forwards fixes the order,
       // and means "recorded" is forwarded.
       if (subscribers.size > 0 && patched(ANSWER_AFTER_FORWARDING)) await condition(() => forwardedThrough >= change);
+      // Only the answer's payload differs (no command), so it needs no patch.
+      if (options?.listForwarded && answer === 'recorded' && forwardedTo.length > 0) return { result: answer, forwardedTo };
       return answer;
     },
     {

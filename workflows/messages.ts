@@ -63,6 +63,22 @@ export type { CarriedExpectationState } from './expectation-manager.js';
 /** A fact forwarded by the fact ledger to an expectation waiting on its key. */
 export const factSignal = defineSignal<[Fact]>('fact');
 
+/** The expectation after it took a fact (`takeFact`): what `POST /v1/facts?wait=true` answers about it. */
+export interface FactTaken {
+  expectationId: string;
+  /** The principal that raised it: the bridge shows the expectation only to those who may read it. */
+  agentId: string;
+  state: ExpectationRecord['state'];
+  satisfiedAt?: string;
+  late?: boolean;
+}
+
+/**
+ * The fact signal's twin for a caller that waits (the bridge, after the ledger has sent the same fact on): applies
+ * the fact exactly as the signal does, whichever comes first, and answers with the expectation's state.
+ */
+export const takeFactUpdate = defineUpdate<FactTaken, [Fact]>('takeFact');
+
 export interface WithdrawRequest {
   reason: string;
   /** Set when withdrawn because another expectation supersedes this one. */
@@ -158,15 +174,27 @@ export interface FactLedgerInput {
 export interface RecordFactOptions {
   /** Answer `unawaited` instead of `recorded` when no expectation waits on the key (callers before it never ask). */
   tellUnawaited?: boolean;
+  /**
+   * Answer a new fact that expectations wait on with their workflow ids (`forwarded`), for a caller that then waits
+   * for them to take it (`POST /v1/facts?wait=true`). Ledgers of workers before it answer `recorded` as before.
+   */
+  listForwarded?: boolean;
+}
+
+/** A new fact sent on to the expectations waiting on its key (asked with `listForwarded`). */
+export interface ForwardedFact {
+  result: 'recorded';
+  forwardedTo: string[];
 }
 
 /**
  * Record one observation; answers whether it was new, and, when asked, `unawaited` for a new one that no
- * expectation waits on (kept for later subscribers only). Sent with update-with-start by the bridge.
+ * expectation waits on (kept for later subscribers only), or who it was sent on to. Sent with update-with-start by
+ * the bridge.
  */
-export const recordFactUpdate = defineUpdate<'recorded' | 'duplicate' | 'unawaited', [Fact, RecordFactOptions?]>(
-  'recordFact',
-);
+export type RecordFactAnswer = 'recorded' | 'duplicate' | 'unawaited' | ForwardedFact;
+
+export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFactOptions?]>('recordFact');
 
 /** An expectation waiting on the key; the ledger answers with the retained fact if it has one. */
 export const subscribeSignal = defineSignal<[{ workflowId: string }]>('subscribe');

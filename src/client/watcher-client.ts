@@ -60,9 +60,13 @@ export class WatcherClient {
     return this.#call('POST', '/a2a/events', { body: event, extension: true, ...options });
   }
 
-  /** `POST /v1/facts`: facts from a feed that does not speak A2A (at least one). */
-  reportFacts(facts: readonly FactInput[], options?: CallOptions): Promise<FactsResult> {
-    return this.#call('POST', '/v1/facts', { body: { facts }, ...options });
+  /**
+   * `POST /v1/facts`: facts from a feed that does not speak A2A (at least one). With `wait: true` the answer comes
+   * once the expectations waiting on each fact have taken it (at most 5 s), and lists those you may read.
+   */
+  reportFacts(facts: readonly FactInput[], options: CallOptions & { wait?: boolean } = {}): Promise<FactsResult> {
+    const { wait, ...call } = options;
+    return this.#call('POST', wait ? '/v1/facts?wait=true' : '/v1/facts', { body: { facts }, ...call });
   }
 
   /** `GET /v1/expectations/{id}`: the record (404 for an unknown id, 403 for another agent's). */

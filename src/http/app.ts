@@ -16,7 +16,7 @@ import { pollerReadiness, workflowPollersOf, type WorkerReadiness } from '../tem
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
-import { factsBodySchema, listQuerySchema, resendParamsSchema, withdrawBodySchema } from '../schemas/http.js';
+import { factsBodySchema, factsQuerySchema, listQuerySchema, resendParamsSchema, withdrawBodySchema } from '../schemas/http.js';
 import {
   joinPath,
   NotFoundError,
@@ -207,6 +207,8 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.post('/v1/facts', auth, ...json, async (req, res) => {
+    const query = factsQuerySchema.safeParse(req.query);
+    if (!query.success) throw schemaError(query.error.issues);
     const parsed = factsBodySchema.safeParse(req.body);
     if (!parsed.success) throw schemaError(parsed.error.issues);
     const result = await ingest.ingest(principalOf(req), {
@@ -214,6 +216,7 @@ export function createApp(deps: AppDeps): express.Express {
       expectations: [],
       facts: parsed.data.facts.map((value, i) => ({ path: ['facts', i], value })),
       withdraw: [],
+      waitForFacts: query.data.wait ?? false,
     });
     res.json({ facts: result.facts });
   });

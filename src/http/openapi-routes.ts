@@ -12,6 +12,7 @@ import {
   expectationParamsSchema,
   expectationPageSchema,
   factsBodySchema,
+  factsQuerySchema,
   factsResultSchema,
   healthSchema,
   ingestResultSchema,
@@ -139,8 +140,12 @@ export const operations: readonly OperationSpec[] = [
     operationId: 'reportFacts',
     tag: 'Ingress',
     summary: 'Report facts from a feed that does not speak A2A',
-    description: 'Each fact is recorded with `source` = the principal; a different `source` in the payload is kept as `claimedSource`.',
+    description:
+      'Each fact is recorded with `source` = the principal; a different `source` in the payload is kept as `claimedSource`. ' +
+      'With `wait=true` the answer waits (at most 5 s) until the expectations waiting on each new fact have taken it, and ' +
+      'lists under `expectations` those the principal may read, with the state the fact left them in; `awaitedBy` counts all of them.',
     roles: { agent: '', reporter: '' },
+    query: factsQuerySchema,
     body: { schema: factsBodySchema, mediaTypes: JSON_BODY, description: 'At least one fact' },
     responses: {
       200: json(factsResultSchema, 'One result per fact, in order'),

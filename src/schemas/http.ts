@@ -14,6 +14,22 @@ export const factsBodySchema = z.object({
   facts: z.array(z.unknown()).min(1, { message: 'must carry at least one fact' }),
 });
 
+/** How long `POST /v1/facts?wait=true` waits, at most, for the expectations a fact was sent on to. */
+export const FACT_WAIT_MS = 5_000;
+
+/** `POST /v1/facts` query string. */
+export const factsQuerySchema = z
+  .object({
+    wait: z
+      .enum(['true', 'false'], { message: 'wait must be true or false' })
+      .transform((value) => value === 'true')
+      .optional()
+      .describe(
+        `true: answer once the expectations waiting on each fact have taken it (at most ${FACT_WAIT_MS / 1000} s), ` +
+          'listing those the principal may read with their state',
+      ),
+  });
+
 /** `POST /v1/expectations/{id}/withdraw`. */
 export const withdrawBodySchema = z.object({
   reason: z
@@ -117,9 +133,24 @@ export const expectationResultSchema = z.object({
   result: z.enum(['raised', 'unchanged']),
 });
 
+/** An expectation after it took a fact, as `POST /v1/facts?wait=true` lists it. */
+export const factTakenSchema = z.object({
+  expectationId: z.string(),
+  state: z.enum(expectationStates),
+  satisfiedAt: utcDateTime.optional(),
+  late: z.boolean().optional(),
+});
+
 export const factResultSchema = z.object({
   factKey: z.string(),
   result: z.enum(['recorded', 'duplicate']),
+  /**
+   * With `wait=true`, for a fact recorded now: the expectations that waited on its key and took it within the wait,
+   * those the principal may read (reader, admin, or the agent that raised them), with the state it left them in.
+   */
+  expectations: z.array(factTakenSchema).optional(),
+  /** With `wait=true`: how many expectations waited on the key (those listed, those not readable, those late to answer). */
+  awaitedBy: z.number().int().optional(),
 });
 
 /** The answer of `POST /v1/expectations/{id}/withdraw`, and one item of `withdrawn`. */

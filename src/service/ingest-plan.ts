@@ -49,6 +49,8 @@ export interface IngestRequest {
   schemaErrors?: FieldError[];
   /** Expectations or withdraw lists in a place the extension does not allow them (422). */
   placementErrors?: FieldError[];
+  /** `POST /v1/facts?wait=true`: answer once the expectations waiting on each fact have taken it. */
+  waitForFacts?: boolean;
 }
 
 /** A request whose principal may carry what it carries, and whose every item matches its schema. */

@@ -10,11 +10,12 @@ import type { z } from 'zod';
 import type { CardResolver } from '../a2a/card.js';
 import type { Principal } from '../auth/principals.js';
 import type { WatcherMetrics } from '../metrics.js';
-import type { Expectation } from '../schemas/extension.js';
-import type { ingestResultSchema } from '../schemas/http.js';
+import type { Expectation, Fact } from '../schemas/extension.js';
+import { FACT_WAIT_MS, type ingestResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord, Origin } from '../schemas/record.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import {
+  awaitFactTaken,
   dependentCount,
   getExpectationRecord,
   recordFactRouted,
@@ -38,7 +39,7 @@ import {
   type PlannedExpectation,
 } from './ingest-plan.js';
 import { createQuotas, type QuotaSettings } from './quotas.js';
-import { openExpectationsQuery } from './records.js';
+import { canRead, openExpectationsQuery } from './records.js';
 import type { TemporalCall } from './temporal-call.js';
 
 export type { IngestRequest } from './ingest-plan.js';
@@ -175,12 +176,27 @@ export function createIngestService(deps: IngestDeps) {
     await deps.call(() => registerExpectation(deps.client, deps.taskQueue, input));
   }
 
+  /**
+   * `wait=true`: the expectations the ledger sent the fact on to, once they have taken it (at most FACT_WAIT_MS),
+   * those the principal may read; a ledger of an older worker names none, and then only the count is known (0).
+   */
+  async function takenBy(principal: Principal, fact: Fact, forwardedTo: string[]) {
+    const deadline = (deps.now ?? Date.now)() + FACT_WAIT_MS;
+    const taken = forwardedTo.length > 0 ? await awaitFactTaken(deps.client, forwardedTo, fact, deadline) : [];
+    const readable = taken.filter(({ agentId }) => canRead(principal) || agentId === principal.id);
+    return {
+      expectations: readable.map(({ agentId: _agentId, ...expectation }) => expectation),
+      awaitedBy: forwardedTo.length,
+    };
+  }
+
   /** Raises first, so that a fact in the same request finds the expectation that waits on it; then facts, withdraws. */
   async function apply(
     principal: Principal,
     origin: Origin,
     plan: IngestPlan,
     records: Map<string, ExpectationRecord | undefined>,
+    wait = false,
   ): Promise<IngestResult> {
     const result: IngestResult = { expectations: [], facts: [], withdrawn: [] };
     for (const item of plan.expectations) {
@@ -190,13 +206,14 @@ export function createIngestService(deps: IngestDeps) {
       result.expectations.push({ expectationId: id, result: outcome });
     }
     for (const fact of plan.facts) {
-      const { result: outcome, awaited } = await deps.call(() =>
-        recordFactRouted(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }),
+      const { result: outcome, awaited, forwardedTo } = await deps.call(() =>
+        recordFactRouted(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }, { listForwarded: wait }),
       );
       if (outcome === 'recorded') deps.metrics?.factsRecorded.inc();
       // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
       if (!awaited) await lateFacts.afterUnawaited(fact);
-      result.facts.push({ factKey: fact.factKey, result: outcome });
+      const taken = wait && outcome === 'recorded' ? await takenBy(principal, fact, forwardedTo ?? []) : {};
+      result.facts.push({ factKey: fact.factKey, result: outcome, ...taken });
     }
     for (const { expectationId, reason } of plan.withdraw) {
       const outcome = await deps.call(() => withdrawExpectation(deps.client, expectationId, { reason }));
@@ -228,7 +245,7 @@ export function createIngestService(deps: IngestDeps) {
       // A supersede replaces an open expectation: it adds none.
       const adding = plan.expectations.filter((item) => item.action === 'raise' && item.expectation.supersedes === undefined).length;
       await quotas.checkOpen(principal, adding);
-      const result = await apply(principal, request.origin, plan, records);
+      const result = await apply(principal, request.origin, plan, records, request.waitForFacts);
       quotas.raised(principal, adding);
       return result;
     },

@@ -84,7 +84,8 @@ export type ExpectationSummary = z.infer<typeof expectationSummarySchema>;
 export const WORKFLOW_TYPE = 'expectationWorkflow';
 const WORKFLOW_ID_PREFIX = 'expectation:';
 
-const canRead = (principal: Principal) => hasRole(principal, 'reader') || hasRole(principal, 'admin');
+/** Reader or admin: may read every expectation, not only its own. */
+export const canRead = (principal: Principal) => hasRole(principal, 'reader') || hasRole(principal, 'admin');
 
 /** A string literal for a visibility query. */
 export const quote = (value: string): string => `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;

@@ -21,7 +21,10 @@ import {
   recordFactUpdate,
   recordQuery,
   subjectObservedSignal,
+  takeFactUpdate,
   withdrawUpdate,
+  type FactTaken,
+  type RecordFactAnswer,
   type ExpectationInput,
   type WithdrawRequest,
 } from '../../workflows/messages.js';
@@ -135,6 +138,8 @@ export interface RecordedFact {
    * before `tellUnawaited` answered (it cannot tell).
    */
   awaited: boolean;
+  /** The workflow ids of the expectations the new fact was sent on to, when asked for (`listForwarded`). */
+  forwardedTo?: string[];
 }
 
 /** How many expectations are anchored on a running expectation; 0 when it does not run or predates the query. */
@@ -157,10 +162,11 @@ export async function recordFactRouted(
   taskQueue: string,
   fact: Fact,
   settings: { factRetention: string },
+  { listForwarded = false }: { listForwarded?: boolean } = {},
 ): Promise<RecordedFact> {
   const workflowId = factLedgerWorkflowId(fact.factKey);
-  const options = { tellUnawaited: true };
-  const toLedger = async (): Promise<'recorded' | 'duplicate' | 'unawaited'> => {
+  const options = { tellUnawaited: true, ...(listForwarded ? { listForwarded } : {}) };
+  const toLedger = async (): Promise<RecordFactAnswer> => {
     if (isZeroDuration(settings.factRetention)) {
       try {
         return await resentIfAborted(() => client.workflow.getHandle(workflowId).executeUpdate(recordFactUpdate, { args: [fact, options] }));
@@ -202,8 +208,48 @@ export async function recordFactRouted(
   if (ledger.status === 'rejected') throw ledger.reason;
   if (subject.status === 'rejected') throw subject.reason;
   const answer = ledger.value;
+  if (typeof answer === 'object') return { result: answer.result, awaited: true, forwardedTo: answer.forwardedTo };
   return answer === 'unawaited' ? { result: 'recorded', awaited: false } : { result: answer, awaited: true };
 }
+
+/**
+ * Waits for the expectations a fact was sent on to (their workflow ids, from recordFactRouted's `forwardedTo`) to
+ * take it: the `takeFact` update of each, in parallel, until `deadlineMs` (epoch ms). The update applies the fact as
+ * the ledger's signal does, whichever comes first. One that has closed already answers from its result; one that
+ * did not answer in time, or cannot be read, is left out: the fact is recorded and will reach it all the same.
+ */
+export async function awaitFactTaken(
+  client: Client,
+  workflowIds: string[],
+  fact: Fact,
+  deadlineMs: number,
+): Promise<FactTaken[]> {
+  const taken = await Promise.allSettled(
+    workflowIds.map((workflowId) =>
+      client.withDeadline(deadlineMs, async (): Promise<FactTaken | undefined> => {
+        const handle = client.workflow.getHandle<typeof expectationWorkflow>(workflowId);
+        try {
+          return await handle.executeUpdate(takeFactUpdate, { args: [fact] });
+        } catch (error) {
+          if (!(error instanceof WorkflowNotFoundError)) throw error;
+          // Closed since the ledger sent the fact on (satisfied by it, most likely): its result is the record.
+          const described = await handle.describe();
+          if (described.status.name !== 'COMPLETED') return undefined;
+          return takenFrom(await handle.result());
+        }
+      }),
+    ),
+  );
+  return taken.flatMap((outcome) => (outcome.status === 'fulfilled' && outcome.value ? [outcome.value] : []));
+}
+
+const takenFrom = (record: ExpectationRecord): FactTaken => ({
+  expectationId: record.expectation.expectationId,
+  agentId: record.agent.id,
+  state: record.state,
+  ...(record.satisfiedAt ? { satisfiedAt: record.satisfiedAt } : {}),
+  ...(record.late !== undefined ? { late: record.late } : {}),
+});
 
 /** True when Temporal aborted an update because its workflow closed (continued as new) before it completed. */
 function isAbortedUpdate(error: unknown): boolean {

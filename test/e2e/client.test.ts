@@ -150,6 +150,24 @@ describe('raising and reading', () => {
     );
     expect(record).toMatchObject({ late: false, satisfiedBy: { factKey: reported.factKey, source: 'feed', claimedSource: 'carrier-x' } });
   });
+
+  it('reports a fact with wait and gets back the expectation it satisfied, which the record then shows', async () => {
+    const e = delivery();
+    await raise(e);
+
+    const answer = await as('agent-a').reportFacts([fact({ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString() })], { wait: true });
+    const record = await as('agent-a').getExpectation(e.expectationId);
+
+    expect(answer.facts).toEqual([
+      {
+        factKey: e.satisfiedBy.factKey,
+        result: 'recorded',
+        awaitedBy: 1,
+        expectations: [{ expectationId: e.expectationId, state: 'satisfied', satisfiedAt: record.satisfiedAt, late: false }],
+      },
+    ]);
+    expect(record.state).toBe('satisfied');
+  });
 });
 
 describe('withdrawing', () => {

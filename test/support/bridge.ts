@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import express from 'express';
+import { afterAll, beforeAll } from 'vitest';
 import type { Expectation } from '../../core/types.js';
 import { createPrincipalStore } from '../../src/auth/principals.js';
 import { createApp, type AppDeps } from '../../src/http/app.js';
@@ -181,6 +182,28 @@ export async function startBridgeEnv(
       await watcher.stop();
     },
   };
+}
+
+/**
+ * One test file's bridge: a card server serving a good card to every agent of `agents` (ids), the other principals
+ * as given, started in `beforeAll` and closed in `afterAll`. The object is filled in when the hook has run.
+ */
+export function useBridgeEnv(agents: string[], others: PrincipalSpec[], name: string): BridgeEnv {
+  const env = {} as BridgeEnv;
+  let cards: CardServer | undefined;
+  let started: BridgeEnv | undefined;
+  beforeAll(async () => {
+    cards = await startCardServer();
+    cards.set('good', cardJson());
+    const withCards = agents.map((id): PrincipalSpec => ({ id, roles: ['agent'], cardUrl: cards!.url('good') }));
+    started = await startBridgeEnv([...withCards, ...others], { name });
+    Object.assign(env, started);
+  });
+  afterAll(async () => {
+    await started?.close();
+    await cards?.close();
+  });
+  return env;
 }
 
 export const problem = (slug: string) => `urn:expectations-watcher:problem:${slug}`;

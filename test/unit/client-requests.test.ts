@@ -76,10 +76,11 @@ describe('requests', () => {
     ]);
   });
 
-  it('reports facts, reads a record by its encoded id, withdraws and re-sends a lapse under a base path', async () => {
+  it('reports facts (with wait too), reads a record by its encoded id, withdraws and re-sends a lapse under a base path', async () => {
     const resent: ResendResult = { expectationId: 'EXP/1 a', result: 'resent', delivery: { status: 'pending', messageId: 'm' } };
     const { client, sent } = clientAnswering(
       [
+        json({ facts: [] }),
         json({ facts: [] }),
         json({ expectation: {} }),
         json({ expectationId: 'EXP/1 a', result: 'withdrawn' }),
@@ -89,17 +90,19 @@ describe('requests', () => {
     );
 
     await client.reportFacts([{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }]);
+    await client.reportFacts([{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }], { wait: true });
     await client.getExpectation('EXP/1 a');
     await client.withdraw('EXP/1 a', 'the order was cancelled');
     const answer = await client.resendLapse('EXP/1 a', 'b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8');
 
     expect(sent.map((s) => [s.method, s.url, s.body])).toEqual([
       ['POST', 'https://example.test/watcher/v1/facts', { facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] }],
+      ['POST', 'https://example.test/watcher/v1/facts?wait=true', { facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] }],
       ['GET', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a', undefined],
       ['POST', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a/withdraw', { reason: 'the order was cancelled' }],
       ['POST', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a/lapses/b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8/resend', undefined],
     ]);
-    expect(sent.map((s) => s.headers['a2a-extensions'])).toEqual([undefined, undefined, undefined, undefined]);
+    expect(sent.map((s) => s.headers['a2a-extensions'])).toEqual([undefined, undefined, undefined, undefined, undefined]);
     expect(answer).toEqual(resent);
   });
 
