@@ -95,7 +95,8 @@ export async function startStack(
   const principals = createPrincipalStore({
     principals: [
       { id: 'bench-agent', tokenSha256: tokenSha256(tokens.agent), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
-      { id: 'bench-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter'] },
+      // A feed that may read: its facts' answers (wait=true) list the expectations they satisfied.
+      { id: 'bench-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter', 'reader'] },
     ],
   });
 
