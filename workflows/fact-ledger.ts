@@ -32,6 +32,17 @@ export { DEDUPE_WINDOW };
  */
 export const ANSWER_AFTER_FORWARDING = 'answer-after-forwarding';
 
+/**
+ * Patch of the ledgers that, when the caller says it delivers the fact itself (`callerDelivers`: the bridge's
+ * `takeFact` updates for `POST /v1/facts?wait=true`), hold their own forwards back for FORWARD_DEFERRAL: a subscriber
+ * that took the fact unsubscribes meanwhile and gets no signal; any other gets it then, so that nothing depends on
+ * the caller surviving.
+ */
+export const CALLER_DELIVERS_FIRST = 'caller-delivers-first';
+
+/** How long a forward is held back for a caller that delivers the fact itself (twice the bridge's wait). */
+export const FORWARD_DEFERRAL_MS = 10_000;
+
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 
 /**
@@ -45,6 +56,8 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
   let latest = input.carried?.latest;
   let lastReceivedAt = input.carried?.lastObservedAt;
   const outbox = new Outbox<Fact>(factSignal, (pending, next) => pending ?? next, input.carried?.outbox);
+  // Forwards held back while the caller delivers the fact itself: subscriber → the fact and when it goes out anyway.
+  const deferred = new Map<string, { fact: Fact; atMs: number }>();
   // Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
   const refused = refusals();
   let changes = 0;
@@ -69,10 +82,17 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       // The fact retained for later subscribers is the one observed last, not the one that arrived last.
       if (!latest || Date.parse(fact.observedAt) >= Date.parse(latest.observedAt)) latest = fact;
       lastReceivedAt = new Date().toISOString();
-      for (const subscriber of subscribers) outbox.add(subscriber, fact);
-      const change = ++changes;
       const forwardedTo = [...subscribers];
       const answer = options?.tellUnawaited && subscribers.size === 0 ? 'unawaited' : 'recorded';
+      if (options?.callerDelivers && options.listForwarded && subscribers.size > 0 && patched(CALLER_DELIVERS_FIRST)) {
+        const atMs = Date.now() + FORWARD_DEFERRAL_MS;
+        for (const subscriber of subscribers) if (!deferred.has(subscriber)) deferred.set(subscriber, { fact, atMs });
+        changes++;
+        // Nothing is sent in this task, so there is no order to keep: the caller has its list at once.
+        return { result: 'recorded', forwardedTo };
+      }
+      for (const subscriber of subscribers) outbox.add(subscriber, fact);
+      const change = ++changes;
       // Without this the update's completion and the main loop's forwarding signals raced for the same workflow task,
       // and a worker that had just restarted recorded them in the other order than its replay produces
       // (test/e2e/worker-restart-replay.test.ts). Answering once the main loop has sent the forwards fixes the order,
@@ -114,6 +134,7 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
   setHandler(unsubscribeSignal, ({ workflowId }) => {
     subscribers.delete(workflowId);
     outbox.delete(workflowId);
+    deferred.delete(workflowId);
     changes++;
   });
 
@@ -126,7 +147,7 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
   }));
 
   const mayClose = () =>
-    subscribers.size === 0 && outbox.size === 0 && retained() === undefined && allHandlersFinished();
+    subscribers.size === 0 && outbox.size === 0 && deferred.size === 0 && retained() === undefined && allHandlersFinished();
   const mayContinueAsNew = () => workflowInfo().continueAsNewSuggested && allHandlersFinished() && refused.size === 0;
 
   for (;;) {
@@ -138,8 +159,20 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
     if (mayContinueAsNew()) {
       await continueAsNew<typeof factLedgerWorkflow>({
         ...input,
-        carried: { latest, seen, subscribers: [...subscribers], lastObservedAt: lastReceivedAt, outbox: outbox.carry() },
+        // A held-back forward is carried as a due one: the next run sends it (a subscriber that took it ignores it).
+        carried: {
+          latest,
+          seen,
+          subscribers: [...subscribers],
+          lastObservedAt: lastReceivedAt,
+          outbox: [...outbox.carry(), ...[...deferred].map(([workflowId, { fact }]) => ({ workflowId, fact }))],
+        },
       });
+    }
+    for (const [workflowId, { fact, atMs }] of deferred) {
+      if (atMs > Date.now()) continue;
+      deferred.delete(workflowId);
+      outbox.add(workflowId, fact);
     }
     if (outbox.size > 0) {
       const sending = outbox.flush();
@@ -152,7 +185,10 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
     const before = changes;
     const wake = () => changes !== before || mayClose() || mayContinueAsNew();
     const until = retainedUntilMs();
-    if (subscribers.size === 0 && until !== undefined && until > Date.now()) {
+    if (deferred.size > 0) {
+      const atMs = Math.min(...[...deferred.values()].map((forward) => forward.atMs));
+      await condition(wake, Math.max(atMs - Date.now(), 1), { summary: `held-back forwards go out at ${new Date(atMs).toISOString()}` });
+    } else if (subscribers.size === 0 && until !== undefined && until > Date.now()) {
       await condition(wake, until - Date.now(), { summary: `retention ends at ${new Date(until).toISOString()}` });
     } else {
       await condition(wake);

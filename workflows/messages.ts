@@ -179,6 +179,12 @@ export interface RecordFactOptions {
    * for them to take it (`POST /v1/facts?wait=true`). Ledgers of workers before it answer `recorded` as before.
    */
   listForwarded?: boolean;
+  /**
+   * With `listForwarded`: the caller sends the fact to those expectations itself (`takeFact`), so the ledger holds
+   * its own forwards back for a while (fact-ledger.ts, FORWARD_DEFERRAL_MS) and sends only to those that did not take
+   * it. The answer comes at once, before anything is sent.
+   */
+  callerDelivers?: boolean;
 }
 
 /** A new fact sent on to the expectations waiting on its key (asked with `listForwarded`). */

@@ -165,7 +165,8 @@ export async function recordFactRouted(
   { listForwarded = false }: { listForwarded?: boolean } = {},
 ): Promise<RecordedFact> {
   const workflowId = factLedgerWorkflowId(fact.factKey);
-  const options = { tellUnawaited: true, ...(listForwarded ? { listForwarded } : {}) };
+  // Listed, the forwarded expectations get the fact from the caller first (awaitFactTaken), the ledger's signal later.
+  const options = { tellUnawaited: true, ...(listForwarded ? { listForwarded, callerDelivers: true } : {}) };
   const toLedger = async (): Promise<RecordFactAnswer> => {
     if (isZeroDuration(settings.factRetention)) {
       try {
@@ -231,11 +232,12 @@ export async function awaitFactTaken(
         try {
           return await handle.executeUpdate(takeFactUpdate, { args: [fact] });
         } catch (error) {
-          if (!(error instanceof WorkflowNotFoundError)) throw error;
-          // Closed since the ledger sent the fact on (satisfied by it, most likely): its result is the record.
+          // Closed since the ledger sent the fact on (satisfied by it, most likely), before or while the update was
+          // on its way (Temporal then answers not found, or aborts the update): its result is the record.
           const described = await handle.describe();
-          if (described.status.name !== 'COMPLETED') return undefined;
-          return takenFrom(await handle.result());
+          if (described.status.name === 'COMPLETED') return takenFrom(await handle.result());
+          if (error instanceof WorkflowNotFoundError) return undefined;
+          throw error;
         }
       }),
     ),

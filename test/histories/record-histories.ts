@@ -18,7 +18,14 @@ import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/aut
 import proto from '@temporalio/proto';
 import type { Expectation, Fact } from '../../core/types.js';
 import { startDevServer } from '../../src/temporal/dev-server.js';
-import { getExpectationRecord, recordFact, startExpectation, withdrawExpectation } from '../../src/temporal/expectations.js';
+import {
+  awaitFactTaken,
+  getExpectationRecord,
+  recordFact,
+  recordFactRouted,
+  startExpectation,
+  withdrawExpectation,
+} from '../../src/temporal/expectations.js';
 import { resendLapse } from '../../src/temporal/resend-lapse.js';
 import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
@@ -137,6 +144,18 @@ await report(fact(early.satisfiedBy.factKey));
 await raise(early);
 keep('expectation-early-fact', expectationLinks(early).self);
 keep('fact-ledger-early-fact', factLedgerWorkflowId(early.satisfiedBy.factKey));
+
+// A fact reported with wait=true: the ledger names both expectations on the key and holds its signals back; the
+// bridge's takeFact satisfies one, and the other (the bridge "died" first) gets the ledger's signal 10 s later.
+const takenKey = `shipment:taken-${suffix}:delivered`;
+const taker = await raise(expectation('taker', 60, { satisfiedBy: { factKey: takenKey } }));
+const left = await raise(expectation('left', 60, { satisfiedBy: { factKey: takenKey } }));
+const takenFact = fact(takenKey);
+await recordFactRouted(client, taskQueue, takenFact, settings, { listForwarded: true });
+await awaitFactTaken(client, [taker.links.self], takenFact, Date.now() + 10_000);
+keep('expectation-fact-taken', taker.links.self);
+keep('expectation-fact-held-back', left.links.self);
+keep('fact-ledger-caller-delivers', taker.links.factLedger);
 
 // Overdue after grace, lapse delivered to the agent, then a late fact.
 const late = await raise(expectation('late', 1, { grace: 'PT1S' }));

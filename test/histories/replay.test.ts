@@ -5,8 +5,9 @@
  * v2: the bridge registers it, docs/raise-path.md; v3: a satisfied expectation sets ExpectationLate behind a patch, and
  * the bridge asks the fact ledger whether anyone awaited a fact; v4: the fact ledger answers recordFact once it has
  * sent the fact on, behind `answer-after-forwarding`; v5: a continued run does not schedule again a delivery a resend in
- * its first workflow task started, behind `resume-skips-in-flight`, whose old double delivery v4 holds); every one of
- * them must keep replaying.
+ * its first workflow task started, behind `resume-skips-in-flight`, whose old double delivery v4 holds; the fact
+ * ledger holds its signals back for a caller that delivers by `takeFact`, behind `caller-delivers-first`); every one
+ * of them must keep replaying.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -3,8 +3,9 @@
  * fan-out to every subscriber, a zero retention, and when each ledger closes.
  */
 import { describe, expect, it } from 'vitest';
-import { recordFactRouted } from '../../src/temporal/expectations.js';
-import { factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { awaitFactTaken, recordFactRouted } from '../../src/temporal/expectations.js';
+import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { FORWARD_DEFERRAL_MS } from '../../workflows/fact-ledger.js';
 import { recordFactUpdate } from '../../workflows/messages.js';
 import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness, workflowStatus } from './support.js';
 
@@ -115,6 +116,33 @@ describe('fact ledger', () => {
       { result: 'recorded', awaited: true },
     ]);
     expect(untold).toBe('recorded');
+  });
+
+  it('names the expectations it forwards to when asked, and holds its own signal back for a caller that delivers the fact itself', async () => {
+    const start = await h.now();
+    const key = `shipment/${h.id('S')}/delivered`;
+    const [taker, left] = [h.id('taker'), h.id('left')];
+    for (const id of [taker, left]) await h.raise(shipmentExpectation(id, start, 10 * DAY, { satisfiedBy: { factKey: key } }));
+    const fact = { factKey: key, observedAt: new Date(start).toISOString(), source: 'feed' };
+
+    const answer = await recordFactRouted(h.client, h.taskQueue, fact, { factRetention: 'P7D' }, { listForwarded: true });
+    // The caller delivers to one of them (as the bridge does with wait=true) and, say, dies before the other.
+    const [taken] = await awaitFactTaken(h.client, [expectationWorkflowId(taker)], fact, Date.now() + 10_000);
+    await h.until(taker, (r) => r.closedAt !== undefined);
+    const leftBefore = await h.record(left);
+    await h.advanceTo(start + FORWARD_DEFERRAL_MS + 1_000);
+    const leftAfter = await h.until(left, (r) => r.state === 'satisfied');
+    const signalled = (await h.client.workflow.getHandle(factLedgerWorkflowId(key)).fetchHistory()).events!.filter(
+      (event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes,
+    );
+
+    expect(answer).toEqual({ result: 'recorded', awaited: true, forwardedTo: [taker, left].map(expectationWorkflowId) });
+    expect(taken).toMatchObject({ expectationId: taker, agentId: 'shipping-agent', state: 'satisfied', late: false });
+    expect(leftBefore.state).toBe('open');
+    expect(Date.parse(leftAfter.satisfiedAt!)).toBeGreaterThanOrEqual(start + FORWARD_DEFERRAL_MS);
+    expect(signalled.map((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId)).toEqual([
+      expectationWorkflowId(left),
+    ]);
   });
 
   it('closes once nobody waits and the retention since the last fact has passed', async () => {
