@@ -87,8 +87,10 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       if (options?.callerDelivers && options.listForwarded && subscribers.size > 0 && patched(CALLER_DELIVERS_FIRST)) {
         const atMs = Date.now() + FORWARD_DEFERRAL_MS;
         for (const subscriber of subscribers) if (!deferred.has(subscriber)) deferred.set(subscriber, { fact, atMs });
-        changes++;
-        // Nothing is sent in this task, so there is no order to keep: the caller has its list at once.
+        const change = ++changes;
+        // This fact sends nothing now, but other forwards may go out in the same task: answered once the main loop
+        // has issued them, as below, so that the order of the commands never depends on the worker's cache.
+        await condition(() => forwardedThrough >= change);
         return { result: 'recorded', forwardedTo };
       }
       for (const subscriber of subscribers) outbox.add(subscriber, fact);
