@@ -81,4 +81,28 @@ describe('a worker restarted before a fact and a withdrawal', () => {
     expect(await replay(expectationWorkflowId(waiting.expectationId))).toBe('replays');
     expect(await replay(expectationWorkflowId(withdrawn.expectationId))).toBe('replays');
   });
+
+  it('satisfies a fact reported with wait=true, answered by the expectation itself, and every history replays', async () => {
+    const one = dueExpectation(`restart-take-${unique()}`, new Date(Date.now() + 3_600_000));
+    const two = { ...dueExpectation(`restart-take-${unique()}`, new Date(Date.now() + 3_600_000)), satisfiedBy: one.satisfiedBy };
+    const raised = await send(`${bridge.url}/a2a/events`, {
+      token: bridge.tokens['shipping-agent'],
+      json: artifactUpdate({ expectations: [one, two] }),
+    });
+    expect(raised.status).toBe(200);
+
+    await worker!.stop();
+    worker = await startWatcherWorker(taskQueue);
+    const reported = await send(`${bridge.url}/v1/facts?wait=true`, {
+      token: bridge.tokens['shipping-agent'],
+      json: { facts: [{ factKey: one.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: one.subject }] },
+    });
+
+    expect(reported.status).toBe(200);
+    const taken = reported.body.facts[0].expectations.map((e: { expectationId: string; state: string }) => [e.expectationId, e.state]);
+    expect(taken.sort()).toEqual([[one.expectationId, 'satisfied'], [two.expectationId, 'satisfied']].sort());
+    expect(await replay(factLedgerWorkflowId(one.satisfiedBy.factKey))).toBe('replays');
+    expect(await replay(expectationWorkflowId(one.expectationId))).toBe('replays');
+    expect(await replay(expectationWorkflowId(two.expectationId))).toBe('replays');
+  });
 });
