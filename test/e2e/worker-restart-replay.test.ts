@@ -45,18 +45,22 @@ async function replay(workflowId: string): Promise<string> {
   }
 }
 
+/** Raises the expectations through the bridge, then stops the worker and starts a new one (an empty cache). */
+async function raiseThenRestart(expectations: ReturnType<typeof dueExpectation>[]): Promise<void> {
+  const raised = await send(`${bridge.url}/a2a/events`, {
+    token: bridge.tokens['shipping-agent'],
+    json: artifactUpdate({ expectations }),
+  });
+  expect(raised.status).toBe(200);
+  await worker!.stop();
+  worker = await startWatcherWorker(taskQueue);
+}
+
 describe('a worker restarted before a fact and a withdrawal', () => {
   it('satisfies and withdraws as asked, and each history it writes replays', async () => {
     const waiting = dueExpectation(`restart-wait-${unique()}`, new Date(Date.now() + 3_600_000));
     const withdrawn = dueExpectation(`restart-withdraw-${unique()}`, new Date(Date.now() + 3_600_000));
-    const raised = await send(`${bridge.url}/a2a/events`, {
-      token: bridge.tokens['shipping-agent'],
-      json: artifactUpdate({ expectations: [waiting, withdrawn] }),
-    });
-    expect(raised.status).toBe(200);
-
-    await worker!.stop();
-    worker = await startWatcherWorker(taskQueue);
+    await raiseThenRestart([waiting, withdrawn]);
     const [reported, withdrawal] = await Promise.all([
       send(`${bridge.url}/v1/facts`, {
         token: bridge.tokens['carrier-feed'],
@@ -85,14 +89,7 @@ describe('a worker restarted before a fact and a withdrawal', () => {
   it('satisfies a fact reported with wait=true, answered by the expectation itself, and every history replays', async () => {
     const one = dueExpectation(`restart-take-${unique()}`, new Date(Date.now() + 3_600_000));
     const two = { ...dueExpectation(`restart-take-${unique()}`, new Date(Date.now() + 3_600_000)), satisfiedBy: one.satisfiedBy };
-    const raised = await send(`${bridge.url}/a2a/events`, {
-      token: bridge.tokens['shipping-agent'],
-      json: artifactUpdate({ expectations: [one, two] }),
-    });
-    expect(raised.status).toBe(200);
-
-    await worker!.stop();
-    worker = await startWatcherWorker(taskQueue);
+    await raiseThenRestart([one, two]);
     const reported = await send(`${bridge.url}/v1/facts?wait=true`, {
       token: bridge.tokens['shipping-agent'],
       json: { facts: [{ factKey: one.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: one.subject }] },
