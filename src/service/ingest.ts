@@ -178,9 +178,11 @@ export function createIngestService(deps: IngestDeps) {
 
   /**
    * `wait=true`: the expectations the ledger sent the fact on to, once they have taken it (at most FACT_WAIT_MS),
-   * those the principal may read; a ledger of an older worker names none, and then only the count is known (0).
+   * those the principal may read. A ledger that nobody waited on names none (0); one of a worker from before
+   * `listForwarded` names none either, though some waited: then the answer says nothing about them (no fields).
    */
-  async function takenBy(principal: Principal, fact: Fact, forwardedTo: string[]) {
+  async function takenBy(principal: Principal, fact: Fact, { awaited, forwardedTo = [] }: { awaited: boolean; forwardedTo?: string[] }) {
+    if (awaited && forwardedTo.length === 0) return {};
     const deadline = (deps.now ?? Date.now)() + FACT_WAIT_MS;
     const taken = forwardedTo.length > 0 ? await awaitFactTaken(deps.client, forwardedTo, fact, deadline) : [];
     const readable = taken.filter(({ agentId }) => canRead(principal) || agentId === principal.id);
@@ -212,7 +214,7 @@ export function createIngestService(deps: IngestDeps) {
       if (outcome === 'recorded') deps.metrics?.factsRecorded.inc();
       // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
       if (!awaited) await lateFacts.afterUnawaited(fact);
-      const taken = wait && outcome === 'recorded' ? await takenBy(principal, fact, forwardedTo ?? []) : {};
+      const taken = wait && outcome === 'recorded' ? await takenBy(principal, fact, { awaited, forwardedTo }) : {};
       result.facts.push({ factKey: fact.factKey, result: outcome, ...taken });
     }
     for (const { expectationId, reason } of plan.withdraw) {
