@@ -27,6 +27,7 @@ import {
   unsubscribeSignal,
   withdrawSignal,
   type AnchorMoved,
+  factTakenOf,
   type FactTaken,
   type ExpectationInput,
   type ResendLapseRequest,
@@ -276,14 +277,7 @@ export class ExpectationManager {
   /** The fact by update (`takeFact`): applied as the signal applies it; answers with the state it left. */
   takeFact(fact: Fact): FactTaken {
     this.applyFact(fact);
-    const { record, input } = this;
-    return {
-      expectationId: input.expectation.expectationId,
-      agentId: input.agent.id,
-      state: record.state,
-      ...(record.satisfiedAt ? { satisfiedAt: record.satisfiedAt } : {}),
-      ...(record.late !== undefined ? { late: record.late } : {}),
-    };
+    return factTakenOf(this.record);
   }
 
   /** A fact of any kind on the subject: only the latest observedAt is kept, for stalls and `lastFactAt`. */

@@ -73,6 +73,17 @@ export interface FactTaken {
   late?: boolean;
 }
 
+/** What an expectation's record says about it after a fact, as `takeFact` answers (and a closed one's result reads). */
+export function factTakenOf(record: ExpectationRecord): FactTaken {
+  return {
+    expectationId: record.expectation.expectationId,
+    agentId: record.agent.id,
+    state: record.state,
+    ...(record.satisfiedAt ? { satisfiedAt: record.satisfiedAt } : {}),
+    ...(record.late !== undefined ? { late: record.late } : {}),
+  };
+}
+
 /**
  * The fact signal's twin for a caller that waits (the bridge, after the ledger has sent the same fact on): applies
  * the fact exactly as the signal does, whichever comes first, and answers with the expectation's state.
@@ -182,7 +193,7 @@ export interface RecordFactOptions {
   /**
    * With `listForwarded`: the caller sends the fact to those expectations itself (`takeFact`), so the ledger holds
    * its own forwards back for a while (fact-ledger.ts, FORWARD_DEFERRAL_MS) and sends only to those that did not take
-   * it. The answer comes at once, before anything is sent.
+   * it. The answer comes before this fact is sent to anyone.
    */
   callerDelivers?: boolean;
 }

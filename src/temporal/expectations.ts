@@ -21,6 +21,7 @@ import {
   recordFactUpdate,
   recordQuery,
   subjectObservedSignal,
+  factTakenOf,
   takeFactUpdate,
   withdrawUpdate,
   type FactTaken,
@@ -235,7 +236,7 @@ export async function awaitFactTaken(
           // Closed since the ledger sent the fact on (satisfied by it, most likely), before or while the update was
           // on its way (Temporal then answers not found, or aborts the update): its result is the record.
           const described = await handle.describe();
-          if (described.status.name === 'COMPLETED') return takenFrom(await handle.result());
+          if (described.status.name === 'COMPLETED') return factTakenOf(await handle.result());
           if (error instanceof WorkflowNotFoundError) return undefined;
           throw error;
         }
@@ -245,13 +246,6 @@ export async function awaitFactTaken(
   return taken.flatMap((outcome) => (outcome.status === 'fulfilled' && outcome.value ? [outcome.value] : []));
 }
 
-const takenFrom = (record: ExpectationRecord): FactTaken => ({
-  expectationId: record.expectation.expectationId,
-  agentId: record.agent.id,
-  state: record.state,
-  ...(record.satisfiedAt ? { satisfiedAt: record.satisfiedAt } : {}),
-  ...(record.late !== undefined ? { late: record.late } : {}),
-});
 
 /** True when Temporal aborted an update because its workflow closed (continued as new) before it completed. */
 function isAbortedUpdate(error: unknown): boolean {
