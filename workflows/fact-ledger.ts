@@ -84,22 +84,21 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       lastReceivedAt = new Date().toISOString();
       const forwardedTo = [...subscribers];
       const answer = options?.tellUnawaited && subscribers.size === 0 ? 'unawaited' : 'recorded';
-      if (options?.callerDelivers && options.listForwarded && subscribers.size > 0 && patched(CALLER_DELIVERS_FIRST)) {
+      const heldBack =
+        options?.callerDelivers && options.listForwarded && subscribers.size > 0 && patched(CALLER_DELIVERS_FIRST);
+      if (heldBack) {
         const atMs = Date.now() + FORWARD_DEFERRAL_MS;
         for (const subscriber of subscribers) if (!deferred.has(subscriber)) deferred.set(subscriber, { fact, atMs });
-        const change = ++changes;
-        // This fact sends nothing now, but other forwards may go out in the same task: answered once the main loop
-        // has issued them, as below, so that the order of the commands never depends on the worker's cache.
-        await condition(() => forwardedThrough >= change);
-        return { result: 'recorded', forwardedTo };
+      } else {
+        for (const subscriber of subscribers) outbox.add(subscriber, fact);
       }
-      for (const subscriber of subscribers) outbox.add(subscriber, fact);
       const change = ++changes;
       // Without this the update's completion and the main loop's forwarding signals raced for the same workflow task,
       // and a worker that had just restarted recorded them in the other order than its replay produces
       // (test/e2e/worker-restart-replay.test.ts). Answering once the main loop has sent the forwards fixes the order,
-      // and means "recorded" is forwarded.
-      if (subscribers.size > 0 && patched(ANSWER_AFTER_FORWARDING)) await condition(() => forwardedThrough >= change);
+      // and means "recorded" is forwarded. A held-back fact is sent nothing now, but other forwards may go out in the
+      // same task: it waits the same way (and its own patch covers that).
+      if (heldBack || (subscribers.size > 0 && patched(ANSWER_AFTER_FORWARDING))) await condition(() => forwardedThrough >= change);
       // Only the answer's payload differs (no command), so it needs no patch.
       if (options?.listForwarded && answer === 'recorded' && forwardedTo.length > 0) return { result: answer, forwardedTo };
       return answer;
