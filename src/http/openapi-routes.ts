@@ -12,6 +12,7 @@ import {
   expectationParamsSchema,
   expectationPageSchema,
   factsBodySchema,
+  FACT_WAIT_MS,
   factsQuerySchema,
   factsResultSchema,
   healthSchema,
@@ -142,7 +143,7 @@ export const operations: readonly OperationSpec[] = [
     summary: 'Report facts from a feed that does not speak A2A',
     description:
       'Each fact is recorded with `source` = the principal; a different `source` in the payload is kept as `claimedSource`. ' +
-      'With `wait=true` the answer waits (at most 5 s) until the expectations waiting on each new fact have taken it, and ' +
+      `With \`wait=true\` the answer waits (at most ${FACT_WAIT_MS / 1000} s) until the expectations waiting on each new fact have taken it, and ` +
       'lists under `expectations` those the principal may read, with the state the fact left them in; `awaitedBy` counts all of them.',
     roles: { agent: '', reporter: '' },
     query: factsQuerySchema,
