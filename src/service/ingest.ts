@@ -20,11 +20,12 @@ import {
   getExpectationRecord,
   recordFactRouted,
   registerExpectation,
-  startExpectation,
+  registerExpectations,
+  startExpectationWorkflow,
   withdrawExpectation,
 } from '../temporal/expectations.js';
 import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../temporal/ids.js';
-import { ledgerSubscribers } from '../temporal/registration.js';
+import { ledgerLoad } from '../temporal/registration.js';
 import { ConflictError, joinPath } from './errors.js';
 import { createLateFactCheck } from './late-facts.js';
 import {
@@ -88,6 +89,35 @@ async function lookupAll(
   return found;
 }
 
+/** What the ledgers of a request's expectations said when asked: their subscribers, and whether they run. */
+type LedgerLoads = ReadonlyMap<string, { subscribers: number; running: boolean }>;
+
+/** Awaits every promise, then throws the first rejection: nothing started for a request runs on after its answer. */
+async function settled<T>(promises: ReadonlyArray<Promise<T>>): Promise<T[]> {
+  const results = await Promise.allSettled(promises);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
+}
+
+/**
+ * The request's expectations in waves, applied one after the other, the items of a wave together: an item goes in
+ * the wave after the last one holding an expectation it names (`after`, `anchor`, `supersedes`), since its workflow
+ * links to them when it starts. Within a wave the order of the request is kept.
+ */
+function wavesOf(items: readonly PlannedExpectation[]): PlannedExpectation[][] {
+  const waveOf = new Map<string, number>();
+  const waves: PlannedExpectation[][] = [];
+  for (const item of items) {
+    const e = item.expectation;
+    const named = [...(e.after ?? []), ...(e.anchor ? [e.anchor.expectationId] : []), ...(e.supersedes ? [e.supersedes] : [])];
+    const wave = Math.max(-1, ...named.map((id) => waveOf.get(id) ?? -1)) + 1;
+    waveOf.set(e.expectationId, wave);
+    (waves[wave] ??= []).push(item);
+  }
+  return waves;
+}
+
 /** The workflow input: the agent by its principal id only, never its card URL or credential (DESIGN 3.8). */
 function inputOf(
   settings: IngestSettings,
@@ -117,53 +147,78 @@ export function createIngestService(deps: IngestDeps) {
   });
 
   /**
-   * How full the ledgers and anchors of the new raises are (a query each, in parallel; a ledger that does not run
-   * serves nobody). An anchor whose record says it has ended takes no more dependents anyway: it is not asked.
+   * How full the ledgers of the request's expectations are, and which of them run: a query each, in parallel, asked
+   * while their records are looked up (a ledger that does not run serves nobody). Its failure is thrown where it is
+   * awaited, never as an unhandled rejection.
    */
-  async function occupancyOf(raises: Expectation[], records: Map<string, ExpectationRecord | undefined>): Promise<Occupancy> {
-    const ask = async (ids: string[], count: (id: string) => Promise<number>) => {
-      const distinct = [...new Set(ids)];
-      const counts = await Promise.all(distinct.map((id) => deps.call(() => count(id))));
-      return new Map(distinct.map((id, i) => [id, counts[i]!]));
-    };
+  function askLedgers(expectations: readonly Expectation[]): Promise<LedgerLoads> {
+    const ids = [...new Set(expectations.flatMap((e) => [factLedgerWorkflowId(e.satisfiedBy.factKey), subjectLedgerWorkflowId(e.subject)]))];
+    const asked = Promise.all(ids.map((id) => deps.call(() => ledgerLoad(deps.client, id)))).then(
+      (loads) => new Map(ids.map((id, i) => [id, loads[i]!])),
+    );
+    asked.catch(() => undefined);
+    return asked;
+  }
+
+  /**
+   * How full the ledgers and anchors of the new raises are. An anchor whose record says it has ended takes no more
+   * dependents anyway: it is not asked.
+   */
+  async function occupancyOf(
+    raises: Expectation[],
+    records: Map<string, ExpectationRecord | undefined>,
+    ledgers: LedgerLoads,
+  ): Promise<Occupancy> {
     const running = (id: string) => {
       const record = records.get(id);
       return record === undefined ? true : record.closedAt === undefined;
     };
-    const [factLedgers, subjectLedgers, anchors] = await Promise.all([
-      ask(raises.map((e) => factLedgerWorkflowId(e.satisfiedBy.factKey)), (id) => ledgerSubscribers(deps.client, id)),
-      ask(raises.map((e) => subjectLedgerWorkflowId(e.subject)), (id) => ledgerSubscribers(deps.client, id)),
-      ask(
-        raises.flatMap((e) => (e.anchor && running(e.anchor.expectationId) ? [e.anchor.expectationId] : [])),
-        (id) => dependentCount(deps.client, id),
-      ),
-    ]);
+    const anchorIds = [...new Set(raises.flatMap((e) => (e.anchor && running(e.anchor.expectationId) ? [e.anchor.expectationId] : [])))];
+    const counts = await Promise.all(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
+    const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
     return {
-      factKey: (factKey) => factLedgers.get(factLedgerWorkflowId(factKey)) ?? 0,
-      subject: (subject) => subjectLedgers.get(subjectLedgerWorkflowId(subject)) ?? 0,
+      factKey: (factKey) => ledgers.get(factLedgerWorkflowId(factKey))?.subscribers ?? 0,
+      subject: (subject) => ledgers.get(subjectLedgerWorkflowId(subject))?.subscribers ?? 0,
       anchor: (id) => anchors.get(id) ?? 0,
     };
   }
 
   /**
-   * Starts one new expectation. Another request may have raised the same id between our check and our start
-   * (concurrent re-delivery): a no-op when it carried the same content from the same agent, a conflict otherwise.
+   * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one call
+   * per ledger (a running one is signalled, a new one started with them all in its input). An id another request
+   * raised between our check and our start (concurrent re-delivery) is a no-op when it carried the same content from
+   * the same agent, a conflict otherwise. Every start is settled before an error is thrown, so nothing runs on
+   * after the answer.
    */
-  async function raise(principal: Principal, origin: Origin, item: PlannedExpectation & { action: 'raise' }) {
-    const { expectation } = item;
-    const input = inputOf(deps.settings, principal, origin, expectation, item.lineage);
-    const outcome = await deps.call(() => startExpectation(deps.client, deps.taskQueue, input));
-    if (outcome === 'raised') {
-      deps.metrics?.expectationsRaised.inc({ kind: expectation.kind });
-      return 'raised' as const;
+  async function raiseAll(
+    principal: Principal,
+    origin: Origin,
+    items: ReadonlyArray<PlannedExpectation & { action: 'raise' }>,
+    ledgers: LedgerLoads,
+  ): Promise<Array<'raised' | 'unchanged'>> {
+    const inputs = items.map((item) => inputOf(deps.settings, principal, origin, item.expectation, item.lineage));
+    const started = await settled(inputs.map((input) => deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input))));
+    const raised = inputs.filter((_, i) => started[i] === 'raised');
+    if (raised.length > 0) {
+      const running = new Set([...ledgers].flatMap(([id, load]) => (load.running ? [id] : [])));
+      await deps.call(() => registerExpectations(deps.client, deps.taskQueue, raised, running));
     }
-    const existing = await lookup(expectation.expectationId);
-    if (existing && sameContent(existing, principal, expectation)) {
-      await reregister(principal, origin, existing);
-      return 'unchanged' as const;
-    }
-    const message = `expectation '${expectation.expectationId}' was raised concurrently with other content; it is immutable and its id is never reused`;
-    throw new ConflictError(message, [{ path: joinPath([...item.path, 'expectationId']), message }]);
+    return settled(
+      items.map(async (item, i) => {
+        const { expectation } = item;
+        if (started[i] === 'raised') {
+          deps.metrics?.expectationsRaised.inc({ kind: expectation.kind });
+          return 'raised' as const;
+        }
+        const existing = await lookup(expectation.expectationId);
+        if (existing && sameContent(existing, principal, expectation)) {
+          await reregister(principal, origin, existing);
+          return 'unchanged' as const;
+        }
+        const message = `expectation '${expectation.expectationId}' was raised concurrently with other content; it is immutable and its id is never reused`;
+        throw new ConflictError(message, [{ path: joinPath([...item.path, 'expectationId']), message }]);
+      }),
+    );
   }
 
   /**
@@ -198,14 +253,22 @@ export function createIngestService(deps: IngestDeps) {
     origin: Origin,
     plan: IngestPlan,
     records: Map<string, ExpectationRecord | undefined>,
+    ledgers: LedgerLoads,
     wait = false,
   ): Promise<IngestResult> {
     const result: IngestResult = { expectations: [], facts: [], withdrawn: [] };
+    const outcomes = new Map<string, 'raised' | 'unchanged'>();
+    for (const wave of wavesOf(plan.expectations)) {
+      const raises = wave.filter((item): item is PlannedExpectation & { action: 'raise' } => item.action === 'raise');
+      await settled(
+        wave.filter((item) => item.action === 'unchanged').map((item) => reregister(principal, origin, records.get(item.expectation.expectationId))),
+      );
+      const raised = await raiseAll(principal, origin, raises, ledgers);
+      raises.forEach((item, i) => outcomes.set(item.expectation.expectationId, raised[i]!));
+    }
     for (const item of plan.expectations) {
       const id = item.expectation.expectationId;
-      if (item.action === 'unchanged') await reregister(principal, origin, records.get(id));
-      const outcome = item.action === 'raise' ? await raise(principal, origin, item) : 'unchanged';
-      result.expectations.push({ expectationId: id, result: outcome });
+      result.expectations.push({ expectationId: id, result: outcomes.get(id) ?? 'unchanged' });
     }
     for (const fact of plan.facts) {
       const { result: outcome, awaited, forwardedTo } = await deps.call(() =>
@@ -235,19 +298,22 @@ export function createIngestService(deps: IngestDeps) {
     async ingest(principal: Principal, request: IngestRequest): Promise<IngestResult> {
       const parsed = parseIngest(principal, request);
       quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
+      // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
+      const asked = parsed.expectations.length > 0 ? askLedgers(parsed.expectations.map(({ value }) => value)) : Promise.resolve(new Map() as LedgerLoads);
       const records = await lookupAll(lookup, referencedIds(parsed));
       const known = { parsed, principal, records };
       // The card is fetched only when something is new (after a conflict has had its say).
       const raises = raisesOf(known);
+      const ledgers = await asked;
       const [card, occupancy] =
         raises.length > 0
-          ? await Promise.all([deps.cards.resolve(principal.agent!), occupancyOf(raises, records)])
+          ? await Promise.all([deps.cards.resolve(principal.agent!), occupancyOf(raises, records, ledgers)])
           : [undefined, undefined];
       const plan = planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
       // A supersede replaces an open expectation: it adds none.
       const adding = plan.expectations.filter((item) => item.action === 'raise' && item.expectation.supersedes === undefined).length;
       await quotas.checkOpen(principal, adding);
-      const result = await apply(principal, request.origin, plan, records, request.waitForFacts);
+      const result = await apply(principal, request.origin, plan, records, ledgers, request.waitForFacts);
       quotas.raised(principal, adding);
       return result;
     },

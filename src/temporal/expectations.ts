@@ -39,7 +39,7 @@ import {
 } from '../../workflows/search-attributes.js';
 import { expectationDetails, expectationSummary } from '../../workflows/ui-text.js';
 import { expectationWorkflowId, factLedgerWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from './ids.js';
-import { registerWithLedgers, retainedFact } from './registration.js';
+import { registerAllWithLedgers, retainedFact } from './registration.js';
 
 /** How close to its deadline an expectation must be raised for the bridge to read an early fact first. */
 const NEAR_DEADLINE_MS = 60_000;
@@ -50,6 +50,21 @@ const NEAR_DEADLINE_MS = 60_000;
  * (running or closed) answers 'exists' and starts nothing; `registerExpectation` completes an interrupted raise.
  */
 export async function startExpectation(
+  client: Client,
+  taskQueue: string,
+  input: ExpectationInput,
+  options: { now?: () => number } = {},
+): Promise<'raised' | 'exists'> {
+  const outcome = await startExpectationWorkflow(client, taskQueue, input, options);
+  if (outcome === 'raised') await registerExpectation(client, taskQueue, input);
+  return outcome;
+}
+
+/**
+ * The start alone: `registerExpectations` must follow before the raise is answered. The bridge starts the
+ * expectations of one request together, then subscribes them all, one call per ledger.
+ */
+export async function startExpectationWorkflow(
   client: Client,
   taskQueue: string,
   input: ExpectationInput,
@@ -91,21 +106,33 @@ export async function startExpectation(
     if (error instanceof WorkflowExecutionAlreadyStartedError) return 'exists';
     throw error;
   }
-  await registerExpectation(client, taskQueue, input);
   return 'raised';
 }
 
 /** Subscribes a raised expectation to its ledgers; idempotent, so a re-delivered raise completes an interrupted one. */
 export function registerExpectation(client: Client, taskQueue: string, input: ExpectationInput): Promise<void> {
-  const e = input.expectation;
-  return registerWithLedgers(client, taskQueue, {
-    subscriber: input.links.self,
-    factLedger: input.links.factLedger,
-    subjectLedger: input.links.subjectLedger,
+  return registerExpectations(client, taskQueue, [input]);
+}
+
+/**
+ * Subscribes raised expectations to their ledgers, one call per ledger (registration.ts); `running` names ledgers
+ * seen running a moment ago, which are signalled without a start first. Idempotent.
+ */
+export function registerExpectations(
+  client: Client,
+  taskQueue: string,
+  inputs: readonly ExpectationInput[],
+  running?: ReadonlySet<string>,
+): Promise<void> {
+  const registrations = inputs.map(({ expectation: e, links, settings }) => ({
+    subscriber: links.self,
+    factLedger: links.factLedger,
+    subjectLedger: links.subjectLedger,
     factKey: e.satisfiedBy.factKey,
     subject: e.subject,
-    retention: input.settings.factRetention,
-  });
+    retention: settings.factRetention,
+  }));
+  return registerAllWithLedgers(client, taskQueue, registrations, running);
 }
 
 /** The record: from the running workflow's query, or a closed workflow's result; undefined when unknown. */

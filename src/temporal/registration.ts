@@ -36,48 +36,83 @@ export interface Registration {
 }
 
 /** Subscribes the expectation to both of its ledgers; idempotent (a ledger keeps a set of subscribers). */
-export async function registerWithLedgers(client: Client, taskQueue: string, registration: Registration): Promise<void> {
-  const { subscriber } = registration;
-  const factLedger: FactLedgerInput = {
-    factKey: registration.factKey,
-    retention: registration.retention,
-    subscribers: [subscriber],
-  };
-  const subjectLedger: SubjectLedgerInput = { subject: registration.subject, subscribers: [subscriber] };
+export function registerWithLedgers(client: Client, taskQueue: string, registration: Registration): Promise<void> {
+  return registerAllWithLedgers(client, taskQueue, [registration]);
+}
+
+/**
+ * Subscribes every expectation to both of its ledgers, all ledgers at once and one call per ledger: a ledger that
+ * several of them share (the steps of one subject, raised in one request) is started once with all of them in its
+ * input, or signalled once for each when it runs. `running` names the ledgers seen running a moment ago (the
+ * bridge's occupancy queries): those are signalled first instead of started, which saves the refused start.
+ */
+export async function registerAllWithLedgers(
+  client: Client,
+  taskQueue: string,
+  registrations: readonly Registration[],
+  running: ReadonlySet<string> = new Set(),
+): Promise<void> {
+  const factLedgers = groupBy(registrations, (r) => r.factLedger);
+  const subjectLedgers = groupBy(registrations, (r) => r.subjectLedger);
   await Promise.all([
-    subscribe<typeof factLedgerWorkflow>(client, 'factLedgerWorkflow', registration.factLedger, subscriber, {
-      taskQueue,
-      args: [factLedger],
-      staticSummary: `fact ledger of ${registration.factKey}`,
+    ...[...factLedgers].map(([workflowId, group]) => {
+      const { factKey, retention } = group[0]!;
+      const subscribers = group.map((r) => r.subscriber);
+      const input: FactLedgerInput = { factKey, retention, subscribers };
+      return subscribe<typeof factLedgerWorkflow>(client, 'factLedgerWorkflow', workflowId, subscribers, running.has(workflowId), {
+        taskQueue,
+        args: [input],
+        staticSummary: `fact ledger of ${factKey}`,
+      });
     }),
-    subscribe<typeof subjectLedgerWorkflow>(client, 'subjectLedgerWorkflow', registration.subjectLedger, subscriber, {
-      taskQueue,
-      args: [subjectLedger],
-      staticSummary: `subject ledger of ${registration.subject.type}/${registration.subject.id}`,
+    ...[...subjectLedgers].map(([workflowId, group]) => {
+      const { subject } = group[0]!;
+      const subscribers = group.map((r) => r.subscriber);
+      const input: SubjectLedgerInput = { subject, subscribers };
+      return subscribe<typeof subjectLedgerWorkflow>(client, 'subjectLedgerWorkflow', workflowId, subscribers, running.has(workflowId), {
+        taskQueue,
+        args: [input],
+        staticSummary: `subject ledger of ${subject.type}/${subject.id}`,
+      });
     }),
   ]);
 }
 
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}
+
 /**
- * Starts the ledger with the subscriber in its input (one workflow task, no signal), or signals a running one.
- * A ledger that closes between the two is started again.
+ * Starts the ledger with the subscribers in its input (one workflow task, no signal), or signals a running one once
+ * per subscriber; one seen running is signalled first. A ledger that closes between the two is started again.
  */
 async function subscribe<W extends typeof factLedgerWorkflow | typeof subjectLedgerWorkflow>(
   client: Client,
   workflowType: 'factLedgerWorkflow' | 'subjectLedgerWorkflow',
   workflowId: string,
-  subscriber: string,
+  subscribers: readonly string[],
+  seenRunning: boolean,
   start: { taskQueue: string; args: Parameters<W>; staticSummary: string },
 ): Promise<void> {
   for (let attempt = 1; ; attempt++) {
-    try {
-      await client.workflow.start<W>(workflowType, { workflowId, ...start, workflowIdConflictPolicy: 'FAIL' });
-      return;
-    } catch (error) {
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    if (attempt > 1 || !seenRunning) {
+      try {
+        await client.workflow.start<W>(workflowType, { workflowId, ...start, workflowIdConflictPolicy: 'FAIL' });
+        return;
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
     }
     try {
-      await client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowId: subscriber });
+      const handle = client.workflow.getHandle(workflowId);
+      await Promise.all(subscribers.map((subscriber) => handle.signal(subscribeSignal, { workflowId: subscriber })));
       return;
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError) || attempt >= SUBSCRIBE_TRIES) throw error;
@@ -100,14 +135,16 @@ export async function retainedFact(client: Client, factLedgerWorkflowId: string)
 }
 
 /**
- * How many expectations a ledger (fact or subject) forwards to now: 0 when it does not run, or when its worker
- * predates the query (it then keeps its bound itself).
+ * How many expectations a ledger (fact or subject) forwards to now, and whether it runs: 0 and not running when it
+ * does not; 0 and running when its worker predates the query (it then keeps its bound itself).
  */
-export async function ledgerSubscribers(client: Client, ledgerWorkflowId: string): Promise<number> {
+export async function ledgerLoad(client: Client, ledgerWorkflowId: string): Promise<{ subscribers: number; running: boolean }> {
   try {
-    return (await client.workflow.getHandle(ledgerWorkflowId).query(ledgerLoadQuery)).subscribers;
+    const { subscribers } = await client.workflow.getHandle(ledgerWorkflowId).query(ledgerLoadQuery);
+    return { subscribers, running: true };
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return 0;
+    if (error instanceof WorkflowNotFoundError) return { subscribers: 0, running: false };
+    if (error instanceof QueryNotRegisteredError) return { subscribers: 0, running: true };
     throw error;
   }
 }

@@ -19,6 +19,7 @@ import type { Expectation, ExpectationRecord } from '../../core/types.js';
 import { agentDirectory, loadReloadingPrincipals, tokenSha256, type ReloadingPrincipalStore } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { expectationWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, request } from '../support/bridge.js';
@@ -247,6 +248,44 @@ for (const retention of ['PT0S', 'P7D']) {
     });
   });
 }
+
+describe('a plan raised in one request', { timeout: 300_000 }, () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack('P7D');
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('raises 9 steps of one subject together and a 10th anchored on the first after them; every fact sent at once reaches its step', async () => {
+    const subject = { type: 'shipment', id: `PLAN-${randomUUID()}` };
+    const steps = ids('plan', 9).map((id) => expectationOf(id, { subject, dueAt: secondsFromNow(30) }));
+    const dependent = expectationOf(`plan-anchored-${randomUUID().slice(0, 8)}`, {
+      subject,
+      anchor: { expectationId: steps[0]!.expectationId, offset: 'PT1H' },
+    });
+    const answer = await send(stack, '/a2a/events', stack.agentToken, artifactUpdate({ expectations: [...steps, dependent] }));
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body.expectations).toEqual([...steps, dependent].map((e) => ({ expectationId: e.expectationId, result: 'raised' })));
+    // At once, as a client does: a fact on every step, the first's last.
+    const observedAt = new Date().toISOString();
+    const facts = [...steps.slice(1), steps[0]!].map((e) => ({ factKey: e.satisfiedBy.factKey, observedAt }));
+    expect((await send(stack, '/v1/facts', stack.reporterToken, { facts })).status).toBe(200);
+
+    expect(await notCleanlySatisfied(stack, steps.map((e) => e.expectationId))).toEqual([]);
+    // The 10th started after the first (its own wave) and linked to it: its due time followed the first's fact.
+    const anchored = await until(stack, dependent.expectationId, (r) => r.dueAt !== dependent.dueAt);
+    expect(anchored.dueAt).toBe(new Date(Date.parse(observedAt) + 3_600_000).toISOString());
+    // The subject's ledger was started once with the 9 in its input; the 10th, a wave later, subscribed by signal.
+    const events = (await stack.client.workflow.getHandle(subjectLedgerWorkflowId(subject)).fetchHistory()).events ?? [];
+    const started = events[0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+    const input = JSON.parse(Buffer.from(started.data!).toString()) as { subscribers: string[] };
+    expect(input.subscribers.sort()).toEqual(steps.map((e) => expectationWorkflowId(e.expectationId)).sort());
+    const subscribed = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'subscribe');
+    expect(subscribed).toHaveLength(1);
+  });
+});
 
 describe('no credential in Temporal', () => {
   let stack: Stack;
