@@ -151,6 +151,11 @@ export function markdown(results: BenchResults): string {
       `| ${label}: worker RSS | ${cost(ours.worker)} | ${cost(raw.worker)} | ${s.ratios.workerRss} | ≤ 400 MB at 100,000 | ${verdict(target?.hit)} |`,
       `| ${label}: ${serverLabel} RSS | ${cost(ours.server)} | ${cost(raw.server)} | ${s.ratios.serverRss ?? '—'} | | |`,
       `| ${label}: bridge RSS | ${cost(ours.bridge)} | — | | | |`,
+      ...(ours.growth && ours.growth.length > 0
+        ? [
+            `| ${label}: worker / bridge RSS while raising (${ours.workerBundle ?? 'workflows bundled at start'}) | ${ours.growth.map((g) => `${n(g.raised)}: ${g.workerMiB} / ${g.bridgeMiB}`).join('; ')} MiB | — | | | |`,
+          ]
+        : []),
       `| ${label}: database (SQLite + WAL) | ${ours.databaseMiB ? `${ours.databaseMiB.total} MiB` : '—'} | ${raw.databaseMiB ? `${raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | | |`,
       `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | | |`,
       `| ${label}: raising (${ours.via}) | ${ours.raisePerSec}/s, settled in ${ours.settledSec} s | ${raw.raisePerSec}/s, settled in ${raw.settledSec} s | ${((ours.raisePerSec ?? NaN) / (raw.raisePerSec ?? NaN)).toFixed(2)} | | |`,

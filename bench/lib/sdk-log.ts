@@ -7,11 +7,15 @@ import { progress } from './progress.js';
 
 const counts = new Map<string, number>();
 
+/** A message with its run and task ids taken out, so that one warning about 200 workflows is counted as one. */
+const keyOf = (message: string): string =>
+  message.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(:\d+)*/gi, '<id>').slice(0, 160);
+
 /** Installs the counting logger on the SDK runtime (WARN and above). */
 export function installSdkLog(): void {
   Runtime.install({
     logger: new DefaultLogger('WARN', (entry: LogEntry) => {
-      const key = entry.message.slice(0, 160);
+      const key = keyOf(entry.message);
       const seen = counts.get(key) ?? 0;
       counts.set(key, seen + 1);
       if (seen === 0) progress(`SDK ${entry.level}: ${entry.message.slice(0, 300)} (counted, printed once)`);

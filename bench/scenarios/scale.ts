@@ -4,11 +4,12 @@
  * (VmRSS), database size (SQLite + WAL) and CPU over 30 s of idle can be read per process. Against the raw
  * baseline: N workflows each sleeping on one timer months ahead, with their own worker process.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
+import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
 import { expectationLinks } from '../../src/temporal/ids.js';
 import { startTestAgent } from '../../test/support/agent.js';
 import { spawnEntry, type Child } from '../lib/child.js';
@@ -40,6 +41,10 @@ export interface ScaleSide {
   /** False when the worker never went idle (its figures were read anyway). */
   wentIdle: boolean;
   worker: ProcessCost;
+  /** The worker's and the bridge's RSS as the count grew: sampled once past each quarter of the raises. */
+  growth?: Array<{ raised: number; workerMiB: number; bridgeMiB: number }>;
+  /** How the worker got its workflows: a bundle built beforehand (as the image does), or bundled at its start. */
+  workerBundle?: 'prebuilt' | 'bundled at start';
   bridge?: ProcessCost;
   server?: ProcessCost;
   databaseMiB?: { db: number; wal: number; total: number };
@@ -132,8 +137,15 @@ async function oursSide(
     // The worker finds the agent's card in the bridge's principals file when it delivers a lapse.
     const principalsFile = path.join(dir, 'ours', 'principals.json');
     const token = writeAgentPrincipals(principalsFile, agent.cardUrl);
-    progress('scale (ours): starting the worker process (src/worker.ts bundles the workflows)');
-    const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerEnv, WATCHER_PRINCIPALS_FILE: principalsFile }, path.join(dir, 'ours', 'worker.log'));
+    // As deployed: the image builds the bundle once (`npm run bundle`) and the worker loads it, which keeps webpack
+    // and its 150 MiB out of the worker. `--worker-env=WATCHER_WORKFLOW_BUNDLE=` (empty) bundles at start instead.
+    const bundleFile = path.join(dir, 'ours', 'workflow-bundle.js');
+    writeFileSync(bundleFile, await bundleWorkflows());
+    const workerVars = { WATCHER_WORKFLOW_BUNDLE: bundleFile, ...workerEnv, WATCHER_PRINCIPALS_FILE: principalsFile };
+    if (workerVars.WATCHER_WORKFLOW_BUNDLE === '') delete (workerVars as Record<string, string | undefined>).WATCHER_WORKFLOW_BUNDLE;
+    const workerBundle = workerVars.WATCHER_WORKFLOW_BUNDLE ? 'prebuilt' : 'bundled at start';
+    progress(`scale (ours): starting the worker process (src/worker.ts, workflows ${workerBundle})`);
+    const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerVars }, path.join(dir, 'ours', 'worker.log'));
     children.push(worker);
     await worker.waitFor(/worker running/);
     const port = await freePort();
@@ -148,7 +160,14 @@ async function oursSide(
     const dueAt = monthsAhead();
     progress(`scale (ours): raising ${batches * 10} expectations ${via === 'bridge' ? 'through the bridge in batches of 10' : 'with startExpectation'}`);
     const t0 = performance.now();
-    const report = rateReporter('scale (ours) raised', via === 'bridge' ? batches : batches * 10);
+    const tasks = via === 'bridge' ? batches : batches * 10;
+    const reportRate = rateReporter('scale (ours) raised', tasks);
+    const growth: NonNullable<ScaleSide['growth']> = [];
+    const report = (done: number) => {
+      reportRate(done);
+      if (done * 4 < tasks * (growth.length + 1)) return;
+      growth.push({ raised: done * (via === 'bridge' ? 10 : 1), workerMiB: memoryMiB(worker.pid).rss, bridgeMiB: memoryMiB(bridge.pid).rss });
+    };
     const pool =
       via === 'bridge'
         ? await runPool(
@@ -189,6 +208,8 @@ async function oursSide(
       settledSec,
       wentIdle,
       worker: costs.worker!,
+      growth,
+      workerBundle,
       bridge: costs.bridge,
       server: costs.server,
       databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined,
