@@ -4,7 +4,8 @@
  * unless TEMPORAL_ADDRESS is set; `--server cluster` (or `--server=cluster`) starts a Temporal cluster of our own
  * instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports). Options: `--only=throughput,latency,lapse,scale,cost,scaling`, `--scale-via=bridge|direct`,
  * `--concurrency=16`, `--no-write` (print the table only); for experiments `--set=<size>=<n>,…`,
- * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process). BENCHMARKS.md explains them.
+ * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process), `--lapse-workers=stack|processes`
+ * (scenario 3's workers in the benchmark's process or in their own). BENCHMARKS.md explains them.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +25,7 @@ import { startStack } from './lib/stack.js';
 import { runCost } from './scenarios/cost.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
+import { stackRig, startProcessRig } from './lib/lapse-rig.js';
 import { runScale } from './scenarios/scale.js';
 import { runScaling } from './scenarios/scaling.js';
 import { runThroughput } from './scenarios/throughput.js';
@@ -47,6 +49,8 @@ interface Options {
   stackWorker: Record<string, unknown>;
   /** `--set=singles=100,scale=2000`: sizes of the mode overridden, for experiments. */
   sizes: Partial<Record<SizeKey, number>>;
+  /** `--lapse-workers=processes`: scenario 3's workers and bridge in processes of their own (bench/lib/lapse-rig.ts). */
+  lapseWorkers: 'stack' | 'processes';
 }
 
 function parseArgs(argv: string[]): Options {
@@ -61,6 +65,7 @@ function parseArgs(argv: string[]): Options {
     scaleSides: new Set(['ours', 'raw']),
     workerEnv: {},
     stackWorker: {},
+    lapseWorkers: 'stack',
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -84,7 +89,8 @@ function parseArgs(argv: string[]): Options {
       const sides = value.split(',');
       if (!sides.every((side) => side === 'ours' || side === 'raw')) throw new Error(`--scale-sides: ours and/or raw, not '${value}'`);
       options.scaleSides = new Set(sides as Array<'ours' | 'raw'>);
-    } else if (key === '--stack-worker' && value) {
+    } else if (key === '--lapse-workers' && (value === 'stack' || value === 'processes')) options.lapseWorkers = value;
+    else if (key === '--stack-worker' && value) {
       const parsed: unknown = JSON.parse(value);
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('--stack-worker: a JSON object of Worker options');
       options.stackWorker = parsed as Record<string, unknown>;
@@ -196,10 +202,17 @@ async function main(): Promise<void> {
       }
       if (options.only.has('lapse')) {
         partial.lapse = [];
-        for (const count of size.lapses) {
-          await attempt(`scenario 3 (lapse lateness, ${count})`, async () => {
-            partial.lapse!.push(await runLapseLateness(stack, { count, concurrency: options.concurrency, raisePerSec, rawPerSec }));
-          });
+        const rig =
+          options.lapseWorkers === 'processes' ? await startProcessRig(server, stack.client, path.join(dir, 'lapse'), bundles.baseline) : undefined;
+        try {
+          for (const count of size.lapses) {
+            await attempt(`scenario 3 (lapse lateness, ${count})`, async () => {
+              const lapse = await runLapseLateness(rig ?? stackRig(stack), { count, concurrency: options.concurrency, raisePerSec, rawPerSec });
+              partial.lapse!.push(lapse);
+            });
+          }
+        } finally {
+          await rig?.close();
         }
       }
       // Last on this stack: its short-lived ledgers' timers would otherwise run during the lapse scenario.

@@ -218,7 +218,8 @@ export function markdown(results: BenchResults): string {
   }
   for (const l of results.lapse ?? []) {
     lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
-    lines.push(`| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses} | |`);
+    lines.push(`| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses ?? '— (worker in its own process)'} | |`);
+    if (l.workers) lines.push(`| Lapse ${n(l.count)}: where the workers ran | ${l.workers} | the same |`);
   }
   if (results.cost) lines.push('', ...costRows(results.cost));
   const warnings = Object.entries(results.sdkWarnings ?? {});

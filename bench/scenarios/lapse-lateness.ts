@@ -9,7 +9,7 @@ import { historyEvents, type HistoryEvent } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
-import type { Stack } from '../lib/stack.js';
+import type { LapseRig } from '../lib/lapse-rig.js';
 import { ratio, summarise, type Summary } from '../lib/stats.js';
 
 export interface Stages {
@@ -34,7 +34,10 @@ export interface LapseResult {
   rawStages: Stages;
   /** Delivery attempts that reached the agent's JSON-RPC endpoint (one per lapse when nothing was retried). */
   deliveryAttempts: number;
-  cardFetchesDuringLapses: number;
+  /** Undefined when the worker ran in a process of its own. */
+  cardFetchesDuringLapses?: number;
+  /** Where the workers ran (`--lapse-workers`). */
+  workers?: LapseRig['workers'];
   ratios: { p50: number; p99: number; max: number };
 }
 
@@ -54,7 +57,7 @@ function stagesOf(events: HistoryEvent[], dueMs: number, activityType: string, a
 }
 
 async function stageSummary(
-  stack: Stack,
+  client: LapseRig['client'],
   ids: string[],
   dueMs: number,
   activityType: string,
@@ -63,7 +66,7 @@ async function stageSummary(
   const rows: NonNullable<ReturnType<typeof stagesOf>>[] = [];
   await runPool(ids.length, 8, async (i) => {
     const id = ids[i]!;
-    const row = stagesOf(await historyEvents(stack.client, id), dueMs, activityType, arrived(id));
+    const row = stagesOf(await historyEvents(client, id), dueMs, activityType, arrived(id));
     if (row) rows.push(row);
   });
   return {
@@ -75,7 +78,7 @@ async function stageSummary(
 }
 
 export async function runLapseLateness(
-  stack: Stack,
+  rig: LapseRig,
   options: { count: number; concurrency: number; raisePerSec: number; rawPerSec: number },
 ): Promise<LapseResult> {
   const { count, concurrency } = options;
@@ -88,20 +91,18 @@ export async function runLapseLateness(
   const dueAt = new Date(dueMs).toISOString().replace('.000Z', 'Z');
   progress(`lapse lateness: raising ${batches * 10} expectations due at ${dueAt} (in ${Math.round(leadMs / 1000)} s), no grace`);
   const raised = await runPool(batches, concurrency, (b) =>
-    postJson(`${stack.bridgeUrl}/a2a/events`, stack.tokens.agent, artifactUpdate(batchOf(prefix, b, 10, dueAt, 'PT0S'), `${prefix}-task-${b}`)),
+    postJson(`${rig.bridgeUrl}/a2a/events`, rig.agentToken, artifactUpdate(batchOf(prefix, b, 10, dueAt, 'PT0S'), `${prefix}-task-${b}`)),
   );
   if (raised.errors.length > 0) throw new Error(`lapse lateness: raising failed: ${raised.errors[0]}`);
-  stack.expected.factLedgers += batches * 10;
-  stack.expected.subjectLedgers += batches;
-  await stack.waitSettled();
+  await rig.expectLedgers(batches * 10, batches);
   const settledBeforeDueMs = dueMs - Date.now();
   progress(`  lapse lateness: settled ${Math.round(settledBeforeDueMs / 1000)} s before the due instant; waiting for ${batches * 10} lapse tasks`);
   if (settledBeforeDueMs < 0) progress('  WARNING: raising was not finished by the due instant; lateness includes raising');
 
-  const attempts0 = stack.agent.attempts.length;
-  const cards0 = stack.counters.workerCardFetches;
+  const attempts0 = rig.agent.attempts.length;
+  const cards0 = rig.workerCardFetches();
   const lapseIdOf = (message: any): string | undefined => message?.metadata?.[EXTENSION_URI]?.lapse?.expectationId;
-  const mine = () => stack.agent.received.filter((r) => lapseIdOf(r.message)?.startsWith(`${prefix}-`));
+  const mine = () => rig.agent.received.filter((r) => lapseIdOf(r.message)?.startsWith(`${prefix}-`));
   await waitUntil('every lapse task to reach the agent', () => mine().length >= batches * 10, {
     timeoutMs: dueMs - Date.now() + 600_000,
     intervalMs: 100,
@@ -110,8 +111,9 @@ export async function runLapseLateness(
   const received = mine();
   const arrivedAt = new Map(received.map((r) => [expectationWorkflowId(lapseIdOf(r.message)!), r.receivedAt.getTime()]));
   const oursMs = summarise(received.map((r) => r.receivedAt.getTime() - dueMs));
-  const deliveryAttempts = stack.agent.attempts.length - attempts0;
-  const cardFetchesDuringLapses = stack.counters.workerCardFetches - cards0;
+  const deliveryAttempts = rig.agent.attempts.length - attempts0;
+  const cards1 = rig.workerCardFetches();
+  const cardFetchesDuringLapses = cards0 === undefined || cards1 === undefined ? undefined : cards1 - cards0;
   progress(`  lapse lateness (ours): p50 ${oursMs.p50} / p99 ${oursMs.p99} / max ${oursMs.max} ms`);
 
   // Raw: the same number of timers on one instant, far enough ahead for the starts.
@@ -120,19 +122,20 @@ export async function runLapseLateness(
   progress(`lapse lateness: starting ${count} raw timer workflows due in ${Math.round(rawLeadMs / 1000)} s`);
   const rawIds = Array.from({ length: count }, (_, i) => `${prefix}-raw-${i}`);
   const started = await runPool(count, concurrency, (i) =>
-    stack.client.workflow.start('timerWorkflow', { workflowId: rawIds[i]!, taskQueue: stack.baselineQueue, args: [rawIds[i]!, rawDueMs] }),
+    rig.client.workflow.start('timerWorkflow', { workflowId: rawIds[i]!, taskQueue: rig.baselineQueue, args: [rawIds[i]!, rawDueMs] }),
   );
   if (started.errors.length > 0) throw new Error(`lapse lateness: raw starts failed: ${started.errors[0]}`);
-  await waitUntil('every raw timer to fire its activity', () => rawIds.every((id) => stack.firedAt.has(id)), {
+  let firedAt = rig.firedAt();
+  await waitUntil('every raw timer to fire its activity', () => rawIds.every((id) => (firedAt = rig.firedAt()).has(id)), {
     timeoutMs: rawDueMs - Date.now() + 600_000,
     intervalMs: 100,
   });
-  const rawMs = summarise(rawIds.map((id) => stack.firedAt.get(id)! - rawDueMs));
+  const rawMs = summarise(rawIds.map((id) => firedAt.get(id)! - rawDueMs));
   progress(`  lapse lateness (raw timers): p50 ${rawMs.p50} / p99 ${rawMs.p99} / max ${rawMs.max} ms`);
 
   progress('  lapse lateness: reading histories for the stage breakdown');
-  const oursStages = await stageSummary(stack, [...arrivedAt.keys()], dueMs, 'deliverLapse', (id) => arrivedAt.get(id));
-  const rawStages = await stageSummary(stack, rawIds, rawDueMs, 'fired', (id) => stack.firedAt.get(id));
+  const oursStages = await stageSummary(rig.client, [...arrivedAt.keys()], dueMs, 'deliverLapse', (id) => arrivedAt.get(id));
+  const rawStages = await stageSummary(rig.client, rawIds, rawDueMs, 'fired', (id) => firedAt.get(id));
   return {
     count: batches * 10,
     leadMs,
@@ -143,6 +146,7 @@ export async function runLapseLateness(
     rawStages,
     deliveryAttempts,
     cardFetchesDuringLapses,
+    workers: rig.workers,
     ratios: { p50: ratio(oursMs.p50, rawMs.p50), p99: ratio(oursMs.p99, rawMs.p99), max: ratio(oursMs.max, rawMs.max) },
   };
 }

@@ -1,0 +1,123 @@
+/**
+ * Where scenario 3 runs its two sides: the shared stack of scenarios 1–3 (the watcher's worker, the bridge and the
+ * raw baseline's worker all in the benchmark's process), or, with `--lapse-workers=processes`, as deployed: a
+ * `src/worker.ts` (loading a prebuilt bundle, as the image does), a `src/bridge.ts` and a baseline worker, each a
+ * process of its own on the same server, while the agent and the load stay in the benchmark's process.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
+import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
+import { spawnEntry, type Child } from './child.js';
+import { runPrefix } from './payloads.js';
+import { freePort, type BenchServer } from './server.js';
+import type { Stack } from './stack.js';
+import { waitLedgersStarted, watcherEnv, writeAgentPrincipals } from './watcher-processes.js';
+
+export interface LapseRig {
+  /** How the workers run, for the report. */
+  workers: 'in the benchmark process' | 'processes of their own';
+  client: Client;
+  bridgeUrl: string;
+  agentToken: string;
+  agent: TestAgent;
+  baselineQueue: string;
+  /** When each raw timer's activity ran so far: workflow id → epoch ms. */
+  firedAt(): Map<string, number>;
+  /** Resolves once `facts` more fact ledgers and `subjects` more subject ledgers than before have started. */
+  expectLedgers(facts: number, subjects: number): Promise<void>;
+  /** The watcher worker's card fetches so far; undefined when it runs in a process of its own. */
+  workerCardFetches(): number | undefined;
+}
+
+/** The shared stack as a rig (closed with the stack). */
+export function stackRig(stack: Stack): LapseRig {
+  return {
+    workers: 'in the benchmark process',
+    client: stack.client,
+    bridgeUrl: stack.bridgeUrl,
+    agentToken: stack.tokens.agent,
+    agent: stack.agent,
+    baselineQueue: stack.baselineQueue,
+    firedAt: () => stack.firedAt,
+    async expectLedgers(facts, subjects) {
+      stack.expected.factLedgers += facts;
+      stack.expected.subjectLedgers += subjects;
+      await stack.waitSettled();
+    },
+    workerCardFetches: () => stack.counters.workerCardFetches,
+  };
+}
+
+/** Starts the three processes on `server`, on queues of their own, and a new agent; `close` stops them all. */
+export async function startProcessRig(
+  server: BenchServer,
+  client: Client,
+  dir: string,
+  baselineBundle: string,
+): Promise<LapseRig & { close(): Promise<void> }> {
+  mkdirSync(dir, { recursive: true });
+  const queue = `${runPrefix}-lapse-watcher`;
+  const baselineQueue = `${runPrefix}-lapse-raw`;
+  const agent = await startTestAgent();
+  const children: Child[] = [];
+  const close = async () => {
+    for (const child of children.reverse()) await child.stop();
+    await agent.close();
+  };
+  try {
+    const principalsFile = path.join(dir, 'principals.json');
+    const agentToken = writeAgentPrincipals(principalsFile, agent.cardUrl);
+    const bundleFile = path.join(dir, 'workflow-bundle.js');
+    writeFileSync(bundleFile, await bundleWorkflows());
+    const env = {
+      ...watcherEnv(server, queue, dir),
+      WATCHER_PRINCIPALS_FILE: principalsFile,
+      WATCHER_WORKFLOW_BUNDLE: bundleFile,
+      WATCHER_WORKER_METRICS_PORT: '0',
+    };
+    const worker = spawnEntry('src/worker.ts', [], env, path.join(dir, 'worker.log'));
+    children.push(worker);
+    await worker.waitFor(/worker running/);
+    const port = await freePort();
+    const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
+    children.push(bridge);
+    await bridge.waitFor(/bridge listening/);
+    const firedFile = path.join(dir, 'raw-fired.txt');
+    writeFileSync(firedFile, '');
+    const args = [server.address, server.namespace, baselineQueue, baselineBundle, firedFile];
+    const raw = spawnEntry('bench/baseline/worker.ts', args, {}, path.join(dir, 'raw-worker.log'));
+    children.push(raw);
+    await raw.waitFor(/baseline worker running/);
+    const expected = { facts: 0, subjects: 0 };
+    return {
+      workers: 'processes of their own',
+      client,
+      bridgeUrl: `http://127.0.0.1:${port}`,
+      agentToken,
+      agent,
+      baselineQueue,
+      firedAt: () =>
+        new Map(
+          readFileSync(firedFile, 'utf8')
+            .split('\n')
+            .filter((line) => line !== '')
+            .map((line) => {
+              const [id, ms] = line.split(' ');
+              return [id!, Number(ms)] as const;
+            }),
+        ),
+      async expectLedgers(facts, subjects) {
+        expected.facts += facts;
+        expected.subjects += subjects;
+        await waitLedgersStarted(client, queue, expected, { label: 'lapse lateness', timeoutMs: 600_000, intervalMs: 500 });
+      },
+      workerCardFetches: () => undefined,
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
