@@ -30,10 +30,15 @@ export function isListening(port: number): Promise<boolean> {
   });
 }
 
-/** A port P such that P and P + 1000 are both free (the embedded server's frontend and UI). */
+/**
+ * A port P such that P and P + 1000 are both free (the embedded server's frontend and UI), both below Linux's
+ * ephemeral range (32768 and up), where `freePort` and every listen(0) get theirs. A pair drawn inside it once took
+ * the port `freePort` had just given another test's bridge, between the draw and the bridge's listen: that test's
+ * /readyz then reached a Temporal frontend (an HTTP/2 answer, in a CI run of session 6).
+ */
 export async function freePortPair(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 20000 + Math.floor(Math.random() * 30000);
+    const port = 20000 + Math.floor(Math.random() * 11000);
     if (!(await isListening(port)) && !(await isListening(port + 1000))) return port;
   }
   throw new Error('no free port pair');
