@@ -326,10 +326,18 @@ export function createIngestService(deps: IngestDeps) {
     quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
     // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
     const asked = parsed.expectations.length > 0 ? askLedgers(parsed.expectations.map(({ value }) => value)) : Promise.resolve(new Map() as LedgerLoads);
-    const records = await lookupAll(lookup, referencedIds(parsed));
+    let records: Map<string, ExpectationRecord | undefined>;
+    let raises: Expectation[];
+    try {
+      records = await lookupAll(lookup, referencedIds(parsed));
+      // The card is fetched only when something is new (after a conflict has had its say).
+      raises = raisesOf({ parsed, principal, records });
+    } catch (error) {
+      // A conflict or a failed lookup is answered once the ledger queries are done: nothing runs on after the answer.
+      await asked.catch(() => undefined);
+      throw error;
+    }
     const known = { parsed, principal, records };
-    // The card is fetched only when something is new (after a conflict has had its say).
-    const raises = raisesOf(known);
     const ledgers = await asked;
     const [card, occupancy] =
       raises.length > 0
