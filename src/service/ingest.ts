@@ -26,6 +26,7 @@ import {
 } from '../temporal/expectations.js';
 import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../temporal/ids.js';
 import { ledgerLoad } from '../temporal/registration.js';
+import { settled } from '../temporal/settled.js';
 import { ConflictError, joinPath } from './errors.js';
 import { createLateFactCheck } from './late-facts.js';
 import {
@@ -91,7 +92,7 @@ async function lookupAll(
   const found = new Map<string, ExpectationRecord | undefined>();
   for (let i = 0; i < ids.length; i += LOOKUP_CONCURRENCY) {
     const batch = ids.slice(i, i + LOOKUP_CONCURRENCY);
-    const records = await Promise.all(batch.map(lookup));
+    const records = await settled(batch.map(lookup));
     batch.forEach((id, j) => found.set(id, records[j]));
   }
   return found;
@@ -99,14 +100,6 @@ async function lookupAll(
 
 /** What the ledgers of a request's expectations said when asked: their subscribers, and whether they run. */
 type LedgerLoads = ReadonlyMap<string, { subscribers: number; running: boolean }>;
-
-/** Awaits every promise, then throws the first rejection: nothing started for a request runs on after its answer. */
-async function settled<T>(promises: ReadonlyArray<Promise<T>>): Promise<T[]> {
-  const results = await Promise.allSettled(promises);
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
-}
 
 /**
  * The request's expectations in waves, applied one after the other, the items of a wave together: an item goes in
@@ -163,7 +156,7 @@ export function createIngestService(deps: IngestDeps) {
    */
   function askLedgers(expectations: readonly Expectation[]): Promise<LedgerLoads> {
     const ids = [...new Set(expectations.flatMap((e) => [factLedgerWorkflowId(e.satisfiedBy.factKey), subjectLedgerWorkflowId(e.subject)]))];
-    const asked = Promise.all(ids.map((id) => deps.call(() => ledgerLoad(deps.client, id)))).then(
+    const asked = settled(ids.map((id) => deps.call(() => ledgerLoad(deps.client, id)))).then(
       (loads) => new Map(ids.map((id, i) => [id, loads[i]!])),
     );
     asked.catch(() => undefined);
@@ -184,7 +177,7 @@ export function createIngestService(deps: IngestDeps) {
       return record === undefined ? true : record.closedAt === undefined;
     };
     const anchorIds = [...new Set(raises.flatMap((e) => (e.anchor && running(e.anchor.expectationId) ? [e.anchor.expectationId] : [])))];
-    const counts = await Promise.all(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
+    const counts = await settled(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
     const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
     return {
       factKey: (factKey) => ledgers.get(factLedgerWorkflowId(factKey))?.subscribers ?? 0,
@@ -341,7 +334,7 @@ export function createIngestService(deps: IngestDeps) {
     const ledgers = await asked;
     const [card, occupancy] =
       raises.length > 0
-        ? await Promise.all([deps.cards.resolve(principal.agent!), occupancyOf(raises, records, ledgers)])
+        ? await settled([deps.cards.resolve(principal.agent!), occupancyOf(raises, records, ledgers)])
         : [undefined, undefined];
     const plan = planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
     // A supersede replaces an open expectation: it adds none.

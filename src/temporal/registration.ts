@@ -20,6 +20,7 @@ import {
   type FactLedgerInput,
   type SubjectLedgerInput,
 } from '../../workflows/messages.js';
+import { settled } from './settled.js';
 
 /** How often a subscription is tried again when the ledger closed between our start and our signal. */
 const SUBSCRIBE_TRIES = 3;
@@ -54,7 +55,7 @@ export async function registerAllWithLedgers(
 ): Promise<void> {
   const factLedgers = groupBy(registrations, (r) => r.factLedger);
   const subjectLedgers = groupBy(registrations, (r) => r.subjectLedger);
-  await Promise.all([
+  await settled([
     ...[...factLedgers].map(([workflowId, group]) => {
       const { factKey, retention } = group[0]!;
       const subscribers = group.map((r) => r.subscriber);
@@ -112,7 +113,7 @@ async function subscribe<W extends typeof factLedgerWorkflow | typeof subjectLed
     }
     try {
       const handle = client.workflow.getHandle(workflowId);
-      await Promise.all(subscribers.map((subscriber) => handle.signal(subscribeSignal, { workflowId: subscriber })));
+      await settled(subscribers.map((subscriber) => handle.signal(subscribeSignal, { workflowId: subscriber })));
       return;
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError) || attempt >= SUBSCRIBE_TRIES) throw error;

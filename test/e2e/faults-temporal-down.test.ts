@@ -74,6 +74,33 @@ describe('Temporal at an address where nothing listens', () => {
     expect(ready.contentType).toContain(PROBLEM);
     expect(ready.ms).toBeLessThan(3_000);
   });
+
+  it("runs none of a request's Temporal calls on after its 503: closing the connection at once throws nothing later", async () => {
+    // Five raises fan out into fifteen calls (a record lookup and two ledger queries each), all retried by gRPC
+    // while nothing answers. Answering at the first failure left the others sleeping between retries; closing the
+    // connection then made each wake into grpc-js's "Channel has been shut down", thrown from a timer.
+    const client = await connectClient(`127.0.0.1:${await freePort()}`, loadConfig({}).temporal);
+    const bridge = await startBridgeApp(client, taskQueue, principals(), { isTemporalReachable: () => isReachable(client) });
+    cleanups.push(() => bridge.close());
+    const uncaught: unknown[] = [];
+    const collect = (error: unknown) => void uncaught.push(error);
+    process.on('uncaughtException', collect);
+    try {
+      const due = new Date(Date.now() + 3_600_000);
+      const raise = await send(`${bridge.url}/a2a/events`, {
+        token: bridge.tokens['shipping-agent'],
+        json: artifactUpdate({ expectations: Array.from({ length: 5 }, () => dueExpectation(`down-${unique()}`, due)) }),
+      });
+      await client.connection.close();
+      // Longer than the bridge's longest gRPC backoff (four attempts: under 0.4 s between two).
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+      expectQuick503(raise);
+      expect(uncaught.map(String)).toEqual([]);
+    } finally {
+      process.off('uncaughtException', collect);
+    }
+  });
 });
 
 describe('Temporal stopped, then started again', () => {
