@@ -98,6 +98,31 @@ async function lookupAll(
   return found;
 }
 
+/**
+ * The indices of `facts` in chains, each in the request's order: two facts with a key or a subject in common are in
+ * one chain, since they go to one ledger.
+ */
+export function chainsOf(facts: readonly Fact[]): number[][] {
+  const parent = facts.map((_, i) => i);
+  const root = (i: number): number => (parent[i] === i ? i : (parent[i] = root(parent[i]!)));
+  const firstOf = new Map<string, number>();
+  facts.forEach((fact, i) => {
+    const ledgers = [factLedgerWorkflowId(fact.factKey), ...(fact.subject ? [subjectLedgerWorkflowId(fact.subject)] : [])];
+    for (const ledger of ledgers) {
+      const first = firstOf.get(ledger);
+      if (first === undefined) firstOf.set(ledger, i);
+      else parent[root(i)] = root(first);
+    }
+  });
+  const chains = new Map<number, number[]>();
+  facts.forEach((_, i) => {
+    const chain = chains.get(root(i));
+    if (chain) chain.push(i);
+    else chains.set(root(i), [i]);
+  });
+  return [...chains.values()];
+}
+
 /** What the ledgers of a request's expectations said when asked: their subscribers, and whether they run. */
 type LedgerLoads = ReadonlyMap<string, { subscribers: number; running: boolean }>;
 
@@ -251,6 +276,47 @@ export function createIngestService(deps: IngestDeps) {
     };
   }
 
+  /** Records one fact in its ledgers; with `wait`, names the expectations that took it. */
+  async function recordFact(principal: Principal, fact: Fact, wait: boolean): Promise<IngestResult['facts'][number]> {
+    const { result: outcome, awaited, forwardedTo } = await deps.call(() =>
+      recordFactRouted(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }, { listForwarded: wait }),
+    );
+    if (outcome === 'recorded') deps.metrics?.factsRecorded.inc();
+    // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
+    if (!awaited) await lateFacts.afterUnawaited(fact);
+    const taken = wait && outcome === 'recorded' ? await takenBy(principal, fact, { awaited, forwardedTo }) : {};
+    return { factKey: fact.factKey, result: outcome, ...taken };
+  }
+
+  /**
+   * The request's facts, their results in its order. Facts that share a ledger (a key or a subject) are recorded
+   * one after the other in the request's order, so every ledger sees them as sent; the others go together, as many
+   * chains at once as the requests in flight leave of RAISES_IN_FLIGHT. After a failure no further fact is begun,
+   * and the error is thrown once the chains under way have stopped.
+   */
+  async function recordFacts(principal: Principal, facts: readonly Fact[], wait: boolean): Promise<IngestResult['facts']> {
+    const results: IngestResult['facts'] = [];
+    const chains = chainsOf(facts);
+    let next = 0;
+    let failed = false;
+    const runChains = async () => {
+      while (!failed && next < chains.length) {
+        for (const i of chains[next++]!) {
+          if (failed) return;
+          try {
+            results[i] = await recordFact(principal, facts[i]!, wait);
+          } catch (error) {
+            failed = true;
+            throw error;
+          }
+        }
+      }
+    };
+    const runners = Math.min(chains.length, Math.max(1, Math.floor(RAISES_IN_FLIGHT / raising)));
+    await settled(Array.from({ length: runners }, runChains));
+    return results;
+  }
+
   /** Raises first, so that a fact in the same request finds the expectation that waits on it; then facts, withdraws. */
   async function apply(
     principal: Principal,
@@ -278,16 +344,7 @@ export function createIngestService(deps: IngestDeps) {
       const id = item.expectation.expectationId;
       result.expectations.push({ expectationId: id, result: outcomes.get(id) ?? 'unchanged' });
     }
-    for (const fact of plan.facts) {
-      const { result: outcome, awaited, forwardedTo } = await deps.call(() =>
-        recordFactRouted(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }, { listForwarded: wait }),
-      );
-      if (outcome === 'recorded') deps.metrics?.factsRecorded.inc();
-      // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
-      if (!awaited) await lateFacts.afterUnawaited(fact);
-      const taken = wait && outcome === 'recorded' ? await takenBy(principal, fact, { awaited, forwardedTo }) : {};
-      result.facts.push({ factKey: fact.factKey, result: outcome, ...taken });
-    }
+    result.facts = await recordFacts(principal, plan.facts, wait);
     for (const { expectationId, reason } of plan.withdraw) {
       const outcome = await deps.call(() => withdrawExpectation(deps.client, expectationId, { reason }));
       if (outcome === 'withdrawn') deps.metrics?.withdrawals.inc();

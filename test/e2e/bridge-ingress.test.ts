@@ -212,6 +212,31 @@ describe('re-delivery and conflicts', () => {
     });
   });
 
+  it('answers a batch of facts in its order, a repeat of a key duplicate and a later one recorded, however they went', async () => {
+    // Twelve keys go together; the three facts of one key, and the two of one subject, one after the other.
+    const keys = Array.from({ length: 12 }, () => `batch-${unique()}`);
+    const subject = { type: 'shipment', id: `SHP-${unique()}` };
+    const batch = [
+      ...keys.map((factKey) => ({ factKey, observedAt: '2026-02-01T00:00:00Z' })),
+      { factKey: keys[3]!, observedAt: '2026-02-01T00:00:00Z' },
+      { factKey: keys[3]!, observedAt: '2026-02-02T00:00:00Z' },
+      { factKey: keys[5]!, observedAt: '2026-02-01T00:00:00Z', subject },
+      { factKey: keys[7]!, observedAt: '2026-02-01T00:00:00Z', subject },
+    ];
+
+    const answer = await facts(env.tokens.feed!, { facts: batch });
+
+    expect(answer.status).toBe(200);
+    expect(answer.body.facts).toEqual([
+      ...keys.map((factKey) => ({ factKey, result: 'recorded' })),
+      { factKey: keys[3], result: 'duplicate' },
+      { factKey: keys[3], result: 'recorded' },
+      // A subject is not part of a fact's identity for re-delivery: key, observedAt and source are.
+      { factKey: keys[5], result: 'duplicate' },
+      { factKey: keys[7], result: 'duplicate' },
+    ]);
+  });
+
   it('refuses the same id with other content (409) and starts nothing new', async () => {
     const e = expectation(`conflict-${unique()}`);
     await events(A(), artifactUpdate({ expectations: [e] }));
