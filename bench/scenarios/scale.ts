@@ -166,7 +166,10 @@ async function oursSide(
     const report = (done: number) => {
       reportRate(done);
       if (done * 4 < tasks * (growth.length + 1)) return;
-      growth.push({ raised: done * (via === 'bridge' ? 10 : 1), workerMiB: memoryMiB(worker.pid).rss, bridgeMiB: memoryMiB(bridge.pid).rss });
+      const sample = { raised: done * (via === 'bridge' ? 10 : 1), workerMiB: memoryMiB(worker.pid).rss, bridgeMiB: memoryMiB(bridge.pid).rss };
+      growth.push(sample);
+      // Printed as taken, so that a run stopped before its end keeps them in its log.
+      progress(`scale (ours): ${sample.raised} raised, worker ${sample.workerMiB} MiB RSS, bridge ${sample.bridgeMiB} MiB`);
     };
     const pool =
       via === 'bridge'
