@@ -3,6 +3,7 @@
  */
 import { isIP } from 'node:net';
 import path from 'node:path';
+import v8 from 'node:v8';
 import { z } from 'zod';
 import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
 import { ConfigError } from './config-error.js';
@@ -121,7 +122,7 @@ const envSchema = z.object({
   WATCHER_OUTBOUND_ALLOW: addressRanges.optional(),
   WATCHER_OUTBOUND_DENY: addressRanges.optional(),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
+  WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
   WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
   WATCHER_CODEC_KEYS_FILE: z.string().min(1).optional(),
   WATCHER_CODEC_CORS_ORIGINS: corsOrigins.optional(),
@@ -195,6 +196,18 @@ export interface Config {
   logFormat: z.infer<typeof envSchema>['WATCHER_LOG_FORMAT'];
 }
 
+/** The cache's default: at most 500 workflows. */
+const MAX_DEFAULT_CACHED_WORKFLOWS = 500;
+
+/**
+ * The worker's cache by default, for a heap of `heapLimitMiB`: the TypeScript SDK's own rule (600 workflows per GiB
+ * of heap above 200 MiB, at least 10), at most 500. A worker with a 384 MiB heap keeps about 125; with the 500 it
+ * kept before under that bound, its workflow thread ran out of heap at 2,500 open (BENCHMARKS.md, "Worker memory").
+ */
+export function defaultMaxCachedWorkflows(heapLimitMiB: number): number {
+  return Math.min(MAX_DEFAULT_CACHED_WORKFLOWS, Math.max(10, Math.floor(((heapLimitMiB - 200) * 600) / 1024)));
+}
+
 /**
  * Reads and validates the configuration from an environment (by default `process.env`). An empty variable counts as
  * unset: docker-compose.yml passes every setting through as `${NAME:-}`, which is empty when the host has none.
@@ -242,7 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }
       : undefined,
-    maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS,
+    maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS ?? defaultMaxCachedWorkflows(v8.getHeapStatistics().heap_size_limit / 2 ** 20),
     workflowBundle: e.WATCHER_WORKFLOW_BUNDLE ? path.resolve(e.WATCHER_WORKFLOW_BUNDLE) : undefined,
     codec: e.WATCHER_CODEC_KEYS_FILE
       ? { keysFile: path.resolve(e.WATCHER_CODEC_KEYS_FILE), corsOrigins: e.WATCHER_CODEC_CORS_ORIGINS ?? [] }

@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
+import v8 from 'node:v8';
 import express from 'express';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { loadCodecKeys } from './temporal/codec-keys.js';
@@ -175,7 +176,14 @@ export async function startWorker(
   );
   log.info({ policy: describeRules(config.outbound) }, 'outbound address policy for cards and lapse deliveries');
   log.info(
-    { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, workflowBundle: bundle ?? 'bundled at start' },
+    {
+      taskQueue: config.temporal.taskQueue,
+      namespace: config.temporal.namespace,
+      workflowBundle: bundle ?? 'bundled at start',
+      // What sizes the worker's memory (docs/operations.md, "A worker's memory").
+      maxCachedWorkflows: config.maxCachedWorkflows,
+      heapLimitMiB: Math.round(v8.getHeapStatistics().heap_size_limit / 2 ** 20),
+    },
     'worker running',
   );
   return {

@@ -10,7 +10,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { principalsFileSchema } from '../../src/auth/principals.js';
-import { loadConfig } from '../../src/config.js';
+import { defaultMaxCachedWorkflows, loadConfig } from '../../src/config.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -416,7 +416,8 @@ describe('docker-compose.yml', () => {
       const env = environmentOf(name);
 
       expect(Object.keys(env)).toEqual(expect.arrayContaining(['TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TASK_QUEUE']));
-      expect(Object.keys(env).filter((key) => !known.has(key)), `${name}: unknown variables`).toEqual([]);
+      // Node's own: the worker's heap bound.
+      expect(Object.keys(env).filter((key) => !known.has(key) && key !== 'NODE_OPTIONS'), `${name}: unknown variables`).toEqual([]);
       expect(() => loadConfig(env)).not.toThrow();
     }
   });
@@ -473,6 +474,18 @@ describe('docker-compose.yml', () => {
     expect(file).toBeDefined();
     expect(secret).toBeDefined();
     expect(compose.secrets?.[secret!.source]?.file).toBeTruthy();
+  });
+
+  it("bounds the worker's heap, and its cache defaults to what that heap holds", () => {
+    const env = environmentOf('worker');
+    const heapMiB = Number(/--max-old-space-size=(\d+)/.exec(env.NODE_OPTIONS ?? '')?.[1]);
+
+    expect(heapMiB).toBeGreaterThan(0);
+    expect(heapMiB).toBeLessThanOrEqual(400);
+    expect(environmentOf('bridge').NODE_OPTIONS).toBeUndefined();
+    // Compose leaves the cache unset, so the worker sizes it from its heap (about 135 for 384 MiB of old space).
+    expect(env.WATCHER_WORKER_MAX_CACHED_WORKFLOWS ?? '').toBe('');
+    expect(defaultMaxCachedWorkflows(heapMiB + 48)).toBeLessThan(150);
   });
 
   it('lets the worker scale: no container name and no published port', () => {

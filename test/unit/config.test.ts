@@ -1,5 +1,6 @@
+import v8 from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, defaultMaxCachedWorkflows, loadConfig } from '../../src/config.js';
 
 describe('loadConfig', () => {
   it('applies the defaults of DESIGN 5 to an empty environment', () => {
@@ -13,9 +14,16 @@ describe('loadConfig', () => {
     expect(config.maxLineage).toBe(10);
     expect(config.maxClockSkew).toBe('PT5M');
     expect(config.principalsFile).toBeUndefined();
-    expect(config.maxCachedWorkflows).toBe(500);
+    expect(config.maxCachedWorkflows).toBe(defaultMaxCachedWorkflows(v8.getHeapStatistics().heap_size_limit / 2 ** 20));
     expect(config.workflowBundle).toBeUndefined();
     expect(config.quotas).toEqual({ openExpectations: 10_000, raisesPerMinute: 600, factsPerMinute: 6_000 });
+  });
+
+  it("sizes the worker's cache from its heap, as the SDK does, up to 500", () => {
+    // Heap limits as Node reports them: no bound on a 24 GB host, --max-old-space-size=384, a tiny heap.
+    expect(defaultMaxCachedWorkflows(4144)).toBe(500);
+    expect(defaultMaxCachedWorkflows(432)).toBe(135);
+    expect(defaultMaxCachedWorkflows(150)).toBe(10);
   });
 
   it('reads every variable it documents', () => {
