@@ -26,7 +26,7 @@ import { runCost } from './scenarios/cost.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
 import { stackRig, startProcessRig } from './lib/lapse-rig.js';
-import { runScale } from './scenarios/scale.js';
+import { DEPLOYED_WORKER_NODE_OPTIONS, runScale } from './scenarios/scale.js';
 import { runScaling } from './scenarios/scaling.js';
 import { runThroughput } from './scenarios/throughput.js';
 
@@ -239,7 +239,7 @@ async function main(): Promise<void> {
         server: options.server,
       });
     });
-    if (Object.keys(options.workerEnv).length > 0) partial.notes.push(`Scenario 4's worker ran with ${JSON.stringify(options.workerEnv)}.`);
+    partial.notes.push(`Scenario 4's worker ran with ${JSON.stringify({ NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS, ...options.workerEnv })} (the heap bound of docker-compose.yml's worker unless overridden).`);
     if (partial.scale?.ours?.wentIdle === false || partial.scale?.raw?.wentIdle === false) {
       partial.notes.push('Scenario 4: a worker never went idle after raising; its figures were read anyway.');
     }

@@ -59,6 +59,9 @@ export interface ScaleResult {
 
 const IDLE_WINDOW_MS = 30_000;
 
+/** docker-compose.yml's worker runs with this (docs/operations.md, "A worker's memory"). */
+export const DEPLOYED_WORKER_NODE_OPTIONS = '--max-old-space-size=384';
+
 /**
  * Waits until the process has used under `thresholdMs` of CPU in each of two consecutive 2 s windows. After
  * `timeoutMs` it goes on with a warning (a worker that never idles is a finding, not a reason to lose the run).
@@ -141,8 +144,14 @@ async function oursSide(
     // and its 150 MiB out of the worker. `--worker-env=WATCHER_WORKFLOW_BUNDLE=` (empty) bundles at start instead.
     const bundleFile = path.join(dir, 'ours', 'workflow-bundle.js');
     writeFileSync(bundleFile, await bundleWorkflows());
-    const workerVars = { WATCHER_WORKFLOW_BUNDLE: bundleFile, ...workerEnv, WATCHER_PRINCIPALS_FILE: principalsFile };
-    if (workerVars.WATCHER_WORKFLOW_BUNDLE === '') delete (workerVars as Record<string, string | undefined>).WATCHER_WORKFLOW_BUNDLE;
+    // The heap bound of docker-compose.yml's worker too; `--worker-env=NODE_OPTIONS=` (empty) runs it unbounded.
+    const workerVars: Record<string, string> = {
+      WATCHER_WORKFLOW_BUNDLE: bundleFile,
+      NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS,
+      ...workerEnv,
+      WATCHER_PRINCIPALS_FILE: principalsFile,
+    };
+    for (const name of ['WATCHER_WORKFLOW_BUNDLE', 'NODE_OPTIONS']) if (workerVars[name] === '') delete workerVars[name];
     const workerBundle = workerVars.WATCHER_WORKFLOW_BUNDLE ? 'prebuilt' : 'bundled at start';
     progress(`scale (ours): starting the worker process (src/worker.ts, workflows ${workerBundle})`);
     const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerVars }, path.join(dir, 'ours', 'worker.log'));
