@@ -199,13 +199,18 @@ export interface Config {
 /** The cache's default: at most 500 workflows. */
 const MAX_DEFAULT_CACHED_WORKFLOWS = 500;
 
+/** The heap limit of this process (old space and young generation), in MiB: what the cache is sized from. */
+export function heapLimitMiB(): number {
+  return v8.getHeapStatistics().heap_size_limit / 2 ** 20;
+}
+
 /**
- * The worker's cache by default, for a heap of `heapLimitMiB`: the TypeScript SDK's own rule (600 workflows per GiB
- * of heap above 200 MiB, at least 10), at most 500. A worker with a 384 MiB heap keeps about 125; with the 500 it
+ * The worker's cache by default, for a heap limit of `heapMiB`: the TypeScript SDK's own rule (600 workflows per GiB
+ * of heap above 200 MiB, at least 10), at most 500. A worker with a 384 MiB heap keeps about 135; with the 500 it
  * kept before under that bound, its workflow thread ran out of heap at 2,500 open (BENCHMARKS.md, "Worker memory").
  */
-export function defaultMaxCachedWorkflows(heapLimitMiB: number): number {
-  return Math.min(MAX_DEFAULT_CACHED_WORKFLOWS, Math.max(10, Math.floor(((heapLimitMiB - 200) * 600) / 1024)));
+export function defaultMaxCachedWorkflows(heapMiB: number): number {
+  return Math.min(MAX_DEFAULT_CACHED_WORKFLOWS, Math.max(10, Math.floor(((heapMiB - 200) * 600) / 1024)));
 }
 
 /**
@@ -255,7 +260,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }
       : undefined,
-    maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS ?? defaultMaxCachedWorkflows(v8.getHeapStatistics().heap_size_limit / 2 ** 20),
+    maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS ?? defaultMaxCachedWorkflows(heapLimitMiB()),
     workflowBundle: e.WATCHER_WORKFLOW_BUNDLE ? path.resolve(e.WATCHER_WORKFLOW_BUNDLE) : undefined,
     codec: e.WATCHER_CODEC_KEYS_FILE
       ? { keysFile: path.resolve(e.WATCHER_CODEC_KEYS_FILE), corsOrigins: e.WATCHER_CODEC_CORS_ORIGINS ?? [] }

@@ -5,9 +5,8 @@
 import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
-import v8 from 'node:v8';
 import express from 'express';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, heapLimitMiB, loadConfig, type Config } from './config.js';
 import { loadCodecKeys } from './temporal/codec-keys.js';
 import { connectionOptions, connectionSummary, connectClient, isReachable } from './temporal/connection.js';
 import { EncryptionCodec } from './temporal/encryption-codec.js';
@@ -182,7 +181,7 @@ export async function startWorker(
       workflowBundle: bundle ?? 'bundled at start',
       // What sizes the worker's memory (docs/operations.md, "A worker's memory").
       maxCachedWorkflows: config.maxCachedWorkflows,
-      heapLimitMiB: Math.round(v8.getHeapStatistics().heap_size_limit / 2 ** 20),
+      heapLimitMiB: Math.round(heapLimitMiB()),
     },
     'worker running',
   );

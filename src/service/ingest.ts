@@ -77,10 +77,11 @@ export type IngestResult = z.infer<typeof ingestResultSchema>;
 const LOOKUP_CONCURRENCY = 16;
 
 /**
- * How many new expectations the bridge starts (then subscribes) at once, shared by the requests raising now: a
- * request alone starts up to this many of a wave together; 16 requests at once start theirs one at a time, as
- * before. All ten of 16 concurrent batches of 10 at once kept 160 starts queued on a dev server, and some waited
- * past the 5 s Temporal timeout; one batch alone was answered in 879 ms instead of 1,354.
+ * How many new expectations the bridge starts (then subscribes) at once, and how many chains of facts it records at
+ * once, shared by the requests being ingested: a request alone starts up to this many of a wave together; 16
+ * requests at once start theirs one at a time, as before. All ten of 16 concurrent batches of 10 at once kept 160
+ * starts queued on a dev server, and some waited past the 5 s Temporal timeout; one batch alone was answered in
+ * 879 ms instead of 1,354.
  */
 const RAISES_IN_FLIGHT = 16;
 
@@ -167,6 +168,8 @@ export function createIngestService(deps: IngestDeps) {
   const lateFacts = createLateFactCheck(deps);
   /** Requests being ingested now: they share RAISES_IN_FLIGHT. */
   let raising = 0;
+  /** This request's share of RAISES_IN_FLIGHT: how many starts, or chains of facts, it runs at once. */
+  const share = () => Math.max(1, Math.floor(RAISES_IN_FLIGHT / raising));
   const quotas = createQuotas({
     settings: deps.quotas ?? NO_QUOTAS,
     countOpen: (agentId) =>
@@ -291,8 +294,8 @@ export function createIngestService(deps: IngestDeps) {
   /**
    * The request's facts, their results in its order. Facts that share a ledger (a key or a subject) are recorded
    * one after the other in the request's order, so every ledger sees them as sent; the others go together, as many
-   * chains at once as the requests in flight leave of RAISES_IN_FLIGHT. After a failure no further fact is begun,
-   * and the error is thrown once the chains under way have stopped.
+   * chains at once as the request's share of RAISES_IN_FLIGHT. After a failure no further fact is begun, and the
+   * error is thrown once the chains under way have stopped.
    */
   async function recordFacts(principal: Principal, facts: readonly Fact[], wait: boolean): Promise<IngestResult['facts']> {
     const results: IngestResult['facts'] = [];
@@ -312,7 +315,7 @@ export function createIngestService(deps: IngestDeps) {
         }
       }
     };
-    const runners = Math.min(chains.length, Math.max(1, Math.floor(RAISES_IN_FLIGHT / raising)));
+    const runners = Math.min(chains.length, share());
     await settled(Array.from({ length: runners }, runChains));
     return results;
   }
@@ -331,7 +334,7 @@ export function createIngestService(deps: IngestDeps) {
     const running = new Set([...ledgers].flatMap(([id, load]) => (load.running ? [id] : [])));
     for (const wave of wavesOf(plan.expectations)) {
       for (let i = 0; i < wave.length; ) {
-        const group = wave.slice(i, (i += Math.max(1, Math.floor(RAISES_IN_FLIGHT / raising))));
+        const group = wave.slice(i, (i += share()));
         const raises = group.filter((item): item is PlannedExpectation & { action: 'raise' } => item.action === 'raise');
         await settled(
           group.filter((item) => item.action === 'unchanged').map((item) => reregister(principal, origin, records.get(item.expectation.expectationId))),

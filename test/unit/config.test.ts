@@ -1,6 +1,5 @@
-import v8 from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, defaultMaxCachedWorkflows, loadConfig } from '../../src/config.js';
+import { ConfigError, defaultMaxCachedWorkflows, heapLimitMiB, loadConfig } from '../../src/config.js';
 
 describe('loadConfig', () => {
   it('applies the defaults of DESIGN 5 to an empty environment', () => {
@@ -14,7 +13,7 @@ describe('loadConfig', () => {
     expect(config.maxLineage).toBe(10);
     expect(config.maxClockSkew).toBe('PT5M');
     expect(config.principalsFile).toBeUndefined();
-    expect(config.maxCachedWorkflows).toBe(defaultMaxCachedWorkflows(v8.getHeapStatistics().heap_size_limit / 2 ** 20));
+    expect(config.maxCachedWorkflows).toBe(defaultMaxCachedWorkflows(heapLimitMiB()));
     expect(config.workflowBundle).toBeUndefined();
     expect(config.quotas).toEqual({ openExpectations: 10_000, raisesPerMinute: 600, factsPerMinute: 6_000 });
   });
