@@ -25,7 +25,8 @@ COPY workflows ./workflows
 COPY activities ./activities
 
 # The workflows, bundled once here (`npm run bundle`), so that a worker starts without webpack and every worker of
-# one image runs the same code. The worker loads it because WATCHER_WORKFLOW_BUNDLE names it.
+# one image runs the same code. The worker loads it because WATCHER_WORKFLOW_BUNDLE names it, or with tracing on the
+# tracing bundle the same step writes beside it (workflow-bundle.tracing.js).
 RUN node --import tsx src/temporal/bundle-cli.ts /app/dist/workflow-bundle.js
 ENV WATCHER_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
 

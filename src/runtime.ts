@@ -14,7 +14,7 @@ import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { createWatcherWorker } from './temporal/worker.js';
 import { ownWorkerReadiness, type WorkerReadiness } from './temporal/worker-readiness.js';
 import { describeRules } from './outbound/address-policy.js';
-import { discardedWorkflowSpans } from './temporal/workflow-bundle.js';
+import { discardedWorkflowSpans, tracingBundleOf } from './temporal/workflow-bundle.js';
 import { createApp } from './http/app.js';
 import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from './auth/principals.js';
 import { createLogger, type Logger } from './logger.js';
@@ -104,12 +104,19 @@ function workerPrincipalsFile(config: Config): string {
   return file;
 }
 
-/** WATCHER_WORKFLOW_BUNDLE when it names a file; a missing one is refused before the worker connects. */
-function workflowBundleOf(config: Config): string | undefined {
-  if (config.workflowBundle && !existsSync(config.workflowBundle)) {
-    throw new ConfigError(`WATCHER_WORKFLOW_BUNDLE: ${config.workflowBundle} does not exist (npm run bundle writes it)`);
-  }
-  return config.workflowBundle;
+/**
+ * The bundle the worker loads: WATCHER_WORKFLOW_BUNDLE, or with tracing on the tracing bundle `npm run bundle` wrote
+ * beside it. A missing one is refused before the worker connects.
+ */
+function workflowBundleOf(config: Config, tracing: boolean): string | undefined {
+  if (!config.workflowBundle) return undefined;
+  const file = tracing ? tracingBundleOf(config.workflowBundle) : config.workflowBundle;
+  if (existsSync(file)) return file;
+  throw new ConfigError(
+    tracing
+      ? `WATCHER_WORKFLOW_BUNDLE: with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT) the worker loads ${file}, the tracing bundle that npm run bundle writes beside ${config.workflowBundle}; it does not exist`
+      : `WATCHER_WORKFLOW_BUNDLE: ${file} does not exist (npm run bundle writes it)`,
+  );
 }
 
 /**
@@ -133,7 +140,7 @@ export async function startWorker(
   log: Logger,
   options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
 ): Promise<RunningWorker> {
-  const bundle = workflowBundleOf(config);
+  const bundle = workflowBundleOf(config, options.tracing !== undefined);
   log.info({ taskQueue: config.temporal.taskQueue, workflowBundle: bundle ?? 'bundled at start' }, 'starting the worker');
   const codec = payloadCodecOf(config, log);
   const principals = await followPrincipals(workerPrincipalsFile(config), log);
@@ -150,7 +157,7 @@ export async function startWorker(
     metrics: options.metrics,
     workerOptions: {
       maxCachedWorkflows: config.maxCachedWorkflows,
-      // The bundle carries the tracing interceptors; without tracing their spans go nowhere (the plugin's sink wins).
+      // For a tracing bundle loaded without tracing: its interceptors' spans go nowhere (with tracing the plugin's sink wins).
       ...(bundle ? { sinks: discardedWorkflowSpans } : {}),
       ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
     },

@@ -19,8 +19,8 @@ export interface Child {
 }
 
 /** Runs a TypeScript entry point of the repository with `env` on top of this process's environment. */
-export function spawnEntry(script: string, args: string[], env: Record<string, string>, logFile: string): Child {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, script), ...args], {
+export function spawnEntry(script: string, args: string[], env: Record<string, string>, logFile: string, nodeArgs: string[] = []): Child {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(repoRoot, script), ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

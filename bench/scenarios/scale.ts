@@ -152,9 +152,12 @@ async function oursSide(
       WATCHER_PRINCIPALS_FILE: principalsFile,
     };
     for (const name of ['WATCHER_WORKFLOW_BUNDLE', 'NODE_OPTIONS']) if (workerVars[name] === '') delete workerVars[name];
+    // Node flags NODE_OPTIONS refuses (e.g. `--cpu-prof --cpu-prof-dir=…` to profile the worker), space-separated.
+    const nodeArgs = (workerVars.WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    delete workerVars.WORKER_NODE_ARGS;
     const workerBundle = workerVars.WATCHER_WORKFLOW_BUNDLE ? 'prebuilt' : 'bundled at start';
     progress(`scale (ours): starting the worker process (src/worker.ts, workflows ${workerBundle})`);
-    const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerVars }, path.join(dir, 'ours', 'worker.log'));
+    const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerVars }, path.join(dir, 'ours', 'worker.log'), nodeArgs);
     children.push(worker);
     await worker.waitFor(/worker running/);
     const port = await freePort();

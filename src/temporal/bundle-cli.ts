@@ -1,18 +1,21 @@
 /**
  * `npm run bundle [-- <file>]`: writes the workflow bundle (default dist/workflow-bundle.js) that a worker given
- * WATCHER_WORKFLOW_BUNDLE loads; the Dockerfile runs it at image build time.
+ * WATCHER_WORKFLOW_BUNDLE loads, and beside it the tracing bundle (dist/workflow-bundle.tracing.js) that the same
+ * worker loads instead when tracing is on; the Dockerfile runs it at image build time.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { bundleWorkflows, DEFAULT_WORKFLOW_BUNDLE } from './workflow-bundle.js';
+import { bundleWorkflows, DEFAULT_WORKFLOW_BUNDLE, tracingBundleOf } from './workflow-bundle.js';
 
 async function main(): Promise<void> {
   const started = Date.now();
   const file = path.resolve(process.argv[2] ?? DEFAULT_WORKFLOW_BUNDLE);
-  const code = await bundleWorkflows();
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, code);
-  console.log(`workflow bundle: ${file} (${Math.round(code.length / 1024)} KiB, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  for (const [target, tracing] of [[file, false], [tracingBundleOf(file), true]] as const) {
+    const code = await bundleWorkflows({ tracing });
+    writeFileSync(target, code);
+    console.log(`workflow bundle${tracing ? ' with tracing' : ''}: ${target} (${Math.round(code.length / 1024)} KiB, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  }
 }
 
 main().catch((error: unknown) => {

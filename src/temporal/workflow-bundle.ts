@@ -1,7 +1,9 @@
 /**
- * The workflow bundle a worker loads instead of bundling workflows/ at start (the image builds it once, DESIGN 7):
- * our workflows plus the OpenTelemetry workflow interceptors, so that one bundle serves a worker with or without
- * tracing. A prebuilt bundle cannot take interceptors later: the SDK ignores a plugin's workflow modules then.
+ * The workflow bundles a worker loads instead of bundling workflows/ at start (the image builds them once, DESIGN 7):
+ * our workflows alone, and beside them the same workflows with the OpenTelemetry workflow interceptors, which a
+ * worker with tracing on loads instead. A prebuilt bundle cannot take interceptors later (the SDK ignores a plugin's
+ * workflow modules then), and a worker without tracing should not carry them: in the sandbox they cost about a third
+ * of every workflow task's CPU (BENCHMARKS.md, *Workflow task cost*).
  */
 import { createRequire } from 'node:module';
 import { bundleWorkflowCode, type InjectedSinks } from '@temporalio/worker';
@@ -16,11 +18,11 @@ const require = createRequire(import.meta.url);
 /** The workflow interceptor module that Temporal's OpenTelemetryPlugin adds when it bundles at start. */
 export const tracingInterceptorsPath = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
-/** Bundles workflows/ with the tracing interceptors; resolves with the bundle's code. */
-export async function bundleWorkflows(): Promise<string> {
+/** Bundles workflows/, with the tracing interceptors when `tracing`; resolves with the bundle's code. */
+export async function bundleWorkflows(options: { tracing?: boolean } = {}): Promise<string> {
   const { code } = await bundleWorkflowCode({
     workflowsPath,
-    workflowInterceptorModules: [tracingInterceptorsPath],
+    ...(options.tracing ? { workflowInterceptorModules: [tracingInterceptorsPath] } : {}),
     // Webpack's progress is noise in a build log; its errors still reach stderr.
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
   });
@@ -28,8 +30,17 @@ export async function bundleWorkflows(): Promise<string> {
 }
 
 /**
- * The sink the bundle's tracing interceptors export workflow spans to, for a worker without tracing: it drops them
- * (an unregistered sink would log an error for every span). With tracing on, the plugin's own sink replaces it.
+ * The tracing bundle that `npm run bundle` writes beside `file`, which a worker with tracing on loads in its place:
+ * `dist/workflow-bundle.js` → `dist/workflow-bundle.tracing.js`.
+ */
+export function tracingBundleOf(file: string): string {
+  return file.endsWith('.js') ? `${file.slice(0, -'.js'.length)}.tracing.js` : `${file}.tracing.js`;
+}
+
+/**
+ * The sink a tracing bundle's interceptors export workflow spans to, for a worker without tracing told to load one
+ * anyway: it drops them (an unregistered sink would log an error for every span). With tracing on, the plugin's own
+ * sink replaces it.
  */
 export const discardedWorkflowSpans: InjectedSinks<OpenTelemetrySinks> = {
   exporter: { export: { fn() {}, callDuringReplay: false } },

@@ -5,54 +5,27 @@
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import express from 'express';
 import { WatcherClient } from 'expectations-watcher/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { tokenSha256 } from '../../src/auth/principals.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, expectation, unique } from '../support/bridge.js';
-import { close, freePort, listen, urlOf } from '../support/net.js';
+import { freePort } from '../support/net.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp.js';
 import { LOOPBACK_AGENTS_ENV } from '../support/outbound.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
 
-interface ReceivedSpan {
-  service: string;
-  name: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-}
-
-const spans: ReceivedSpan[] = [];
-let receiver: Server;
+let receiver: OtlpReceiver;
 let agent: TestAgent;
 const processes: Spawned[] = [];
 let bridgeUrl: string;
 const token = `agent-${randomUUID()}`;
 
-/** Reads the OTLP/HTTP JSON body of an export request. */
-function collect(body: any): void {
-  for (const resourceSpans of body.resourceSpans ?? []) {
-    const service = resourceSpans.resource?.attributes?.find((a: any) => a.key === 'service.name')?.value?.stringValue ?? '';
-    for (const scopeSpans of resourceSpans.scopeSpans ?? []) {
-      for (const span of scopeSpans.spans ?? []) {
-        spans.push({ service, name: span.name, traceId: span.traceId, spanId: span.spanId, parentSpanId: span.parentSpanId || undefined });
-      }
-    }
-  }
-}
-
 beforeAll(async () => {
-  const app = express();
-  app.post('/v1/traces', express.json({ limit: '20mb' }), (req, res) => {
-    collect(req.body);
-    res.json({});
-  });
-  receiver = await listen(app);
-  const endpoint = urlOf(receiver);
+  receiver = await startOtlpReceiver();
+  const { endpoint } = receiver;
   agent = await startTestAgent();
 
   const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-tracing-'));
@@ -80,11 +53,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.stop('SIGTERM')));
   await agent?.close();
-  if (receiver) await close(receiver);
+  await receiver?.close();
 });
 
 describe('OpenTelemetry tracing', () => {
   it('traces each workflow a raise through the bridge starts from the bridge to the worker', async () => {
+    const { spans } = receiver;
     const e = expectation(`traced-${unique()}`);
     const watcher = new WatcherClient({ baseUrl: bridgeUrl, token });
 
