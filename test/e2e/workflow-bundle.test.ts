@@ -101,7 +101,7 @@ describe('a worker on the prebuilt workflow bundle', () => {
   });
 
   it('writes the workflows alone, and beside them a tracing bundle that alone holds the tracing interceptors', () => {
-    // A worker without tracing should not run the interceptors: they cost a third of its workflow tasks' CPU.
+    // A worker without tracing should not run the interceptors: they cost about half of its workflow tasks' CPU.
     const plain = readFileSync(bundleFile, 'utf8');
     const traced = readFileSync(tracingBundleFile, 'utf8');
 
