@@ -5,10 +5,11 @@
  * instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports). Options: `--only=throughput,latency,lapse,scale,cost,scaling`, `--scale-via=bridge|direct`,
  * `--concurrency=16`, `--no-write` (print the table only); for experiments `--set=<size>=<n>,…`,
  * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process), `--lapse-workers=stack|processes`
- * (scenario 3's workers in the benchmark's process or in their own). BENCHMARKS.md explains them.
+ * (scenario 3's workers in the benchmark's process or in their own), `--scale-state=<dir> [--scale-budget=<minutes>]`
+ * (scenario 4 over several invocations). BENCHMARKS.md explains them.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
@@ -26,7 +27,7 @@ import { runCost } from './scenarios/cost.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
 import { stackRig, startProcessRig } from './lib/lapse-rig.js';
-import { DEPLOYED_WORKER_NODE_OPTIONS, runScale } from './scenarios/scale.js';
+import { DEPLOYED_WORKER_NODE_OPTIONS, runScale, SegmentEnded, type ScaleSegments } from './scenarios/scale.js';
 import { runScaling } from './scenarios/scaling.js';
 import { runThroughput } from './scenarios/throughput.js';
 
@@ -51,6 +52,8 @@ interface Options {
   sizes: Partial<Record<SizeKey, number>>;
   /** `--lapse-workers=processes`: scenario 3's workers and bridge in processes of their own (bench/lib/lapse-rig.ts). */
   lapseWorkers: 'stack' | 'processes';
+  /** `--scale-state=<dir>` and `--scale-budget=<minutes>`: scenario 4 over several invocations (scale.ts, ScaleSegments). */
+  scaleSegments?: ScaleSegments;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -100,6 +103,10 @@ function parseArgs(argv: string[]): Options {
         if (eq <= 0) throw new Error(`--worker-env: NAME=value pairs separated by ';', not '${pair}'`);
         options.workerEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
       }
+    } else if (key === '--scale-state' && value) {
+      options.scaleSegments = { ...options.scaleSegments, dir: path.resolve(value) };
+    } else if (key === '--scale-budget' && Number(value) > 0) {
+      options.scaleSegments = { dir: '', ...options.scaleSegments, budgetMs: Number(value) * 60_000 };
     } else if (key === '--set' && value) {
       for (const pair of value.split(',')) {
         const [name, number] = pair.split('=') as [SizeKey, string | undefined];
@@ -107,6 +114,10 @@ function parseArgs(argv: string[]): Options {
         options.sizes[name] = Number(number);
       }
     } else throw new Error(`unknown option ${arg}; see the comment at the top of bench/run.ts`);
+  }
+  if (options.scaleSegments && !options.scaleSegments.dir) throw new Error('--scale-budget: only with --scale-state=<dir>, where the run keeps what it raised');
+  if (options.scaleSegments && (options.only.size !== 1 || !options.only.has('scale'))) {
+    throw new Error('--scale-state: with --only=scale alone (a run over several invocations writes its results at its last)');
   }
   return options;
 }
@@ -132,6 +143,11 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'expectations-bench-'));
   // As root, the cluster's PostgreSQL runs as the `postgres` user: the directory must be searchable by it.
   if (options.server === 'cluster') chmodSync(dir, 0o755);
+  if (options.scaleSegments) {
+    mkdirSync(options.scaleSegments.dir, { recursive: true });
+    if (options.server === 'cluster') chmodSync(options.scaleSegments.dir, 0o755);
+    progress(`scenario 4 keeps its servers and progress in ${options.scaleSegments.dir}`);
+  }
   const serverName = describeServer(options.server, config.temporal.address);
   progress(`${mode} run of ${[...options.only].join(', ')} on the ${serverName}; work directory ${dir}`);
   const machine = describeMachine(config.temporal.address || options.server === 'cluster' ? undefined : temporalCliPath());
@@ -164,10 +180,17 @@ async function main(): Promise<void> {
 
   // A scenario that fails is reported in the notes; the others still run and the results are still written.
   const failures: string[] = [];
+  // A segmented scenario 4 that spent its budget: the run writes no results until its last segment.
+  let unfinished: string | undefined;
   const attempt = async (name: string, run: () => Promise<void>) => {
     try {
       await run();
     } catch (error) {
+      if (error instanceof SegmentEnded) {
+        unfinished = error.message;
+        progress(error.message);
+        return;
+      }
       const message = error instanceof Error ? error.message : String(error);
       progress(`${name} FAILED: ${message}`);
       failures.push(`${name} failed: ${message.slice(0, 300)}`);
@@ -237,8 +260,15 @@ async function main(): Promise<void> {
         sides: options.scaleSides,
         workerEnv: options.workerEnv,
         server: options.server,
+        segments: options.scaleSegments,
       });
     });
+    const segments = [partial.scale?.ours?.segments, partial.scale?.raw?.segments].filter((n) => n !== undefined);
+    if (segments.length > 0) {
+      partial.notes.push(
+        `Scenario 4 ran over several invocations (\`--scale-state\`): ours ${partial.scale?.ours?.segments ?? 1}, raw ${partial.scale?.raw?.segments ?? 1}. Raising is the sum of their raising; peak RSS the highest of any; the rest was read after the last.`,
+      );
+    }
     partial.notes.push(`Scenario 4's worker ran with ${JSON.stringify({ NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS, ...options.workerEnv })} (the heap bound of docker-compose.yml's worker unless overridden).`);
     if (partial.scale?.ours?.wentIdle === false || partial.scale?.raw?.wentIdle === false) {
       partial.notes.push('Scenario 4: a worker never went idle after raising; its figures were read anyway.');
@@ -262,6 +292,11 @@ async function main(): Promise<void> {
   if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);
   const durationSec = Math.round((Date.now() - t0) / 1000);
   const results: BenchResults = { ...partial, durationSec, targets: judgeTargets({ ...partial, durationSec }) };
+  if (unfinished) {
+    progress(`scenario 4 is not finished, so nothing is written: ${unfinished}`);
+    rmSync(dir, { recursive: true, force: true });
+    return;
+  }
   process.stdout.write(`\n${markdown(results)}\n`);
   if (options.write) {
     const written = writeResults(results);

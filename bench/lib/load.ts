@@ -35,13 +35,14 @@ export interface PoolResult {
 
 /**
  * Runs `task(0..count-1)` with at most `concurrency` in flight. A failed task is recorded, not retried; the run
- * stops early after `maxErrors` failures (a broken setup should not grind through the whole count).
+ * stops early after `maxErrors` failures (a broken setup should not grind through the whole count), and takes no
+ * further task once `stop()` says so (the tasks in flight finish). `onDone(index)` hears of each task that succeeded.
  */
 export async function runPool(
   count: number,
   concurrency: number,
   task: (index: number) => Promise<unknown>,
-  options: { maxErrors?: number; onProgress?: (done: number) => void } = {},
+  options: { maxErrors?: number; onProgress?: (done: number) => void; onDone?: (index: number) => void; stop?: () => boolean } = {},
 ): Promise<PoolResult> {
   const latenciesMs = new Array<number>(count).fill(Number.NaN);
   const errors: string[] = [];
@@ -51,12 +52,13 @@ export async function runPool(
   const started = performance.now();
   let lastReport = Date.now();
   const lane = async () => {
-    while (next < count && errors.length < maxErrors) {
+    while (next < count && errors.length < maxErrors && !options.stop?.()) {
       const index = next++;
       const t0 = performance.now();
       try {
         await task(index);
         latenciesMs[index] = performance.now() - t0;
+        options.onDone?.(index);
       } catch (error) {
         errors.push(error instanceof Error ? error.message : String(error));
       }

@@ -4,9 +4,9 @@
  * (VmRSS), database size (SQLite + WAL) and CPU over 30 s of idle can be read per process. Against the raw
  * baseline: N workflows each sleeping on one timer months ahead, with their own worker process.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
 import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
@@ -43,6 +43,8 @@ export interface ScaleSide {
   worker: ProcessCost;
   /** The worker's and the bridge's RSS as the count grew: sampled once past each quarter of the raises. */
   growth?: Array<{ raised: number; workerMiB: number; bridgeMiB: number }>;
+  /** Invocations the side took (`--scale-state`), when more than one. */
+  segments?: number;
   /** How the worker got its workflows: a bundle built beforehand (as the image does), or bundled at its start. */
   workerBundle?: 'prebuilt' | 'bundled at start';
   bridge?: ProcessCost;
@@ -58,6 +60,125 @@ export interface ScaleResult {
 }
 
 const IDLE_WINDOW_MS = 30_000;
+
+/**
+ * `--scale-state=<dir>` (bench/run.ts): a side that runs over several invocations, for a count that takes longer
+ * than one sitting (100,000 raises take hours on 2 cores). The side's server keeps its data in `dir` and its
+ * progress in `dir/<side>/progress.json`; an invocation raises until `budgetMs` has passed, keeps what it raised,
+ * and ends with SegmentEnded. The same command goes on where it stopped, and the one that raises the last unit
+ * waits for it to settle and measures, as a run in one piece does.
+ */
+export interface ScaleSegments {
+  dir: string;
+  budgetMs?: number;
+}
+
+/** Thrown when a segmented side has spent its budget before raising its count: not a failure, run it again. */
+export class SegmentEnded extends Error {}
+
+/** How far a side got, kept between the invocations of a segmented run. */
+interface SideProgress {
+  kind: ServerKind;
+  count: number;
+  via: string;
+  /** Prefix of the batches' and workflows' ids and of the task queue, the same in every segment. */
+  prefix: string;
+  dueAt: string;
+  /** Every unit (a batch of 10, or one start) below this index is raised. */
+  done: number;
+  /** Time spent raising, summed over the segments, ms. */
+  raiseMs: number;
+  /** RSS of each process before anything was raised, MiB (the first segment's). */
+  emptyRssMiB?: Record<string, number>;
+  growth: NonNullable<ScaleSide['growth']>;
+  segments: Array<{ startedAt: string; from: number; to: number; raiseSec: number; peakMiB: Record<string, number> }>;
+  /** The side's figures, once its last segment has measured them: a later invocation reports them as they are. */
+  result?: ScaleSide;
+}
+
+/** A side's progress: read from its file in a segmented run (refused if it is another run's), else fresh. */
+function openProgress(file: string | undefined, fresh: Pick<SideProgress, 'kind' | 'count' | 'via'>): SideProgress {
+  if (file && existsSync(file)) {
+    const kept = JSON.parse(readFileSync(file, 'utf8')) as SideProgress;
+    if (kept.kind !== fresh.kind || kept.count !== fresh.count || kept.via !== fresh.via) {
+      throw new Error(
+        `--scale-state: ${file} holds a run of ${kept.count} on the ${kept.kind} server via ${kept.via}, not ${fresh.count} on the ${fresh.kind} server via ${fresh.via}; give another directory`,
+      );
+    }
+    return kept;
+  }
+  return { ...fresh, prefix: `${runPrefix}-scale`, dueAt: monthsAhead(), done: 0, raiseMs: 0, growth: [], segments: [] };
+}
+
+function saveProgress(file: string | undefined, state: SideProgress): void {
+  if (!file) return;
+  writeFileSync(`${file}.tmp`, JSON.stringify(state, null, 1));
+  renameSync(`${file}.tmp`, file);
+}
+
+/**
+ * Raises units `state.done`..`total - 1` at `concurrency`, keeping `state.done` at the first unit not yet raised
+ * (units finish out of order; one raised again after a restart is answered `unchanged`) and saving it every 10 s.
+ * Takes no new unit once `budgetMs` has passed. Resolves with whether every unit is raised.
+ */
+async function raiseUnits(
+  state: SideProgress,
+  file: string | undefined,
+  total: number,
+  concurrency: number,
+  budgetMs: number | undefined,
+  unit: (index: number) => Promise<unknown>,
+  onProgress: (done: number) => void,
+): Promise<boolean> {
+  const from = state.done;
+  const finished = new Set<number>();
+  const t0 = performance.now();
+  let savedAt = t0;
+  const pool = await runPool(total - from, concurrency, (i) => unit(from + i), {
+    onProgress: (done) => onProgress(from + done),
+    onDone: (i) => {
+      finished.add(from + i);
+      while (finished.delete(state.done)) state.done++;
+      if (performance.now() - savedAt >= 10_000) {
+        savedAt = performance.now();
+        saveProgress(file, { ...state, raiseMs: state.raiseMs + (savedAt - t0) });
+      }
+    },
+    stop: () => budgetMs !== undefined && performance.now() - t0 >= budgetMs,
+  });
+  state.raiseMs += performance.now() - t0;
+  saveProgress(file, state);
+  if (pool.errors.length > 0) throw new Error(`raising failed: ${pool.errors[0]}`);
+  return state.done >= total;
+}
+
+/** Records a segment that ended at its budget and says how to go on. */
+function endSegment(state: SideProgress, file: string, side: string, from: number, startedAt: string, raiseMs: number, peakMiB: Record<string, number>, unitSize: number): never {
+  state.segments.push({ startedAt, from, to: state.done, raiseSec: Math.round(raiseMs / 1000), peakMiB });
+  saveProgress(file, state);
+  throw new SegmentEnded(
+    `scale (${side}): ${state.done * unitSize} of ${state.count} raised after ${state.segments.length} segment(s), ${(state.raiseMs / 60_000).toFixed(1)} min of raising; kept in ${path.dirname(file)}: run the same command again to go on`,
+  );
+}
+
+/** Keeps a side's figures in its progress (a segmented run's later invocations report them) and returns them. */
+function keepResult(file: string | undefined, state: SideProgress, result: ScaleSide): ScaleSide {
+  state.result = result;
+  saveProgress(file, state);
+  return result;
+}
+
+function doneBefore(side: string, result: ScaleSide): ScaleSide {
+  progress(`scale (${side}): all ${result.count} raised and measured by an earlier invocation; its figures stand`);
+  return result;
+}
+
+/** The highest peak RSS of each process over the segments before this one and this one. */
+function peaksOver(state: SideProgress, costs: Record<string, ProcessCost>): void {
+  for (const [name, cost] of Object.entries(costs)) {
+    for (const segment of state.segments) cost.peakMiB = Math.max(cost.peakMiB, segment.peakMiB[name] ?? 0);
+  }
+}
 
 /** docker-compose.yml's worker runs with this (docs/operations.md, "A worker's memory"). */
 export const DEPLOYED_WORKER_NODE_OPTIONS = '--max-old-space-size=384';
@@ -129,9 +250,16 @@ async function oursSide(
   concurrency: number,
   workerEnv: Record<string, string>,
   kind: ServerKind,
+  segments?: ScaleSegments,
 ): Promise<ScaleSide> {
+  const batches = Math.ceil(count / 10);
+  const viaLabel = via === 'bridge' ? 'bridge, batches of 10' : 'startExpectation';
+  const progressFile = segments && path.join(dir, 'ours', 'progress.json');
+  mkdirSync(path.join(dir, 'ours'), { recursive: true });
+  const state = openProgress(progressFile, { kind, count: batches * 10, via: viaLabel });
+  if (state.result) return doneBefore('ours', state.result);
   const server = await startServer(config, serverDir(dir, 'ours', kind), 'scale (ours)', kind);
-  const queue = `${runPrefix}-scale`;
+  const queue = state.prefix;
   const env = watcherEnv(server, queue, path.join(dir, 'ours'));
   const children: Child[] = [];
   const agent = await startTestAgent();
@@ -166,69 +294,71 @@ async function oursSide(
     await bridge.waitFor(/bridge listening/);
     const pids: Record<string, number> = { worker: worker.pid, bridge: bridge.pid };
     if (server.embedded) pids.server = server.embedded.pid;
-    const empty = rssOf(pids);
+    state.emptyRssMiB ??= rssOf(pids);
 
-    const batches = Math.ceil(count / 10);
-    const dueAt = monthsAhead();
-    progress(`scale (ours): raising ${batches * 10} expectations ${via === 'bridge' ? 'through the bridge in batches of 10' : 'with startExpectation'}`);
-    const t0 = performance.now();
-    const tasks = via === 'bridge' ? batches : batches * 10;
-    const reportRate = rateReporter('scale (ours) raised', tasks);
-    const growth: NonNullable<ScaleSide['growth']> = [];
+    const { dueAt, prefix } = state;
+    const unitSize = via === 'bridge' ? 10 : 1;
+    const tasks = batches * (10 / unitSize);
+    const from = state.done;
+    const startedAt = new Date().toISOString();
+    const raiseMsBefore = state.raiseMs;
+    progress(
+      `scale (ours): raising ${batches * 10} expectations ${via === 'bridge' ? 'through the bridge in batches of 10' : 'with startExpectation'}` +
+        (from > 0 ? `, going on from ${from * unitSize} (segment ${state.segments.length + 1})` : ''),
+    );
+    const reportRate = rateReporter('scale (ours) raised', tasks - from);
     const report = (done: number) => {
-      reportRate(done);
-      if (done * 4 < tasks * (growth.length + 1)) return;
-      const sample = { raised: done * (via === 'bridge' ? 10 : 1), workerMiB: memoryMiB(worker.pid).rss, bridgeMiB: memoryMiB(bridge.pid).rss };
-      growth.push(sample);
+      reportRate(done - from);
+      if (done * 4 < tasks * (state.growth.length + 1)) return;
+      const sample = { raised: done * unitSize, workerMiB: memoryMiB(worker.pid).rss, bridgeMiB: memoryMiB(bridge.pid).rss };
+      state.growth.push(sample);
       // Printed as taken, so that a run stopped before its end keeps them in its log.
       progress(`scale (ours): ${sample.raised} raised, worker ${sample.workerMiB} MiB RSS, bridge ${sample.bridgeMiB} MiB`);
     };
-    const pool =
+    const raise =
       via === 'bridge'
-        ? await runPool(
-            batches,
-            concurrency,
-            (b) => postJson(`http://127.0.0.1:${port}/a2a/events`, token, artifactUpdate(batchOf(`${runPrefix}-scale`, b, 10, dueAt), `${runPrefix}-scale-task-${b}`)),
-            { onProgress: report },
-          )
-        : await runPool(
-            batches * 10,
-            concurrency,
-            (i) => {
-              const expectation = batchOf(`${runPrefix}-scale`, Math.floor(i / 10), 10, dueAt)[i % 10]!;
-              return startExpectation(client, queue, {
-                expectation,
-                // The principal id only, as the bridge raises it: the card is in the principals file.
-                agent: { id: 'bench-agent' },
-                origin: { taskId: `${runPrefix}-scale-task-${Math.floor(i / 10)}`, contextId: `ctx-${Math.floor(i / 10)}` },
-                lineage: 0,
-                links: expectationLinks(expectation),
-                settings: { lateWindow: 'P30D', factRetention: 'P7D' },
-              });
-            },
-            { onProgress: report },
-          );
-    if (pool.errors.length > 0) throw new Error(`scale (ours): raising failed: ${pool.errors[0]}`);
-    const raisedMs = performance.now() - t0;
+        ? (b: number) => postJson(`http://127.0.0.1:${port}/a2a/events`, token, artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`))
+        : (i: number) => {
+            const expectation = batchOf(prefix, Math.floor(i / 10), 10, dueAt)[i % 10]!;
+            return startExpectation(client, queue, {
+              expectation,
+              // The principal id only, as the bridge raises it: the card is in the principals file.
+              agent: { id: 'bench-agent' },
+              origin: { taskId: `${prefix}-task-${Math.floor(i / 10)}`, contextId: `ctx-${Math.floor(i / 10)}` },
+              lineage: 0,
+              links: expectationLinks(expectation),
+              settings: { lateWindow: 'P30D', factRetention: 'P7D' },
+            });
+          };
+    const t0 = performance.now();
+    const all = await raiseUnits(state, progressFile, tasks, concurrency, segments?.budgetMs, raise, report);
+    if (!all) {
+      const peaks = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).peak]));
+      endSegment(state, progressFile!, 'ours', from, startedAt, state.raiseMs - raiseMsBefore, peaks, unitSize);
+    }
     // At 100,000 the worker works through its backlog for hours on 2 cores: the wait grows with the count.
     await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
     const wentIdle = await waitIdle(worker.pid, 'the worker');
-    const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
+    // The raising of earlier segments, and this one's from its first raise until it settled.
+    const settledSec = Number(((raiseMsBefore + performance.now() - t0) / 1000).toFixed(1));
     progress(`scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
-    const costs = await measure(pids, empty);
-    return {
+    const costs = await measure(pids, state.emptyRssMiB);
+    peaksOver(state, costs);
+    state.segments.push({ startedAt, from, to: state.done, raiseSec: Math.round((state.raiseMs - raiseMsBefore) / 1000), peakMiB: {} });
+    return keepResult(progressFile, state, {
       count: batches * 10,
-      via: via === 'bridge' ? 'bridge, batches of 10' : 'startExpectation',
-      raisePerSec: Number(((batches * 10 * 1000) / raisedMs).toFixed(1)),
+      via: viaLabel,
+      raisePerSec: Number(((batches * 10 * 1000) / state.raiseMs).toFixed(1)),
       settledSec,
       wentIdle,
       worker: costs.worker!,
-      growth,
+      growth: state.growth,
+      ...(state.segments.length > 1 ? { segments: state.segments.length } : {}),
       workerBundle,
       bridge: costs.bridge,
       server: costs.server,
       databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined,
-    };
+    });
   } finally {
     for (const child of children.reverse()) await child.stop();
     await client.connection.close();
@@ -237,9 +367,21 @@ async function oursSide(
   }
 }
 
-async function rawSide(config: Config, dir: string, count: number, bundle: string, concurrency: number, kind: ServerKind): Promise<ScaleSide> {
+async function rawSide(
+  config: Config,
+  dir: string,
+  count: number,
+  bundle: string,
+  concurrency: number,
+  kind: ServerKind,
+  segments?: ScaleSegments,
+): Promise<ScaleSide> {
+  const progressFile = segments && path.join(dir, 'raw', 'progress.json');
+  mkdirSync(path.join(dir, 'raw'), { recursive: true });
+  const state = openProgress(progressFile, { kind, count, via: 'client.workflow.start' });
+  if (state.result) return doneBefore('raw', state.result);
   const server = await startServer(config, serverDir(dir, 'raw', kind), 'scale (raw)', kind);
-  const queue = `${runPrefix}-scale-raw`;
+  const queue = `${state.prefix}-raw`;
   const client = await connect(server);
   let worker: Child | undefined;
   try {
@@ -247,32 +389,41 @@ async function rawSide(config: Config, dir: string, count: number, bundle: strin
     await worker.waitFor(/baseline worker running/);
     const pids: Record<string, number> = { worker: worker.pid };
     if (server.embedded) pids.server = server.embedded.pid;
-    const empty = rssOf(pids);
-    const dueMs = Date.parse(monthsAhead());
-    progress(`scale (raw): starting ${count} workflows sleeping until ${new Date(dueMs).toISOString()}`);
+    state.emptyRssMiB ??= rssOf(pids);
+    const dueMs = Date.parse(state.dueAt);
+    const from = state.done;
+    const startedAt = new Date().toISOString();
+    const raiseMsBefore = state.raiseMs;
+    progress(`scale (raw): starting ${count} workflows sleeping until ${state.dueAt}${from > 0 ? `, going on from ${from}` : ''}`);
+    const start = (i: number) =>
+      client.workflow.start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] }).catch((error: unknown) => {
+        // Started by the segment before, which stopped before it could count it.
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      });
+    const reportRate = rateReporter('scale (raw) started', count - from);
     const t0 = performance.now();
-    const pool = await runPool(
-      count,
-      concurrency,
-      (i) => client.workflow.start('sleepWorkflow', { workflowId: `${runPrefix}-scale-raw-${i}`, taskQueue: queue, args: [dueMs] }),
-      { onProgress: rateReporter('scale (raw) started', count) },
-    );
-    if (pool.errors.length > 0) throw new Error(`scale (raw): starts failed: ${pool.errors[0]}`);
-    const raisedMs = performance.now() - t0;
+    const all = await raiseUnits(state, progressFile, count, concurrency, segments?.budgetMs, start, (done) => reportRate(done - from));
+    if (!all) {
+      const peaks = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).peak]));
+      endSegment(state, progressFile!, 'raw', from, startedAt, state.raiseMs - raiseMsBefore, peaks, 1);
+    }
     const wentIdle = await waitIdle(worker.pid, 'the baseline worker');
-    const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
+    const settledSec = Number(((raiseMsBefore + performance.now() - t0) / 1000).toFixed(1));
     progress(`scale (raw): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
-    const costs = await measure(pids, empty);
-    return {
+    const costs = await measure(pids, state.emptyRssMiB);
+    peaksOver(state, costs);
+    state.segments.push({ startedAt, from, to: state.done, raiseSec: Math.round((state.raiseMs - raiseMsBefore) / 1000), peakMiB: {} });
+    return keepResult(progressFile, state, {
       count,
       via: 'client.workflow.start',
-      raisePerSec: Number(((count * 1000) / raisedMs).toFixed(1)),
+      raisePerSec: Number(((count * 1000) / state.raiseMs).toFixed(1)),
       settledSec,
       wentIdle,
+      ...(state.segments.length > 1 ? { segments: state.segments.length } : {}),
       worker: costs.worker!,
       server: costs.server,
       databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined,
-    };
+    });
   } finally {
     await worker?.stop();
     await client.connection.close();
@@ -297,15 +448,21 @@ export async function runScale(
     workerEnv: Record<string, string>;
     /** `cluster`: a fresh Temporal cluster on PostgreSQL per side, as the dev server is fresh per side. */
     server?: ServerKind;
+    /** A run over several invocations, its servers' data in `segments.dir` instead of `dir`. */
+    segments?: ScaleSegments;
   },
 ): Promise<ScaleResult> {
   const kind = options.server ?? 'dev';
-  mkdirSync(dir, { recursive: true });
+  const { segments } = options;
+  const sideDir = segments?.dir ?? dir;
+  mkdirSync(sideDir, { recursive: true });
   const count = Math.ceil(options.count / 10) * 10;
   const ours = options.sides.has('ours')
-    ? await oursSide(config, dir, count, options.via, options.concurrency, options.workerEnv, kind)
+    ? await oursSide(config, sideDir, count, options.via, options.concurrency, options.workerEnv, kind, segments)
     : undefined;
-  const raw = options.sides.has('raw') ? await rawSide(config, dir, count, options.baselineBundle, options.concurrency, kind) : undefined;
+  const raw = options.sides.has('raw')
+    ? await rawSide(config, sideDir, count, options.baselineBundle, options.concurrency, kind, segments)
+    : undefined;
   const both = <T>(pick: (side: ScaleSide) => T | undefined, f: (a: T, b: T) => number) => {
     const a = ours && pick(ours);
     const b = raw && pick(raw);

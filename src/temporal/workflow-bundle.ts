@@ -31,9 +31,10 @@ export async function bundleWorkflows(options: { tracing?: boolean } = {}): Prom
 
 /**
  * The tracing bundle that `npm run bundle` writes beside `file`, which a worker with tracing on loads in its place:
- * `dist/workflow-bundle.js` → `dist/workflow-bundle.tracing.js`.
+ * `dist/workflow-bundle.js` → `dist/workflow-bundle.tracing.js` (a tracing bundle itself stays as it is).
  */
 export function tracingBundleOf(file: string): string {
+  if (file.endsWith('.tracing.js')) return file;
   return file.endsWith('.js') ? `${file.slice(0, -'.js'.length)}.tracing.js` : `${file}.tracing.js`;
 }
 
