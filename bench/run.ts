@@ -263,8 +263,7 @@ async function main(): Promise<void> {
         segments: options.scaleSegments,
       });
     });
-    const segments = [partial.scale?.ours?.segments, partial.scale?.raw?.segments].filter((n) => n !== undefined);
-    if (segments.length > 0) {
+    if (partial.scale?.ours?.segments || partial.scale?.raw?.segments) {
       partial.notes.push(
         `Scenario 4 ran over several invocations (\`--scale-state\`): ours ${partial.scale?.ours?.segments ?? 1}, raw ${partial.scale?.raw?.segments ?? 1}. Raising is the sum of their raising; peak RSS the highest of any; the rest was read after the last.`,
       );
@@ -290,13 +289,13 @@ async function main(): Promise<void> {
   partial.notes.push(...failures);
   partial.sdkWarnings = sdkWarnings();
   if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);
-  const durationSec = Math.round((Date.now() - t0) / 1000);
-  const results: BenchResults = { ...partial, durationSec, targets: judgeTargets({ ...partial, durationSec }) };
   if (unfinished) {
     progress(`scenario 4 is not finished, so nothing is written: ${unfinished}`);
     rmSync(dir, { recursive: true, force: true });
     return;
   }
+  const durationSec = Math.round((Date.now() - t0) / 1000);
+  const results: BenchResults = { ...partial, durationSec, targets: judgeTargets({ ...partial, durationSec }) };
   process.stdout.write(`\n${markdown(results)}\n`);
   if (options.write) {
     const written = writeResults(results);

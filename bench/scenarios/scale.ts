@@ -152,9 +152,24 @@ async function raiseUnits(
   return state.done >= total;
 }
 
-/** Records a segment that ended at its budget and says how to go on. */
-function endSegment(state: SideProgress, file: string, side: string, from: number, startedAt: string, raiseMs: number, peakMiB: Record<string, number>, unitSize: number): never {
-  state.segments.push({ startedAt, from, to: state.done, raiseSec: Math.round(raiseMs / 1000), peakMiB });
+/** Where this invocation's part of a side begins. */
+interface SegmentStart {
+  from: number;
+  startedAt: string;
+  raiseMsBefore: number;
+}
+
+function startSegment(state: SideProgress): SegmentStart {
+  return { from: state.done, startedAt: new Date().toISOString(), raiseMsBefore: state.raiseMs };
+}
+
+function recordSegment(state: SideProgress, { from, startedAt, raiseMsBefore }: SegmentStart, peakMiB: Record<string, number>): void {
+  state.segments.push({ startedAt, from, to: state.done, raiseSec: Math.round((state.raiseMs - raiseMsBefore) / 1000), peakMiB });
+}
+
+/** Records a segment that ended at its budget, with each process's peak RSS, and says how to go on. */
+function endSegment(state: SideProgress, file: string, side: string, start: SegmentStart, pids: Record<string, number>, unitSize: number): never {
+  recordSegment(state, start, Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).peak])));
   saveProgress(file, state);
   throw new SegmentEnded(
     `scale (${side}): ${state.done * unitSize} of ${state.count} raised after ${state.segments.length} segment(s), ${(state.raiseMs / 60_000).toFixed(1)} min of raising; kept in ${path.dirname(file)}: run the same command again to go on`,
@@ -173,11 +188,12 @@ function doneBefore(side: string, result: ScaleSide): ScaleSide {
   return result;
 }
 
-/** The highest peak RSS of each process over the segments before this one and this one. */
-function peaksOver(state: SideProgress, costs: Record<string, ProcessCost>): void {
+/** Records the segment that measured the side, and gives each process the highest peak RSS of any segment. */
+function closeSegment(state: SideProgress, start: SegmentStart, costs: Record<string, ProcessCost>): void {
   for (const [name, cost] of Object.entries(costs)) {
     for (const segment of state.segments) cost.peakMiB = Math.max(cost.peakMiB, segment.peakMiB[name] ?? 0);
   }
+  recordSegment(state, start, {});
 }
 
 /** docker-compose.yml's worker runs with this (docs/operations.md, "A worker's memory"). */
@@ -299,9 +315,8 @@ async function oursSide(
     const { dueAt, prefix } = state;
     const unitSize = via === 'bridge' ? 10 : 1;
     const tasks = batches * (10 / unitSize);
-    const from = state.done;
-    const startedAt = new Date().toISOString();
-    const raiseMsBefore = state.raiseMs;
+    const segment = startSegment(state);
+    const { from } = segment;
     progress(
       `scale (ours): raising ${batches * 10} expectations ${via === 'bridge' ? 'through the bridge in batches of 10' : 'with startExpectation'}` +
         (from > 0 ? `, going on from ${from * unitSize} (segment ${state.segments.length + 1})` : ''),
@@ -332,19 +347,15 @@ async function oursSide(
           };
     const t0 = performance.now();
     const all = await raiseUnits(state, progressFile, tasks, concurrency, segments?.budgetMs, raise, report);
-    if (!all) {
-      const peaks = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).peak]));
-      endSegment(state, progressFile!, 'ours', from, startedAt, state.raiseMs - raiseMsBefore, peaks, unitSize);
-    }
+    if (!all) endSegment(state, progressFile!, 'ours', segment, pids, unitSize);
     // At 100,000 the worker works through its backlog for hours on 2 cores: the wait grows with the count.
     await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
     const wentIdle = await waitIdle(worker.pid, 'the worker');
     // The raising of earlier segments, and this one's from its first raise until it settled.
-    const settledSec = Number(((raiseMsBefore + performance.now() - t0) / 1000).toFixed(1));
+    const settledSec = Number(((segment.raiseMsBefore + performance.now() - t0) / 1000).toFixed(1));
     progress(`scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
     const costs = await measure(pids, state.emptyRssMiB);
-    peaksOver(state, costs);
-    state.segments.push({ startedAt, from, to: state.done, raiseSec: Math.round((state.raiseMs - raiseMsBefore) / 1000), peakMiB: {} });
+    closeSegment(state, segment, costs);
     return keepResult(progressFile, state, {
       count: batches * 10,
       via: viaLabel,
@@ -391,9 +402,8 @@ async function rawSide(
     if (server.embedded) pids.server = server.embedded.pid;
     state.emptyRssMiB ??= rssOf(pids);
     const dueMs = Date.parse(state.dueAt);
-    const from = state.done;
-    const startedAt = new Date().toISOString();
-    const raiseMsBefore = state.raiseMs;
+    const segment = startSegment(state);
+    const { from } = segment;
     progress(`scale (raw): starting ${count} workflows sleeping until ${state.dueAt}${from > 0 ? `, going on from ${from}` : ''}`);
     const start = (i: number) =>
       client.workflow.start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] }).catch((error: unknown) => {
@@ -403,16 +413,12 @@ async function rawSide(
     const reportRate = rateReporter('scale (raw) started', count - from);
     const t0 = performance.now();
     const all = await raiseUnits(state, progressFile, count, concurrency, segments?.budgetMs, start, (done) => reportRate(done - from));
-    if (!all) {
-      const peaks = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).peak]));
-      endSegment(state, progressFile!, 'raw', from, startedAt, state.raiseMs - raiseMsBefore, peaks, 1);
-    }
+    if (!all) endSegment(state, progressFile!, 'raw', segment, pids, 1);
     const wentIdle = await waitIdle(worker.pid, 'the baseline worker');
-    const settledSec = Number(((raiseMsBefore + performance.now() - t0) / 1000).toFixed(1));
+    const settledSec = Number(((segment.raiseMsBefore + performance.now() - t0) / 1000).toFixed(1));
     progress(`scale (raw): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
     const costs = await measure(pids, state.emptyRssMiB);
-    peaksOver(state, costs);
-    state.segments.push({ startedAt, from, to: state.done, raiseSec: Math.round((state.raiseMs - raiseMsBefore) / 1000), peakMiB: {} });
+    closeSegment(state, segment, costs);
     return keepResult(progressFile, state, {
       count,
       via: 'client.workflow.start',
