@@ -142,13 +142,16 @@ export function markdown(results: BenchResults): string {
   }
   const s = results.scale;
   if (s) {
-    const none = { count: 0, via: '—', raisePerSec: Number.NaN, settledSec: Number.NaN } as const;
-    const ours: Partial<ScaleSide> = s.ours ?? none;
-    const raw: Partial<ScaleSide> = s.raw ?? none;
+    // A run of one side (`--scale-sides`) shows a dash for the other, and no ratio.
+    const ours: Partial<ScaleSide> = s.ours ?? { via: '—' };
+    const raw: Partial<ScaleSide> = s.raw ?? {};
+    const raising = (side: Partial<ScaleSide>) =>
+      side.raisePerSec === undefined ? '—' : `${side.raisePerSec}/s, settled in ${side.settledSec} s`;
+    const raisingRatio = s.ours && s.raw ? (s.ours.raisePerSec / s.raw.raisePerSec).toFixed(2) : '—';
     const label = `Scale, ${n(s.count)} open`;
     const target = targetOf(`Worker memory at ${n(s.count)} open`);
     lines.push(
-      `| ${label}: worker RSS | ${cost(ours.worker)} | ${cost(raw.worker)} | ${s.ratios.workerRss} | ≤ 400 MB at 100,000 | ${verdict(target?.hit)} |`,
+      `| ${label}: worker RSS | ${cost(ours.worker)} | ${cost(raw.worker)} | ${s.ratios.workerRss ?? '—'} | ≤ 400 MB at 100,000 | ${verdict(target?.hit)} |`,
       `| ${label}: ${serverLabel} RSS | ${cost(ours.server)} | ${cost(raw.server)} | ${s.ratios.serverRss ?? '—'} | | |`,
       `| ${label}: bridge RSS | ${cost(ours.bridge)} | — | | | |`,
       ...(ours.growth && ours.growth.length > 0
@@ -158,7 +161,7 @@ export function markdown(results: BenchResults): string {
         : []),
       `| ${label}: database (SQLite + WAL) | ${ours.databaseMiB ? `${ours.databaseMiB.total} MiB` : '—'} | ${raw.databaseMiB ? `${raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | | |`,
       `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | | |`,
-      `| ${label}: raising (${ours.via}) | ${ours.raisePerSec}/s, settled in ${ours.settledSec} s | ${raw.raisePerSec}/s, settled in ${raw.settledSec} s | ${((ours.raisePerSec ?? NaN) / (raw.raisePerSec ?? NaN)).toFixed(2)} | | |`,
+      `| ${label}: raising (${ours.via}) | ${raising(ours)} | ${raising(raw)} | ${raisingRatio} | | |`,
     );
   }
 

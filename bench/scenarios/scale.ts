@@ -56,7 +56,7 @@ export interface ScaleResult {
   count: number;
   ours?: ScaleSide;
   raw?: ScaleSide;
-  ratios: { workerRss: number; serverRss?: number; database?: number };
+  ratios: { workerRss?: number; serverRss?: number; database?: number };
 }
 
 const IDLE_WINDOW_MS = 30_000;
@@ -247,10 +247,13 @@ function rssOf(pids: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).rss]));
 }
 
-function rateReporter(label: string, total: number) {
+/** Progress in expectations (a unit is `unitSize` of them: a batch of 10 through the bridge), and their rate. */
+function rateReporter(label: string, total: number, unitSize = 1) {
   const t0 = performance.now();
-  return (done: number) =>
-    progress(`  ${label}: ${done}/${total} (${((done * 1000) / (performance.now() - t0)).toFixed(0)}/s)`);
+  return (done: number) => {
+    const rate = (done * unitSize * 1000) / (performance.now() - t0);
+    progress(`  ${label}: ${done * unitSize}/${total * unitSize} (${rate.toFixed(1)}/s)`);
+  };
 }
 
 async function connect(server: BenchServer): Promise<Client> {
@@ -321,7 +324,7 @@ async function oursSide(
       `scale (ours): raising ${batches * 10} expectations ${via === 'bridge' ? 'through the bridge in batches of 10' : 'with startExpectation'}` +
         (from > 0 ? `, going on from ${from * unitSize} (segment ${state.segments.length + 1})` : ''),
     );
-    const reportRate = rateReporter('scale (ours) raised', tasks - from);
+    const reportRate = rateReporter('scale (ours) raised', tasks - from, unitSize);
     const report = (done: number) => {
       reportRate(done - from);
       if (done * 4 < tasks * (state.growth.length + 1)) return;
@@ -479,7 +482,7 @@ export async function runScale(
     ours,
     raw,
     ratios: {
-      workerRss: both((s) => s.worker.rssMiB, ratio) ?? Number.NaN,
+      workerRss: both((s) => s.worker.rssMiB, ratio),
       serverRss: both((s) => s.server?.rssMiB, ratio),
       database: both((s) => s.databaseMiB?.total, ratio),
     },
