@@ -263,9 +263,11 @@ async function main(): Promise<void> {
         segments: options.scaleSegments,
       });
     });
-    if (partial.scale?.ours?.segments || partial.scale?.raw?.segments) {
+    const { ours, raw } = partial.scale ?? {};
+    if (ours?.segments || raw?.segments) {
+      const sides = [ours && `ours ${ours.segments ?? 1}`, raw && `raw ${raw.segments ?? 1}`].filter(Boolean).join(', ');
       partial.notes.push(
-        `Scenario 4 ran over several invocations (\`--scale-state\`): ours ${partial.scale?.ours?.segments ?? 1}, raw ${partial.scale?.raw?.segments ?? 1}. Raising is the sum of their raising; peak RSS the highest of any; the rest was read after the last.`,
+        `Scenario 4 ran over several invocations (\`--scale-state\`): ${sides}. Raising and waiting to settle are each the sum over them; peak RSS the highest of any; the rest was read after the last.`,
       );
     }
     partial.notes.push(`Scenario 4's worker ran with ${JSON.stringify({ NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS, ...options.workerEnv })} (the heap bound of docker-compose.yml's worker unless overridden).`);

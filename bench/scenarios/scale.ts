@@ -36,7 +36,7 @@ export interface ScaleSide {
   count: number;
   via: string;
   raisePerSec: number;
-  /** From the first raise until every raise had settled, s. */
+  /** From the first raise until every raise had settled, s (over several invocations: their raising and waiting summed). */
   settledSec: number;
   /** False when the worker never went idle (its figures were read anyway). */
   wentIdle: boolean;
@@ -76,6 +76,17 @@ export interface ScaleSegments {
 /** Thrown when a segmented side has spent its budget before raising its count: not a failure, run it again. */
 export class SegmentEnded extends Error {}
 
+/** One invocation's part of a segmented side. */
+interface SegmentRecord {
+  startedAt: string;
+  from: number;
+  to: number;
+  raiseSec: number;
+  /** Time it waited for the side to settle, when it did. */
+  settleSec?: number;
+  peakMiB: Record<string, number>;
+}
+
 /** How far a side got, kept between the invocations of a segmented run. */
 interface SideProgress {
   kind: ServerKind;
@@ -88,10 +99,17 @@ interface SideProgress {
   done: number;
   /** Time spent raising, summed over the segments, ms. */
   raiseMs: number;
+  /** Time spent waiting for the side to settle, summed over the invocations that waited, ms. */
+  settleMs?: number;
   /** RSS of each process before anything was raised, MiB (the first segment's). */
   emptyRssMiB?: Record<string, number>;
   growth: NonNullable<ScaleSide['growth']>;
-  segments: Array<{ startedAt: string; from: number; to: number; raiseSec: number; peakMiB: Record<string, number> }>;
+  segments: SegmentRecord[];
+  /**
+   * The invocation under way, saved with the progress: one killed before it could record itself (a kill while it
+   * raised or waited to settle) is moved into `segments` by the next, so that its time and peaks still count.
+   */
+  current?: SegmentRecord;
   /** The side's figures, once its last segment has measured them: a later invocation reports them as they are. */
   result?: ScaleSide;
 }
@@ -124,6 +142,8 @@ function saveProgress(file: string | undefined, state: SideProgress): void {
 async function raiseUnits(
   state: SideProgress,
   file: string | undefined,
+  /** What to save, given the raising time so far (the state with this invocation's segment as `current`). */
+  snapshot: (raiseMs: number) => SideProgress,
   total: number,
   concurrency: number,
   budgetMs: number | undefined,
@@ -141,13 +161,13 @@ async function raiseUnits(
       while (finished.delete(state.done)) state.done++;
       if (performance.now() - savedAt >= 10_000) {
         savedAt = performance.now();
-        saveProgress(file, { ...state, raiseMs: state.raiseMs + (savedAt - t0) });
+        saveProgress(file, snapshot(state.raiseMs + (savedAt - t0)));
       }
     },
     stop: () => budgetMs !== undefined && performance.now() - t0 >= budgetMs,
   });
   state.raiseMs += performance.now() - t0;
-  saveProgress(file, state);
+  saveProgress(file, snapshot(state.raiseMs));
   if (pool.errors.length > 0) throw new Error(`raising failed: ${pool.errors[0]}`);
   return state.done >= total;
 }
@@ -157,23 +177,70 @@ interface SegmentStart {
   from: number;
   startedAt: string;
   raiseMsBefore: number;
+  /** Time this invocation has waited for the side to settle, ms. */
+  settleMs: number;
 }
 
+/** Begins this invocation's part; one a killed invocation left as `current` is recorded first. */
 function startSegment(state: SideProgress): SegmentStart {
-  return { from: state.done, startedAt: new Date().toISOString(), raiseMsBefore: state.raiseMs };
+  if (state.current) state.segments.push(state.current);
+  delete state.current;
+  return { from: state.done, startedAt: new Date().toISOString(), raiseMsBefore: state.raiseMs, settleMs: 0 };
 }
 
-function recordSegment(state: SideProgress, { from, startedAt, raiseMsBefore }: SegmentStart, peakMiB: Record<string, number>): void {
-  state.segments.push({ startedAt, from, to: state.done, raiseSec: Math.round((state.raiseMs - raiseMsBefore) / 1000), peakMiB });
+const peaksOf = (pids: Record<string, number>) => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).peak]));
+
+function segmentRecord(state: SideProgress, start: SegmentStart, peakMiB: Record<string, number>, raiseMs = state.raiseMs): SegmentRecord {
+  const { from, startedAt, raiseMsBefore, settleMs } = start;
+  const settled = settleMs > 0 ? { settleSec: Math.round(settleMs / 1000) } : {};
+  return { startedAt, from, to: state.done, raiseSec: Math.round((raiseMs - raiseMsBefore) / 1000), ...settled, peakMiB };
+}
+
+/** The progress to save as it goes: this invocation's part as `current`, with each process's peak RSS so far. */
+function progressSnapshot(state: SideProgress, start: SegmentStart, pids: Record<string, number>) {
+  return (raiseMs: number): SideProgress => ({ ...state, raiseMs, current: segmentRecord(state, start, peaksOf(pids), raiseMs) });
 }
 
 /** Records a segment that ended at its budget, with each process's peak RSS, and says how to go on. */
 function endSegment(state: SideProgress, file: string, side: string, start: SegmentStart, pids: Record<string, number>, unitSize: number): never {
-  recordSegment(state, start, Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).peak])));
+  state.segments.push(segmentRecord(state, start, peaksOf(pids)));
   saveProgress(file, state);
   throw new SegmentEnded(
     `scale (${side}): ${state.done * unitSize} of ${state.count} raised after ${state.segments.length} segment(s), ${(state.raiseMs / 60_000).toFixed(1)} min of raising; kept in ${path.dirname(file)}: run the same command again to go on`,
   );
+}
+
+/**
+ * Waits for a side to settle, saving the time waited every 10 s: at 100,000 the worker drains its backlog for
+ * longer than a sitting, and an invocation killed meanwhile leaves its wait counted for the next to go on from.
+ * Returns the time from the first raise until settled, summed over the invocations, s.
+ */
+async function settle<T>(
+  state: SideProgress,
+  file: string | undefined,
+  start: SegmentStart,
+  pids: Record<string, number>,
+  wait: () => Promise<T>,
+): Promise<{ waited: T; settledSec: number }> {
+  const t0 = performance.now();
+  const before = state.settleMs ?? 0;
+  const mark = () => {
+    start.settleMs = performance.now() - t0;
+    state.settleMs = before + start.settleMs;
+  };
+  const saver = file
+    ? setInterval(() => {
+        mark();
+        saveProgress(file, progressSnapshot(state, start, pids)(state.raiseMs));
+      }, 10_000)
+    : undefined;
+  try {
+    const waited = await wait();
+    mark();
+    return { waited, settledSec: Number(((state.raiseMs + state.settleMs!) / 1000).toFixed(1)) };
+  } finally {
+    clearInterval(saver);
+  }
 }
 
 /** Keeps a side's figures in its progress (a segmented run's later invocations report them) and returns them. */
@@ -190,20 +257,26 @@ function doneBefore(side: string, result: ScaleSide): ScaleSide {
 
 /** Records the segment that measured the side, and gives each process the highest peak RSS of any segment. */
 function closeSegment(state: SideProgress, start: SegmentStart, costs: Record<string, ProcessCost>): void {
+  state.segments.push(segmentRecord(state, start, Object.fromEntries(Object.entries(costs).map(([name, cost]) => [name, cost.peakMiB]))));
   for (const [name, cost] of Object.entries(costs)) {
     for (const segment of state.segments) cost.peakMiB = Math.max(cost.peakMiB, segment.peakMiB[name] ?? 0);
   }
-  recordSegment(state, start, {});
 }
 
 /** docker-compose.yml's worker runs with this (docs/operations.md, "A worker's memory"). */
 export const DEPLOYED_WORKER_NODE_OPTIONS = '--max-old-space-size=384';
 
 /**
+ * How long a worker may take to go idle once the raising is done: at least 30 min, and 100 ms a raise (the dev server
+ * left 184,000 workflow tasks queued after 100,000 raises, which a worker runs at about 30 a second).
+ */
+const idleTimeoutMs = (count: number) => Math.max(1_800_000, count * 100);
+
+/**
  * Waits until the process has used under `thresholdMs` of CPU in each of two consecutive 2 s windows. After
  * `timeoutMs` it goes on with a warning (a worker that never idles is a finding, not a reason to lose the run).
  */
-async function waitIdle(pid: number, what: string, thresholdMs = 60, timeoutMs = 1_800_000): Promise<boolean> {
+async function waitIdle(pid: number, what: string, timeoutMs: number, thresholdMs = 60): Promise<boolean> {
   let calm = 0;
   const started = Date.now();
   const deadline = started + timeoutMs;
@@ -348,14 +421,14 @@ async function oursSide(
               settings: { lateWindow: 'P30D', factRetention: 'P7D' },
             });
           };
-    const t0 = performance.now();
-    const all = await raiseUnits(state, progressFile, tasks, concurrency, segments?.budgetMs, raise, report);
+    const snapshot = progressSnapshot(state, segment, pids);
+    const all = await raiseUnits(state, progressFile, snapshot, tasks, concurrency, segments?.budgetMs, raise, report);
     if (!all) endSegment(state, progressFile!, 'ours', segment, pids, unitSize);
-    // At 100,000 the worker works through its backlog for hours on 2 cores: the wait grows with the count.
-    await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
-    const wentIdle = await waitIdle(worker.pid, 'the worker');
-    // The raising of earlier segments, and this one's from its first raise until it settled.
-    const settledSec = Number(((segment.raiseMsBefore + performance.now() - t0) / 1000).toFixed(1));
+    // At 100,000 the worker works through its backlog for hours on 2 cores: the waits grow with the count.
+    const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, pids, async () => {
+      await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
+      return waitIdle(worker.pid, 'the worker', idleTimeoutMs(count));
+    });
     progress(`scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
     const costs = await measure(pids, state.emptyRssMiB);
     closeSegment(state, segment, costs);
@@ -401,7 +474,8 @@ async function rawSide(
   try {
     worker = spawnEntry('bench/baseline/worker.ts', [server.address, server.namespace, queue, bundle], {}, path.join(dir, 'raw', 'worker.log'));
     await worker.waitFor(/baseline worker running/);
-    const pids: Record<string, number> = { worker: worker.pid };
+    const workerPid = worker.pid;
+    const pids: Record<string, number> = { worker: workerPid };
     if (server.embedded) pids.server = server.embedded.pid;
     state.emptyRssMiB ??= rssOf(pids);
     const dueMs = Date.parse(state.dueAt);
@@ -414,11 +488,12 @@ async function rawSide(
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       });
     const reportRate = rateReporter('scale (raw) started', count - from);
-    const t0 = performance.now();
-    const all = await raiseUnits(state, progressFile, count, concurrency, segments?.budgetMs, start, (done) => reportRate(done - from));
+    const snapshot = progressSnapshot(state, segment, pids);
+    const all = await raiseUnits(state, progressFile, snapshot, count, concurrency, segments?.budgetMs, start, (done) => reportRate(done - from));
     if (!all) endSegment(state, progressFile!, 'raw', segment, pids, 1);
-    const wentIdle = await waitIdle(worker.pid, 'the baseline worker');
-    const settledSec = Number(((segment.raiseMsBefore + performance.now() - t0) / 1000).toFixed(1));
+    const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, pids, () =>
+      waitIdle(workerPid, 'the baseline worker', idleTimeoutMs(count)),
+    );
     progress(`scale (raw): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
     const costs = await measure(pids, state.emptyRssMiB);
     closeSegment(state, segment, costs);
