@@ -188,8 +188,6 @@ function startSegment(state: SideProgress): SegmentStart {
   return { from: state.done, startedAt: new Date().toISOString(), raiseMsBefore: state.raiseMs, settleMs: 0 };
 }
 
-const peaksOf = (pids: Record<string, number>) => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).peak]));
-
 function segmentRecord(state: SideProgress, start: SegmentStart, peakMiB: Record<string, number>, raiseMs = state.raiseMs): SegmentRecord {
   const { from, startedAt, raiseMsBefore, settleMs } = start;
   const settled = settleMs > 0 ? { settleSec: Math.round(settleMs / 1000) } : {};
@@ -198,12 +196,12 @@ function segmentRecord(state: SideProgress, start: SegmentStart, peakMiB: Record
 
 /** The progress to save as it goes: this invocation's part as `current`, with each process's peak RSS so far. */
 function progressSnapshot(state: SideProgress, start: SegmentStart, pids: Record<string, number>) {
-  return (raiseMs: number): SideProgress => ({ ...state, raiseMs, current: segmentRecord(state, start, peaksOf(pids), raiseMs) });
+  return (raiseMs: number): SideProgress => ({ ...state, raiseMs, current: segmentRecord(state, start, memoryOf(pids, 'peak'), raiseMs) });
 }
 
 /** Records a segment that ended at its budget, with each process's peak RSS, and says how to go on. */
 function endSegment(state: SideProgress, file: string, side: string, start: SegmentStart, pids: Record<string, number>, unitSize: number): never {
-  state.segments.push(segmentRecord(state, start, peaksOf(pids)));
+  state.segments.push(segmentRecord(state, start, memoryOf(pids, 'peak')));
   saveProgress(file, state);
   throw new SegmentEnded(
     `scale (${side}): ${state.done * unitSize} of ${state.count} raised after ${state.segments.length} segment(s), ${(state.raiseMs / 60_000).toFixed(1)} min of raising; kept in ${path.dirname(file)}: run the same command again to go on`,
@@ -219,7 +217,8 @@ async function settle<T>(
   state: SideProgress,
   file: string | undefined,
   start: SegmentStart,
-  pids: Record<string, number>,
+  /** The same as the raising saved with (`progressSnapshot`): it reads the wait from `start`. */
+  snapshot: (raiseMs: number) => SideProgress,
   wait: () => Promise<T>,
 ): Promise<{ waited: T; settledSec: number }> {
   const t0 = performance.now();
@@ -231,7 +230,7 @@ async function settle<T>(
   const saver = file
     ? setInterval(() => {
         mark();
-        saveProgress(file, progressSnapshot(state, start, pids)(state.raiseMs));
+        saveProgress(file, snapshot(state.raiseMs));
       }, 10_000)
     : undefined;
   try {
@@ -316,8 +315,9 @@ async function measure(pids: Record<string, number>, empty: Record<string, numbe
   return costs;
 }
 
-function rssOf(pids: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).rss]));
+/** Each process's resident memory now (`rss`) or its peak (`peak`, VmHWM), MiB. */
+function memoryOf(pids: Record<string, number>, which: 'rss' | 'peak'): Record<string, number> {
+  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid)[which]]));
 }
 
 /** Progress in expectations (a unit is `unitSize` of them: a batch of 10 through the bridge), and their rate. */
@@ -386,7 +386,7 @@ async function oursSide(
     await bridge.waitFor(/bridge listening/);
     const pids: Record<string, number> = { worker: worker.pid, bridge: bridge.pid };
     if (server.embedded) pids.server = server.embedded.pid;
-    state.emptyRssMiB ??= rssOf(pids);
+    state.emptyRssMiB ??= memoryOf(pids, 'rss');
 
     const { dueAt, prefix } = state;
     const unitSize = via === 'bridge' ? 10 : 1;
@@ -425,7 +425,7 @@ async function oursSide(
     const all = await raiseUnits(state, progressFile, snapshot, tasks, concurrency, segments?.budgetMs, raise, report);
     if (!all) endSegment(state, progressFile!, 'ours', segment, pids, unitSize);
     // At 100,000 the worker works through its backlog for hours on 2 cores: the waits grow with the count.
-    const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, pids, async () => {
+    const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, snapshot, async () => {
       await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
       return waitIdle(worker.pid, 'the worker', idleTimeoutMs(count));
     });
@@ -477,7 +477,7 @@ async function rawSide(
     const workerPid = worker.pid;
     const pids: Record<string, number> = { worker: workerPid };
     if (server.embedded) pids.server = server.embedded.pid;
-    state.emptyRssMiB ??= rssOf(pids);
+    state.emptyRssMiB ??= memoryOf(pids, 'rss');
     const dueMs = Date.parse(state.dueAt);
     const segment = startSegment(state);
     const { from } = segment;
@@ -491,7 +491,7 @@ async function rawSide(
     const snapshot = progressSnapshot(state, segment, pids);
     const all = await raiseUnits(state, progressFile, snapshot, count, concurrency, segments?.budgetMs, start, (done) => reportRate(done - from));
     if (!all) endSegment(state, progressFile!, 'raw', segment, pids, 1);
-    const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, pids, () =>
+    const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, snapshot, () =>
       waitIdle(workerPid, 'the baseline worker', idleTimeoutMs(count)),
     );
     progress(`scale (raw): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
