@@ -110,6 +110,11 @@ export const factSchema = z.object({
   source: z.string(),
   claimedSource: z.string().optional(),
   subject: subjectSchema.optional(),
+  /**
+   * When a bridge accepted the request that carried it (DESIGN 3.2): this, not when a workflow sees the fact, decides
+   * which deadlines it came before.
+   */
+  receivedAt: utcDateTime.optional(),
 });
 export type Fact = z.infer<typeof factSchema>;
 
