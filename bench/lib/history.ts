@@ -1,23 +1,27 @@
 /**
  * Reads workflow histories: events by type, workflow tasks, and the Temporal actions they bill (Temporal Cloud's
  * definition, counted from the history: starts, signals received, activities scheduled, timers, search-attribute
- * upserts, property changes, updates, signals sent, markers).
+ * upserts, updates, child starts, markers).
  */
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 
 const EventType = proto.temporal.api.enums.v1.EventType;
 
-/** Event types counted as actions. */
+/**
+ * Event types counted as actions. Per Temporal Cloud's documentation of actions (docs.temporal.io/cloud/actions):
+ * a memo upsert (WORKFLOW_PROPERTIES_MODIFIED) is not an action, and a signal is one action, although it appears
+ * twice when a workflow signals another (the sender's SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED and the
+ * receiver's WORKFLOW_EXECUTION_SIGNALED): it is counted once, at the receiver, which is also where a signal from a
+ * client shows. Before 2026-12-03 both were counted, so earlier results overstate actions by those events.
+ */
 const ACTION_EVENTS = new Set<string>([
   'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
   'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED',
   'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED',
   'EVENT_TYPE_TIMER_STARTED',
   'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-  'EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED',
   'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
-  'EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
   'EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED',
   'EVENT_TYPE_MARKER_RECORDED',
 ]);
