@@ -5,6 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { runPool } from './load.js';
 
 const EventType = proto.temporal.api.enums.v1.EventType;
 
@@ -129,5 +130,48 @@ export function raiseStages(events: HistoryEvent[]): Record<string, number | und
     subjectActivityQueue: subject.queue,
     subjectActivityRun: subject.run,
     startToTimer: between(events, is('WORKFLOW_EXECUTION_STARTED'), is('TIMER_STARTED')),
+  };
+}
+
+/** What the workflows of a visibility query wrote, summed over all of them (estimated from a sample when many). */
+export interface HistoryTotals {
+  workflows: number;
+  /** Histories read; the totals are scaled from them to `workflows`. */
+  sampled: number;
+  events: number;
+  /** The histories as the server serves them (protobuf). */
+  bytes: number;
+  workflowTasks: number;
+  actions: number;
+}
+
+/**
+ * Lists every workflow `query` matches (visibility), reads the histories of at most `cap` of them, evenly spread
+ * over the list, and scales their sums to the whole list.
+ */
+export async function historyTotals(client: Client, query: string, cap: number, concurrency = 8): Promise<HistoryTotals> {
+  const listed: Array<{ workflowId: string; runId: string }> = [];
+  for await (const execution of client.workflow.list({ query })) listed.push({ workflowId: execution.workflowId, runId: execution.runId });
+  const step = Math.max(1, listed.length / cap);
+  const sample = Array.from({ length: Math.min(cap, listed.length) }, (_, i) => listed[Math.floor(i * step)]!);
+  const sums = { events: 0, bytes: 0, workflowTasks: 0, actions: 0 };
+  const read = await runPool(sample.length, concurrency, async (i) => {
+    const { workflowId, runId } = sample[i]!;
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const counted = countEvents(workflowId, eventsOf(history));
+    sums.events += counted.events;
+    sums.bytes += proto.temporal.api.history.v1.History.encode(history).finish().length;
+    sums.workflowTasks += counted.workflowTasks;
+    sums.actions += counted.actions;
+  });
+  const sampled = sample.length - read.errors.length;
+  const scale = sampled === 0 ? 0 : listed.length / sampled;
+  return {
+    workflows: listed.length,
+    sampled,
+    events: Math.round(sums.events * scale),
+    bytes: Math.round(sums.bytes * scale),
+    workflowTasks: Math.round(sums.workflowTasks * scale),
+    actions: Math.round(sums.actions * scale),
   };
 }
