@@ -183,7 +183,9 @@ export function markdown(results: BenchResults): string {
     const top = Math.max(...tr.options.rates);
     const knee = (rate: number | undefined) =>
       rate === undefined ? `below ${Math.min(...tr.options.rates)} raises/s` : rate === top ? `≥ ${rate} raises/s (the ramp's top)` : `${rate} raises/s`;
-    const kneeRatio = tr.knee.ours !== undefined && tr.knee.raw !== undefined ? (tr.knee.ours / tr.knee.raw).toFixed(2) : '—';
+    // Raw unbroken at the ramp's top: its knee is higher, so the ratio is at most this.
+    const kneeRatio =
+      tr.knee.ours !== undefined && tr.knee.raw !== undefined ? `${tr.knee.raw === top ? '≤ ' : ''}${(tr.knee.ours / tr.knee.raw).toFixed(2)}` : '—';
     lines.push(
       `| Traffic, open loop at ${tr.options.rates.join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee(tr.knee.ours)} | ${knee(tr.knee.raw)} | ${kneeRatio} | | |`,
     );
