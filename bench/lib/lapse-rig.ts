@@ -31,6 +31,19 @@ export interface LapseRig {
   workerCardFetches(): number | undefined;
 }
 
+/** The firings a baseline worker process appended to its fired file (`<id> <ms>` lines): workflow id → epoch ms. */
+export function readFired(file: string): Map<string, number> {
+  return new Map(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => {
+        const [id, ms] = line.split(' ');
+        return [id!, Number(ms)] as const;
+      }),
+  );
+}
+
 /** The shared stack as a rig (closed with the stack). */
 export function stackRig(stack: Stack): LapseRig {
   return {
@@ -98,16 +111,7 @@ export async function startProcessRig(
       agentToken,
       agent,
       baselineQueue,
-      firedAt: () =>
-        new Map(
-          readFileSync(firedFile, 'utf8')
-            .split('\n')
-            .filter((line) => line !== '')
-            .map((line) => {
-              const [id, ms] = line.split(' ');
-              return [id!, Number(ms)] as const;
-            }),
-        ),
+      firedAt: () => readFired(firedFile),
       async expectLedgers(facts, subjects) {
         expected.facts += facts;
         expected.subjects += subjects;
