@@ -13,8 +13,8 @@ import { DEPLOYED_WORKER_NODE_OPTIONS } from '../scenarios/scale.js';
 import { spawnEntry, type Child } from './child.js';
 import { readFired } from './lapse-rig.js';
 import { runPrefix } from './payloads.js';
-import { freePort, type BenchServer } from './server.js';
-import { watcherEnv } from './watcher-processes.js';
+import type { BenchServer } from './server.js';
+import { spawnBridgeAndRawWorker, watcherEnv } from './watcher-processes.js';
 
 export interface TrafficRig {
   server: BenchServer;
@@ -77,15 +77,7 @@ export async function startTrafficRig(
     );
     children.push(worker);
     await worker.waitFor(/worker running/);
-    const port = await freePort();
-    const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
-    children.push(bridge);
-    await bridge.waitFor(/bridge listening/);
-    const firedFile = path.join(dir, 'raw-fired.txt');
-    writeFileSync(firedFile, '');
-    const raw = spawnEntry('bench/baseline/worker.ts', [server.address, server.namespace, rawQueue, bundles.baseline, firedFile], {}, path.join(dir, 'raw-worker.log'));
-    children.push(raw);
-    await raw.waitFor(/baseline worker running/);
+    const { bridge, raw, port, firedFile } = await spawnBridgeAndRawWorker({ server, env, dir, rawQueue, baselineBundle: bundles.baseline, children });
     connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
     return {
       server,
