@@ -35,3 +35,16 @@ export async function timerWorkflow(id: string, dueMs: number): Promise<void> {
 export async function sleepWorkflow(dueMs: number): Promise<void> {
   await sleep(Math.max(dueMs - Date.now(), 1));
 }
+
+/**
+ * Traffic baseline: one expectation at its least, waiting for one signal (its fact) until its deadline; past the
+ * deadline without it, the no-op activity records when the lapse ran, and the workflow ends.
+ */
+export async function deadlineWorkflow(id: string, deadlineMs: number): Promise<void> {
+  let signalled = false;
+  setHandler(goSignal, () => {
+    signalled = true;
+  });
+  if (await condition(() => signalled, Math.max(deadlineMs - Date.now(), 1))) return;
+  await fired(id, deadlineMs);
+}

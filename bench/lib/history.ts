@@ -1,23 +1,28 @@
 /**
  * Reads workflow histories: events by type, workflow tasks, and the Temporal actions they bill (Temporal Cloud's
  * definition, counted from the history: starts, signals received, activities scheduled, timers, search-attribute
- * upserts, property changes, updates, signals sent, markers).
+ * upserts, updates, child starts, markers).
  */
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { runPool } from './load.js';
 
 const EventType = proto.temporal.api.enums.v1.EventType;
 
-/** Event types counted as actions. */
+/**
+ * Event types counted as actions. Per Temporal Cloud's documentation of actions (docs.temporal.io/cloud/actions):
+ * a memo upsert (WORKFLOW_PROPERTIES_MODIFIED) is not an action, and a signal is one action, although it appears
+ * twice when a workflow signals another (the sender's SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED and the
+ * receiver's WORKFLOW_EXECUTION_SIGNALED): it is counted once, at the receiver, which is also where a signal from a
+ * client shows. Before 2026-12-03 both were counted, so earlier results overstate actions by those events.
+ */
 const ACTION_EVENTS = new Set<string>([
   'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
   'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED',
   'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED',
   'EVENT_TYPE_TIMER_STARTED',
   'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-  'EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED',
   'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
-  'EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
   'EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED',
   'EVENT_TYPE_MARKER_RECORDED',
 ]);
@@ -125,5 +130,48 @@ export function raiseStages(events: HistoryEvent[]): Record<string, number | und
     subjectActivityQueue: subject.queue,
     subjectActivityRun: subject.run,
     startToTimer: between(events, is('WORKFLOW_EXECUTION_STARTED'), is('TIMER_STARTED')),
+  };
+}
+
+/** What the workflows of a visibility query wrote, summed over all of them (estimated from a sample when many). */
+export interface HistoryTotals {
+  workflows: number;
+  /** Histories read; the totals are scaled from them to `workflows`. */
+  sampled: number;
+  events: number;
+  /** The histories as the server serves them (protobuf). */
+  bytes: number;
+  workflowTasks: number;
+  actions: number;
+}
+
+/**
+ * Lists every workflow `query` matches (visibility), reads the histories of at most `cap` of them, evenly spread
+ * over the list, and scales their sums to the whole list.
+ */
+export async function historyTotals(client: Client, query: string, cap: number, concurrency = 8): Promise<HistoryTotals> {
+  const listed: Array<{ workflowId: string; runId: string }> = [];
+  for await (const execution of client.workflow.list({ query })) listed.push({ workflowId: execution.workflowId, runId: execution.runId });
+  const step = Math.max(1, listed.length / cap);
+  const sample = Array.from({ length: Math.min(cap, listed.length) }, (_, i) => listed[Math.floor(i * step)]!);
+  const sums = { events: 0, bytes: 0, workflowTasks: 0, actions: 0 };
+  const read = await runPool(sample.length, concurrency, async (i) => {
+    const { workflowId, runId } = sample[i]!;
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const counted = countEvents(workflowId, eventsOf(history));
+    sums.events += counted.events;
+    sums.bytes += proto.temporal.api.history.v1.History.encode(history).finish().length;
+    sums.workflowTasks += counted.workflowTasks;
+    sums.actions += counted.actions;
+  });
+  const sampled = sample.length - read.errors.length;
+  const scale = sampled === 0 ? 0 : listed.length / sampled;
+  return {
+    workflows: listed.length,
+    sampled,
+    events: Math.round(sums.events * scale),
+    bytes: Math.round(sums.bytes * scale),
+    workflowTasks: Math.round(sums.workflowTasks * scale),
+    actions: Math.round(sums.actions * scale),
   };
 }

@@ -11,9 +11,9 @@ import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
 import { spawnEntry, type Child } from './child.js';
 import { runPrefix } from './payloads.js';
-import { freePort, type BenchServer } from './server.js';
+import type { BenchServer } from './server.js';
 import type { Stack } from './stack.js';
-import { waitLedgersStarted, watcherEnv, writeAgentPrincipals } from './watcher-processes.js';
+import { spawnBridgeAndRawWorker, waitLedgersStarted, watcherEnv, writeAgentPrincipals } from './watcher-processes.js';
 
 export interface LapseRig {
   /** How the workers run, for the report. */
@@ -29,6 +29,19 @@ export interface LapseRig {
   expectLedgers(facts: number, subjects: number): Promise<void>;
   /** The watcher worker's card fetches so far; undefined when it runs in a process of its own. */
   workerCardFetches(): number | undefined;
+}
+
+/** The firings a baseline worker process appended to its fired file (`<id> <ms>` lines): workflow id → epoch ms. */
+export function readFired(file: string): Map<string, number> {
+  return new Map(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => {
+        const [id, ms] = line.split(' ');
+        return [id!, Number(ms)] as const;
+      }),
+  );
 }
 
 /** The shared stack as a rig (closed with the stack). */
@@ -80,16 +93,7 @@ export async function startProcessRig(
     const worker = spawnEntry('src/worker.ts', [], env, path.join(dir, 'worker.log'));
     children.push(worker);
     await worker.waitFor(/worker running/);
-    const port = await freePort();
-    const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
-    children.push(bridge);
-    await bridge.waitFor(/bridge listening/);
-    const firedFile = path.join(dir, 'raw-fired.txt');
-    writeFileSync(firedFile, '');
-    const args = [server.address, server.namespace, baselineQueue, baselineBundle, firedFile];
-    const raw = spawnEntry('bench/baseline/worker.ts', args, {}, path.join(dir, 'raw-worker.log'));
-    children.push(raw);
-    await raw.waitFor(/baseline worker running/);
+    const { port, firedFile } = await spawnBridgeAndRawWorker({ server, env, dir, rawQueue: baselineQueue, baselineBundle, children });
     const expected = { facts: 0, subjects: 0 };
     return {
       workers: 'processes of their own',
@@ -98,16 +102,7 @@ export async function startProcessRig(
       agentToken,
       agent,
       baselineQueue,
-      firedAt: () =>
-        new Map(
-          readFileSync(firedFile, 'utf8')
-            .split('\n')
-            .filter((line) => line !== '')
-            .map((line) => {
-              const [id, ms] = line.split(' ');
-              return [id!, Number(ms)] as const;
-            }),
-        ),
+      firedAt: () => readFired(firedFile),
       async expectLedgers(facts, subjects) {
         expected.facts += facts;
         expected.subjects += subjects;

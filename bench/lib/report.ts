@@ -10,6 +10,7 @@ import type { LapseResult, Stages } from '../scenarios/lapse-lateness.js';
 import type { ProcessCost, ScaleResult, ScaleSide } from '../scenarios/scale.js';
 import type { ScalingResult } from '../scenarios/scaling.js';
 import type { ThroughputResult } from '../scenarios/throughput.js';
+import type { TrafficResult, TrafficStep } from '../scenarios/traffic.js';
 import { repoRoot } from './child.js';
 import type { Machine } from './proc.js';
 import type { Summary } from './stats.js';
@@ -30,6 +31,7 @@ export interface BenchResults {
   scale?: ScaleResult;
   cost?: CostResult;
   scaling?: ScalingResult;
+  traffic?: TrafficResult;
   targets: Target[];
   notes: string[];
   /** Temporal SDK warnings during the run: message → count. */
@@ -176,6 +178,19 @@ export function markdown(results: BenchResults): string {
     lines.push(`| Scaling: two over one, settled | ${g.gain.ours} × | ${g.gain.raw} × | | | |`);
   }
 
+  const tr = results.traffic;
+  if (tr) {
+    const top = Math.max(...tr.options.rates);
+    const knee = (rate: number | undefined) =>
+      rate === undefined ? `below ${Math.min(...tr.options.rates)} raises/s` : rate === top ? `≥ ${rate} raises/s (the ramp's top)` : `${rate} raises/s`;
+    // Raw unbroken at the ramp's top: its knee is higher, so the ratio is at most this.
+    const kneeRatio =
+      tr.knee.ours !== undefined && tr.knee.raw !== undefined ? `${tr.knee.raw === top ? '≤ ' : ''}${(tr.knee.ours / tr.knee.raw).toFixed(2)}` : '—';
+    lines.push(
+      `| Traffic, open loop at ${tr.options.rates.join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee(tr.knee.ours)} | ${knee(tr.knee.raw)} | ${kneeRatio} | | |`,
+    );
+  }
+
   if (t || f || (results.lapse ?? []).length > 0) {
     lines.push('', '#### Where the time goes', '', '| Measure | Watcher | Raw Temporal |', '|---|---|---|');
   }
@@ -225,6 +240,7 @@ export function markdown(results: BenchResults): string {
     if (l.workers) lines.push(`| Lapse ${n(l.count)}: where the workers ran | ${l.workers} | the same |`);
   }
   if (results.cost) lines.push('', ...costRows(results.cost));
+  if (tr) lines.push('', ...trafficRows(tr));
   const warnings = Object.entries(results.sdkWarnings ?? {});
   if (warnings.length > 0) {
     lines.push('', 'Temporal SDK warnings during the run:', '');
@@ -255,6 +271,56 @@ function costRows(cost: CostResult): string[] {
     '',
     `- Raised through a bridge with fact retention ${cost.settings.factRetention} and late window ${cost.settings.lateWindow}, so that every ledger closes within the run; longer settings move the last timer, not what is written. Bytes: the histories as the server serves them (protobuf). Actions: Temporal Cloud's billable actions, counted from the histories.`,
     '- Superseded: its subject ledger is shared with the replacement (the same shipment) and counted here whole; the replacement\'s own expectation and fact ledger are not.',
+  );
+  return rows;
+}
+
+const side = (s: TrafficStep) => (s.side === 'ours' ? 'watcher' : 'raw');
+/** p50 / p99 of a summary, or a dash when it has no samples. */
+const p50p99 = (summary: Summary) => (summary.count === 0 ? '—' : `${summary.p50} / ${summary.p99} ms`);
+const kinds = (k: Record<string, number>) => `${k.overdue ?? 0} / ${k.stalled ?? 0} / ${k.skipped ?? 0}`;
+
+/** Scenario 7: per offered rate, each side's answers, then its lapses and costs. */
+export function trafficRows(traffic: TrafficResult): string[] {
+  const o = traffic.options;
+  const rows = [
+    `#### Traffic, open loop: ${o.rates.length} steps of ${o.stepMs / 1000} s, the watcher then raw Temporal at each offered rate`,
+    '',
+    '| Offered raises/s | Side | Offered items/s (raises + facts) | Accepted / settled items/s | Answers 200 / 429 / 503 / other / none | Lost requests (items; abandoned at the tail) | Answer p50 / p99 | Task backlog at start: this side / the other |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const step of traffic.steps) {
+    for (const s of [step.ours, step.raw]) {
+      const a = s.answers;
+      const settled = s.settledPerSec === undefined ? `not within ${(o.settleMs / 1000).toFixed(0)} s` : `${s.settledPerSec}`;
+      rows.push(
+        `| ${s.rate} | ${side(s)} | ${s.offeredPerSec.items} (${s.offeredPerSec.raises} + ${s.offeredPerSec.facts}) | ${s.acceptedPerSec} / ${settled} | ${a['200']} / ${a['429']} / ${a['503']} / ${a.other} / ${a.none} | ${s.lostRequests} (${s.lostItems}; ${s.abandonedRequests}) | ${p50p99(s.answerMs)} | ${s.backlogAtStart ?? '—'} / ${s.otherBacklogAtStart ?? '—'} |`,
+      );
+    }
+  }
+  rows.push(
+    '',
+    '| Offered raises/s | Side | Lapses due / seen (tasks at an agent) | Caused by the backlog: overdue / stalled / skipped | Due, never seen | Lateness p50 / p99 (lapsedAt − deadline) | At the agent p50 / p99 | Per offered item: actions / history bytes / events | CPU ms per offered item: worker / bridge / server / load |',
+    '|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const step of traffic.steps) {
+    for (const s of [step.ours, step.raw]) {
+      const l = s.lapses;
+      const c = s.cpuMsPerItem;
+      const db = c.database === undefined ? '' : ` (+ PostgreSQL ${c.database})`;
+      rows.push(
+        `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(l.atAgentMs)} | ${s.perItem.actions} / ${n(s.perItem.bytes)} B / ${s.perItem.events} (${n(s.history.workflows)} workflows, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} |`,
+      );
+    }
+  }
+  const mixOf = (rate: number, m: TrafficStep['mix']) =>
+    `${rate}/s: ${m.raises} expectations (${m.hotKeyWaiters} on one fact key, ${m.singles} singles, ${m.batches} batches of 10, ${m.plans} plans of 3; ${m.withHorizon} with a horizon; ${m.dueInRun} due inside the run, ${m.factBeforeDeadline} with their fact 2–4 s before the deadline), ${m.facts} facts (${m.unexpectedFacts} matching no expectation, ${m.hotSubjectFacts} on the hot subject, ${m.factsWithSubject} with a subject)`;
+  rows.push(
+    '',
+    `- Open loop: each request is sent at its instant whatever is outstanding; a 429 or 503 is resent after its Retry-After, a request without an answer (${o.attemptTimeoutMs / 1000} s) after 1 s, ${o.maxAttempts} attempts at most; lost: never answered 200 (refused on every attempt, or still unanswered ${o.tailMs / 1000} s after the step's schedule: abandoned). Accepted: items of requests answered 200 over max(step, last 200); settled: until the side's task queues had no backlog (twice, 0.5 s apart), waited for ${o.settleMs / 1000} s at most. Answer time: first send → 200, resends included (raw: requests that made a call).`,
+    `- Mix per step, from ${traffic.agents} agents and one feed: ${traffic.steps.map((step) => mixOf(step.rate, step.ours.mix)).join('; ')}. The 80 on one key and the 10 on the hot subject come first out of each step's raises, so a low rate has few of the others.`,
+    '- Caused by the backlog: an overdue lapse of an expectation whose fact the bridge had answered 200 before the deadline (dueAt + grace), a stall although a fact on the subject was answered after the raise and before the horizon, a skip although the skipped step\'s fact was answered before its successor\'s was sent. Raw does the least: a timer and a signal per expectation, no stall or skip, so only its timers can lapse; a raw lapse is the backlog\'s when its signal had been answered before the deadline.',
+    `- Actions and history bytes: every workflow the step started on the side's task queue (visibility), from up to ${n(o.historyCap)} histories read at the end and scaled; actions as Temporal Cloud bills them (bench/lib/history.ts). Records read at the end: ${traffic.recordsRead} (${traffic.recordErrors} failed).`,
   );
   return rows;
 }

@@ -4,10 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { tokenSha256 } from '../../src/auth/principals.js';
+import { spawnEntry, type Child } from './child.js';
 import { progress, waitUntil } from './progress.js';
-import type { BenchServer } from './server.js';
+import { freePort, type BenchServer } from './server.js';
 
 /**
  * The environment of the watcher's processes on `server`, polling `queue`. The benchmark's agent runs on this machine
@@ -64,4 +66,31 @@ export async function waitLedgersStarted(
       onTick: () => progress(`  ${options.label}: ledgers started: fact ${facts}/${expected.facts}, subject ${subjects}/${expected.subjects}`),
     },
   );
+}
+
+/**
+ * The bridge (on a free port, with the watcher's `env`) and the raw baseline's worker (on `rawQueue`, writing its timer
+ * firings to `<dir>/raw-fired.txt`) as processes of their own, each pushed to `children` as soon as it is spawned so
+ * that a failure further on still stops it. Resolves once both say they run.
+ */
+export async function spawnBridgeAndRawWorker(options: {
+  server: BenchServer;
+  env: Record<string, string>;
+  dir: string;
+  rawQueue: string;
+  baselineBundle: string;
+  children: Child[];
+}): Promise<{ bridge: Child; raw: Child; port: number; firedFile: string }> {
+  const { server, env, dir, children } = options;
+  const port = await freePort();
+  const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
+  children.push(bridge);
+  await bridge.waitFor(/bridge listening/);
+  const firedFile = path.join(dir, 'raw-fired.txt');
+  writeFileSync(firedFile, '');
+  const args = [server.address, server.namespace, options.rawQueue, options.baselineBundle, firedFile];
+  const raw = spawnEntry('bench/baseline/worker.ts', args, {}, path.join(dir, 'raw-worker.log'));
+  children.push(raw);
+  await raw.waitFor(/baseline worker running/);
+  return { bridge, raw, port, firedFile };
 }

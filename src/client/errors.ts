@@ -35,8 +35,10 @@ export class WatcherProblemError extends Error {
   readonly detail: string | undefined;
   /** Each field at fault (400, 403, 422), with `rule` for a broken rule; empty when the problem names none. */
   readonly errors: FieldError[];
-  /** Seconds to wait before sending the same request again (503 answers carry it), when the answer said. */
+  /** Seconds to wait before sending the same request again (503 and 429 answers carry it), when the answer said. */
   readonly retryAfter: number | undefined;
+  /** How many times the client sent the request, this answer's included (more than 1 after 503s or 429s). */
+  readonly attempts: number;
   /** The whole problem body as answered, for members beyond these. */
   readonly problem: Readonly<Record<string, unknown>>;
   readonly request: ProblemRequest;
@@ -45,11 +47,13 @@ export class WatcherProblemError extends Error {
     request: ProblemRequest,
     problem: { status: number; type: string; title: string; detail?: string; errors?: FieldError[] } & Record<string, unknown>,
     retryAfter?: number,
+    attempts = 1,
   ) {
     const errors = problem.errors ?? [];
     const detail = problem.detail === undefined ? '' : `: ${problem.detail}`;
     const all = errors.length > 1 ? ` (${lines(errors)})` : '';
-    super(`${request.method} ${request.path}: ${problem.status} ${problem.title}${detail}${all}`);
+    const tries = attempts > 1 ? ` (after ${attempts} attempts)` : '';
+    super(`${request.method} ${request.path}: ${problem.status} ${problem.title}${detail}${all}${tries}`);
     this.request = request;
     this.status = problem.status;
     this.type = problem.type;
@@ -57,11 +61,21 @@ export class WatcherProblemError extends Error {
     this.detail = problem.detail;
     this.errors = errors;
     this.retryAfter = retryAfter;
+    this.attempts = attempts;
     this.problem = problem;
   }
 
-  /** The error for a response that is not ok, from its body text (problem+json, or whatever a proxy answered). */
-  static fromResponse(request: ProblemRequest, response: Response, text: string, now = Date.now()): WatcherProblemError {
+  /**
+   * The error for a response that is not ok, from its body text (problem+json, or whatever a proxy answered), the
+   * `attempts`-th answer to the request.
+   */
+  static fromResponse(
+    request: ProblemRequest,
+    response: Response,
+    text: string,
+    now = Date.now(),
+    attempts = 1,
+  ): WatcherProblemError {
     const retryAfter = parseRetryAfter(response.headers.get('retry-after'), now);
     const body = parseObject(text);
     if (body && typeof body.type === 'string' && typeof body.title === 'string') {
@@ -76,6 +90,7 @@ export class WatcherProblemError extends Error {
           errors: Array.isArray(body.errors) ? (body.errors as FieldError[]) : [],
         },
         retryAfter,
+        attempts,
       );
     }
     // Not a problem (a proxy's HTML page, an empty 502): RFC 9457's `about:blank`, titled by the status.
@@ -89,6 +104,7 @@ export class WatcherProblemError extends Error {
         ...(detail ? { detail } : {}),
       },
       retryAfter,
+      attempts,
     );
   }
 }

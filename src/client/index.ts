@@ -15,4 +15,5 @@ export {
 } from './builders.js';
 export { WatcherProblemError, WatcherValidationError, type ProblemRequest } from './errors.js';
 export type * from './types.js';
+export { type RetryOptions } from './retry.js';
 export { WatcherClient, type CallOptions, type WatcherClientOptions } from './watcher-client.js';

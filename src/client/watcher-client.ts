@@ -1,10 +1,19 @@
 /**
  * `WatcherClient`: one call for every route of the bridge's HTTP API (DESIGN 4, docs/api.md), typed answers, and a
- * `WatcherProblemError` for every error answer. `fetch` is injected (the global one by default), as the A2A JS SDK
- * does, so a test or a runtime can hand its own.
+ * `WatcherProblemError` for every error answer. A 503, a 429 or a dropped connection is sent again after its
+ * Retry-After (retry.ts), within a total wait. `fetch`, the clock and the sleep are injected (the global ones by
+ * default), as the A2A JS SDK does with fetch, so a test or a runtime can hand its own.
  */
 import { EXTENSION_URI } from '../schemas/extension.js';
-import { WatcherProblemError } from './errors.js';
+import { WatcherProblemError, type ProblemRequest } from './errors.js';
+import {
+  isDroppedConnection,
+  nextWait,
+  RETRIED_STATUSES,
+  retryPolicy,
+  sleep,
+  type RetryOptions,
+} from './retry.js';
 import type {
   A2AEventBody,
   EventResult,
@@ -27,11 +36,31 @@ export interface WatcherClientOptions {
   token: string;
   /** Defaults to the global `fetch`. */
   fetch?: typeof fetch;
+  /**
+   * Sending a request again after a 503, a 429 or a dropped connection, on by default (`{}`: within 60 s); `false`
+   * throws the first. `health` and `ready` are not retried unless their call passes `retry`.
+   */
+  retry?: RetryOptions | false;
+  /** The clock of the total wait and of a Retry-After given as a date (defaults to `Date.now`). */
+  now?: () => number;
+  /** Waits between attempts; must reject when `signal` aborts (defaults to a timer). */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
-/** Per call: an AbortSignal to cancel it (e.g. `AbortSignal.timeout(5_000)`). */
+/** Per call: an AbortSignal to cancel it, waits between attempts included (e.g. `AbortSignal.timeout(5_000)`). */
 export interface CallOptions {
   signal?: AbortSignal;
+  /** This call's retry, over the client's (`false`: throw the first 503 or 429). */
+  retry?: RetryOptions | false;
+}
+
+/** What `#call` is told besides the caller's options. */
+interface RequestOptions extends CallOptions {
+  body?: unknown;
+  anonymous?: boolean;
+  extension?: boolean;
+  /** A probe's 503 is its answer: retried only when the call passes `retry`. */
+  probe?: boolean;
 }
 
 const LIST_PARAMETERS = ['subjectType', 'subjectId', 'state', 'kind', 'pageSize', 'pageToken'] as const;
@@ -40,6 +69,9 @@ export class WatcherClient {
   readonly #baseUrl: string;
   readonly #token: string;
   readonly #fetch: typeof fetch;
+  readonly #retry: RetryOptions | false | undefined;
+  readonly #now: () => number;
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
   constructor(options: WatcherClientOptions) {
     // Refused here, not at the first call: `localhost:3000` parses as a URL of scheme `localhost:`.
@@ -50,6 +82,10 @@ export class WatcherClient {
     this.#baseUrl = base.href.replace(/\/+$/, '');
     this.#token = options.token;
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#retry = options.retry;
+    retryPolicy(options.retry, undefined); // a bad total wait throws here, not at the first 503
+    this.#now = options.now ?? Date.now;
+    this.#sleep = options.sleep ?? sleep;
   }
 
   /**
@@ -112,38 +148,70 @@ export class WatcherClient {
     return this.#call('POST', path, options);
   }
 
-  /** `GET /healthz`: the bridge process runs. */
+  /** `GET /healthz`: the bridge process runs. Not retried unless `options.retry` is given. */
   health(options?: CallOptions): Promise<Health> {
-    return this.#call('GET', '/healthz', { anonymous: true, ...options });
+    return this.#call('GET', '/healthz', { anonymous: true, probe: true, ...options });
   }
 
-  /** `GET /readyz`: Temporal answers; a 503 WatcherProblemError (with `retryAfter`) otherwise. */
+  /**
+   * `GET /readyz`: Temporal answers; a 503 WatcherProblemError (with `retryAfter`) otherwise, at once unless
+   * `options.retry` is given (`ready({ retry: { totalWaitMs: 30_000 } })` waits for the bridge to be ready).
+   */
   ready(options?: CallOptions): Promise<Readiness> {
-    return this.#call('GET', '/readyz', { anonymous: true, ...options });
+    return this.#call('GET', '/readyz', { anonymous: true, probe: true, ...options });
   }
 
-  async #call<T>(
-    method: 'GET' | 'POST',
-    path: string,
-    options: CallOptions & { body?: unknown; anonymous?: boolean; extension?: boolean } = {},
-  ): Promise<T> {
+  async #call<T>(method: 'GET' | 'POST', path: string, options: RequestOptions = {}): Promise<T> {
+    const policy = retryPolicy(this.#retry, options.retry, !options.probe);
     const headers: Record<string, string> = { accept: 'application/json, application/problem+json' };
     if (!options.anonymous) headers.authorization = `Bearer ${this.#token}`;
     if (options.extension) headers['a2a-extensions'] = EXTENSION_URI;
     if (options.body !== undefined) headers['content-type'] = 'application/json';
-    const response = await this.#fetch(`${this.#baseUrl}${path}`, {
+    // Built once: every attempt sends the same bytes, which the bridge's idempotence is stated for.
+    const init: RequestInit = {
       method,
       headers,
       ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
-    });
-    const text = await response.text();
+    };
     const request = { method, path };
-    if (!response.ok) throw WatcherProblemError.fromResponse(request, response, text);
-    try {
-      return JSON.parse(text) as T;
-    } catch {
-      throw new Error(`${method} ${path}: ${response.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+    const started = this.#now();
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.#attempt<T>(request, init, attempt);
+      if ('answer' in outcome) return outcome.answer;
+      const elapsedMs = this.#now() - started;
+      const wait = policy && outcome.retried ? nextWait(policy, attempt, outcome.retryAfter, elapsedMs) : undefined;
+      if (wait === undefined) throw outcome.failure;
+      await this.#sleep(wait, options.signal);
     }
+  }
+
+  /** One attempt: the answer, or what failed and whether the contract lets the same request be sent again. */
+  async #attempt<T>(
+    request: ProblemRequest,
+    init: RequestInit,
+    attempt: number,
+  ): Promise<{ answer: T } | { failure: unknown; retried: boolean; retryAfter?: number | undefined }> {
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(`${this.#baseUrl}${request.path}`, init);
+      text = await response.text();
+    } catch (error) {
+      return { failure: error, retried: isDroppedConnection(error) };
+    }
+    if (response.ok) return { answer: parseAnswer<T>(request, response, text) };
+    const problem = WatcherProblemError.fromResponse(request, response, text, this.#now(), attempt);
+    return { failure: problem, retried: RETRIED_STATUSES.has(response.status), retryAfter: problem.retryAfter };
+  }
+}
+
+/** The JSON of a 2xx answer; a body that is none (a proxy's page) says so. */
+function parseAnswer<T>(request: ProblemRequest, response: Response, text: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    const what = `${request.method} ${request.path}: ${response.status}`;
+    throw new Error(`${what} with a body that is not JSON: ${text.slice(0, 200)}`);
   }
 }

@@ -422,7 +422,8 @@ describe('problems', () => {
       settings: { temporalWaitMs: 1_000 },
     });
     try {
-      const client = new WatcherClient({ baseUrl: bridge.url, token: bridge.tokens['agent-a']! });
+      // Retries off: this asserts the first answer (a client that retries is tested in test/unit/client-retry.test.ts).
+      const client = new WatcherClient({ baseUrl: bridge.url, token: bridge.tokens['agent-a']!, retry: false });
 
       const notReady = await problemOf(client.ready());
       const raising = await problemOf(client.sendEvent(artifactWith({ expectations: [delivery()] })));

@@ -1,0 +1,288 @@
+/**
+ * Which lapses of a traffic step the watcher's backlog caused, judged only from what the client saw: when each
+ * request was sent and answered 200, and the lapses the agents received or the records list. The watcher decides a
+ * lapse by when the bridge received a fact (DESIGN 3.2), so:
+ * - an overdue lapse is the backlog's when a fact with the expectation's key was answered 200 before its deadline
+ *   (the lapse's dueAt + grace);
+ * - a stalled lapse, when a fact on its subject (carrying it, or satisfying an expectation on it) was sent after the
+ *   raise was answered and answered before the horizon;
+ * - a skipped lapse, when the skipped expectation's fact was answered before the fact of the one that skipped it was
+ *   sent.
+ * Lapses that should have come and did not are counted too (missing). Raw Temporal is judged the same way on its
+ * timer's activity: it lapsed although its signal had been answered before the deadline.
+ */
+import type { Sent } from './open-loop.js';
+import { summarise, type Summary } from './stats.js';
+import { subjectKey, type StepPlan, type TrafficRequest } from './traffic-plan.js';
+
+export type LapseKind = 'overdue' | 'stalled' | 'skipped';
+
+/** A lapse as an agent received it or a record lists it. */
+export interface ObservedLapse {
+  expectationId: string;
+  lapse: LapseKind;
+  dueAt: string;
+  lapsedAt: string;
+  satisfiedAfter?: string[];
+  /** When the lapse task reached an agent (absent: only in the record). */
+  receivedAt?: number;
+}
+
+/** What a record said at the end, for the examples. */
+export interface RecordSummary {
+  state: string;
+  satisfiedAt?: string;
+  /** The satisfying fact's observedAt. */
+  observedAt?: string;
+  late?: boolean;
+}
+
+/** One lapse the backlog caused, with what shows it (JSON only). */
+export interface BacklogExample {
+  expectationId: string;
+  lapse: LapseKind;
+  /** The deadline (overdue: dueAt + grace; stalled: the horizon; skipped: the successor's fact sent). */
+  deadline: string;
+  lapsedAt: string;
+  /** When the bridge answered 200 the fact that should have prevented it. */
+  factAnsweredAt: string;
+  record?: RecordSummary;
+}
+
+interface Send {
+  sentAt: number;
+  answeredAt?: number;
+  observedAt?: string;
+}
+
+/** What the client sent and when it was answered, by expectation, fact key and subject. */
+export interface Sends {
+  raiseSentAt: Map<string, number>;
+  raiseAnsweredAt: Map<string, number>;
+  byKey: Map<string, Send[]>;
+  bySubject: Map<string, Send[]>;
+}
+
+export interface LapseReport {
+  /** Lapses the traffic should have caused by the end (no fact before the deadline, or none on the subject before the horizon, or skipped). */
+  due: number;
+  /** Lapses seen (agents' tasks and records' lapses, each once). */
+  seen: number;
+  /** Of those, lapse tasks an agent received (raw: timer activities that ran). */
+  received: number;
+  byKind: Record<LapseKind, number>;
+  /** Caused by the backlog, by kind. */
+  backlog: Record<LapseKind, number>;
+  backlogTotal: number;
+  /** Due and never seen. */
+  missing: number;
+  /** lapsedAt (raw: the activity's run) minus the deadline it lapsed on. */
+  latenessMs: Summary;
+  /** Arrival of the lapse task at the agent minus its deadline. */
+  atAgentMs: Summary;
+  /** A few lapses the backlog caused (two of each kind), with their evidence. */
+  examples: BacklogExample[];
+}
+
+const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => map.set(key, [...(map.get(key) ?? []), value]);
+
+/** Indexes the step's sends. */
+export function sendsOf(plan: StepPlan, sent: readonly Sent<TrafficRequest>[]): Sends {
+  const sends: Sends = { raiseSentAt: new Map(), raiseAnsweredAt: new Map(), byKey: new Map(), bySubject: new Map() };
+  for (const entry of sent) {
+    const request = entry.request;
+    if (request.kind === 'raise') {
+      for (const p of request.expectations) {
+        sends.raiseSentAt.set(p.expectation.expectationId, entry.sentAt);
+        if (entry.answeredAt !== undefined) sends.raiseAnsweredAt.set(p.expectation.expectationId, entry.answeredAt);
+      }
+      continue;
+    }
+    const send: Send = { sentAt: entry.sentAt, answeredAt: entry.answeredAt, observedAt: request.observedAt };
+    for (const fact of request.facts) {
+      push(sends.byKey, fact.factKey, send);
+      const subjects = new Set<string>(fact.subject ? [subjectKey(fact.subject)] : []);
+      // A fact that satisfies an expectation is also a fact on that expectation's subject (DESIGN 3.2).
+      for (const id of plan.waiting.get(fact.factKey) ?? []) subjects.add(subjectKey(plan.expectations.get(id)!.expectation.subject));
+      for (const subject of subjects) push(sends.bySubject, subject, send);
+    }
+  }
+  return sends;
+}
+
+/** The earliest answer before `ms`, if any. */
+const answeredBefore = (sends: Send[] | undefined, ms: number) =>
+  (sends ?? []).filter((s) => s.answeredAt !== undefined && s.answeredAt < ms).sort((a, b) => a.answeredAt! - b.answeredAt!)[0];
+const firstAnswered = (sends: Send[] | undefined) =>
+  (sends ?? []).filter((s) => s.answeredAt !== undefined).sort((a, b) => a.answeredAt! - b.answeredAt!)[0];
+const firstSent = (sends: Send[] | undefined) => Math.min(...(sends ?? []).map((s) => s.sentAt));
+const durationMs = (iso: string) => Number(/^PT(\d+)S$/.exec(iso)?.[1] ?? Number.NaN) * 1000;
+
+/** The deadline an expectation is judged on: dueAt + grace, or, once its anchor's fact was answered, that fact's observedAt + offset + grace. */
+function currentDeadline(plan: StepPlan, sends: Sends, id: string): number | undefined {
+  const p = plan.expectations.get(id)!;
+  if (p.deadlineMs === undefined) return undefined;
+  const anchor = p.expectation.anchor;
+  if (!anchor) return p.deadlineMs;
+  const anchorKey = plan.expectations.get(anchor.expectationId)!.expectation.satisfiedBy.factKey;
+  const observed = firstAnswered(sends.byKey.get(anchorKey))?.observedAt;
+  return observed ? Date.parse(observed) + durationMs(anchor.offset) + p.graceMs : p.deadlineMs;
+}
+
+const zeroKinds = (): Record<LapseKind, number> => ({ overdue: 0, stalled: 0, skipped: 0 });
+
+/** Judges the watcher's lapses of one step, seen by `endMs`. */
+export function judgeOurLapses(
+  plan: StepPlan,
+  sends: Sends,
+  lapses: readonly ObservedLapse[],
+  endMs: number,
+  records: ReadonlyMap<string, RecordSummary> = new Map(),
+): LapseReport {
+  const examples: BacklogExample[] = [];
+  const byKind = zeroKinds();
+  const backlog = zeroKinds();
+  const lateness: number[] = [];
+  const atAgent: number[] = [];
+  const lapsed = new Set<string>();
+  for (const l of lapses) {
+    const p = plan.expectations.get(l.expectationId);
+    if (!p) continue;
+    byKind[l.lapse]++;
+    lapsed.add(`${l.expectationId}|${l.lapse}`);
+    const e = p.expectation;
+    let deadline: number | undefined;
+    let prevented: Send | undefined;
+    let judgedOn: number | undefined;
+    if (l.lapse === 'overdue') {
+      deadline = Date.parse(l.dueAt) + p.graceMs;
+      judgedOn = deadline;
+      prevented = answeredBefore(sends.byKey.get(e.satisfiedBy.factKey), deadline);
+    } else if (l.lapse === 'stalled' && e.horizon) {
+      deadline = Date.parse(e.horizon);
+      judgedOn = deadline;
+      const raisedAt = sends.raiseAnsweredAt.get(e.expectationId);
+      const after = (sends.bySubject.get(subjectKey(e.subject)) ?? []).filter((s) => raisedAt !== undefined && s.sentAt >= raisedAt);
+      prevented = answeredBefore(after, deadline);
+    } else if (l.lapse === 'skipped') {
+      const after = l.satisfiedAfter?.[0] ? plan.expectations.get(l.satisfiedAfter[0]) : undefined;
+      const afterSends = after ? sends.byKey.get(after.expectation.satisfiedBy.factKey) : undefined;
+      judgedOn = firstSent(afterSends);
+      prevented = answeredBefore(sends.byKey.get(e.satisfiedBy.factKey), judgedOn);
+      deadline = firstAnswered(afterSends)?.answeredAt;
+    }
+    if (prevented) {
+      backlog[l.lapse]++;
+      if (examples.filter((x) => x.lapse === l.lapse).length < 2) {
+        examples.push({
+          expectationId: l.expectationId,
+          lapse: l.lapse,
+          deadline: new Date(judgedOn!).toISOString(),
+          lapsedAt: l.lapsedAt,
+          factAnsweredAt: new Date(prevented.answeredAt!).toISOString(),
+          ...(records.has(l.expectationId) ? { record: records.get(l.expectationId) } : {}),
+        });
+      }
+    }
+    if (deadline !== undefined) {
+      lateness.push(Date.parse(l.lapsedAt) - deadline);
+      if (l.receivedAt !== undefined) atAgent.push(l.receivedAt - deadline);
+    }
+  }
+
+  // What should have lapsed by the end (with a few seconds' margin for the watcher's settle interval).
+  let due = 0;
+  let missing = 0;
+  const judgedBy = endMs - 5_000;
+  for (const [id, p] of plan.expectations) {
+    const raisedAt = sends.raiseAnsweredAt.get(id);
+    if (raisedAt === undefined) continue;
+    const e = p.expectation;
+    const deadline = currentDeadline(plan, sends, id);
+    const keySends = sends.byKey.get(e.satisfiedBy.factKey);
+    if (deadline !== undefined && deadline < judgedBy && !(keySends ?? []).some((s) => s.sentAt < deadline)) {
+      due++;
+      if (!lapsed.has(`${id}|overdue`)) missing++;
+    }
+    if (e.horizon && Date.parse(e.horizon) < judgedBy) {
+      const horizon = Date.parse(e.horizon);
+      const fed = (sends.bySubject.get(subjectKey(e.subject)) ?? []).some((s) => s.sentAt < horizon && (s.answeredAt ?? Infinity) > sends.raiseSentAt.get(id)!);
+      if (!fed) {
+        due++;
+        if (!lapsed.has(`${id}|stalled`)) missing++;
+      }
+    }
+  }
+  // Skipped: a plan step whose fact never came before its successor's was answered.
+  for (const p of plan.expectations.values()) {
+    for (const before of p.expectation.after ?? []) {
+      const successor = firstAnswered(sends.byKey.get(p.expectation.satisfiedBy.factKey));
+      const beforeKey = plan.expectations.get(before)!.expectation.satisfiedBy.factKey;
+      if (!successor || !sends.raiseAnsweredAt.has(before) || successor.answeredAt! >= judgedBy) continue;
+      if ((sends.byKey.get(beforeKey) ?? []).some((s) => s.sentAt <= successor.answeredAt!)) continue;
+      due++;
+      if (!lapsed.has(`${before}|skipped`)) missing++;
+    }
+  }
+  const backlogTotal = backlog.overdue + backlog.stalled + backlog.skipped;
+  return {
+    due,
+    seen: lapses.filter((l) => plan.expectations.has(l.expectationId)).length,
+    received: lapses.filter((l) => plan.expectations.has(l.expectationId) && l.receivedAt !== undefined).length,
+    byKind,
+    backlog,
+    backlogTotal,
+    missing,
+    latenessMs: summarise(lateness, 0),
+    atAgentMs: summarise(atAgent, 0),
+    examples,
+  };
+}
+
+/** Judges raw Temporal's lapses of one step (its timers' activities: workflow id → epoch ms), seen by `endMs`. */
+export function judgeRawLapses(plan: StepPlan, sends: Sends, firedAt: ReadonlyMap<string, number>, endMs: number): LapseReport {
+  const examples: BacklogExample[] = [];
+  const byKind = zeroKinds();
+  const backlog = zeroKinds();
+  const lateness: number[] = [];
+  let due = 0;
+  let missing = 0;
+  for (const [id, p] of plan.expectations) {
+    const keySends = sends.byKey.get(p.expectation.satisfiedBy.factKey);
+    const fired = firedAt.get(id);
+    if (fired !== undefined) {
+      byKind.overdue++;
+      lateness.push(fired - p.rawDeadlineMs);
+      const prevented = answeredBefore(keySends, p.rawDeadlineMs);
+      if (prevented) {
+        backlog.overdue++;
+        if (examples.length < 3) {
+          examples.push({
+            expectationId: id,
+            lapse: 'overdue',
+            deadline: new Date(p.rawDeadlineMs).toISOString(),
+            lapsedAt: new Date(fired).toISOString(),
+            factAnsweredAt: new Date(prevented.answeredAt!).toISOString(),
+          });
+        }
+      }
+    }
+    if (!sends.raiseAnsweredAt.has(id) || p.rawDeadlineMs >= endMs - 5_000) continue;
+    if (!(keySends ?? []).some((s) => s.sentAt < p.rawDeadlineMs)) {
+      due++;
+      if (fired === undefined) missing++;
+    }
+  }
+  return {
+    due,
+    seen: byKind.overdue,
+    received: byKind.overdue,
+    byKind,
+    backlog,
+    backlogTotal: backlog.overdue,
+    missing,
+    latenessMs: summarise(lateness, 0),
+    atAgentMs: summarise(lateness, 0),
+    examples,
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * Where the traffic scenario runs, as deployed: a `src/worker.ts` (loading the prebuilt bundle, with compose's heap
+ * bound), a `src/bridge.ts` and the raw baseline's worker, each a process of its own on one server, so that each
+ * one's CPU is read apart; several real @a2a-js/sdk agents and a fact feed, the load and the raw client in the
+ * benchmark's process. The watcher is reached only through the bridge's HTTP API.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
+import { DEPLOYED_WORKER_NODE_OPTIONS } from '../scenarios/scale.js';
+import { spawnEntry, type Child } from './child.js';
+import { readFired } from './lapse-rig.js';
+import { runPrefix } from './payloads.js';
+import type { BenchServer } from './server.js';
+import { spawnBridgeAndRawWorker, watcherEnv } from './watcher-processes.js';
+
+export interface TrafficRig {
+  server: BenchServer;
+  /** The benchmark's own client: raw starts and signals, visibility, task queues, histories. */
+  client: Client;
+  bridgeUrl: string;
+  agents: TestAgent[];
+  /** Bearer token of each agent, in the order of `agents`. */
+  agentTokens: string[];
+  /** A reporter that may read (records of any agent's expectations). */
+  feedToken: string;
+  watcherQueue: string;
+  rawQueue: string;
+  pids: { worker: number; bridge: number; rawWorker: number };
+  /** Raw lapses so far: workflow id → epoch ms its activity ran. */
+  rawFiredAt(): Map<string, number>;
+  close(): Promise<void>;
+}
+
+const sha256 = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+
+/** Starts the agents and the three processes on `server` under `dir`. */
+export async function startTrafficRig(
+  server: BenchServer,
+  dir: string,
+  bundles: { watcher: string; baseline: string },
+  agentCount: number,
+): Promise<TrafficRig> {
+  mkdirSync(dir, { recursive: true });
+  const watcherQueue = `${runPrefix}-traffic-watcher`;
+  const rawQueue = `${runPrefix}-traffic-raw`;
+  const agents: TestAgent[] = [];
+  const children: Child[] = [];
+  let connection: Connection | undefined;
+  const close = async () => {
+    for (const child of children.reverse()) await child.stop();
+    await connection?.close();
+    for (const agent of agents) await agent.close();
+  };
+  try {
+    for (let i = 0; i < agentCount; i++) agents.push(await startTestAgent());
+    const agentTokens = agents.map(() => `agent-${randomUUID()}`);
+    const feedToken = `feed-${randomUUID()}`;
+    const principalsFile = path.join(dir, 'principals.json');
+    writeFileSync(
+      principalsFile,
+      JSON.stringify({
+        principals: [
+          ...agents.map((agent, i) => ({ id: `traffic-agent-${i + 1}`, tokenSha256: sha256(agentTokens[i]!), roles: ['agent'], agent: { cardUrl: agent.cardUrl } })),
+          { id: 'traffic-feed', tokenSha256: sha256(feedToken), roles: ['reporter', 'reader'] },
+        ],
+      }),
+    );
+    const env = { ...watcherEnv(server, watcherQueue, dir), WATCHER_PRINCIPALS_FILE: principalsFile };
+    const worker = spawnEntry(
+      'src/worker.ts',
+      [],
+      { ...env, WATCHER_WORKFLOW_BUNDLE: bundles.watcher, WATCHER_WORKER_METRICS_PORT: '0', NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS },
+      path.join(dir, 'worker.log'),
+    );
+    children.push(worker);
+    await worker.waitFor(/worker running/);
+    const { bridge, raw, port, firedFile } = await spawnBridgeAndRawWorker({ server, env, dir, rawQueue, baselineBundle: bundles.baseline, children });
+    connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
+    return {
+      server,
+      client: new Client({ connection, namespace: server.namespace }),
+      bridgeUrl: `http://127.0.0.1:${port}`,
+      agents,
+      agentTokens,
+      feedToken,
+      watcherQueue,
+      rawQueue,
+      pids: { worker: worker.pid, bridge: bridge.pid, rawWorker: raw.pid },
+      rawFiredAt: () => readFired(firedFile),
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

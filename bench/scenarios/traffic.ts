@@ -1,0 +1,487 @@
+/**
+ * Scenario 7, traffic: an open loop at a ramp of offered rates (raises a second, with ten facts to each raise; see
+ * bench/lib/traffic-plan.ts for the mix), through the bridge's HTTP API only, from several real A2A agents and a
+ * fact feed, to find the knee: the highest offered rate at which accepted ≈ offered with no 503. Beside it, raw
+ * Temporal on the same server doing the least for the same traffic (one `deadlineWorkflow` start per expectation,
+ * one signal per expectation an expected fact satisfies, nothing for unexpected facts), step by step at the same
+ * rates, ours first, then raw. Per step and side: offered, accepted and settled rates, answers by status, lost
+ * requests, answer time, lapses caused by the backlog (bench/lib/traffic-lapses.ts) and their lateness, actions and
+ * history bytes per offered item (every workflow the step started on the side's task queue, listed by visibility),
+ * and the CPU of worker, bridge, server and the load generator per offered item.
+ */
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { lapseOf } from '../../test/support/agent.js';
+import { goSignal } from '../baseline/workflows.js';
+import { historyTotals, type HistoryTotals } from '../lib/history.js';
+import { runOpenLoop, retryAfterMs, type AnswerClass, type Attempt, type OpenLoopResult } from '../lib/open-loop.js';
+import { artifactUpdate, expectationFor, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { cpuMs } from '../lib/proc.js';
+import { delay, progress } from '../lib/progress.js';
+import { summarise, type Summary } from '../lib/stats.js';
+import {
+  judgeOurLapses,
+  judgeRawLapses,
+  sendsOf,
+  type LapseKind,
+  type LapseReport,
+  type ObservedLapse,
+  type RecordSummary,
+} from '../lib/traffic-lapses.js';
+import { planStep, type StepPlan, type TrafficMix, type TrafficRequest } from '../lib/traffic-plan.js';
+import type { TrafficRig } from '../lib/traffic-rig.js';
+
+export interface TrafficOptions {
+  /** Offered raises a second, one step each, in order. */
+  rates: number[];
+  stepMs: number;
+  /** How long a step's outstanding requests may take after its schedule. */
+  tailMs: number;
+  /** How long to wait after the tail for the side's task queues to drain ("settled"). */
+  settleMs: number;
+  /** How long to wait at the end for the lapses still due. */
+  lapseWaitMs: number;
+  /** Histories read per step and side (the rest is scaled). */
+  historyCap: number;
+  maxAttempts: number;
+  attemptTimeoutMs: number;
+}
+
+export type Side = 'ours' | 'raw';
+
+export interface TrafficStep {
+  side: Side;
+  rate: number;
+  mix: TrafficMix;
+  offeredPerSec: { raises: number; facts: number; items: number };
+  acceptedPerSec: number;
+  /** Undefined when the side's task queues did not drain within the settle wait. */
+  settledPerSec?: number;
+  /** From the step's start to the last 200, and to drained queues. */
+  lastAnswerMs: number;
+  settledMs?: number;
+  answers: Record<AnswerClass, number>;
+  requests: number;
+  lostRequests: number;
+  lostItems: number;
+  /** Lost requests still unanswered when the tail ended; the others were refused on every attempt. */
+  abandonedRequests: number;
+  /** First send → 200, resends included, of requests that made a call (raw: fact requests with no expected fact make none). */
+  answerMs: Summary;
+  launchLagMs: Summary;
+  /** The task backlog of this side's queues and of the other's when the step started (left from the step before). */
+  backlogAtStart?: number;
+  otherBacklogAtStart?: number;
+  lapses: LapseReport;
+  history: HistoryTotals;
+  perItem: { actions: number; bytes: number; events: number };
+  /** CPU per offered item, ms, over the step (start → settled or the end of the settle wait). */
+  cpuMsPerItem: { worker: number; bridge?: number; server?: number; database?: number; load: number };
+  details: string[];
+  /** The first 429 and 503 answers. */
+  refusals: string[];
+}
+
+export interface TrafficResult {
+  options: TrafficOptions;
+  agents: number;
+  steps: Array<{ rate: number; ours: TrafficStep; raw: TrafficStep }>;
+  /** Highest offered rate with accepted ≥ 95 % of offered items, no 429 or 503 and nothing lost; undefined: none. */
+  knee: { ours?: number; raw?: number };
+  /** Lapses the agents received, in all, and records read at the end. */
+  recordsRead: number;
+  recordErrors: number;
+}
+
+/** Running one step: what the report needs once the run is over (the lapses are judged at the end). */
+interface StepRun {
+  side: Side;
+  rate: number;
+  plan: StepPlan;
+  t0: number;
+  loop: OpenLoopResult<TrafficRequest>;
+  settledAt?: number;
+  backlogAtStart?: number;
+  otherBacklogAtStart?: number;
+  cpu: TrafficStep['cpuMsPerItem'];
+}
+
+const ACCEPTED_SHARE = 0.95;
+
+/** The items (expectations, facts) of a request. */
+const itemsOf = (request: TrafficRequest) => (request.kind === 'raise' ? request.expectations.length : request.facts.length);
+
+/** The gRPC status code of an error or one of its causes. */
+function grpcCode(error: unknown): number | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'number') return code;
+  }
+  return undefined;
+}
+
+/** Sends to the bridge: raises from the agent's token, facts from the feed's. */
+function oursSender(rig: TrafficRig) {
+  return async (request: TrafficRequest, signal: AbortSignal): Promise<Attempt> => {
+    let url: string;
+    let token: string;
+    let body: unknown;
+    if (request.kind === 'raise') {
+      url = `${rig.bridgeUrl}/a2a/events`;
+      token = rig.agentTokens[request.agent]!;
+      body = artifactUpdate(
+        request.expectations.map((p) => p.expectation),
+        request.taskId,
+      );
+    } else {
+      request.observedAt ??= new Date().toISOString();
+      const observedAt = request.observedAt;
+      url = `${rig.bridgeUrl}/v1/facts`;
+      token = rig.feedToken;
+      body = { facts: request.facts.map((fact) => ({ ...fact, observedAt })) };
+    }
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal,
+    });
+    const text = await response.text();
+    if (response.status === 200) return { answer: '200' };
+    if (response.status === 429 || response.status === 503) {
+      return {
+        answer: String(response.status) as '429' | '503',
+        retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+        detail: `HTTP ${response.status} after ${response.headers.get('retry-after') ?? '?'} s: ${text}`,
+      };
+    }
+    return { answer: 'other', detail: `HTTP ${response.status}: ${text}` };
+  };
+}
+
+/** The least raw Temporal does for the same request: a start per expectation, a signal per expectation a fact satisfies. */
+function rawSender(rig: TrafficRig, plan: StepPlan) {
+  return async (request: TrafficRequest, signal: AbortSignal): Promise<Attempt> => {
+    const calls: Array<() => Promise<unknown>> =
+      request.kind === 'raise'
+        ? request.expectations.map((p) => () =>
+            rig.client.workflow
+              .start('deadlineWorkflow', { workflowId: p.expectation.expectationId, taskQueue: rig.rawQueue, args: [p.expectation.expectationId, p.rawDeadlineMs] })
+              .catch((error: unknown) => {
+                // A resend of a start that went through.
+                if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+              }),
+          )
+        : request.facts
+            .flatMap((fact) => plan.waiting.get(fact.factKey) ?? [])
+            .map((id) => () =>
+              rig.client.workflow
+                .getHandle(id)
+                .signal(goSignal)
+                .catch((error: unknown) => {
+                  // Closed already (satisfied or lapsed): the fact is a no-op, as for ours.
+                  if (!(error instanceof WorkflowNotFoundError)) throw error;
+                }),
+            );
+    if (calls.length === 0) return { answer: '200', calls: 0 };
+    try {
+      await rig.client.withAbortSignal(signal, () => Promise.all(calls.map((call) => call())));
+      return { answer: '200', calls: calls.length };
+    } catch (error) {
+      const code = grpcCode(error);
+      // RESOURCE_EXHAUSTED is raw's 503; CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE: no answer.
+      if (code === 8) return { answer: '503', retryAfterMs: 1_000, calls: calls.length };
+      if (code === 1 || code === 4 || code === 14) return { answer: 'none', calls: calls.length };
+      return { answer: 'other', detail: error instanceof Error ? error.message : String(error), calls: calls.length };
+    }
+  };
+}
+
+/** The side's approximate backlog (workflow and activity tasks); undefined when the server reports no stats. */
+async function backlogOf(rig: TrafficRig, queue: string): Promise<number | undefined> {
+  const { TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
+  let total = 0;
+  for (const taskQueueType of [TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY]) {
+    const described = await rig.client.workflowService.describeTaskQueue({
+      namespace: rig.server.namespace,
+      taskQueue: { name: queue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType,
+      reportStats: true,
+    });
+    const count = described.stats?.approximateBacklogCount;
+    if (count === undefined || count === null) return undefined;
+    total += Number(count);
+  }
+  return total;
+}
+
+/** CPU so far (ms) of the processes a side is measured by. */
+function cpuNow(rig: TrafficRig, side: Side) {
+  const usage = process.cpuUsage();
+  return {
+    worker: cpuMs(side === 'ours' ? rig.pids.worker : rig.pids.rawWorker),
+    bridge: side === 'ours' ? cpuMs(rig.pids.bridge) : undefined,
+    server: rig.server.serverPids().length > 0 ? rig.server.serverPids().reduce((sum, pid) => sum + cpuMs(pid), 0) : undefined,
+    database: rig.server.databaseCpuMs?.(),
+    load: (usage.user + usage.system) / 1000,
+  };
+}
+
+const perItem = (before: number | undefined, after: number | undefined, items: number) =>
+  before === undefined || after === undefined ? undefined : Number(((after - before) / Math.max(items, 1)).toFixed(2));
+
+async function runStep(rig: TrafficRig, side: Side, rate: number, index: number, options: TrafficOptions): Promise<StepRun> {
+  const queue = side === 'ours' ? rig.watcherQueue : rig.rawQueue;
+  const backlogAtStart = await backlogOf(rig, queue);
+  const otherBacklogAtStart = await backlogOf(rig, side === 'ours' ? rig.rawQueue : rig.watcherQueue);
+  const t0 = Date.now() + 1_000;
+  const plan = planStep({
+    prefix: `${runPrefix}-t${index}${side === 'raw' ? '-raw' : ''}`,
+    ratePerSec: rate,
+    durationMs: options.stepMs,
+    t0,
+    seed: 1_000 + index,
+    agents: rig.agents.length,
+  });
+  progress(
+    `traffic: ${side} at ${rate} raises/s for ${options.stepMs / 1000} s: ${plan.mix.raises} expectations in ${plan.mix.raiseRequests} requests, ${plan.mix.facts} facts in ${plan.mix.factRequests}` +
+      (backlogAtStart || otherBacklogAtStart ? ` (backlog at start: ${backlogAtStart} here, ${otherBacklogAtStart} on the other side's queue)` : ''),
+  );
+  await delay(Math.max(0, t0 - Date.now()));
+  const cpu0 = cpuNow(rig, side);
+  const send = side === 'ours' ? oursSender(rig) : rawSender(rig, plan);
+  const loop = await runOpenLoop(plan.requests, send, {
+    t0,
+    durationMs: options.stepMs,
+    tailMs: options.tailMs,
+    maxAttempts: options.maxAttempts,
+    attemptTimeoutMs: options.attemptTimeoutMs,
+  });
+  // Settled: every answer in, and the side's queues drained (twice in a row).
+  const settleEnds = Date.now() + options.settleMs;
+  let settledAt: number | undefined;
+  let calmSince: number | undefined;
+  let backlog: number | undefined;
+  while (Date.now() < settleEnds) {
+    backlog = await backlogOf(rig, queue);
+    if (backlog === undefined || backlog === 0) {
+      if (calmSince !== undefined || backlog === undefined) {
+        settledAt = calmSince ?? Date.now();
+        break;
+      }
+      calmSince = Date.now();
+    } else calmSince = undefined;
+    await delay(500);
+  }
+  const cpu1 = cpuNow(rig, side);
+  const items = plan.mix.raises + plan.mix.facts;
+  const cpu = {
+    worker: perItem(cpu0.worker, cpu1.worker, items)!,
+    bridge: perItem(cpu0.bridge, cpu1.bridge, items),
+    server: perItem(cpu0.server, cpu1.server, items),
+    database: perItem(cpu0.database, cpu1.database, items),
+    load: perItem(cpu0.load, cpu1.load, items)!,
+  };
+  const answered = loop.answers['200'];
+  progress(
+    `  ${side} at ${rate}/s: ${answered}/${loop.sent.length} requests answered 200, ${loop.answers['503']} × 503, ${loop.answers['429']} × 429, ${loop.answers.other} other, ${loop.answers.none} unanswered attempts, ${loop.lost} lost (${loop.abandoned} at the tail's end); last answer ${((loop.lastAnswerAt - t0) / 1000).toFixed(1)} s, ` +
+      (settledAt ? `settled at ${((settledAt - t0) / 1000).toFixed(1)} s` : `not settled (backlog ${backlog})`) +
+      `; launch lag p99 ${loop.launchLagMs.p99} ms`,
+  );
+  if (loop.details.length > 0) progress(`  first other answer: ${loop.details[0]}`);
+  if (loop.refusals.length > 0) progress(`  first refusal: ${loop.refusals[0]}`);
+  return { side, rate, plan, t0, loop, settledAt, backlogAtStart, otherBacklogAtStart, cpu };
+}
+
+/** The fields of a lapse the judging reads. */
+const pick = (l: ObservedLapse): ObservedLapse => ({
+  expectationId: l.expectationId,
+  lapse: l.lapse as LapseKind,
+  dueAt: l.dueAt,
+  lapsedAt: l.lapsedAt,
+  ...(l.satisfiedAfter ? { satisfiedAfter: l.satisfiedAfter } : {}),
+});
+
+/** The lapses the agents received of this run's traffic, and those the records of lapse-capable expectations list. */
+async function observedLapses(
+  rig: TrafficRig,
+  runs: StepRun[],
+): Promise<{ lapses: ObservedLapse[]; records: Map<string, RecordSummary>; read: number; errors: number }> {
+  const records = new Map<string, RecordSummary>();
+  const byKey = new Map<string, ObservedLapse>();
+  const keyOf = (l: { expectationId: string; lapse: string; dueAt: string }) => `${l.expectationId}|${l.lapse}|${l.dueAt}`;
+  for (const agent of rig.agents) {
+    for (const received of agent.received) {
+      const lapse = lapseOf(received) as ObservedLapse | undefined;
+      if (!lapse?.expectationId?.startsWith(`${runPrefix}-t`)) continue;
+      byKey.set(keyOf(lapse), { ...pick(lapse), receivedAt: received.receivedAt.getTime() });
+    }
+  }
+  const ids = runs
+    .filter((run) => run.side === 'ours')
+    .flatMap((run) => [...run.plan.expectations.values()].filter((p) => p.deadlineMs !== undefined || p.expectation.horizon).map((p) => p.expectation.expectationId));
+  let read = 0;
+  let errors = 0;
+  let next = 0;
+  const lane = async () => {
+    while (next < ids.length) {
+      const id = ids[next++]!;
+      try {
+        const response = await fetch(`${rig.bridgeUrl}/v1/expectations/${encodeURIComponent(id)}`, {
+          headers: { authorization: `Bearer ${rig.feedToken}` },
+          signal: AbortSignal.timeout(15_000),
+        });
+        if (response.status === 404) continue; // never raised (its raise was lost)
+        if (response.status !== 200) {
+          errors++;
+          continue;
+        }
+        read++;
+        const record = (await response.json()) as RecordSummary & { lapses?: Array<{ lapse: ObservedLapse }> };
+        records.set(id, { state: record.state, satisfiedAt: record.satisfiedAt, observedAt: record.observedAt, late: record.late });
+        for (const entry of record.lapses ?? []) {
+          if (!byKey.has(keyOf(entry.lapse))) byKey.set(keyOf(entry.lapse), pick(entry.lapse));
+        }
+      } catch {
+        errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, lane));
+  return { lapses: [...byKey.values()], records, read, errors };
+}
+
+/** The step's report, once the run is over. */
+async function reportStep(
+  rig: TrafficRig,
+  run: StepRun,
+  lapses: LapseReport,
+  window: { start: number; end: number },
+  options: TrafficOptions,
+): Promise<TrafficStep> {
+  const { plan, loop, t0 } = run;
+  const seconds = options.stepMs / 1000;
+  const items = plan.mix.raises + plan.mix.facts;
+  const accepted = loop.sent.filter((s) => s.answeredAt !== undefined).reduce((sum, s) => sum + itemsOf(s.request), 0);
+  const lost = loop.sent.filter((s) => s.answeredAt === undefined);
+  const lastAnswerMs = loop.lastAnswerAt - t0;
+  const settledMs = run.settledAt === undefined ? undefined : Math.max(run.settledAt, loop.lastAnswerAt) - t0;
+  const queue = run.side === 'ours' ? rig.watcherQueue : rig.rawQueue;
+  const iso = (ms: number) => new Date(ms).toISOString();
+  progress(`  traffic: reading the histories of ${run.side}'s workflows at ${run.rate}/s`);
+  const history = await historyTotals(rig.client, `TaskQueue = '${queue}' AND StartTime >= '${iso(window.start)}' AND StartTime < '${iso(window.end)}'`, options.historyCap);
+  const rate = (n: number, ms: number) => Number((n / (Math.max(ms, options.stepMs) / 1000)).toFixed(1));
+  return {
+    side: run.side,
+    rate: run.rate,
+    mix: plan.mix,
+    offeredPerSec: {
+      raises: Number((plan.mix.raises / seconds).toFixed(1)),
+      facts: Number((plan.mix.facts / seconds).toFixed(1)),
+      items: Number((items / seconds).toFixed(1)),
+    },
+    acceptedPerSec: rate(accepted, lastAnswerMs),
+    settledPerSec: settledMs === undefined ? undefined : rate(accepted, settledMs),
+    lastAnswerMs,
+    settledMs,
+    answers: loop.answers,
+    requests: loop.sent.length,
+    lostRequests: lost.length,
+    lostItems: lost.reduce((sum, s) => sum + itemsOf(s.request), 0),
+    abandonedRequests: loop.abandoned,
+    answerMs: summarise(loop.sent.filter((s) => s.answeredAt !== undefined && s.calls > 0).map((s) => s.answeredAt! - s.sentAt), 0),
+    launchLagMs: loop.launchLagMs,
+    backlogAtStart: run.backlogAtStart,
+    otherBacklogAtStart: run.otherBacklogAtStart,
+    lapses,
+    history,
+    perItem: {
+      actions: Number((history.actions / items).toFixed(2)),
+      bytes: Math.round(history.bytes / items),
+      events: Number((history.events / items).toFixed(2)),
+    },
+    cpuMsPerItem: run.cpu,
+    details: loop.details,
+    refusals: loop.refusals,
+  };
+}
+
+/** Offered rate of the knee: the highest at which the side took what was offered. */
+function kneeOf(steps: TrafficStep[]): number | undefined {
+  const kept = steps.filter(
+    (s) => s.acceptedPerSec >= ACCEPTED_SHARE * s.offeredPerSec.items && s.answers['503'] === 0 && s.answers['429'] === 0 && s.lostRequests === 0,
+  );
+  return kept.length === 0 ? undefined : Math.max(...kept.map((s) => s.rate));
+}
+
+/** One raise and one fact through the bridge from each agent (the cards fetched), one raw start and signal. */
+async function warmUp(rig: TrafficRig): Promise<void> {
+  const dueAt = monthsAhead();
+  const ours = oursSender(rig);
+  for (let agent = 0; agent < rig.agents.length; agent++) {
+    const id = `${runPrefix}-twarm-${agent}`;
+    const raised = await ours({ kind: 'raise', atMs: 0, agent, taskId: `${id}-task`, expectations: [{ expectation: expectationFor(id, `${id}-S`, dueAt), graceMs: 0, rawDeadlineMs: 0 }] }, AbortSignal.timeout(60_000));
+    if (raised.answer !== '200') throw new Error(`traffic: the warm-up raise was answered ${raised.answer}: ${raised.detail ?? ''}`);
+    const fact = await ours({ kind: 'facts', atMs: 0, facts: [{ factKey: factKeyOf(id) }] }, AbortSignal.timeout(60_000));
+    if (fact.answer !== '200') throw new Error(`traffic: the warm-up fact was answered ${fact.answer}: ${fact.detail ?? ''}`);
+  }
+  const id = `${runPrefix}-twarm-raw`;
+  const handle = await rig.client.workflow.start('deadlineWorkflow', { workflowId: id, taskQueue: rig.rawQueue, args: [id, Date.parse(dueAt)] });
+  await handle.signal(goSignal);
+  await handle.result();
+}
+
+export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Promise<TrafficResult> {
+  progress(`traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise), ours then raw at each; ${rig.agents.length} agents`);
+  await warmUp(rig);
+  const runs: StepRun[] = [];
+  for (const [index, rate] of options.rates.entries()) {
+    runs.push(await runStep(rig, 'ours', rate, index, options));
+    runs.push(await runStep(rig, 'raw', rate, index, options));
+  }
+
+  // The lapses still due: until every deadline of the run has passed and a few seconds went by without one.
+  const lastDeadline = Math.max(...runs.flatMap((run) => [...run.plan.expectations.values()].map((p) => Math.max(p.deadlineMs ?? 0, p.expectation.horizon ? Date.parse(p.expectation.horizon) : 0))));
+  const waitEnds = Date.now() + options.lapseWaitMs;
+  const lapseCount = () => rig.agents.reduce((sum, agent) => sum + agent.received.length, 0) + rig.rawFiredAt().size;
+  let count = lapseCount();
+  let quietSince = Date.now();
+  while (Date.now() < waitEnds && (Date.now() < lastDeadline + 10_000 || Date.now() - quietSince < 8_000)) {
+    await delay(1_000);
+    const now = lapseCount();
+    if (now !== count) {
+      count = now;
+      quietSince = Date.now();
+    }
+  }
+  const endMs = Date.now();
+  progress('traffic: reading the records of every expectation that could lapse');
+  const observed = await observedLapses(rig, runs);
+  const fired = rig.rawFiredAt();
+
+  const steps: TrafficResult['steps'] = [];
+  for (let i = 0; i < runs.length; i += 2) {
+    const [ours, raw] = await Promise.all(
+      [runs[i]!, runs[i + 1]!].map((run, k) => {
+        const sends = sendsOf(run.plan, run.loop.sent);
+        const lapses = run.side === 'ours' ? judgeOurLapses(run.plan, sends, observed.lapses, endMs, observed.records) : judgeRawLapses(run.plan, sends, fired, endMs);
+        // A step's workflows: those its side's queue started from its start to the side's next step.
+        const next = runs[i + 2 + k];
+        return reportStep(rig, run, lapses, { start: run.t0 - 1_000, end: next ? next.t0 - 1_000 : endMs + 60_000 }, options);
+      }),
+    );
+    steps.push({ rate: ours!.rate, ours: ours!, raw: raw! });
+    for (const example of ours!.lapses.examples) progress(`  backlog lapse: ${JSON.stringify(example)}`);
+    progress(
+      `  traffic at ${ours!.rate}/s: lapses ours ${ours!.lapses.seen} (backlog ${ours!.lapses.backlogTotal}, missing ${ours!.lapses.missing} of ${ours!.lapses.due} due), raw ${raw!.lapses.seen} (backlog ${raw!.lapses.backlogTotal}, missing ${raw!.lapses.missing}); actions per item ${ours!.perItem.actions} vs ${raw!.perItem.actions}`,
+    );
+  }
+  return {
+    options,
+    agents: rig.agents.length,
+    steps,
+    knee: { ours: kneeOf(steps.map((s) => s.ours)), raw: kneeOf(steps.map((s) => s.raw)) },
+    recordsRead: observed.read,
+    recordErrors: observed.errors,
+  };
+}
