@@ -57,6 +57,33 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
     return latest && until !== undefined && Date.now() < until ? latest : undefined;
   };
 
+  // Before the fact handlers: a subscription and a fact buffered in the same first activation are dispatched in the
+  // order their handlers are set, and the subscription came first (the bridge answered `raised` before the fact).
+  setHandler(subscribeSignal, ({ workflowIds }) => workflowIds.forEach(subscribe));
+
+  function subscribe(workflowId: string): void {
+    const full = !subscribers.has(workflowId) && subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS;
+    if (full) {
+      const reason =
+        `not registered: the fact ledger of ${JSON.stringify(input.factKey)} already forwards to ` +
+        `${MAX_FACT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as no fact would reach it`;
+      refused.add(workflowId, { reason });
+      changes++;
+      return;
+    }
+    subscribers.add(workflowId);
+    const fact = retained();
+    if (fact) outbox.add(workflowId, fact);
+    changes++;
+  }
+
+  setHandler(unsubscribeSignal, ({ workflowId }) => {
+    subscribers.delete(workflowId);
+    outbox.delete(workflowId);
+    deferred.delete(workflowId);
+    changes++;
+  });
+
   setHandler(
     recordFactUpdate,
     async (fact: Fact, options?: RecordFactOptions): Promise<RecordFactAnswer> => {
@@ -99,31 +126,6 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       },
     },
   );
-
-  setHandler(subscribeSignal, ({ workflowIds }) => workflowIds.forEach(subscribe));
-
-  function subscribe(workflowId: string): void {
-    const full = !subscribers.has(workflowId) && subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS;
-    if (full) {
-      const reason =
-        `not registered: the fact ledger of ${JSON.stringify(input.factKey)} already forwards to ` +
-        `${MAX_FACT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as no fact would reach it`;
-      refused.add(workflowId, { reason });
-      changes++;
-      return;
-    }
-    subscribers.add(workflowId);
-    const fact = retained();
-    if (fact) outbox.add(workflowId, fact);
-    changes++;
-  }
-
-  setHandler(unsubscribeSignal, ({ workflowId }) => {
-    subscribers.delete(workflowId);
-    outbox.delete(workflowId);
-    deferred.delete(workflowId);
-    changes++;
-  });
 
   setHandler(retainedFactQuery, retained);
   setHandler(ledgerLoadQuery, () => ({
