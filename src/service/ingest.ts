@@ -16,6 +16,7 @@ import type { ExpectationRecord, Origin } from '../schemas/record.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import {
   awaitFactTaken,
+  isRunning,
   dependentCount,
   getExpectationRecord,
   recordFactRouted,
@@ -183,8 +184,8 @@ export function createIngestService(deps: IngestDeps) {
   });
 
   /**
-   * How full the ledgers of the request's expectations are: a count of the visibility store each (no worker, no
-   * billable action), in parallel, asked while their records are looked up. Its failure is thrown where it is
+   * How full the ledgers of the request's expectations are: a count of the visibility store each that runs (no
+   * worker, no billable action), in parallel, asked while their records are looked up. Its failure is thrown where it is
    * awaited, never as an unhandled rejection.
    */
   function askLedgers(expectations: readonly Expectation[]): Promise<LedgerLoads> {
@@ -194,7 +195,9 @@ export function createIngestService(deps: IngestDeps) {
       ledgers.set(subjectLedgerWorkflowId(e.subject), ledgerOccupancyQuery(deps.taskQueue, { subject: e.subject }));
     }
     const ids = [...ledgers.keys()];
-    const asked = settled(ids.map((id) => deps.call(async () => (await deps.client.workflow.count(ledgers.get(id)!)).count))).then(
+    // A ledger that is not running forwards to nobody: one point read by id, and a count only for those that run.
+    const load = async (id: string) => ((await isRunning(deps.client, id)) ? (await deps.client.workflow.count(ledgers.get(id)!)).count : 0);
+    const asked = settled(ids.map((id) => deps.call(() => load(id)))).then(
       (counts) => new Map(ids.map((id, i) => [id, counts[i]!])),
     );
     asked.catch(() => undefined);

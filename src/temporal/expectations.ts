@@ -163,6 +163,16 @@ export async function dependentCount(client: Client, expectationId: string): Pro
   return (await getExpectationMemo(client, expectationId))?.dependents ?? 0;
 }
 
+/** Whether `workflowId` has a running execution: a DescribeWorkflowExecution (no worker, no billable action). */
+export async function isRunning(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
 /**
  * Records a fact in its ledger (update-with-start) and on its subject's ledger when one exists. With a zero
  * retention only an existing ledger (an expectation waits on the key) gets it. Idempotent: a retry completes
