@@ -55,6 +55,12 @@ export interface AppSettings {
    */
   temporalWaitMs?: number;
   /**
+   * The settle interval the workflows wait at a deadline before they lapse (ISO 8601 duration); default
+   * settleIntervalOf(temporalWaitMs). Shorter than the request wait, a fact a slow Temporal held back past a deadline
+   * can find it lapsed: for tests and demos that want lapses soon, never for the bench or a deployment.
+   */
+  settle?: string;
+  /**
    * Requests served at once (WATCHER_MAX_REQUESTS_IN_FLIGHT; default DEFAULT_MAX_REQUESTS_IN_FLIGHT): one past it is
    * answered 503 with Retry-After before any work is done.
    */
@@ -143,7 +149,7 @@ export function createApp(deps: AppDeps): express.Express {
     settings: {
       ...deps.settings,
       maxClockSkew: deps.settings.maxClockSkew ?? DEFAULT_MAX_CLOCK_SKEW,
-      settle: settleIntervalOf(temporalWaitMs),
+      settle: deps.settings.settle ?? settleIntervalOf(temporalWaitMs),
     },
     quotas: deps.settings.quotas,
     now: deps.now,
@@ -202,7 +208,8 @@ export function createApp(deps: AppDeps): express.Express {
     res.once('close', release);
     withRequestDeadline(temporalWaitMs, next);
   };
-  app.use(['/a2a', '/v1'], bounded);
+  app.use('/a2a', bounded);
+  app.use('/v1', bounded);
 
   const auth = authenticate(deps.principals);
   const json: RequestHandler[] = [
