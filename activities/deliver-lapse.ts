@@ -44,8 +44,8 @@ export interface DeliveryDeps {
    */
   fetch?: typeof fetch;
   /**
-   * The agents' card URLs and credentials. Without one, the delivery input's own `cardUrl`/`authorization` are used:
-   * only expectations raised before credentials left Temporal carry them.
+   * The agents' card URLs and credentials (the worker always has one). Without one, the contact is read from the
+   * delivery input itself, which the workflows never fill: for tests of the activity alone.
    */
   agents?: AgentDirectory;
   /** Per-attempt timeout; defaults to {@link DEFAULT_ATTEMPT_TIMEOUT_MS}. */
@@ -160,7 +160,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
 
   /** The agent's card URL and credential as the principals file says now (a rotated token applies at once). */
   async function contactOf(ref: DeliverLapseInput['agent']): Promise<{ id: string } & AgentContact> {
-    if (!deps.agents) return ref;
+    if (!deps.agents) return ref as { id: string } & AgentContact;
     const contact = await deps.agents.contact(ref.id);
     if (!contact) throw rejected(`agent ${ref.id} is not in the principals file: nowhere to deliver the lapse`);
     return { id: ref.id, ...contact };

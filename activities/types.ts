@@ -1,7 +1,7 @@
 /**
  * Inputs and results of the activities, shared by workflows (as types) and the activity implementations.
  */
-import type { Fact, Lapse, Origin, Subject } from '../core/types.js';
+import type { Lapse, Origin } from '../core/types.js';
 import type { AgentRef } from '../workflows/messages.js';
 
 export interface DeliverLapseInput {
@@ -24,30 +24,6 @@ export interface DeliverLapseResult {
 /** ApplicationFailure type of a delivery the agent refused with a 4xx (defined in core/failures.ts). */
 export { LAPSE_REJECTED } from '../core/failures.js';
 
-export interface SubscribeLedgerInput {
-  /** Workflow id of the ledger (`fact:<key>` or `subject:<type>:<id>`). */
-  ledgerWorkflowId: string;
-  /** Workflow id of the expectation that subscribes. */
-  subscriberWorkflowId: string;
-  /** Task queue a ledger is started on when it is not running: the calling workflow's. */
-  taskQueue: string;
-}
-
-export interface SubscribeFactLedgerInput extends SubscribeLedgerInput {
-  factKey: string;
-  /** ISO 8601 duration: the ledger's retention if this call starts it. */
-  retention: string;
-}
-
-export interface SubscribeFactLedgerResult {
-  /** The fact the ledger retains from before the subscription (an early fact), if any. */
-  retained?: Fact;
-}
-
-export interface SubscribeSubjectLedgerInput extends SubscribeLedgerInput {
-  subject: Subject;
-}
-
 export interface LinkAnchorInput {
   /** Workflow id of the anchor expectation. */
   anchorWorkflowId: string;
@@ -64,10 +40,8 @@ export interface LinkAnchorResult {
   movedTo?: { expectationId: string; workflowId: string };
 }
 
-/** The ledger and anchor activities (activities/ledgers.ts), as workflows see them. */
+/** The anchor activity (activities/ledgers.ts), as workflows see it. */
 export interface LedgerActivities {
-  subscribeFactLedger(input: SubscribeFactLedgerInput): Promise<SubscribeFactLedgerResult>;
-  subscribeSubjectLedger(input: SubscribeSubjectLedgerInput): Promise<void>;
   linkAnchor(input: LinkAnchorInput): Promise<LinkAnchorResult>;
 }
 

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
 import { ConfigError } from './config-error.js';
 import { NAMED_RANGES, parseRangeList, type AddressRange, type OutboundRules } from './outbound/address-policy.js';
+import { addDuration } from '../core/duration.js';
 import { isoDuration } from './schemas/extension.js';
 import { resolveConnectionSettings, type ConnectionSettings } from './temporal/connection-settings.js';
 
@@ -115,6 +116,13 @@ const envSchema = z.object({
   WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
   WATCHER_MAX_CLOCK_SKEW: isoDuration.default(DEFAULT_MAX_CLOCK_SKEW),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_CARD_CACHE_SECONDS),
+  WATCHER_TEMPORAL_WAIT: isoDuration
+    .default('PT30S')
+    .refine((value) => {
+      const ms = addDuration(0, value);
+      return ms >= 1_000 && ms <= 600_000;
+    }, 'must be between PT1S and PT10M (how long a request waits for a slow Temporal; the workflows settle a deadline as long)'),
+  WATCHER_MAX_REQUESTS_IN_FLIGHT: z.coerce.number().int().min(1).default(256),
   WATCHER_TRUST_PROXY: trustProxy.default(false),
   WATCHER_QUOTA_OPEN_EXPECTATIONS: quota(DEFAULT_QUOTAS.openExpectations),
   WATCHER_QUOTA_RAISES_PER_MINUTE: quota(DEFAULT_QUOTAS.raisesPerMinute),
@@ -157,6 +165,13 @@ export interface Config {
   maxClockSkew: string;
   /** How long an agent's card is reused, by the bridge (raise rules) and the worker (lapse delivery) alike. */
   cardCacheSeconds: number;
+  /**
+   * How long a request waits for a slow Temporal before it is answered 503 (ms), and so how long, plus a margin, an
+   * expectation settles a deadline before it lapses (DESIGN 3.2).
+   */
+  temporalWaitMs: number;
+  /** Requests the bridge serves at once; one past it is answered 503 with Retry-After before any work. */
+  maxRequestsInFlight: number;
   /** Whose X-Forwarded-For the bridge believes for the client's address (its request log, rate decisions). */
   trustProxy: TrustProxy;
   /** Per-principal quotas of the bridge (429 with Retry-After past one); 0 turns one off. */
@@ -246,6 +261,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxLineage: e.WATCHER_MAX_LINEAGE,
     maxClockSkew: e.WATCHER_MAX_CLOCK_SKEW,
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
+    temporalWaitMs: addDuration(0, e.WATCHER_TEMPORAL_WAIT),
+    maxRequestsInFlight: e.WATCHER_MAX_REQUESTS_IN_FLIGHT,
     trustProxy: e.WATCHER_TRUST_PROXY,
     quotas: {
       openExpectations: e.WATCHER_QUOTA_OPEN_EXPECTATIONS,

@@ -2,7 +2,7 @@
  * Prometheus metrics (prom-client) on a registry of their own, so that several apps in one process (tests) do not
  * collide and so that the worker side can register its lapse counters on the same registry.
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface WatcherMetrics {
   registry: Registry;
@@ -15,6 +15,8 @@ export interface WatcherMetrics {
   lapses: Counter<'lapse'>;
   lapseDeliveriesFailed: Counter<never>;
   httpRequestDuration: Histogram<'method' | 'route' | 'status'>;
+  /** Requests the bridge serves now, against WATCHER_MAX_REQUESTS_IN_FLIGHT. */
+  requestsInFlight: Gauge;
 }
 
 /** Creates the watcher's metrics on `registry` (a new one by default). */
@@ -53,6 +55,11 @@ export function createMetrics(options: { registry?: Registry; defaultMetrics?: b
     lapseDeliveriesFailed: new Counter({
       name: 'watcher_lapse_deliveries_failed_total',
       help: 'Lapse tasks the agent refused or that could not be delivered.',
+      registers: [registry],
+    }),
+    requestsInFlight: new Gauge({
+      name: 'watcher_http_requests_in_flight',
+      help: 'Requests the bridge serves now; past WATCHER_MAX_REQUESTS_IN_FLIGHT one is answered 503 before any work.',
       registers: [registry],
     }),
     httpRequestDuration: new Histogram({

@@ -234,6 +234,8 @@ export async function startBridge(
       maxClockSkew: config.maxClockSkew,
       cardCacheSeconds: config.cardCacheSeconds,
       quotas: config.quotas,
+      temporalWaitMs: config.temporalWaitMs,
+      maxRequestsInFlight: config.maxRequestsInFlight,
     },
     temporalUiUrl: uiUrl,
     logger: log,

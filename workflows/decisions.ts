@@ -8,10 +8,15 @@ import type { ExpectationRecord, ExpectationState, LapseKind } from '../core/typ
 
 /** What the deadline decisions read: the record plus the once-only horizon check and the late window. */
 export interface DeadlineInputs {
-  record: Pick<ExpectationRecord, 'expectation' | 'state' | 'dueAt' | 'lapses' | 'lastFactAt'>;
+  record: Pick<ExpectationRecord, 'expectation' | 'state' | 'dueAt' | 'lapses' | 'lastFactAt' | 'raisedAt'>;
   horizonChecked: boolean;
   /** ISO 8601 duration a lapsed expectation waits for a late fact after its last lapse. */
   lateWindow: string;
+  /**
+   * How long the workflow waits past a deadline before it lapses (DESIGN 3.2): a bridge may still be carrying a fact it
+   * received before the deadline. No longer than a request may be in flight in a bridge; absent, zero.
+   */
+  settleMs?: number;
 }
 
 export type DeadlineKind = 'overdue' | 'stalled' | 'close';
@@ -44,14 +49,19 @@ export function lastLapsedAtMs(record: DeadlineInputs['record']): number | undef
   return times.length === 0 ? undefined : Math.max(...times);
 }
 
-/** Deadlines that are still to come or to be handled: overdue, stalled check, and (when nothing else is) close. */
+/**
+ * Deadlines that are still to come or to be handled: overdue, stalled check, and (when nothing else is) close. An
+ * overdue or stalled deadline is decided `settleMs` after it, or after the raise when it had passed already, so that a
+ * fact a bridge received before it counts however late the workflow hears of it.
+ */
 export function pendingDeadlines(inputs: DeadlineInputs): Deadline[] {
   const { record } = inputs;
   if (!isOpen(record.state)) return [];
+  const decidedAt = (deadlineMs: number) => Math.max(deadlineMs, Date.parse(record.raisedAt)) + (inputs.settleMs ?? 0);
   const deadlines: Deadline[] = [];
-  if (!hasLapse(record, 'overdue', record.dueAt)) deadlines.push({ kind: 'overdue', atMs: overdueAtMs(record) });
+  if (!hasLapse(record, 'overdue', record.dueAt)) deadlines.push({ kind: 'overdue', atMs: decidedAt(overdueAtMs(record)) });
   if (!inputs.horizonChecked && record.expectation.horizon) {
-    deadlines.push({ kind: 'stalled', atMs: Date.parse(record.expectation.horizon) });
+    deadlines.push({ kind: 'stalled', atMs: decidedAt(Date.parse(record.expectation.horizon)) });
   }
   const lastLapsed = lastLapsedAtMs(record);
   if (deadlines.length === 0 && record.state === 'lapsed' && lastLapsed !== undefined) {
@@ -89,6 +99,14 @@ export function dueChecks(inputs: DeadlineInputs, nowMs: number): DueChecks {
     }
   }
   return due;
+}
+
+/**
+ * What a fact the bridge received at `receivedAtMs` comes after: the deadlines that had passed when it was received
+ * (after the raise), whose lapses are raised before the fact is applied, as they would have been without a backlog.
+ */
+export function dueBefore(inputs: DeadlineInputs, receivedAtMs: number): DueChecks {
+  return dueChecks({ ...inputs, settleMs: 0 }, receivedAtMs - 1);
 }
 
 /** Whether a skipped lapse may be raised now: the expectation is open and has none for the current dueAt. */

@@ -6,9 +6,9 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   getExternalWorkflowHandle,
-  patched,
   proxyActivities,
   setCurrentDetails,
+  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
   type SignalDefinition,
@@ -18,7 +18,7 @@ import { addDuration } from '../core/duration.js';
 import { EXPECTATION_ENDED, INVALID_EXPECTATION, LAPSE_NOT_FOUND } from '../core/failures.js';
 import { MAX_DEPENDENTS } from '../core/limits.js';
 import type { ExpectationRecord, Fact, Lapse, LapseEntry, LapseKind } from '../core/types.js';
-import { anchoredDueAt, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline } from './decisions.js';
+import { anchoredDueAt, dueBefore, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline, type DueChecks } from './decisions.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
 import {
   anchorMovedSignal,
@@ -27,6 +27,7 @@ import {
   unsubscribeSignal,
   withdrawSignal,
   type AnchorMoved,
+  type ExpectationMemo,
   factTakenOf,
   type FactTaken,
   type ExpectationInput,
@@ -36,7 +37,7 @@ import {
   type WithdrawRequest,
 } from './messages.js';
 import { ExpectationDueAt, ExpectationLate, ExpectationState } from './search-attributes.js';
-import { currentDetails, linkAnchorSummary, subscribeSummary } from './ui-text.js';
+import { currentDetails, linkAnchorSummary } from './ui-text.js';
 
 const ledgers = proxyActivities<LedgerActivities>({
   startToCloseTimeout: '30s',
@@ -46,31 +47,12 @@ const ledgers = proxyActivities<LedgerActivities>({
 /** How many superseded anchors a dependent follows in one go before it gives up (beyond any sane lineage). */
 const MAX_ANCHOR_HOPS = 100;
 
-/**
- * Patch of expectations raised before the bridge registered them (no `registration` in their input): a lapse
- * delivery is abandoned once the expectation is satisfied or withdrawn, and does not hold up continue-as-new.
- * Expectations the bridge registers have both from their start, without a marker.
- */
-export const DELIVERIES_END_WITH_THE_EXPECTATION = 'deliveries-end-with-the-expectation';
-
-/**
- * Patch of the upsert that satisfies an expectation: it sets `ExpectationLate` too (the list's `late` filter).
- * Expectations satisfied before it have no such attribute; their histories replay the upsert without it.
- */
-export const LATE_SEARCH_ATTRIBUTE = 'late-search-attribute';
-
-/**
- * Patch of anchors that take at most MAX_DEPENDENTS dependents (core/limits.ts) and withdraw one past it: an anchor
- * whose history predates it keeps taking every one.
- */
-export const DEPENDENTS_BOUNDED = 'dependents-bounded';
-
 const iso = (ms: number): string => new Date(ms).toISOString();
 const nowIso = (): string => iso(Date.now());
 const normalized = (instant: string): string => iso(Date.parse(instant));
 
 /** The record of a newly raised expectation; an input the workflow cannot run with fails it, not its task. */
-function initialRecord(input: ExpectationInput): ExpectationRecord {
+export function initialRecord(input: ExpectationInput): ExpectationRecord {
   const dueMs = Date.parse(input.expectation.dueAt);
   if (Number.isNaN(dueMs)) {
     throw ApplicationFailure.create({ type: INVALID_EXPECTATION, message: 'dueAt is not an instant', nonRetryable: true });
@@ -91,7 +73,7 @@ function initialRecord(input: ExpectationInput): ExpectationRecord {
     projectedDueAt: iso(dueMs),
     dueAt: iso(dueMs),
     state: 'open',
-    raisedAt: nowIso(),
+    raisedAt: input.raisedAt ?? nowIso(),
     lapses: [],
     lineage: input.lineage,
     agent: { id: input.agent.id },
@@ -134,28 +116,33 @@ export class ExpectationManager {
   // ── this run only ──
   /** Bumped by every change that moves a deadline or the state, so the loop re-decides. */
   private changeCount = 0;
-  /** The search attribute values last upserted; undefined until the first upsert of a new expectation. */
-  private published: { state: string; dueAt: string; late?: boolean } | undefined;
+  /** The search attribute values last upserted (the start set the first ones). */
+  private published: { state: string; dueAt: string; late?: boolean };
+  /** The memo last written (the bridge's at the start, then ours), as JSON: it is written again only when it moved. */
+  private memoWritten: string;
   /** Workflow id of the expectation that superseded this one: its dependents follow it. It closes at once. */
   private supersededByWorkflowId: string | undefined;
   private readonly deliveries: LapseDeliveries;
-  /** Raised through the bridge's registration (docs/raise-path.md): the raise path v2 rules hold from the start. */
-  private readonly registeredByBridge: boolean;
-  /** A delivery in retry may be carried over continue-as-new (always for v2; by the patch for older ones). */
-  private deliveriesCarry: boolean;
+  /** How long past a deadline the expectation waits for facts a bridge received before it (DESIGN 3.2). */
+  private readonly settleMs: number;
 
   constructor(private readonly input: ExpectationInput) {
     const { carried } = input;
-    this.registeredByBridge = input.registration === 'bridge';
-    this.deliveriesCarry = this.registeredByBridge;
     this.record = carried?.record ?? initialRecord(input);
     this.horizonChecked = carried?.horizonChecked ?? false;
     this.dependents = new Set(carried?.dependents ?? []);
     this.anchorLink = carried ? carried.anchorLink : input.links.anchor;
-    // The start already set ExpectationState and ExpectationDueAt to these; an older start was followed by an upsert.
-    const atStart = carried || this.registeredByBridge;
-    this.published = atStart ? { state: this.record.state, dueAt: this.record.dueAt } : undefined;
-    this.deliveries = new LapseDeliveries(this.record, input.agent, () => this.publish(), this.registeredByBridge);
+    this.settleMs = input.settings.settle ? addDuration(0, input.settings.settle) : 0;
+    // The start (or the previous run) set the search attributes and the memo to these.
+    const { state, dueAt, late } = this.record;
+    this.published = { state, dueAt, ...(late !== undefined ? { late } : {}) };
+    this.memoWritten = JSON.stringify(this.memo());
+    this.deliveries = new LapseDeliveries(this.record, input.agent, () => this.publish());
+  }
+
+  /** What the memo holds (ExpectationMemo): the record as it is now and how many dependents it has. */
+  private memo(): ExpectationMemo {
+    return { expectationId: this.input.expectation.expectationId, record: this.record, dependents: this.dependents.size };
   }
 
   /** What continue-as-new carries: exactly the fields marked so above (pending deliveries are on the record). */
@@ -164,13 +151,10 @@ export class ExpectationManager {
     return { record, horizonChecked, dependents: [...dependents], anchorLink };
   }
 
-  /**
-   * The input of the next run: the same expectation and links, the carried state, and neither a legacy credential
-   * (only the agent's principal id) nor the early fact, which the carried record has already applied.
-   */
+  /** The input of the next run: the same expectation, links and settings, and the carried state. */
   nextRunInput(): ExpectationInput {
-    const { carried: _carried, retained: _retained, agent, ...rest } = this.input;
-    return { ...rest, agent: { id: agent.id }, carried: this.carry() };
+    const { carried: _carried, ...rest } = this.input;
+    return { ...rest, carried: this.carry() };
   }
 
   /** A continued run schedules again the deliveries its predecessor left in retry. */
@@ -185,19 +169,25 @@ export class ExpectationManager {
 
   // ── the operator's view ──
 
-  /** Search attributes when state, dueAt or lateness moved, and the current details. */
+  /**
+   * Search attributes when state, dueAt or lateness moved (one upsert, a billable action), the memo when the record
+   * or the dependents moved (not an action), and the current details.
+   */
   publish(): void {
-    const { record } = this;
-    // Asked only once the expectation is satisfied (`late` set), so that no other history meets the patch.
-    const late = record.late !== undefined && patched(LATE_SEARCH_ATTRIBUTE) ? record.late : undefined;
-    const { published } = this;
-    if (published?.state !== record.state || published.dueAt !== record.dueAt || published.late !== late) {
+    const { record, published } = this;
+    const { late } = record;
+    if (published.state !== record.state || published.dueAt !== record.dueAt || published.late !== late) {
       upsertSearchAttributes([
         { key: ExpectationState, value: record.state },
         { key: ExpectationDueAt, value: new Date(record.dueAt) },
         ...(late !== undefined ? [{ key: ExpectationLate, value: late }] : []),
       ]);
       this.published = { state: record.state, dueAt: record.dueAt, ...(late !== undefined ? { late } : {}) };
+    }
+    const memo = JSON.stringify(this.memo());
+    if (memo !== this.memoWritten) {
+      upsertMemo({ record, dependents: this.dependents.size });
+      this.memoWritten = memo;
     }
     setCurrentDetails(currentDetails(record));
   }
@@ -210,39 +200,16 @@ export class ExpectationManager {
   // ── start-up registration ──
 
   /**
-   * What a newly raised expectation does once: withdraws the one it supersedes, subscribes to its fact ledger (an
-   * early fact satisfies it at once) and its subject ledger, and links to its anchor.
+   * What a newly raised expectation does once: withdraws the one it supersedes and links to its anchor. The bridge
+   * subscribed it to both ledgers before it answered `raised` (docs/raise-path.md); an early fact comes from there.
    */
   register(): Promise<unknown> {
-    const { expectation, links, settings, retained } = this.input;
+    const { expectation, links } = this.input;
     const self = { expectationId: expectation.expectationId, workflowId: links.self };
     const supersede = links.supersedes
       ? signalQuietly(links.supersedes, withdrawSignal, { reason: `superseded by ${self.expectationId}`, supersededBy: self })
       : undefined;
-    if (this.registeredByBridge) {
-      // The bridge subscribed us to both ledgers before it answered; an early fact it read comes in the input.
-      if (retained) this.applyFact(retained);
-      return Promise.all([supersede, this.linkToAnchor()]);
-    }
-    const taskQueue = workflowInfo().taskQueue;
-    return Promise.all([
-      supersede,
-      ledgers.subscribeFactLedger
-        .executeWithOptions({ summary: subscribeSummary(links.factLedger) }, [
-          {
-            ledgerWorkflowId: links.factLedger,
-            subscriberWorkflowId: links.self,
-            taskQueue,
-            factKey: expectation.satisfiedBy.factKey,
-            retention: settings.factRetention,
-          },
-        ])
-        .then(({ retained }) => retained && this.applyFact(retained)),
-      ledgers.subscribeSubjectLedger.executeWithOptions({ summary: subscribeSummary(links.subjectLedger) }, [
-        { ledgerWorkflowId: links.subjectLedger, subscriberWorkflowId: links.self, taskQueue, subject: expectation.subject },
-      ]),
-      this.linkToAnchor(),
-    ]);
+    return Promise.all([supersede, this.linkToAnchor()]);
   }
 
   /** Registers with the current anchor, following superseded anchors to the one that replaced them. */
@@ -261,10 +228,14 @@ export class ExpectationManager {
 
   // ── message handlers ──
 
-  /** Exact key match only (DESIGN 3.2); the first matching fact wins, any later one is a no-op. */
+  /**
+   * Exact key match only (DESIGN 3.2); the first matching fact wins, any later one is a no-op. A fact the bridge
+   * received after a deadline that this workflow is still settling comes after that deadline's lapse.
+   */
   applyFact(fact: Fact): void {
     const { record } = this;
     if (!isOpen(record.state) || fact.factKey !== this.input.expectation.satisfiedBy.factKey) return;
+    this.raiseLapsesBefore(fact.receivedAt);
     record.state = 'satisfied';
     record.satisfiedAt = nowIso();
     record.observedAt = normalized(fact.observedAt);
@@ -283,6 +254,7 @@ export class ExpectationManager {
   /** A fact of any kind on the subject: only the latest observedAt is kept, for stalls and `lastFactAt`. */
   observeSubjectFact(fact: SubjectFact): void {
     const { record } = this;
+    if (isOpen(record.state)) this.raiseLapsesBefore(fact.receivedAt);
     if (record.lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(record.lastFactAt)) {
       record.lastFactAt = normalized(fact.observedAt);
       this.publish();
@@ -306,8 +278,7 @@ export class ExpectationManager {
 
   /** No lapse task goes out once the expectation has ended (DESIGN 3.8): satisfied, withdrawn, or closing. */
   abandonDeliveries(reason: string): void {
-    if (this.deliveries.pending === 0) return;
-    if (this.registeredByBridge || patched(DELIVERIES_END_WITH_THE_EXPECTATION)) this.deliveries.abandon(reason);
+    if (this.deliveries.pending > 0) this.deliveries.abandon(reason);
   }
 
   /**
@@ -391,13 +362,14 @@ export class ExpectationManager {
   async registerDependent({ workflowId }: { workflowId: string }): Promise<void> {
     const { record } = this;
     const full = !this.dependents.has(workflowId) && this.dependents.size >= MAX_DEPENDENTS;
-    if (full && patched(DEPENDENTS_BOUNDED)) {
+    if (full) {
       const self = this.input.expectation.expectationId;
       const reason = `not anchored: expectation ${JSON.stringify(self)} already has ${MAX_DEPENDENTS} dependents, its bound; withdrawn, as its due time would never follow the anchor`;
       await signalQuietly(workflowId, withdrawSignal, { reason });
       return;
     }
     this.dependents.add(workflowId);
+    this.publish();
     if (record.state === 'satisfied' && record.observedAt) {
       await signalQuietly(workflowId, anchorSatisfiedSignal, {
         anchorExpectationId: this.input.expectation.expectationId,
@@ -414,7 +386,8 @@ export class ExpectationManager {
   // ── decisions on the watcher's clock ──
 
   private deadlineInputs() {
-    return { record: this.record, horizonChecked: this.horizonChecked, lateWindow: this.input.settings.lateWindow };
+    const { record, horizonChecked, settleMs } = this;
+    return { record, horizonChecked, lateWindow: this.input.settings.lateWindow, settleMs };
   }
 
   /** The next instant the loop must wake at, if any. */
@@ -424,8 +397,20 @@ export class ExpectationManager {
 
   /** Raises the overdue and stalled lapses due now (DESIGN 3.3); the horizon counts as checked once passed. */
   raiseDueLapses(): void {
-    if (!isOpen(this.record.state)) return;
-    const due = dueChecks(this.deadlineInputs(), Date.now());
+    if (isOpen(this.record.state)) this.raiseAll(dueChecks(this.deadlineInputs(), Date.now()));
+  }
+
+  /**
+   * The lapses whose deadlines had passed when the bridge received a fact (`receivedAt`) that reaches us while we
+   * still settle them: raised first, as they would have been had the fact come after them without a backlog.
+   */
+  private raiseLapsesBefore(receivedAt: string | undefined): void {
+    // A fact that no bridge stamped (a test's, or a caller's of its own) says nothing about deadlines: applied as it is.
+    const receivedMs = receivedAt === undefined ? Number.NaN : Date.parse(receivedAt);
+    if (!Number.isNaN(receivedMs)) this.raiseAll(dueBefore(this.deadlineInputs(), Math.min(receivedMs, Date.now())));
+  }
+
+  private raiseAll(due: DueChecks): void {
     if (due.horizonReached) this.horizonChecked = true;
     for (const lapse of due.lapses) this.raiseLapse(lapse);
     if (due.lapses.length > 0 || due.horizonReached) this.changed();
@@ -450,7 +435,6 @@ export class ExpectationManager {
     record.lapse = lapse;
     delete record.lapseTaskId;
     record.state = 'lapsed';
-    this.deliveriesCarry ||= patched(DELIVERIES_END_WITH_THE_EXPECTATION);
     this.deliveries.start(lapse);
   }
 
@@ -464,8 +448,7 @@ export class ExpectationManager {
    * retry unless the next run takes it over.
    */
   mayContinueAsNew(): boolean {
-    const deliveriesAllow = this.deliveries.pending === 0 || this.deliveriesCarry;
-    return workflowInfo().continueAsNewSuggested && deliveriesAllow && allHandlersFinished();
+    return workflowInfo().continueAsNewSuggested && allHandlersFinished();
   }
 
   /** No delivery and no handler still running: the workflow may return. */

@@ -4,7 +4,7 @@
  * satisfied at once (early facts).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { allHandlersFinished, condition, continueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import { addDuration } from '../core/duration.js';
 import { WRONG_FACT_KEY } from '../core/failures.js';
 import { DEDUPE_WINDOW, MAX_FACT_LEDGER_SUBSCRIBERS } from '../core/limits.js';
@@ -21,24 +21,10 @@ import {
   type RecordFactOptions,
 } from './messages.js';
 import { Outbox } from './outbox.js';
-import { LEDGER_SUBSCRIBERS_BOUNDED, refusals } from './refusals.js';
+import { refusals } from './refusals.js';
 
 /** How many (observedAt, source) pairs the ledger remembers to recognise re-deliveries (core/limits.ts). */
 export { DEDUPE_WINDOW };
-
-/**
- * Patch of the ledgers whose recordFact answers once the main loop has sent the fact to the subscribers: before it,
- * the answer and the forwards raced, and a history can hold either order.
- */
-export const ANSWER_AFTER_FORWARDING = 'answer-after-forwarding';
-
-/**
- * Patch of the ledgers that, when the caller says it delivers the fact itself (`callerDelivers`: the bridge's
- * `takeFact` updates for `POST /v1/facts?wait=true`), hold their own forwards back for FORWARD_DEFERRAL: a subscriber
- * that took the fact unsubscribes meanwhile and gets no signal; any other gets it then, so that nothing depends on
- * the caller surviving.
- */
-export const CALLER_DELIVERS_FIRST = 'caller-delivers-first';
 
 /** How long a forward is held back for a caller that delivers the fact itself (twice the bridge's wait). */
 export const FORWARD_DEFERRAL_MS = 10_000;
@@ -50,7 +36,7 @@ const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt
  * A subscriber gets the first fact not yet sent to it: any fact with the key satisfies, later ones are no-ops.
  */
 export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> {
-  const subscribers = new Set(input.carried?.subscribers ?? input.subscribers ?? []);
+  const subscribers = new Set(input.carried?.subscribers ?? []);
   const seen = [...(input.carried?.seen ?? [])];
   const seenSet = new Set(seen);
   let latest = input.carried?.latest;
@@ -71,6 +57,33 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
     return latest && until !== undefined && Date.now() < until ? latest : undefined;
   };
 
+  // Before the fact handlers: a subscription and a fact buffered in the same first activation are dispatched in the
+  // order their handlers are set, and the subscription came first (the bridge answered `raised` before the fact).
+  setHandler(subscribeSignal, ({ workflowIds }) => workflowIds.forEach(subscribe));
+
+  function subscribe(workflowId: string): void {
+    const full = !subscribers.has(workflowId) && subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS;
+    if (full) {
+      const reason =
+        `not registered: the fact ledger of ${JSON.stringify(input.factKey)} already forwards to ` +
+        `${MAX_FACT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as no fact would reach it`;
+      refused.add(workflowId, { reason });
+      changes++;
+      return;
+    }
+    subscribers.add(workflowId);
+    const fact = retained();
+    if (fact) outbox.add(workflowId, fact);
+    changes++;
+  }
+
+  setHandler(unsubscribeSignal, ({ workflowId }) => {
+    subscribers.delete(workflowId);
+    outbox.delete(workflowId);
+    deferred.delete(workflowId);
+    changes++;
+  });
+
   setHandler(
     recordFactUpdate,
     async (fact: Fact, options?: RecordFactOptions): Promise<RecordFactAnswer> => {
@@ -84,8 +97,9 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       lastReceivedAt = new Date().toISOString();
       const forwardedTo = [...subscribers];
       const answer = options?.tellUnawaited && subscribers.size === 0 ? 'unawaited' : 'recorded';
-      const heldBack =
-        options?.callerDelivers && options.listForwarded && subscribers.size > 0 && patched(CALLER_DELIVERS_FIRST);
+      // The caller delivers the fact itself (the bridge's takeFact, for `wait=true`): our forwards wait FORWARD_DEFERRAL_MS,
+      // and go only to a subscriber that did not take it by then (it unsubscribes), so nothing depends on the caller.
+      const heldBack = options?.callerDelivers && options.listForwarded && subscribers.size > 0;
       if (heldBack) {
         const atMs = Date.now() + FORWARD_DEFERRAL_MS;
         for (const subscriber of subscribers) if (!deferred.has(subscriber)) deferred.set(subscriber, { fact, atMs });
@@ -93,13 +107,10 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
         for (const subscriber of subscribers) outbox.add(subscriber, fact);
       }
       const change = ++changes;
-      // Without this the update's completion and the main loop's forwarding signals raced for the same workflow task,
-      // and a worker that had just restarted recorded them in the other order than its replay produces
-      // (test/e2e/worker-restart-replay.test.ts). Answering once the main loop has sent the forwards fixes the order,
-      // and means "recorded" is forwarded. A held-back fact is sent nothing now, but other forwards may go out in the
-      // same task: it waits the same way (and its own patch covers that).
-      if (heldBack || (subscribers.size > 0 && patched(ANSWER_AFTER_FORWARDING))) await condition(() => forwardedThrough >= change);
-      // Only the answer's payload differs (no command), so it needs no patch.
+      // Answered once the main loop has sent the forwards: the update's completion and the forwarding signals then come
+      // out in one order whatever the worker's cache (test/e2e/worker-restart-replay.test.ts), and "recorded" means
+      // forwarded. A held-back fact is sent nothing now, but other forwards may go out in the same task: it waits too.
+      if (subscribers.size > 0) await condition(() => forwardedThrough >= change);
       if (options?.listForwarded && answer === 'recorded' && forwardedTo.length > 0) return { result: answer, forwardedTo };
       return answer;
     },
@@ -115,29 +126,6 @@ export async function factLedgerWorkflow(input: FactLedgerInput): Promise<void> 
       },
     },
   );
-
-  setHandler(subscribeSignal, ({ workflowId }) => {
-    const full = !subscribers.has(workflowId) && subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS;
-    if (full && patched(LEDGER_SUBSCRIBERS_BOUNDED)) {
-      const reason =
-        `not registered: the fact ledger of ${JSON.stringify(input.factKey)} already forwards to ` +
-        `${MAX_FACT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as no fact would reach it`;
-      refused.add(workflowId, { reason });
-      changes++;
-      return;
-    }
-    subscribers.add(workflowId);
-    const fact = retained();
-    if (fact) outbox.add(workflowId, fact);
-    changes++;
-  });
-
-  setHandler(unsubscribeSignal, ({ workflowId }) => {
-    subscribers.delete(workflowId);
-    outbox.delete(workflowId);
-    deferred.delete(workflowId);
-    changes++;
-  });
 
   setHandler(retainedFactQuery, retained);
   setHandler(ledgerLoadQuery, () => ({

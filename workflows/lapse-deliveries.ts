@@ -5,7 +5,7 @@
  * and one still in retry when the run continues as new is carried over and scheduled again in the next run.
  * An admin may have a lapse that failed delivered again: the same entry and messageId, a budget of its own.
  */
-import { ActivityFailure, CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/types.js';
 import { addDuration } from '../core/duration.js';
 import { LAPSE_REJECTED } from '../core/failures.js';
@@ -13,13 +13,6 @@ import { lapseMessageId } from '../core/message-id.js';
 import type { ExpectationRecord, Lapse, LapseEntry } from '../core/types.js';
 import type { AgentRef } from './messages.js';
 import { deliverLapseSummary } from './ui-text.js';
-
-/**
- * Patch: a continued run resumes only the pending deliveries not already on their way. A resend that arrives in
- * the run's first workflow task is handled before the run resumes its deliveries, and without this the resent
- * lapse was scheduled twice (test/workflows/expectation-resend.test.ts). Asked only when that happens.
- */
-export const RESUME_SKIPS_IN_FLIGHT = 'resume-skips-in-flight';
 
 /** How long a lapse may take to reach its agent, from the lapse, across retries and continue-as-new. */
 export const DELIVERY_BUDGET = 'P7D';
@@ -52,11 +45,6 @@ export class LapseDeliveries {
     private readonly agent: AgentRef,
     /** Called after each delivery settles, with its outcome on the record. */
     private readonly onSettled: () => void,
-    /**
-     * Raised by the bridge that keeps credentials out of Temporal: the activity gets the principal id only, and
-     * gets what is left of the 7-day budget when it is carried over continue-as-new.
-     */
-    private readonly byPrincipalId: boolean,
   ) {}
 
   /** Deliveries started and not settled yet. */
@@ -85,11 +73,13 @@ export class LapseDeliveries {
     this.run(entry);
   }
 
-  /** Schedules again the deliveries a previous run left pending when it continued as new. */
+  /**
+   * Schedules again the deliveries a previous run left pending when it continued as new. One already on its way (a
+   * resend that arrived in the run's first workflow task, before this) is not scheduled twice.
+   */
   resume(): void {
     for (const entry of this.record.lapses) {
-      if (entry.delivery.status !== 'pending') continue;
-      if (this.inFlight.has(entry) && patched(RESUME_SKIPS_IN_FLIGHT)) continue;
+      if (entry.delivery.status !== 'pending' || this.inFlight.has(entry)) continue;
       this.run(entry);
     }
   }
@@ -114,10 +104,6 @@ export class LapseDeliveries {
   /** Delivers one lapse task; the outcome is recorded on its entry, never thrown. */
   private async deliver(entry: LapseEntry): Promise<void> {
     const { agent, record } = this;
-    if (!this.byPrincipalId && !agent.cardUrl) {
-      entry.delivery = { ...entry.delivery, status: 'failed', error: `agent ${agent.id} has no cardUrl to deliver to` };
-      return;
-    }
     // A resend has a budget of its own, from when it was asked for (carried over continue-as-new on the entry).
     const { resentAt, resends, messageId } = entry.delivery;
     const leftMs = addDuration(Date.parse(resentAt ?? entry.lapse.lapsedAt), DELIVERY_BUDGET) - Date.now();
@@ -135,9 +121,7 @@ export class LapseDeliveries {
       ...(resends ? { resend: resends } : {}),
     };
     try {
-      const result = this.byPrincipalId
-        ? await delivery.deliverLapse.executeWithOptions({ summary, scheduleToCloseTimeout: leftMs }, [input])
-        : await delivery.deliverLapse.executeWithOptions({ summary }, [input]);
+      const result = await delivery.deliverLapse.executeWithOptions({ summary, scheduleToCloseTimeout: leftMs }, [input]);
       entry.delivery = { ...entry.delivery, status: 'delivered', deliveredAt: nowIso(), warnings: result.warnings };
       if (result.taskId) entry.lapseTaskId = result.taskId;
     } catch (error) {

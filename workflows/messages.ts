@@ -12,19 +12,19 @@ import type { CarriedExpectationState } from './expectation-manager.js';
 export interface ExpectationSettings {
   lateWindow: string;
   factRetention: string;
+  /**
+   * How long past a deadline the expectation waits before it lapses, for facts a bridge received before the deadline
+   * and still carries (DESIGN 3.2): the bridges' bound on a request in flight. Absent, zero.
+   */
+  settle?: string;
 }
 
 /**
- * Who raised the expectation: its principal id. The worker finds the agent's card URL and credential in the
- * principals file when it delivers a lapse (DESIGN 3.8); `cardUrl` and `authorization` are set only in the inputs
- * of expectations raised before that, and never sent on.
+ * Who raised the expectation: its principal id only. The worker finds the agent's card URL and credential in the
+ * principals file when it delivers a lapse (DESIGN 3.8); no credential enters Temporal.
  */
 export interface AgentRef {
   id: string;
-  /** @deprecated legacy inputs only */
-  cardUrl?: string;
-  /** @deprecated legacy inputs only: the Authorization header value the watcher sent to the agent. */
-  authorization?: string;
 }
 
 /** Workflow ids of everything the expectation talks to, computed by src/temporal/ids.ts. */
@@ -38,6 +38,10 @@ export interface ExpectationLinks {
   supersedes?: string;
 }
 
+/**
+ * The expectation as the bridge raises it: it has subscribed it to its ledgers before it answered `raised`
+ * (docs/raise-path.md), so the workflow does not.
+ */
 export interface ExpectationInput {
   expectation: Expectation;
   agent: AgentRef;
@@ -45,14 +49,8 @@ export interface ExpectationInput {
   lineage: number;
   links: ExpectationLinks;
   settings: ExpectationSettings;
-  /**
-   * `bridge`: the bridge subscribed the expectation to its ledgers before it answered `raised` (docs/raise-path.md),
-   * so the workflow does not; and the raise path's other rules hold (lapse deliveries cancellable and carried over
-   * continue-as-new). Absent in the inputs of expectations raised before, which keep their own behaviour.
-   */
-  registration?: 'bridge';
-  /** An early fact the bridge read from the fact ledger because the deadline had already passed at raising. */
-  retained?: Fact;
+  /** When the bridge raised it (its record's `raisedAt`, also in the start's memo); absent, the first task's time. */
+  raisedAt?: string;
   /** Set only by continue-as-new: the record and pending work to carry over. */
   carried?: CarriedExpectationState;
 }
@@ -166,8 +164,6 @@ export interface FactLedgerInput {
   factKey: string;
   /** ISO 8601 duration: how long the latest fact is kept for expectations raised after it. */
   retention: string;
-  /** Expectations the bridge subscribed by starting the ledger (a running ledger gets `subscribe` instead). */
-  subscribers?: string[];
   /**
    * `lastObservedAt` is the workflow time at which the last observation reached the ledger (retention runs from
    * it); `outbox` the facts received but not yet forwarded, one per subscriber.
@@ -213,8 +209,11 @@ export type RecordFactAnswer = 'recorded' | 'duplicate' | 'unawaited' | Forwarde
 
 export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFactOptions?]>('recordFact');
 
-/** An expectation waiting on the key; the ledger answers with the retained fact if it has one. */
-export const subscribeSignal = defineSignal<[{ workflowId: string }]>('subscribe');
+/**
+ * Expectations waiting on the key (or the subject), sent by the bridge with signal-with-start: one call and one action
+ * per ledger, however many of a request's expectations it serves. A fact ledger forwards its retained fact to each.
+ */
+export const subscribeSignal = defineSignal<[{ workflowIds: string[] }]>('subscribe');
 export const unsubscribeSignal = defineSignal<[{ workflowId: string }]>('unsubscribe');
 
 /** The fact the ledger still retains for new subscribers (received within `retention`), if any. */
@@ -236,11 +235,23 @@ export const ledgerLoadQuery = defineQuery<LedgerLoad>('ledgerLoad');
 
 export interface SubjectLedgerInput {
   subject: { type: string; id: string };
-  /** Expectations the bridge subscribed by starting the ledger (a running ledger gets `subscribe` instead). */
-  subscribers?: string[];
   /** `outbox`: the latest fact not yet forwarded to each subscriber. */
   carried?: { subscribers: string[]; lastFactAt?: string; outbox?: Array<{ workflowId: string; fact: SubjectFact }> };
 }
 
 /** A fact on the subject (started by expectations only; a fact never starts it). */
 export const subjectObservedSignal = defineSignal<[SubjectFact]>('subjectObserved');
+
+// ── memos (read by the bridge from DescribeWorkflowExecution: no worker, no billable action) ───────────────
+
+/**
+ * An expectation workflow's memo: set by the bridge at the start (`expectationId`, the new `record`, no dependents),
+ * then kept by the workflow whenever its record or its dependents change. `GET /v1/expectations/{id}` and the
+ * raise path's lookups read it, so they need no worker and cost Temporal nothing billable (a memo upsert is not an
+ * action; a query is).
+ */
+export interface ExpectationMemo {
+  expectationId: string;
+  record: ExpectationRecord;
+  dependents: number;
+}

@@ -2,7 +2,7 @@
  * One workflow per subject (`subject:<type>:<id>`, DESIGN 3.2): tells the expectations on the subject that a fact
  * on it reached the watcher, for stalls and `lastFactAt`. Started by expectations only; a fact never starts it.
  */
-import { allHandlersFinished, condition, continueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import { MAX_SUBJECT_LEDGER_SUBSCRIBERS } from '../core/limits.js';
 import {
   ledgerLoadQuery,
@@ -14,7 +14,7 @@ import {
   type SubjectLedgerInput,
 } from './messages.js';
 import { Outbox } from './outbox.js';
-import { LEDGER_SUBSCRIBERS_BOUNDED, refusals } from './refusals.js';
+import { refusals } from './refusals.js';
 
 const latestObserved = (pending: SubjectFact | undefined, next: SubjectFact): SubjectFact =>
   pending && Date.parse(pending.observedAt) >= Date.parse(next.observedAt) ? pending : next;
@@ -24,16 +24,18 @@ const latestObserved = (pending: SubjectFact | undefined, next: SubjectFact): Su
  * coalesced per subscriber: an expectation only needs to know that one arrived and the latest observedAt.
  */
 export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<void> {
-  const subscribers = new Set(input.carried?.subscribers ?? input.subscribers ?? []);
+  const subscribers = new Set(input.carried?.subscribers ?? []);
   let lastFactAt = input.carried?.lastFactAt;
   const outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
   // Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
   const refused = refusals();
   let changes = 0;
 
-  setHandler(subscribeSignal, ({ workflowId }) => {
+  setHandler(subscribeSignal, ({ workflowIds }) => workflowIds.forEach(subscribe));
+
+  function subscribe(workflowId: string): void {
     const full = !subscribers.has(workflowId) && subscribers.size >= MAX_SUBJECT_LEDGER_SUBSCRIBERS;
-    if (full && patched(LEDGER_SUBSCRIBERS_BOUNDED)) {
+    if (full) {
       const { type, id } = input.subject;
       const reason =
         `not registered: the subject ledger of ${JSON.stringify(`${type}/${id}`)} already forwards to ` +
@@ -44,7 +46,7 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
     }
     subscribers.add(workflowId);
     changes++;
-  });
+  }
 
   setHandler(unsubscribeSignal, ({ workflowId }) => {
     subscribers.delete(workflowId);

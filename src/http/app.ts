@@ -18,6 +18,7 @@ import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../schemas/extension.js';
 import { factsBodySchema, factsQuerySchema, listQuerySchema, resendParamsSchema, withdrawBodySchema } from '../schemas/http.js';
 import {
+  BridgeBusyError,
   joinPath,
   NotFoundError,
   SchemaError,
@@ -31,7 +32,7 @@ import { createIngestService } from '../service/ingest.js';
 import { createLapseResendService } from '../service/lapse-resend.js';
 import type { QuotaSettings } from '../service/quotas.js';
 import { createRecordsService } from '../service/records.js';
-import { createTemporalCall } from '../service/temporal-call.js';
+import { createTemporalCall, withRequestDeadline } from '../service/temporal-call.js';
 import { authenticate, principalOf } from './auth.js';
 import { CODEC_PATH, createCodecRouter } from './codec-routes.js';
 import { openApiDocument } from './openapi.js';
@@ -47,6 +48,35 @@ export interface AppSettings {
   cardCacheSeconds: number;
   /** Per-principal quotas (WATCHER_QUOTA_*, src/service/quotas.ts); absent, none is kept (tests, benchmarks). */
   quotas?: QuotaSettings;
+  /**
+   * How long a request may wait for a slow Temporal (WATCHER_TEMPORAL_WAIT, ms; default DEFAULT_TEMPORAL_WAIT_MS):
+   * every Temporal call of the request shares this deadline, and the workflows settle a deadline this long (plus a
+   * margin) before they lapse, for the facts a bridge may still be carrying.
+   */
+  temporalWaitMs?: number;
+  /**
+   * The settle interval the workflows wait at a deadline before they lapse (ISO 8601 duration); default
+   * settleIntervalOf(temporalWaitMs). Shorter than the request wait, a fact a slow Temporal held back past a deadline
+   * can find it lapsed: for tests and demos that want lapses soon, never for the bench or a deployment.
+   */
+  settle?: string;
+  /**
+   * Requests served at once (WATCHER_MAX_REQUESTS_IN_FLIGHT; default DEFAULT_MAX_REQUESTS_IN_FLIGHT): one past it is
+   * answered 503 with Retry-After before any work is done.
+   */
+  maxRequestsInFlight?: number;
+}
+
+/** How long a request waits for a slow Temporal unless WATCHER_TEMPORAL_WAIT says otherwise. */
+export const DEFAULT_TEMPORAL_WAIT_MS = 30_000;
+/** Requests served at once unless WATCHER_MAX_REQUESTS_IN_FLIGHT says otherwise. */
+export const DEFAULT_MAX_REQUESTS_IN_FLIGHT = 256;
+/** What the settle interval adds to the request wait: the answer after the last call, and the forwards it caused. */
+const SETTLE_MARGIN_MS = 5_000;
+
+/** The settle interval the workflows of a bridge with this request wait get (ISO 8601 duration). */
+export function settleIntervalOf(temporalWaitMs: number): string {
+  return `PT${(temporalWaitMs + SETTLE_MARGIN_MS) / 1000}S`;
 }
 
 export interface AppDeps {
@@ -70,8 +100,6 @@ export interface AppDeps {
    * seen lately, cached a few seconds); the worker's own state when it runs in the bridge's process.
    */
   workerReadiness?: () => Promise<WorkerReadiness>;
-  /** Deadline of each Temporal call made for a request (default 5000 ms). */
-  temporalTimeoutMs?: number;
   /** The ingest's clock (epoch ms: quotas, clock skew); injected so a test can move it. Default Date.now. */
   now?: () => number;
   /** Express's `trust proxy` (WATCHER_TRUST_PROXY): whose X-Forwarded-For gives `req.ip`; default false (nobody's). */
@@ -89,13 +117,40 @@ const BODY_LIMIT = '1mb';
 /** Builds the bridge app. */
 export function createApp(deps: AppDeps): express.Express {
   const metrics = deps.metrics ?? createMetrics();
-  const call = createTemporalCall(deps.client, deps.temporalTimeoutMs ?? 5_000);
+  const temporalWaitMs = deps.settings.temporalWaitMs ?? DEFAULT_TEMPORAL_WAIT_MS;
+  const maxInFlight = deps.settings.maxRequestsInFlight ?? DEFAULT_MAX_REQUESTS_IN_FLIGHT;
+  // A short call of its own for the probe and /readyz: they must answer while the request calls wait.
+  const quickCall = createTemporalCall(deps.client, 2_000);
+  const isReachable =
+    deps.isTemporalReachable ??
+    (async () => {
+      try {
+        await quickCall(() => deps.client.workflowService.getSystemInfo({}));
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  const workerReadiness =
+    deps.workerReadiness ??
+    pollerReadiness({ taskQueue: deps.taskQueue, pollers: workflowPollersOf(deps.client, deps.namespace, deps.taskQueue, quickCall) });
+  // Given up early only when waiting is pointless: Temporal does not answer at all, or no worker would serve the call.
+  const probe = async (): Promise<Error | undefined> => {
+    if (!(await isReachable())) return new TemporalUnavailableError('Temporal does not answer; nothing was half-applied that a retry of the same request would not complete');
+    const worker = await workerReadiness();
+    return worker.ready ? undefined : new WorkerUnavailableError(worker.reason);
+  };
+  const call = createTemporalCall(deps.client, temporalWaitMs, { probe });
   const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });
   const cards = createCardResolver({ fetch: cardFetch, cacheSeconds: deps.settings.cardCacheSeconds });
   const ingest = createIngestService({
     client: deps.client,
     taskQueue: deps.taskQueue,
-    settings: { ...deps.settings, maxClockSkew: deps.settings.maxClockSkew ?? DEFAULT_MAX_CLOCK_SKEW },
+    settings: {
+      ...deps.settings,
+      maxClockSkew: deps.settings.maxClockSkew ?? DEFAULT_MAX_CLOCK_SKEW,
+      settle: deps.settings.settle ?? settleIntervalOf(temporalWaitMs),
+    },
     quotas: deps.settings.quotas,
     now: deps.now,
     cards,
@@ -111,20 +166,6 @@ export function createApp(deps: AppDeps): express.Express {
     metrics,
   });
   const resends = createLapseResendService({ client: deps.client, call });
-  const isReachable =
-    deps.isTemporalReachable ??
-    (async () => {
-      try {
-        await call(() => deps.client.workflowService.getSystemInfo({}), 2_000);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-
-  const workerReadiness =
-    deps.workerReadiness ??
-    pollerReadiness({ taskQueue: deps.taskQueue, pollers: workflowPollersOf(deps.client, deps.namespace, deps.taskQueue, call) });
 
   const app = express();
   app.disable('x-powered-by');
@@ -147,6 +188,28 @@ export function createApp(deps: AppDeps): express.Express {
     });
     next();
   });
+
+  // The requests that do work: past the bound, 503 with Retry-After before anything is done; each under one deadline.
+  let inFlight = 0;
+  const bounded: RequestHandler = (_req, res, next) => {
+    if (inFlight >= maxInFlight) {
+      throw new BridgeBusyError(`the bridge is serving ${inFlight} requests, its bound (WATCHER_MAX_REQUESTS_IN_FLIGHT); nothing was done, send it again after Retry-After`);
+    }
+    inFlight++;
+    metrics.requestsInFlight.set(inFlight);
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      inFlight--;
+      metrics.requestsInFlight.set(inFlight);
+    };
+    res.once('finish', release);
+    res.once('close', release);
+    withRequestDeadline(temporalWaitMs, next);
+  };
+  app.use('/a2a', bounded);
+  app.use('/v1', bounded);
 
   const auth = authenticate(deps.principals);
   const json: RequestHandler[] = [

@@ -20,6 +20,7 @@ import {
   RuleViolationError,
   SchemaError,
   TemporalBusyError,
+  BridgeBusyError,
   TemporalUnavailableError,
   TooManyItemsError,
   UnauthenticatedError,
@@ -58,6 +59,7 @@ const kinds = new Map<abstract new (...args: never[]) => DomainError, ProblemKin
   [TemporalUnavailableError, { slug: 'temporal-unavailable', status: 503, title: 'Temporal is unreachable' }],
   // After its parent class: the last class an error is an instance of gives its kind.
   [TemporalBusyError, { slug: 'temporal-busy', status: 503, title: 'Temporal is overloaded' }],
+  [BridgeBusyError, { slug: 'bridge-busy', status: 503, title: 'The bridge is at its bound of requests in flight' }],
   [WorkerUnavailableError, { slug: 'worker-unavailable', status: 503, title: 'No worker polls the task queue' }],
 ]);
 const internal: ProblemKind = { slug: 'internal', status: 500, title: 'Internal error' };

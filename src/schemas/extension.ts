@@ -39,9 +39,19 @@ export function reachable(instant: string, duration: string): boolean {
 
 const nonEmpty = (what: string) => z.string().min(1, { message: `${what} must not be empty` });
 
+/** C0 controls and DEL: no Temporal workflow id, search attribute value or log line should carry them. */
+// eslint-disable-next-line no-control-regex -- the control characters are what it looks for
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
+/** A non-empty identifier (an id, a key, a subject's type or id) without control characters. */
+const identifier = (what: string) =>
+  nonEmpty(what).refine((value) => !CONTROL_CHARACTER.test(value), {
+    message: `${what} must not contain control characters (U+0000 to U+001F, U+007F)`,
+  });
+
 export const subjectSchema = z.object({
-  type: nonEmpty('subject.type'),
-  id: nonEmpty('subject.id'),
+  type: identifier('subject.type'),
+  id: identifier('subject.id'),
 });
 export type Subject = z.infer<typeof subjectSchema>;
 
@@ -69,18 +79,18 @@ export const declarationParamsSchema = z.object({
 export type DeclarationParams = z.infer<typeof declarationParamsSchema>;
 
 export const expectationSchema = z.object({
-  expectationId: nonEmpty('expectationId'),
+  expectationId: identifier('expectationId'),
   kind: nonEmpty('kind'),
   subject: subjectSchema,
   expects: nonEmpty('expects'),
-  satisfiedBy: z.object({ factKey: nonEmpty('satisfiedBy.factKey') }),
+  satisfiedBy: z.object({ factKey: identifier('satisfiedBy.factKey') }),
   dueAt: utcDateTime,
   grace: isoDuration.optional(),
-  anchor: z.object({ expectationId: nonEmpty('anchor.expectationId'), offset: isoDuration }).optional(),
-  after: z.array(nonEmpty('after[]')).optional(),
+  anchor: z.object({ expectationId: identifier('anchor.expectationId'), offset: isoDuration }).optional(),
+  after: z.array(identifier('after[]')).optional(),
   horizon: utcDateTime.optional(),
   basis: z.string(),
-  supersedes: nonEmpty('supersedes').optional(),
+  supersedes: identifier('supersedes').optional(),
 }).superRefine((e, ctx) => {
   // A deadline no clock can reach would lapse at once or never; refuse it here rather than start such a workflow.
   const beyond = 'dueAt plus this duration must fall no later than 9999-12-31T23:59:59.999Z';
@@ -96,7 +106,7 @@ export type Expectation = z.infer<typeof expectationSchema>;
  * whatever it says is kept as `claimedSource`.
  */
 export const reportedFactSchema = z.object({
-  factKey: nonEmpty('factKey'),
+  factKey: identifier('factKey'),
   observedAt: utcDateTime,
   source: z.string().optional(),
   subject: subjectSchema.optional(),
@@ -110,6 +120,11 @@ export const factSchema = z.object({
   source: z.string(),
   claimedSource: z.string().optional(),
   subject: subjectSchema.optional(),
+  /**
+   * When a bridge accepted the request that carried it (DESIGN 3.2): this, not when a workflow sees the fact, decides
+   * which deadlines it came before.
+   */
+  receivedAt: utcDateTime.optional(),
 });
 export type Fact = z.infer<typeof factSchema>;
 
@@ -138,6 +153,6 @@ export type ExpectationState = (typeof expectationStates)[number];
 export const extensionMetadataSchema = z.object({
   expectations: z.array(z.unknown()).optional(),
   facts: z.array(z.unknown()).optional(),
-  withdraw: z.array(nonEmpty('withdraw[]')).optional(),
+  withdraw: z.array(identifier('withdraw[]')).optional(),
   lapse: z.unknown().optional(),
 });

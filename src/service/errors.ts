@@ -103,6 +103,11 @@ export class TemporalBusyError extends TemporalUnavailableError {
   override readonly retryAfterSeconds: number = 2;
 }
 
+/** The bridge is at its bound of requests in flight (WATCHER_MAX_REQUESTS_IN_FLIGHT): refused before any work. */
+export class BridgeBusyError extends TemporalUnavailableError {
+  override readonly retryAfterSeconds: number = 1;
+}
+
 /** No worker polls the task queue (503 from `/readyz`): what is raised now would wait for one. */
 export class WorkerUnavailableError extends DomainError {}
 

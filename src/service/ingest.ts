@@ -16,6 +16,7 @@ import type { ExpectationRecord, Origin } from '../schemas/record.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import {
   awaitFactTaken,
+  isRunning,
   dependentCount,
   getExpectationRecord,
   recordFactRouted,
@@ -25,7 +26,6 @@ import {
   withdrawExpectation,
 } from '../temporal/expectations.js';
 import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../temporal/ids.js';
-import { ledgerLoad } from '../temporal/registration.js';
 import { settled } from '../temporal/settled.js';
 import { ConflictError, joinPath } from './errors.js';
 import { createLateFactCheck } from './late-facts.js';
@@ -41,7 +41,7 @@ import {
   type PlannedExpectation,
 } from './ingest-plan.js';
 import { createQuotas, type QuotaSettings } from './quotas.js';
-import { canRead, openExpectationsQuery } from './records.js';
+import { canRead, ledgerOccupancyQuery, openExpectationsQuery } from './records.js';
 import type { TemporalCall } from './temporal-call.js';
 
 export type { IngestRequest } from './ingest-plan.js';
@@ -52,6 +52,8 @@ export interface IngestSettings {
   maxLineage: number;
   /** How far in the future a fact's `observedAt` may be (ISO 8601 duration, WATCHER_MAX_CLOCK_SKEW). */
   maxClockSkew: string;
+  /** The workflows' settle interval (ExpectationSettings.settle): the bridge's request wait and a margin. */
+  settle?: string;
 }
 
 export interface IngestDeps {
@@ -124,8 +126,8 @@ export function chainsOf(facts: readonly Fact[]): number[][] {
   return [...chains.values()];
 }
 
-/** What the ledgers of a request's expectations said when asked: their subscribers, and whether they run. */
-type LedgerLoads = ReadonlyMap<string, { subscribers: number; running: boolean }>;
+/** How many expectations the ledgers of a request's expectations serve, by ledger workflow id. */
+type LedgerLoads = ReadonlyMap<string, number>;
 
 /**
  * The request's expectations in waves, applied one after the other, the items of a wave together: an item goes in
@@ -159,7 +161,11 @@ function inputOf(
     origin,
     lineage,
     links: expectationLinks(expectation),
-    settings: { lateWindow: settings.lateWindow, factRetention: settings.factRetention },
+    settings: {
+      lateWindow: settings.lateWindow,
+      factRetention: settings.factRetention,
+      ...(settings.settle ? { settle: settings.settle } : {}),
+    },
   };
 }
 
@@ -178,14 +184,21 @@ export function createIngestService(deps: IngestDeps) {
   });
 
   /**
-   * How full the ledgers of the request's expectations are, and which of them run: a query each, in parallel, asked
-   * while their records are looked up (a ledger that does not run serves nobody). Its failure is thrown where it is
+   * How full the ledgers of the request's expectations are: a count of the visibility store each that runs (no
+   * worker, no billable action), in parallel, asked while their records are looked up. Its failure is thrown where it is
    * awaited, never as an unhandled rejection.
    */
   function askLedgers(expectations: readonly Expectation[]): Promise<LedgerLoads> {
-    const ids = [...new Set(expectations.flatMap((e) => [factLedgerWorkflowId(e.satisfiedBy.factKey), subjectLedgerWorkflowId(e.subject)]))];
-    const asked = settled(ids.map((id) => deps.call(() => ledgerLoad(deps.client, id)))).then(
-      (loads) => new Map(ids.map((id, i) => [id, loads[i]!])),
+    const ledgers = new Map<string, string>();
+    for (const e of expectations) {
+      ledgers.set(factLedgerWorkflowId(e.satisfiedBy.factKey), ledgerOccupancyQuery(deps.taskQueue, { factKey: e.satisfiedBy.factKey }));
+      ledgers.set(subjectLedgerWorkflowId(e.subject), ledgerOccupancyQuery(deps.taskQueue, { subject: e.subject }));
+    }
+    const ids = [...ledgers.keys()];
+    // A ledger that is not running forwards to nobody: one point read by id, and a count only for those that run.
+    const load = async (id: string) => ((await isRunning(deps.client, id)) ? (await deps.client.workflow.count(ledgers.get(id)!)).count : 0);
+    const asked = settled(ids.map((id) => deps.call(() => load(id)))).then(
+      (counts) => new Map(ids.map((id, i) => [id, counts[i]!])),
     );
     asked.catch(() => undefined);
     return asked;
@@ -208,15 +221,15 @@ export function createIngestService(deps: IngestDeps) {
     const counts = await settled(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
     const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
     return {
-      factKey: (factKey) => ledgers.get(factLedgerWorkflowId(factKey))?.subscribers ?? 0,
-      subject: (subject) => ledgers.get(subjectLedgerWorkflowId(subject))?.subscribers ?? 0,
+      factKey: (factKey) => ledgers.get(factLedgerWorkflowId(factKey)) ?? 0,
+      subject: (subject) => ledgers.get(subjectLedgerWorkflowId(subject)) ?? 0,
       anchor: (id) => anchors.get(id) ?? 0,
     };
   }
 
   /**
-   * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one call
-   * per ledger (a running one is signalled, a new one started with them all in its input). An id another request
+   * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one
+   * signal-with-start per ledger. An id another request
    * raised between our check and our start (concurrent re-delivery) is a no-op when it carried the same content from
    * the same agent, a conflict otherwise. Every start is settled before an error is thrown, so nothing runs on
    * after the answer.
@@ -225,16 +238,11 @@ export function createIngestService(deps: IngestDeps) {
     principal: Principal,
     origin: Origin,
     items: ReadonlyArray<PlannedExpectation & { action: 'raise' }>,
-    running: Set<string>,
   ): Promise<Array<'raised' | 'unchanged'>> {
     const inputs = items.map((item) => inputOf(deps.settings, principal, origin, item.expectation, item.lineage));
     const started = await settled(inputs.map((input) => deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input))));
     const raised = inputs.filter((_, i) => started[i] === 'raised');
-    if (raised.length > 0) {
-      await deps.call(() => registerExpectations(deps.client, deps.taskQueue, raised, running));
-      // The next group of the request signals these ledgers at once: they run now.
-      for (const { links } of raised) running.add(links.factLedger).add(links.subjectLedger);
-    }
+    if (raised.length > 0) await deps.call(() => registerExpectations(deps.client, deps.taskQueue, raised));
     return settled(
       items.map(async (item, i) => {
         const { expectation } = item;
@@ -280,7 +288,9 @@ export function createIngestService(deps: IngestDeps) {
   }
 
   /** Records one fact in its ledgers; with `wait`, names the expectations that took it. */
-  async function recordFact(principal: Principal, fact: Fact, wait: boolean): Promise<IngestResult['facts'][number]> {
+  async function recordFact(principal: Principal, reported: Fact, wait: boolean, receivedAt: string): Promise<IngestResult['facts'][number]> {
+    // The watcher's clock for a fact is when this bridge accepted the request (DESIGN 3.2), whenever a workflow sees it.
+    const fact: Fact = { ...reported, receivedAt };
     const { result: outcome, awaited, forwardedTo } = await deps.call(() =>
       recordFactRouted(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }, { listForwarded: wait }),
     );
@@ -297,7 +307,7 @@ export function createIngestService(deps: IngestDeps) {
    * chains at once as the request's share of RAISES_IN_FLIGHT. After a failure no further fact is begun, and the
    * error is thrown once the chains under way have stopped.
    */
-  async function recordFacts(principal: Principal, facts: readonly Fact[], wait: boolean): Promise<IngestResult['facts']> {
+  async function recordFacts(principal: Principal, facts: readonly Fact[], wait: boolean, receivedAt: string): Promise<IngestResult['facts']> {
     const results: IngestResult['facts'] = [];
     const chains = chainsOf(facts);
     let next = 0;
@@ -307,7 +317,7 @@ export function createIngestService(deps: IngestDeps) {
         for (const i of chains[next++]!) {
           if (failed) return;
           try {
-            results[i] = await recordFact(principal, facts[i]!, wait);
+            results[i] = await recordFact(principal, facts[i]!, wait, receivedAt);
           } catch (error) {
             failed = true;
             throw error;
@@ -326,12 +336,11 @@ export function createIngestService(deps: IngestDeps) {
     origin: Origin,
     plan: IngestPlan,
     records: Map<string, ExpectationRecord | undefined>,
-    ledgers: LedgerLoads,
+    receivedAt: string,
     wait = false,
   ): Promise<IngestResult> {
     const result: IngestResult = { expectations: [], facts: [], withdrawn: [] };
     const outcomes = new Map<string, 'raised' | 'unchanged'>();
-    const running = new Set([...ledgers].flatMap(([id, load]) => (load.running ? [id] : [])));
     for (const wave of wavesOf(plan.expectations)) {
       for (let i = 0; i < wave.length; ) {
         const group = wave.slice(i, (i += share()));
@@ -339,7 +348,7 @@ export function createIngestService(deps: IngestDeps) {
         await settled(
           group.filter((item) => item.action === 'unchanged').map((item) => reregister(principal, origin, records.get(item.expectation.expectationId))),
         );
-        const raised = await raiseAll(principal, origin, raises, running);
+        const raised = await raiseAll(principal, origin, raises);
         raises.forEach((item, j) => outcomes.set(item.expectation.expectationId, raised[j]!));
       }
     }
@@ -347,7 +356,7 @@ export function createIngestService(deps: IngestDeps) {
       const id = item.expectation.expectationId;
       result.expectations.push({ expectationId: id, result: outcomes.get(id) ?? 'unchanged' });
     }
-    result.facts = await recordFacts(principal, plan.facts, wait);
+    result.facts = await recordFacts(principal, plan.facts, wait, receivedAt);
     for (const { expectationId, reason } of plan.withdraw) {
       const outcome = await deps.call(() => withdrawExpectation(deps.client, expectationId, { reason }));
       if (outcome === 'withdrawn') deps.metrics?.withdrawals.inc();
@@ -375,6 +384,7 @@ export function createIngestService(deps: IngestDeps) {
 
   /** `ingest`, counted among the requests in flight (`raising`), which share RAISES_IN_FLIGHT. */
   async function ingestCounted(principal: Principal, request: IngestRequest): Promise<IngestResult> {
+    const receivedAt = new Date((deps.now ?? Date.now)()).toISOString();
     const parsed = parseIngest(principal, request);
     quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
     // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
@@ -400,7 +410,7 @@ export function createIngestService(deps: IngestDeps) {
     // A supersede replaces an open expectation: it adds none.
     const adding = plan.expectations.filter((item) => item.action === 'raise' && item.expectation.supersedes === undefined).length;
     await quotas.checkOpen(principal, adding);
-    const result = await apply(principal, request.origin, plan, records, ledgers, request.waitForFacts);
+    const result = await apply(principal, request.origin, plan, records, receivedAt, request.waitForFacts);
     quotas.raised(principal, adding);
     return result;
   }

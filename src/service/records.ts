@@ -14,7 +14,7 @@ import type { ExpectationState } from '../schemas/extension.js';
 import type { expectationPageSchema, expectationSummarySchema, withdrawResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import { getExpectationRecord, withdrawExpectation } from '../temporal/expectations.js';
-import { expectationWorkflowId, parseSubjectKey, subjectKey, subjectTypePrefix } from '../temporal/ids.js';
+import { expectationWorkflowId, keywordValue, parseSubjectKey, subjectKey, subjectTypePrefix } from '../temporal/ids.js';
 import {
   ExpectationAgent,
   ExpectationDueAt,
@@ -106,6 +106,24 @@ export function listQuery(query: Omit<ListQuery, 'pageSize' | 'pageToken'>, agen
   if (query.late !== undefined) clauses.push(`${ExpectationLate.name} = ${query.late}`);
   if (agentId !== undefined) clauses.push(`${ExpectationAgent.name} = ${quote(agentId)}`);
   return clauses.join(' AND ');
+}
+
+/**
+ * The visibility query for the running expectations on the task queue that wait on a fact key, or are on a subject
+ * (open or lapsed): what their ledger forwards to, counted without a worker or a billable action.
+ */
+export function ledgerOccupancyQuery(taskQueue: string, of: { factKey: string } | { subject: { type: string; id: string } }): string {
+  const clause =
+    'factKey' in of
+      ? `${ExpectationFactKey.name} = ${quote(keywordValue(of.factKey))}`
+      : `${ExpectationSubject.name} = ${quote(subjectKey(of.subject))}`;
+  return [
+    `WorkflowType = ${quote(WORKFLOW_TYPE)}`,
+    `TaskQueue = ${quote(taskQueue)}`,
+    `ExecutionStatus = 'Running'`,
+    `${ExpectationStateKey.name} IN ('open', 'lapsed')`,
+    clause,
+  ].join(' AND ');
 }
 
 /**

@@ -1,9 +1,12 @@
 /**
- * Every Temporal call of the bridge goes through here: a short deadline, and gRPC UNAVAILABLE / DEADLINE_EXCEEDED
- * (or a connection that never came up) turned into TemporalUnavailableError (503) so that a request fails fast
- * instead of hanging while Temporal is down; RESOURCE_EXHAUSTED (Temporal's rate limits, a workflow with too many
- * pending updates) into TemporalBusyError (503 with a shorter Retry-After), not a 500.
+ * Every Temporal call of the bridge goes through here (DESIGN 4: a request that Temporal is merely slow to serve
+ * waits). A call waits for a slow Temporal up to the request's deadline (WATCHER_TEMPORAL_WAIT); a probe after a
+ * couple of seconds without an answer fails it fast when Temporal does not answer at all or no worker polls the task
+ * queue. gRPC UNAVAILABLE / DEADLINE_EXCEEDED (or a connection that never came up) become TemporalUnavailableError
+ * (503); RESOURCE_EXHAUSTED (Temporal's rate limits, a workflow with too many pending updates) TemporalBusyError (503
+ * with a shorter Retry-After), not a 500.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Client } from '@temporalio/client';
 import { TemporalBusyError, TemporalUnavailableError } from './errors.js';
 
@@ -37,12 +40,60 @@ export function isTemporalUnreachable(error: unknown): boolean {
   return false;
 }
 
-/** A TemporalCall bound to a client with a default deadline. */
-export function createTemporalCall(client: Client, defaultTimeoutMs: number): TemporalCall {
+/** Why a call is given up before its deadline: Temporal does not answer at all, or no worker would serve it. */
+export type TemporalProbe = () => Promise<Error | undefined>;
+
+export interface TemporalCallOptions {
+  /**
+   * Asked once a call has waited `probeAfterMs` without an answer: an error when waiting longer is pointless (Temporal
+   * does not answer at all, or no worker polls the task queue), which the call then throws at once. Absent, a call
+   * waits out its deadline.
+   */
+  probe?: TemporalProbe;
+  probeAfterMs?: number;
+}
+
+/** The deadline of the request being served and its whole wait, set by the bridge's middleware (`withRequestDeadline`). */
+const requestDeadline = new AsyncLocalStorage<{ deadlineMs: number; waitMs: number }>();
+
+/**
+ * Runs `fn` (the handling of one request) under a deadline that every Temporal call made for it shares: a request
+ * that Temporal is slow to serve waits, but never longer than this, which is what the workflows' settle interval
+ * counts on (DESIGN 3.2).
+ */
+export function withRequestDeadline<T>(waitMs: number, fn: () => T): T {
+  return requestDeadline.run({ deadlineMs: Date.now() + waitMs, waitMs }, fn);
+}
+
+/**
+ * A TemporalCall bound to a client: a call waits until `defaultTimeoutMs` (or the request's deadline, if sooner) for
+ * a slow Temporal, and fails fast, through the probe, when Temporal is down or no worker would serve it.
+ */
+export function createTemporalCall(client: Client, defaultTimeoutMs: number, options: TemporalCallOptions = {}): TemporalCall {
+  const probeAfterMs = options.probeAfterMs ?? 2_000;
   return async (fn, timeoutMs = defaultTimeoutMs) => {
+    const request = requestDeadline.getStore();
+    const ownDeadline = Date.now() + timeoutMs;
+    const deadline = Math.min(ownDeadline, request?.deadlineMs ?? Number.POSITIVE_INFINITY);
+    // What the answer names: the request's whole wait when that is what ran out, the call's own otherwise.
+    const waited = request && request.deadlineMs < ownDeadline ? request.waitMs : timeoutMs;
+    const aborted = new AbortController();
+    let given: Error | undefined;
+    const probe = options.probe;
+    const timer =
+      probe && deadline - Date.now() > probeAfterMs
+        ? setTimeout(() => {
+            void probe().then((why) => {
+              if (!why) return;
+              given = why;
+              aborted.abort(why);
+            }, () => undefined);
+          }, probeAfterMs)
+        : undefined;
     try {
-      return await client.withDeadline(Date.now() + timeoutMs, fn);
+      return await client.withDeadline(deadline, () => client.withAbortSignal(aborted.signal, fn));
     } catch (error) {
+      if (given) throw given;
       const busy = temporalBusyReason(error);
       if (busy !== undefined) {
         throw new TemporalBusyError(
@@ -51,10 +102,12 @@ export function createTemporalCall(client: Client, defaultTimeoutMs: number): Te
       }
       if (isTemporalUnreachable(error)) {
         throw new TemporalUnavailableError(
-          `Temporal did not answer within ${timeoutMs} ms; nothing was half-applied that a retry of the same request would not complete`,
+          `Temporal did not answer within ${waited} ms; nothing was half-applied that a retry of the same request would not complete`,
         );
       }
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
   };
 }

@@ -4,22 +4,20 @@
  * workflows/ui-text.ts.
  */
 import {
-  QueryNotRegisteredError,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
-import { addDuration, isZeroDuration } from '../../core/duration.js';
+import { isZeroDuration } from '../../core/duration.js';
 import type { Fact } from '../schemas/extension.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
+import { initialRecord } from '../../workflows/expectation-manager.js';
 import {
-  dependentsQuery,
   recordFactUpdate,
-  recordQuery,
   subjectObservedSignal,
   factTakenOf,
   takeFactUpdate,
@@ -27,6 +25,7 @@ import {
   type FactTaken,
   type RecordFactAnswer,
   type ExpectationInput,
+  type ExpectationMemo,
   type WithdrawRequest,
 } from '../../workflows/messages.js';
 import {
@@ -39,10 +38,7 @@ import {
 } from '../../workflows/search-attributes.js';
 import { expectationDetails, expectationSummary } from '../../workflows/ui-text.js';
 import { expectationWorkflowId, factLedgerWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from './ids.js';
-import { registerAllWithLedgers, retainedFact } from './registration.js';
-
-/** How close to its deadline an expectation must be raised for the bridge to read an early fact first. */
-const NEAR_DEADLINE_MS = 60_000;
+import { registerAllWithLedgers } from './registration.js';
 
 /**
  * Raises an expectation (docs/raise-path.md): starts its workflow, then subscribes it to its fact and subject
@@ -72,25 +68,18 @@ export async function startExpectationWorkflow(
 ): Promise<'raised' | 'exists'> {
   const e = input.expectation;
   const now = options.now ?? Date.now;
-  const deadlineMs = addDuration(Date.parse(e.dueAt), e.grace ?? 'PT0S');
-  // Past due: the first workflow task decides, so an early fact must be in the input, not on its way.
-  const nearDeadline = deadlineMs - now() <= NEAR_DEADLINE_MS;
-  const retained = nearDeadline ? await retainedFact(client, input.links.factLedger) : undefined;
-  // The agent by its principal id only: whatever a caller passes, no card URL or credential enters Temporal.
-  const registered: ExpectationInput = {
-    ...input,
-    agent: { id: input.agent.id },
-    registration: 'bridge',
-    ...(retained ? { retained } : {}),
-  };
+  // The agent by its principal id only: whatever a caller passes, no card URL or credential enters Temporal. The
+  // record starts in the memo, so that it is read without a worker from the first instant (ExpectationMemo).
+  const registered: ExpectationInput = { ...input, agent: { id: input.agent.id }, raisedAt: new Date(now()).toISOString() };
+  const memo: ExpectationMemo = { expectationId: e.expectationId, record: initialRecord(registered), dependents: 0 };
   try {
     await client.workflow.start<typeof expectationWorkflow>('expectationWorkflow', {
       workflowId: input.links.self,
       taskQueue,
       args: [registered],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      // The id as raised, for lists: a long id's workflow id is a hash (src/temporal/ids.ts).
-      memo: { expectationId: e.expectationId },
+      // The id as raised, for lists (a long id's workflow id is a hash, src/temporal/ids.ts), and the record.
+      memo: { ...memo },
       typedSearchAttributes: [
         { key: ExpectationKind, value: e.kind },
         { key: ExpectationSubject, value: subjectKey(e.subject) },
@@ -118,12 +107,7 @@ export function registerExpectation(client: Client, taskQueue: string, input: Ex
  * Subscribes raised expectations to their ledgers, one call per ledger (registration.ts); `running` names ledgers
  * seen running a moment ago, which are signalled without a start first. Idempotent.
  */
-export function registerExpectations(
-  client: Client,
-  taskQueue: string,
-  inputs: readonly ExpectationInput[],
-  running?: ReadonlySet<string>,
-): Promise<void> {
+export function registerExpectations(client: Client, taskQueue: string, inputs: readonly ExpectationInput[]): Promise<void> {
   const registrations = inputs.map(({ expectation: e, links, settings }) => ({
     subscriber: links.self,
     factLedger: links.factLedger,
@@ -132,29 +116,33 @@ export function registerExpectations(
     subject: e.subject,
     retention: settings.factRetention,
   }));
-  return registerAllWithLedgers(client, taskQueue, registrations, running);
+  return registerAllWithLedgers(client, taskQueue, registrations);
 }
 
-/** The record: from the running workflow's query, or a closed workflow's result; undefined when unknown. */
-export async function getExpectationRecord(client: Client, expectationId: string): Promise<ExpectationRecord | undefined> {
-  const handle = client.workflow.getHandle<typeof expectationWorkflow>(expectationWorkflowId(expectationId));
-  let status: string;
+/**
+ * The memo an expectation workflow keeps (ExpectationMemo), from DescribeWorkflowExecution: served by the Temporal
+ * server alone, with no worker and no billable action, running or closed. Undefined when there is no such workflow,
+ * or when it ended without its record (terminated before its first task, or failed): nothing trustworthy to show.
+ */
+export async function getExpectationMemo(client: Client, expectationId: string): Promise<ExpectationMemo | undefined> {
+  let described;
   try {
-    status = (await handle.describe()).status.name;
+    described = await client.workflow.getHandle(expectationWorkflowId(expectationId)).describe();
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) return undefined;
     throw error;
   }
-  if (status === 'COMPLETED') return handle.result();
-  try {
-    return await handle.query(recordQuery);
-  } catch (error) {
-    // It completed between describe and query: its result is the record.
-    if (status === 'RUNNING' && (await handle.describe()).status.name === 'COMPLETED') return handle.result();
-    // Terminated, failed or timed out and its history no longer replays: nothing trustworthy to show.
-    if (status !== 'RUNNING') return undefined;
-    throw error;
+  const memo = described.memo as Partial<ExpectationMemo> | undefined;
+  if (!memo?.record) return undefined;
+  if (described.status.name !== 'RUNNING' && described.status.name !== 'COMPLETED' && described.status.name !== 'CONTINUED_AS_NEW') {
+    return undefined;
   }
+  return { expectationId: memo.expectationId ?? expectationId, record: memo.record, dependents: memo.dependents ?? 0 };
+}
+
+/** The record (ExpectationMemo's), read without a worker; undefined when unknown. */
+export async function getExpectationRecord(client: Client, expectationId: string): Promise<ExpectationRecord | undefined> {
+  return (await getExpectationMemo(client, expectationId))?.record;
 }
 
 /** What recording a fact found out. */
@@ -170,12 +158,17 @@ export interface RecordedFact {
   forwardedTo?: string[];
 }
 
-/** How many expectations are anchored on a running expectation; 0 when it does not run or predates the query. */
+/** How many expectations are anchored on a running expectation, from its memo; 0 when it does not run. */
 export async function dependentCount(client: Client, expectationId: string): Promise<number> {
+  return (await getExpectationMemo(client, expectationId))?.dependents ?? 0;
+}
+
+/** Whether `workflowId` has a running execution: a DescribeWorkflowExecution (no worker, no billable action). */
+export async function isRunning(client: Client, workflowId: string): Promise<boolean> {
   try {
-    return (await client.workflow.getHandle(expectationWorkflowId(expectationId)).query(dependentsQuery)).dependents;
+    return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return 0;
+    if (error instanceof WorkflowNotFoundError) return false;
     throw error;
   }
 }
@@ -224,7 +217,7 @@ export async function recordFactRouted(
       await client.workflow.getHandle(subjectLedgerWorkflowId(fact.subject)).signal(subjectObservedSignal, {
         factKey: fact.factKey,
         observedAt: fact.observedAt,
-        receivedAt: new Date().toISOString(),
+        receivedAt: fact.receivedAt ?? new Date().toISOString(),
       });
     } catch (error) {
       // No expectation on the subject: a fact never starts its ledger.

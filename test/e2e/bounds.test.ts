@@ -13,12 +13,11 @@ import { MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
 import { loadConfig } from '../../src/config.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
-import { openExpectationsQuery } from '../../src/service/records.js';
+import { ledgerOccupancyQuery, openExpectationsQuery } from '../../src/service/records.js';
 import { connectClient } from '../../src/temporal/connection.js';
-import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
-import { dependentsQuery, registerDependentSignal } from '../../workflows/messages.js';
-import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
+import { dependentCount } from '../../src/temporal/expectations.js';
+import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { registerDependentSignal } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, expectation, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
@@ -52,7 +51,7 @@ describe('on a bridge whose Temporal is a closed port', () => {
 
   beforeAll(async () => {
     downClient = await connectClient(`127.0.0.1:${await freePort()}`, loadConfig({}).temporal);
-    down = await startBridgeApp(downClient, `${taskQueue}-down`, principals(), { temporalTimeoutMs: 1_000 });
+    down = await startBridgeApp(downClient, `${taskQueue}-down`, principals(), { settings: { temporalWaitMs: 1_000 } });
   });
 
   afterAll(async () => {
@@ -255,13 +254,27 @@ describe('a raise into a ledger or anchor that is all but full', () => {
   const raise = (e: ReturnType<typeof expectation>) =>
     send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent'], json: artifactUpdate({ expectations: [e] }) });
 
+  /**
+   * Raises `n` expectations through the bridge, ten a request, then waits for the visibility store to count them: the
+   * bridge's bound is read from it (eventually consistent), the ledger keeps the hard bound itself.
+   */
+  async function raiseMany(n: number, make: (i: number) => ReturnType<typeof expectation>, counted: string) {
+    const all = many(n, make);
+    for (let i = 0; i < n; i += 10) {
+      const answer = await send(`${bridge.url}/a2a/events`, {
+        token: bridge.tokens['shipping-agent'],
+        json: artifactUpdate({ expectations: all.slice(i, i + 10) }),
+      });
+      expect(answer.status).toBe(200);
+    }
+    await waitUntil(`the visibility store to count ${n} open on ${counted}`, async () => (await watcher.client.workflow.count(counted)).count >= n);
+  }
+
   it('is refused (422 fact-key-subscribers) when its fact key has as many waiting as the bridge lets wait', async () => {
     const factKey = `bounds/full-${unique()}`;
-    await watcher.client.workflow.start<typeof factLedgerWorkflow>('factLedgerWorkflow', {
-      workflowId: factLedgerWorkflowId(factKey),
-      taskQueue,
-      args: [{ factKey, retention: 'P7D', subscribers: placeholders(refusedAt) }],
-    });
+    const tag = unique();
+    const waiting = (i: number) => expectation(`waits-${tag}-${i}`, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `W-${tag}-${i}` } });
+    await raiseMany(refusedAt, waiting, ledgerOccupancyQuery(taskQueue, { factKey }));
 
     const answer = await raise(expectation(`full-key-${unique()}`, { satisfiedBy: { factKey } }));
 
@@ -273,11 +286,9 @@ describe('a raise into a ledger or anchor that is all but full', () => {
 
   it('is refused (422 subject-subscribers) when its subject has as many open as the bridge keeps', async () => {
     const subject = { type: 'shipment', id: `FULL-${unique()}` };
-    await watcher.client.workflow.start<typeof subjectLedgerWorkflow>('subjectLedgerWorkflow', {
-      workflowId: subjectLedgerWorkflowId(subject),
-      taskQueue,
-      args: [{ subject, subscribers: placeholders(refusedAt) }],
-    });
+    const tag = unique();
+    const onSubject = (i: number) => expectation(`on-${tag}-${i}`, { subject, satisfiedBy: { factKey: `bounds/${tag}-${i}` } });
+    await raiseMany(refusedAt, onSubject, ledgerOccupancyQuery(taskQueue, { subject }));
 
     const answer = await raise(expectation(`full-subject-${unique()}`, { subject }));
 
@@ -293,7 +304,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     const dependent = (name: string) => expectation(`${name}-${unique()}`, { anchor: { expectationId: anchor.expectationId, offset: 'PT1H' } });
 
     const last = await raise(dependent('last-place'));
-    await waitUntil('the anchor to count its last dependent', async () => (await handle.query(dependentsQuery)).dependents === refusedAt);
+    await waitUntil('the anchor to count its last dependent', async () => (await dependentCount(watcher.client, anchor.expectationId)) === refusedAt);
     const refused = await raise(dependent('no-place'));
 
     expect(last.status).toBe(200);

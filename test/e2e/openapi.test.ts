@@ -206,7 +206,8 @@ describe('the routes', () => {
     const documentedKeys = new Set(documented.map((d) => key(d.method, d.path)));
 
     expect(routes.filter((route) => !documentedKeys.has(route))).toEqual([]);
-    expect([...boundPaths].filter((path) => !documented.some((d) => d.path === path))).toEqual([]);
+    // A prefix (the in-flight bound on /a2a and /v1) answers for the documented routes under it.
+    expect([...boundPaths].filter((path) => !documented.some((d) => d.path === path || d.path.startsWith(`${path}/`)))).toEqual([]);
   });
 
   it('everything documented is mounted: a route, or on a path where middleware answers', () => {

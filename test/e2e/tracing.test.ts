@@ -82,10 +82,10 @@ describe('OpenTelemetry tracing', () => {
     const signalOf = () => spans.find((s) => s.traceId === start.traceId && s.name === 'SignalWorkflow:unsubscribe');
     await expect.poll(() => signalOf()?.parentSpanId, { timeout: 15_000 }).toBe(run.spanId);
     expect(signalOf()!.service).toBe('expectations-watcher-worker');
-    // The bridge subscribes the expectation by starting its ledgers (docs/raise-path.md): each start is traced to
-    // the ledger's run in the worker.
+    // The bridge subscribes the expectation by a signal-with-start of each ledger (docs/raise-path.md): each is traced
+    // to the ledger's run in the worker.
     for (const ledger of ['factLedgerWorkflow', 'subjectLedgerWorkflow']) {
-      const ledgerStart = spans.find((s) => s.name === `StartWorkflow:${ledger}` && s.service === 'expectations-watcher-bridge');
+      const ledgerStart = spans.find((s) => s.name === `SignalWithStartWorkflow:${ledger}` && s.service === 'expectations-watcher-bridge');
       expect(ledgerStart, ledger).toBeDefined();
       await expect
         .poll(() => spans.find((s) => s.name === `RunWorkflow:${ledger}` && s.parentSpanId === ledgerStart!.spanId)?.service, { timeout: 15_000 })

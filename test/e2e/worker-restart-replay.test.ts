@@ -33,7 +33,7 @@ beforeAll(async () => {
       { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
       { id: 'carrier-feed', roles: ['reporter'] },
     ],
-    { temporalTimeoutMs: 15_000 },
+    { settings: { temporalWaitMs: 15_000 } },
   );
   worker = await startWatcherWorker(taskQueue);
 });

@@ -3,7 +3,7 @@
  * The workflows of v2 with the AES-256-GCM codec on (issue 15), keyed by codec-keys.json (a test key file, nothing
  * real is sealed with it), across one key rotation: the expectation is raised and lapses (its delivery an activity)
  * under the old key 2026-01, then the worker and the client restart with 2026-07 current and a late fact satisfies
- * it, so its history and its ledgers' hold payloads sealed under both ids. Writes `v2-encrypted/<name>.json`.
+ * it, so its history and its ledgers' hold payloads sealed under both ids. Writes `v6-encrypted/<name>.json`.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ import { EncryptionCodec } from '../../src/temporal/encryption-codec.js';
 import { getExpectationRecord, recordFact, startExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks } from '../../src/temporal/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { loopbackAgents } from '../support/outbound.js';
 import { subscribeSignal, type ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
@@ -29,7 +30,7 @@ const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
   History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const folder = path.join(here, 'v2-encrypted');
+const folder = path.join(here, 'v6-encrypted');
 const keys = loadCodecKeys(path.join(here, 'codec-keys.json'));
 /** Before the rotation: the same keys, the old one current. */
 const before = new EncryptionCodec({ ...keys, current: '2026-01' });
@@ -50,6 +51,7 @@ async function startWorker(codec: EncryptionCodec): Promise<{ watcher: WatcherWo
     namespace: server.namespace,
     taskQueue,
     agents: agentDirectory(principals),
+    outbound: loopbackAgents,
     dataConverter: { payloadCodecs: [codec] },
   });
   return { watcher, running: watcher.run() };
@@ -99,7 +101,7 @@ try {
   // The fact ledger's first task on the new worker is a repeated subscription (a no-op), not the fact's update: an update
   // that reaches a workflow on a worker that has not cached it yet writes a history that does not replay (its signal
   // lands between the update's accepted and completed events), a fault of its own, with or without the codec.
-  await client.workflow.getHandle(input.links.factLedger).signal(subscribeSignal, { workflowId: input.links.self });
+  await client.workflow.getHandle(input.links.factLedger).signal(subscribeSignal, { workflowIds: [input.links.self] });
   await waitFor('the repeated subscription handled', async () => (await client.workflow.getHandle(input.links.factLedger).fetchHistory()).events?.at(-1)?.eventType === WORKFLOW_TASK_COMPLETED);
   await recordFact(client, taskQueue, { factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: e.subject, source: 'carrier-feed' }, settings);
 

@@ -3,7 +3,7 @@
  * Starts its own dev server (continue-as-new suggested at 300 events), the real worker and real test agents, runs
  * one scenario per behaviour of each workflow type in real time (seconds), waits for every workflow to close, and
  * writes each run's history to `test/histories/<folder>/<name>.json`. The folder (argument, or HISTORIES_FOLDER)
- * is `v5` by default: each released version of the workflows keeps the folder it was recorded into (v1: before
+ * is `v6` by default: each released version of the workflows keeps the folder it was recorded into (v1: before
  * the bridge registered expectations, docs/raise-path.md), and a new version records into a new folder after a
  * deliberate, patched() change (a released version's folder is never recorded again). Names after the folder write
  * only those histories (`... v2 expectation-lapse-resent`): how a released folder gains the scenario of a new message
@@ -46,11 +46,11 @@ const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
   History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const folder = path.resolve(here, process.argv[2] ?? process.env.HISTORIES_FOLDER ?? 'v5');
+const folder = path.resolve(here, process.argv[2] ?? process.env.HISTORIES_FOLDER ?? 'v6');
 const only = new Set(process.argv.slice(3));
 const taskQueue = 'record-histories';
 const suffix = randomUUID().slice(0, 8);
-const settings = { lateWindow: 'PT3S', factRetention: 'PT2S' };
+const settings = { lateWindow: 'PT3S', factRetention: 'PT2S', settle: 'PT1S' };
 
 const server = await startDevServer({
   port: await freePort(),
@@ -271,7 +271,7 @@ await client.workflow.executeUpdateWithStart(resendLapseUpdate, {
     taskQueue,
     workflowIdConflictPolicy: 'FAIL',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-    args: [{ ...carried, registration: 'bridge', carried: { record: carriedFailed, horizonChecked: false, dependents: [] } }],
+    args: [{ ...carried, carried: { record: carriedFailed, horizonChecked: false, dependents: [] } }],
   }),
 });
 await waitFor(async () => (await carriedRecord())?.lapses[0]?.delivery.status === 'delivered');

@@ -1,7 +1,7 @@
 /**
- * Replays the histories written with the payload codec on (v2-encrypted/, recorded by record-encrypted.ts across a
+ * Replays the histories written with the payload codec on (v6-encrypted/, recorded by record-encrypted.ts across a
  * key rotation) with a worker configured with the codec's data converter and the test key file codec-keys.json. The
- * unencrypted histories of v1/ and v2/ are replayed through the same codec too: an encrypted deployment still holds
+ * unencrypted histories of v6/ are replayed through the same codec too: an encrypted deployment still holds
  * histories written before encryption was turned on, and decode passes their payloads through.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -23,7 +23,7 @@ const filesOf = (folder: string) =>
     .sort()
     .map((file) => path.join(folder, file));
 
-const encrypted = filesOf('v2-encrypted');
+const encrypted = filesOf('v6-encrypted');
 const load = (file: string) => History.fromObject(JSON.parse(readFileSync(path.join(here, file), 'utf8')));
 
 /** The failures of replaying `files` with `payloadCodecs`, one line per history that did not replay. */
@@ -89,9 +89,9 @@ describe('histories recorded with the payload codec', () => {
 
 describe('histories recorded before the codec was turned on', () => {
   it('replay through the codec, which passes their payloads through', async () => {
-    const plain = [...filesOf('v1'), ...filesOf('v2')];
+    const plain = filesOf('v6');
 
     expect(await replayFailures(plain, [new EncryptionCodec(keys)])).toEqual([]);
-    expect(plain.length).toBeGreaterThan(50);
+    expect(plain.length).toBeGreaterThanOrEqual(30);
   });
 });

@@ -142,7 +142,17 @@ export async function startBridgeApp(
     principals: store,
     outbound: loopbackAgents,
     ...overrides,
-    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, ...overrides.settings },
+    settings: {
+      factRetention: 'P7D',
+      lateWindow: 'P30D',
+      maxLineage: 10,
+      cardCacheSeconds: 0,
+      // Lapses within a test's patience: a settle interval shorter than the request wait (the settle tests and the
+      // no-false-lapse tests of raise-path.test.ts keep the coupled default).
+      temporalWaitMs: 10_000,
+      settle: 'PT1S',
+      ...overrides.settings,
+    },
   });
   const server = await listen(app);
   return { url: urlOf(server), tokens, close: () => close(server) };

@@ -33,7 +33,7 @@ function lapseEntry(lapse: 'overdue' | 'stalled' | 'skipped', dueAt: string, lap
 
 function inputs(record: Partial<ExpectationRecord> = {}, rest: Partial<DeadlineInputs> = {}): DeadlineInputs {
   return {
-    record: { expectation, state: 'open', dueAt: expectation.dueAt, lapses: [], ...record },
+    record: { expectation, state: 'open', dueAt: expectation.dueAt, lapses: [], raisedAt: '2026-01-01T00:00:00Z', ...record },
     horizonChecked: false,
     lateWindow: 'P30D',
     ...rest,

@@ -38,10 +38,11 @@ afterEach(async () => {
   await Promise.all([...agents.splice(0), ...cardServers.splice(0)].map((server) => server.close()));
 });
 
+/** Without an agent directory (DeliveryDeps.agents) the activity reads the contact from its input: these tests only. */
 function inputFor(cardUrl: string, authorization?: string): DeliverLapseInput {
   return {
     lapse,
-    agent: { id: 'shipping-agent', cardUrl, authorization },
+    agent: { id: 'shipping-agent', cardUrl, authorization } as DeliverLapseInput['agent'],
     origin: { taskId: 'origin-task-1', contextId: 'ctx-1' },
     messageId,
   };

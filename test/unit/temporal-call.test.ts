@@ -114,8 +114,7 @@ describe('the bridge on a Temporal frontend that answers RESOURCE_EXHAUSTED', ()
       taskQueue: 'busy',
       namespace: 'default',
       principals,
-      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0 },
-      temporalTimeoutMs: 3_000,
+      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, temporalWaitMs: 3_000 },
     });
     const listening = await listen(app);
     bridge = { url: urlOf(listening), close: () => close(listening) };

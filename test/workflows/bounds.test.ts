@@ -12,6 +12,7 @@ import {
   dependentsQuery,
   ledgerLoadQuery,
   registerDependentSignal,
+  subscribeSignal,
   type FactLedgerInput,
   type LedgerLoad,
 } from '../../workflows/messages.js';
@@ -29,8 +30,9 @@ async function startFactLedger(factKey: string, subscribers: string[]): Promise<
   await h.client.workflow.start<typeof factLedgerWorkflow>('factLedgerWorkflow', {
     workflowId,
     taskQueue: h.taskQueue,
-    args: [{ factKey, retention: 'P7D', subscribers }],
+    args: [{ factKey, retention: 'P7D' }],
   });
+  await h.client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowIds: subscribers });
   return workflowId;
 }
 
@@ -39,8 +41,9 @@ async function startSubjectLedger(subject: Subject, subscribers: string[]): Prom
   await h.client.workflow.start<typeof subjectLedgerWorkflow>('subjectLedgerWorkflow', {
     workflowId,
     taskQueue: h.taskQueue,
-    args: [{ subject, subscribers }],
+    args: [{ subject }],
   });
+  await h.client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowIds: subscribers });
   return workflowId;
 }
 

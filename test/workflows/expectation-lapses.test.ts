@@ -250,7 +250,7 @@ describe('lapse delivery records', () => {
   it('records a delivery the agent rejected as failed, with the error, and does not retry it', async () => {
     const start = await h.now();
     const id = h.id('rejected');
-    await h.raise(shipmentExpectation(id, start, DAY), { agent: { id: REJECTING_AGENT, cardUrl: 'http://127.0.0.1:9/card' } });
+    await h.raise(shipmentExpectation(id, start, DAY), { agent: { id: REJECTING_AGENT } });
     await h.advanceTo(start + 2 * DAY);
 
     const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'failed');

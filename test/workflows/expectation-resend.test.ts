@@ -45,7 +45,7 @@ async function refusedAndEnded(prefix: string) {
   await h.client.workflow.getHandle(raised.input.links.self).terminate('replaced by a run carrying its state');
   await untilStatus(h, raised.input.links.self, 'TERMINATED');
   h.faults.delete(raised.agentId);
-  const nextInput = { ...raised.input, registration: 'bridge' as const, carried: { record: failed, horizonChecked: false, dependents: [] } };
+  const nextInput = { ...raised.input, carried: { record: failed, horizonChecked: false, dependents: [] } };
   return { ...raised, nextInput };
 }
 

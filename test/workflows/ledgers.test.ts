@@ -7,7 +7,7 @@ import { awaitFactTaken, recordFactRouted } from '../../src/temporal/expectation
 import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { FORWARD_DEFERRAL_MS } from '../../workflows/fact-ledger.js';
 import { recordFactUpdate } from '../../workflows/messages.js';
-import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness, workflowStatus } from './support.js';
+import { DAY, HOUR, reportFact, settings, shipmentExpectation, untilStatus, useHarness, workflowStatus } from './support.js';
 
 const h = useHarness();
 
@@ -32,7 +32,8 @@ describe('early facts', () => {
     const expectation = shipmentExpectation(id, start, -DAY);
     await reportFact(h, expectation.satisfiedBy.factKey, start - 2 * DAY);
 
-    await h.raise(expectation);
+    // The deadline is decided a settle interval after the raise, by when the ledger has sent its retained fact on.
+    await h.raise(expectation, { settings: { ...settings, settle: 'PT30S' } });
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
     expect(record).toMatchObject({ state: 'satisfied', late: false, lapses: [] });

@@ -113,7 +113,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     async raise(expectation, options = {}) {
       const input: ExpectationInput = {
         expectation,
-        agent: { id: 'shipping-agent', cardUrl: 'http://127.0.0.1:9/.well-known/agent-card.json' },
+        agent: { id: 'shipping-agent' },
         origin: { taskId: 'task-1', contextId: 'ctx-1' },
         lineage: 0,
         settings,

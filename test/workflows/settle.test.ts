@@ -1,0 +1,89 @@
+/**
+ * The watcher's clock for a fact is when a bridge received it (DESIGN 3.2): an expectation that reaches a deadline
+ * waits its settle interval before it lapses, so that a fact a bridge received before the deadline, and that reaches
+ * the workflow only after it (Temporal or the worker behind), still counts; a fact received after the deadline comes
+ * after the lapse, however soon it arrives. On the time-skipping server, with facts stamped as a bridge stamps them.
+ */
+import { describe, expect, it } from 'vitest';
+import { HOUR, reportFact, settings, shipmentExpectation, useHarness } from './support.js';
+
+const h = useHarness();
+const SETTLE_MS = 60_000;
+const settling = { settings: { ...settings, settle: 'PT1M' } };
+const iso = (ms: number) => new Date(ms).toISOString();
+
+describe('an overdue deadline with a settle interval', () => {
+  it('is met by a fact the bridge received before it, though the fact reaches the workflow after it', async () => {
+    const start = await h.now();
+    const id = h.id('settle-met');
+    const e = shipmentExpectation(id, start, HOUR);
+    await h.raise(e, settling);
+    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+
+    await reportFact(h, e.satisfiedBy.factKey, start + HOUR - 5_000, { receivedAt: iso(start + HOUR - 1_000) });
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(record).toMatchObject({ state: 'satisfied', late: false, lapses: [] });
+  });
+
+  it('lapses overdue before it takes a fact the bridge received after it, which is then late', async () => {
+    const start = await h.now();
+    const id = h.id('settle-after');
+    const e = shipmentExpectation(id, start, HOUR);
+    await h.raise(e, settling);
+    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+
+    await reportFact(h, e.satisfiedBy.factKey, start + HOUR + 2_000, { receivedAt: iso(start + HOUR + 10_000) });
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(record.state).toBe('satisfied');
+    expect(record.late).toBe(true);
+    expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(['overdue']);
+  });
+
+  it('lapses once the settle interval has passed with no fact, not at the deadline', async () => {
+    const start = await h.now();
+    const id = h.id('settle-none');
+    await h.raise(shipmentExpectation(id, start, HOUR), settling);
+    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+    expect((await h.record(id)).state).toBe('open');
+
+    await h.advanceTo(start + HOUR + 2 * SETTLE_MS);
+    const record = await h.until(id, (r) => r.state === 'lapsed');
+
+    expect(Date.parse(record.lapses[0]!.lapse.lapsedAt)).toBeGreaterThanOrEqual(start + HOUR + SETTLE_MS);
+  });
+});
+
+describe('a horizon with a settle interval', () => {
+  const onSubject = (id: string, start: number) =>
+    shipmentExpectation(id, start, 10 * HOUR, { horizon: iso(start + HOUR) });
+
+  it('is not stalled by a subject fact the bridge received before it that arrives after it', async () => {
+    const start = await h.now();
+    const id = h.id('horizon-met');
+    const e = onSubject(id, start);
+    await h.raise(e, settling);
+    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+
+    await reportFact(h, `other/${id}`, start + HOUR - 5_000, { subject: e.subject, receivedAt: iso(start + HOUR - 1_000) });
+    await h.until(id, (r) => r.lastFactAt !== undefined);
+    await h.advanceTo(start + HOUR + 2 * SETTLE_MS);
+
+    expect((await h.record(id)).lapses).toEqual([]);
+  });
+
+  it('is stalled though a subject fact the bridge received after it arrives within the settle interval', async () => {
+    const start = await h.now();
+    const id = h.id('horizon-after');
+    const e = onSubject(id, start);
+    await h.raise(e, settling);
+    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+
+    await reportFact(h, `other/${id}`, start + HOUR + 1_000, { subject: e.subject, receivedAt: iso(start + HOUR + 5_000) });
+    const record = await h.until(id, (r) => r.state === 'lapsed');
+
+    expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(['stalled']);
+    expect(record.lastFactAt).toBe(iso(start + HOUR + 1_000));
+  });
+});
