@@ -2,6 +2,7 @@
  * Workflow ids, built here and nowhere else (DESIGN 2). Ids are business keys an operator can type into the UI.
  */
 import { createHash } from 'node:crypto';
+import { shardOf } from '../../core/fact-shards.js';
 import type { Subject } from '../schemas/extension.js';
 import type { ExpectationLinks } from '../../workflows/messages.js';
 
@@ -25,7 +26,12 @@ export const keywordValue = (value: string): string => (fits(value) ? value : `s
 export const expectationWorkflowId = (expectationId: string): string =>
   bounded('expectation', `expectation:${expectationId}`);
 
-export const factLedgerWorkflowId = (factKey: string): string => bounded('fact', `fact:${factKey}`);
+/**
+ * The fact router that serves `factKey` for the workers of `taskQueue` (core/fact-shards.ts): `facts:<taskQueue>:<nn>`,
+ * two digits so that the ids sort. A router per task queue, so that two deployments in one namespace share none.
+ */
+export const factRouterWorkflowId = (factKey: string, taskQueue: string): string =>
+  bounded('facts', `facts:${taskQueue}:${String(shardOf(factKey)).padStart(2, '0')}`);
 
 export const subjectLedgerWorkflowId = (subject: Subject): string =>
   bounded('subject', `subject:${encodeURIComponent(subject.type)}:${encodeURIComponent(subject.id)}`);
@@ -61,18 +67,21 @@ export function parseSubjectKey(key: string): Subject | undefined {
   return { type, id: key.slice(slash + 1) };
 }
 
-/** Every workflow id an expectation talks to. */
-export function expectationLinks(expectation: {
-  expectationId: string;
-  subject: Subject;
-  satisfiedBy: { factKey: string };
-  after?: string[];
-  anchor?: { expectationId: string };
-  supersedes?: string;
-}): ExpectationLinks {
+/** Every workflow id an expectation talks to, on `taskQueue`. */
+export function expectationLinks(
+  expectation: {
+    expectationId: string;
+    subject: Subject;
+    satisfiedBy: { factKey: string };
+    after?: string[];
+    anchor?: { expectationId: string };
+    supersedes?: string;
+  },
+  taskQueue: string,
+): ExpectationLinks {
   return {
     self: expectationWorkflowId(expectation.expectationId),
-    factLedger: factLedgerWorkflowId(expectation.satisfiedBy.factKey),
+    factRouter: factRouterWorkflowId(expectation.satisfiedBy.factKey, taskQueue),
     subjectLedger: subjectLedgerWorkflowId(expectation.subject),
     after: Object.fromEntries((expectation.after ?? []).map((id) => [id, expectationWorkflowId(id)])),
     anchor: expectation.anchor ? expectationWorkflowId(expectation.anchor.expectationId) : undefined,

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ITEMS, MAX_LENGTH } from '../../core/limits.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
-import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
 import { countWorkflows, useClient, useWatcherWorker } from '../support/watcher.js';
@@ -973,7 +973,7 @@ describe('after all of it', () => {
       .filter(askable)
       .slice(0, 200)
       .map(expectationWorkflowId)
-      .concat([...factKeysUsed].filter(askable).slice(0, 200).map(factLedgerWorkflowId));
+      .concat([...new Set([...factKeysUsed].filter(askable).map((key) => factRouterWorkflowId(key, taskQueue)))]);
     const found: string[] = [];
     for (const workflowId of sample) {
       try {

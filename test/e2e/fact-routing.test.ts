@@ -14,7 +14,7 @@ import {
   startExpectation,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
-import { factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
 import { expectationInput } from '../support/expectations.js';
@@ -42,7 +42,7 @@ function expectationOn(subjectId: string, extra: Partial<Expectation> = {}): Exp
 }
 
 async function raise(expectation: Expectation): Promise<ExpectationInput> {
-  const input = expectationInput(expectation, { id: 'shipping-agent' }, { taskId: 'origin-task', contextId: 'ctx' });
+  const input = expectationInput(expectation, { id: 'shipping-agent' }, { taskId: 'origin-task', contextId: 'ctx' }, taskQueue);
   expect(await startExpectation(client, taskQueue, input)).toBe('raised');
   return input;
 }
@@ -103,19 +103,21 @@ describe('recordFact', () => {
     expect(record).toMatchObject({ state: 'satisfied', observedAt: early.observedAt });
   });
 
-  it('with a zero retention, starts nothing when nobody waits, and reaches an existing ledger', async () => {
+  it('with a zero retention, keeps nothing for a key nobody waits on, and forwards to those that wait', async () => {
     const expectation = expectationOn(unique('S'));
     const zero = { factRetention: 'PT0S' };
+    const unkept = fact(expectation.satisfiedBy.factKey, { observedAt: new Date(Date.now() - 60_000).toISOString() });
+    const awaited = fact(expectation.satisfiedBy.factKey, { source: 'other' });
 
-    expect(await recordFact(client, taskQueue, fact(expectation.satisfiedBy.factKey), zero)).toBe('recorded');
-    expect(await ledgerExists(factLedgerWorkflowId(expectation.satisfiedBy.factKey))).toBe(false);
-
+    expect(await recordFact(client, taskQueue, unkept, zero)).toBe('recorded');
     await raise(expectation);
-    await untilTrue(() => ledgerExists(factLedgerWorkflowId(expectation.satisfiedBy.factKey)));
-    expect(await recordFact(client, taskQueue, fact(expectation.satisfiedBy.factKey, { source: 'other' }), zero)).toBe(
-      'recorded',
-    );
-    expect((await until(expectation.expectationId, (r) => r.closedAt !== undefined)).state).toBe('satisfied');
+    expect(await recordFact(client, taskQueue, awaited, zero)).toBe('recorded');
+
+    // Satisfied by the fact sent after the raise: the one before it was not kept for it.
+    expect(await until(expectation.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({
+      state: 'satisfied',
+      observedAt: awaited.observedAt,
+    });
   });
 
   it('records a fact with a subject on the subject ledger only when it exists', async () => {

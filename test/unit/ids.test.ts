@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   expectationLinks,
   expectationWorkflowId,
-  factLedgerWorkflowId,
+  factRouterWorkflowId,
   keywordValue,
   subjectKey,
   subjectLedgerWorkflowId,
@@ -12,7 +12,7 @@ import {
 describe('workflow ids', () => {
   it('are the business keys of DESIGN 2', () => {
     expect(expectationWorkflowId('EXP-42')).toBe('expectation:EXP-42');
-    expect(factLedgerWorkflowId('shipment/SHP-1/delivered')).toBe('fact:shipment/SHP-1/delivered');
+    expect(factRouterWorkflowId('shipment/SHP-1/delivered', 'expectations')).toMatch(/^facts:expectations:(0\d|1[0-5])$/);
     expect(subjectLedgerWorkflowId({ type: 'ship ment', id: 'a:b/c' })).toBe('subject:ship%20ment:a%3Ab%2Fc');
   });
 
@@ -22,7 +22,7 @@ describe('workflow ids', () => {
 
     expect(expectationWorkflowId(long)).toBe(`expectation:sha256:${expected}`);
     expect(expectationWorkflowId('x'.repeat(243))).toBe(`expectation:${'x'.repeat(243)}`);
-    expect(Buffer.byteLength(factLedgerWorkflowId('k'.repeat(10_000)))).toBeLessThanOrEqual(255);
+    expect(Buffer.byteLength(factRouterWorkflowId('k', 'q'.repeat(10_000)))).toBeLessThanOrEqual(255);
   });
 
   it('bound keyword search attribute values, keeping the subject type filterable', () => {
@@ -41,11 +41,11 @@ describe('workflow ids', () => {
       satisfiedBy: { factKey: 'k' },
       after: ['e1'],
       anchor: { expectationId: 'e0' },
-    });
+    }, 'expectations');
 
     expect(links).toEqual({
       self: 'expectation:e2',
-      factLedger: 'fact:k',
+      factRouter: factRouterWorkflowId('k', 'expectations'),
       subjectLedger: 'subject:shipment:SHP-1',
       after: { e1: 'expectation:e1' },
       anchor: 'expectation:e0',

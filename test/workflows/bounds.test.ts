@@ -1,19 +1,21 @@
 /**
  * The workflows' own bounds (core/limits.ts) on the time-skipping server, each hit exactly and by one more: a fact
- * ledger's and a subject ledger's subscribers, an anchor's dependents, and a fact ledger's dedupe window. At the bound
+ * key's and a subject ledger's subscribers, an anchor's dependents, and a fact key's dedupe window. At the bound
  * the newcomer is served; past it, it is withdrawn with a reason that names the bound, and the state does not grow.
  */
 import { describe, expect, it } from 'vitest';
 import { DEDUPE_WINDOW, MAX_DEPENDENTS, MAX_FACT_LEDGER_SUBSCRIBERS, MAX_SUBJECT_LEDGER_SUBSCRIBERS } from '../../core/limits.js';
 import type { Fact, Subject } from '../../src/schemas/extension.js';
-import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { shardOf } from '../../core/fact-shards.js';
+import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import {
   dependentsQuery,
+  keyLoadQuery,
   ledgerLoadQuery,
   registerDependentSignal,
   subscribeSignal,
-  type FactLedgerInput,
+  type FactRouterInput,
   type LedgerLoad,
 } from '../../workflows/messages.js';
 import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
@@ -24,15 +26,15 @@ const h = useHarness();
 /** Workflow ids of expectations that do not exist: places taken in a ledger (a fact sent to one drops it). */
 const placeholders = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => expectationWorkflowId(`${prefix}-${i}`));
 
-/** Starts a fact ledger whose subscribers are `subscribers` (as the bridge starts one with its first). */
-async function startFactLedger(factKey: string, subscribers: string[]): Promise<string> {
-  const workflowId = factLedgerWorkflowId(factKey);
-  await h.client.workflow.start<typeof factLedgerWorkflow>('factLedgerWorkflow', {
+/** Starts the fact router of `factKey` with `subscribers` waiting on it (as the bridge subscribes a request's raises). */
+async function startFactRouter(factKey: string, subscribers: string[]): Promise<string> {
+  const workflowId = factRouterWorkflowId(factKey, h.taskQueue);
+  await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
     workflowId,
     taskQueue: h.taskQueue,
-    args: [{ factKey, retention: 'P7D' }],
+    args: [{ shard: shardOf(factKey), retention: 'P7D' }],
   });
-  await h.client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowIds: subscribers });
+  await h.client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowIds: subscribers, factKeys: subscribers.map(() => factKey) });
   return workflowId;
 }
 
@@ -48,16 +50,17 @@ async function startSubjectLedger(subject: Subject, subscribers: string[]): Prom
 }
 
 const loadOf = (workflowId: string): Promise<LedgerLoad> => h.client.workflow.getHandle(workflowId).query(ledgerLoadQuery);
+const keyLoadOf = (factKey: string): Promise<LedgerLoad> => h.client.workflow.getHandle(factRouterWorkflowId(factKey, h.taskQueue)).query(keyLoadQuery, factKey);
 
-describe('a fact ledger', () => {
+describe('a fact key in its router', () => {
   it(`serves its ${MAX_FACT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
     const start = await h.now();
     const id = h.id('fact-last-place');
     const e = shipmentExpectation(id, start, 10 * DAY);
-    const ledger = await startFactLedger(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS - 1, id));
+    await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS - 1, id));
 
     await h.raise(e);
-    const load = await loadOf(ledger);
+    const load = await keyLoadOf(e.satisfiedBy.factKey);
     await reportFact(h, e.satisfiedBy.factKey, start);
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
@@ -69,16 +72,16 @@ describe('a fact ledger', () => {
     const start = await h.now();
     const id = h.id('fact-no-place');
     const e = shipmentExpectation(id, start, 10 * DAY);
-    const ledger = await startFactLedger(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS, id));
+    await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS, id));
 
     await h.raise(e);
     const record = await h.until(id, (r) => r.state === 'withdrawn');
 
     expect(record.withdrawnReason).toBe(
-      `not registered: the fact ledger of ${JSON.stringify(e.satisfiedBy.factKey)} already forwards to ` +
-        `${MAX_FACT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as no fact would reach it`,
+      `not registered: ${JSON.stringify(e.satisfiedBy.factKey)} already has ${MAX_FACT_LEDGER_SUBSCRIBERS} expectations ` +
+        `waiting on it, its bound; withdrawn, as no fact would reach it`,
     );
-    expect((await loadOf(ledger)).subscribers).toBe(MAX_FACT_LEDGER_SUBSCRIBERS);
+    expect((await keyLoadOf(e.satisfiedBy.factKey)).subscribers).toBe(MAX_FACT_LEDGER_SUBSCRIBERS);
   });
 
   it(`remembers the last ${DEDUPE_WINDOW} observations for dedupe, and no more`, async () => {
@@ -86,18 +89,22 @@ describe('a fact ledger', () => {
     const factKey = `shipment/${h.id('S')}/scanned`;
     const observedAt = (i: number) => new Date(start - DAY + i * 1000).toISOString();
     const fact = (i: number): Fact => ({ factKey, observedAt: observedAt(i), source: 'carrier-feed' });
-    // A ledger that has seen facts 1 to DEDUPE_WINDOW (as one that continued as new carries them).
-    const carried: FactLedgerInput['carried'] = {
-      latest: fact(DEDUPE_WINDOW),
-      seen: Array.from({ length: DEDUPE_WINDOW }, (_, i) => `${observedAt(i + 1)}|carrier-feed`),
-      subscribers: [],
-      lastObservedAt: new Date(start).toISOString(),
+    // A key waited on, whose router has seen facts 1 to DEDUPE_WINDOW (as one that continued as new carries them).
+    const carried: FactRouterInput['carried'] = {
+      keys: [
+        {
+          factKey,
+          latest: fact(DEDUPE_WINDOW),
+          seen: Array.from({ length: DEDUPE_WINDOW }, (_, i) => `${observedAt(i + 1)}|carrier-feed`),
+          subscribers: [expectationWorkflowId(h.id('placeholder'))],
+          lastReceivedAt: new Date(start).toISOString(),
+        },
+      ],
     };
-    const ledger = factLedgerWorkflowId(factKey);
-    await h.client.workflow.start<typeof factLedgerWorkflow>('factLedgerWorkflow', {
-      workflowId: ledger,
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId: factRouterWorkflowId(factKey, h.taskQueue),
       taskQueue: h.taskQueue,
-      args: [{ factKey, retention: 'P7D', carried }],
+      args: [{ shard: shardOf(factKey), retention: 'P7D', carried }],
     });
 
     const oldestAtTheBound = await reportFact(h, factKey, Date.parse(observedAt(1)));
@@ -105,7 +112,7 @@ describe('a fact ledger', () => {
     const oldestForgotten = await reportFact(h, factKey, Date.parse(observedAt(1)));
 
     expect([oldestAtTheBound, oneMore, oldestForgotten]).toEqual(['duplicate', 'recorded', 'recorded']);
-    expect((await loadOf(ledger)).seen).toBe(DEDUPE_WINDOW);
+    expect((await keyLoadOf(factKey)).seen).toBe(DEDUPE_WINDOW);
   });
 });
 
