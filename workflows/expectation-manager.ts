@@ -254,7 +254,9 @@ export class ExpectationManager {
   /** A fact of any kind on the subject: only the latest observedAt is kept, for stalls and `lastFactAt`. */
   observeSubjectFact(fact: SubjectFact): void {
     const { record } = this;
-    if (isOpen(record.state)) this.raiseLapsesBefore(fact.receivedAt);
+    // Only the stall: the facts that satisfy come through the key's router, which may still carry one received before
+    // the deadline; a later fact on the subject says nothing about it.
+    if (isOpen(record.state)) this.raiseLapsesBefore(fact.receivedAt, 'stalled');
     if (record.lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(record.lastFactAt)) {
       record.lastFactAt = normalized(fact.observedAt);
       this.publish();
@@ -404,10 +406,16 @@ export class ExpectationManager {
    * The lapses whose deadlines had passed when the bridge received a fact (`receivedAt`) that reaches us while we
    * still settle them: raised first, as they would have been had the fact come after them without a backlog.
    */
-  private raiseLapsesBefore(receivedAt: string | undefined): void {
+  private raiseLapsesBefore(receivedAt: string | undefined, only?: LapseKind): void {
     // A fact that no bridge stamped (a test's, or a caller's of its own) says nothing about deadlines: applied as it is.
     const receivedMs = receivedAt === undefined ? Number.NaN : Date.parse(receivedAt);
-    if (!Number.isNaN(receivedMs)) this.raiseAll(dueBefore(this.deadlineInputs(), Math.min(receivedMs, Date.now())));
+    if (Number.isNaN(receivedMs)) return;
+    const due = dueBefore(this.deadlineInputs(), Math.min(receivedMs, Date.now()));
+    if (only === 'stalled') {
+      this.raiseAll({ ...due, lapses: due.lapses.filter((lapse) => lapse === 'stalled') });
+    } else {
+      this.raiseAll(due);
+    }
   }
 
   private raiseAll(due: DueChecks): void {

@@ -41,6 +41,22 @@ describe('an overdue deadline with a settle interval', () => {
     expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(['overdue']);
   });
 
+  it('is met by its key\'s fact though a later fact on the subject, received after the deadline, arrives first', async () => {
+    const start = await h.now();
+    const id = h.id('settle-subject-first');
+    const e = shipmentExpectation(id, start, HOUR);
+    await h.raise(e, settling);
+    await h.advanceTo(start + HOUR + SETTLE_MS / 4);
+
+    // The subject's ledger is quick, the key's fact is still on its way (a busy router): the scan comes first.
+    await reportFact(h, `shipment/${id}/scanned`, start + HOUR + 1_000, { subject: e.subject, receivedAt: iso(start + HOUR + 2_000) });
+    await h.until(id, (r) => r.lastFactAt !== undefined);
+    await reportFact(h, e.satisfiedBy.factKey, start + HOUR - 5_000, { receivedAt: iso(start + HOUR - 1_000) });
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(record).toMatchObject({ state: 'satisfied', late: false, lapses: [] });
+  });
+
   it('lapses once the settle interval has passed with no fact, not at the deadline', async () => {
     const start = await h.now();
     const id = h.id('settle-none');
