@@ -5,14 +5,28 @@
  */
 
 /** How many routers there are. Changing it moves keys between routers: subscriptions then wait on the wrong one. */
-export const FACT_ROUTER_SHARDS = 16;
+export const FACT_ROUTER_SHARDS = 64;
 
-/** FNV-1a (32 bits) over the key's UTF-8 bytes: stable across processes and Node versions, no crypto needed. */
+/** The UTF-8 bytes of one code point (a lone surrogate as U+FFFD, as TextEncoder does). */
+function utf8(codePoint: number): number[] {
+  const cp = codePoint >= 0xd800 && codePoint <= 0xdfff ? 0xfffd : codePoint;
+  if (cp < 0x80) return [cp];
+  if (cp < 0x800) return [0xc0 | (cp >> 6), 0x80 | (cp & 0x3f)];
+  if (cp < 0x10000) return [0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)];
+  return [0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)];
+}
+
+/**
+ * FNV-1a (32 bits) over the key's UTF-8 bytes: stable across processes and Node versions, and computed the same in
+ * the workflow sandbox (no crypto, no TextEncoder needed).
+ */
 function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(text)) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
+  for (const char of text) {
+    for (const byte of utf8(char.codePointAt(0)!)) {
+      hash ^= byte;
+      hash = Math.imul(hash, 0x01000193) >>> 0;
+    }
   }
   return hash;
 }

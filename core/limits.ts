@@ -88,7 +88,7 @@ export const MAX_FACT_LEDGER_SUBSCRIBERS = 100;
  * Early facts one fact router keeps for keys nobody waits on yet (core/fact-shards.ts: FACT_ROUTER_SHARDS routers):
  * past it the oldest go first, so that what continue-as-new carries stays far below Temporal's 2 MB payload limit.
  */
-export const MAX_RETAINED_FACTS_PER_ROUTER = 2_000;
+export const MAX_RETAINED_FACTS_PER_ROUTER = 1_000;
 
 /** From this many waiting expectations a key is listed in its router's memo, which the bridge reads before a raise. */
 export const ROUTER_CROWDED_KEY = 20;

@@ -7,7 +7,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { allHandlersFinished, condition, continueAsNew, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
-import { addDuration } from '../core/duration.js';
+import { addDuration, parseDuration } from '../core/duration.js';
 import { shardOf } from '../core/fact-shards.js';
 import { WRONG_FACT_KEY } from '../core/failures.js';
 import { DEDUPE_WINDOW, MAX_FACT_LEDGER_SUBSCRIBERS, MAX_RETAINED_FACTS_PER_ROUTER, ROUTER_CROWDED_KEY } from '../core/limits.js';
@@ -104,9 +104,11 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
   // The last change whose forwards the main loop has sent (for recordFact's answer).
   let forwardedThrough = 0;
   let memoJson = '';
+  // What the bridges say the retention is (RecordFactOptions.retention), carried over continue-as-new.
+  let retention = input.retention;
 
   const retainedUntilMs = (state: KeyState): number | undefined =>
-    state.lastReceivedMs === undefined ? undefined : addDuration(state.lastReceivedMs, input.retention);
+    state.lastReceivedMs === undefined ? undefined : addDuration(state.lastReceivedMs, retention);
   const retained = (state: KeyState): Fact | undefined => {
     const until = retainedUntilMs(state);
     return state.latest && until !== undefined && Date.now() < until ? state.latest : undefined;
@@ -188,6 +190,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
   setHandler(
     recordFactUpdate,
     async (fact: Fact, options?: RecordFactOptions): Promise<RecordFactAnswer> => {
+      if (options?.retention !== undefined) retention = options.retention;
       const state = stateOf(fact.factKey);
       if (!state.remember(fact)) return 'duplicate';
       // The fact retained for later subscribers is the one observed last, not the one that arrived last.
@@ -215,7 +218,9 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
       return options?.listForwarded ? { result: 'recorded', forwardedTo: subscribers } : 'recorded';
     },
     {
-      validator: (fact: Fact, _options?: RecordFactOptions) => {
+      validator: (fact: Fact, options?: RecordFactOptions) => {
+        // A retention the router could not compute with is refused before the update is accepted.
+        if (options?.retention !== undefined) parseDuration(options.retention);
         if (shardOf(fact.factKey) !== input.shard) {
           throw ApplicationFailure.create({
             type: WRONG_FACT_KEY,
@@ -249,6 +254,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
       prune();
       await continueAsNew<typeof factRouterWorkflow>({
         ...input,
+        retention,
         // A held-back forward is carried as a due one: the next run sends it (a subscriber that took it ignores it).
         carried: {
           keys: [...keys.values()].map((state) => state.carry()),

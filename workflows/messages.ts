@@ -202,6 +202,11 @@ export interface RecordFactOptions {
    * it. The answer comes before this fact is sent to anyone.
    */
   callerDelivers?: boolean;
+  /**
+   * The bridge's fact retention (WATCHER_FACT_RETENTION) now: a router runs for ever, so it keeps its keys' facts for
+   * what the bridges say today rather than what the first of them said when it started it.
+   */
+  retention?: string;
 }
 
 /** A new fact sent on to the expectations waiting on its key (asked with `listForwarded`). */

@@ -201,8 +201,8 @@ export function markdown(results: BenchResults): string {
       `${c.node} / ${c.server ?? '—'}${db ? ` / ${c.database ?? '—'}` : ''} ms`;
     const sum = (key: 'events' | 'workflowTasks' | 'actions') => t.histories.ours.reduce((total, h) => total + h[key], 0);
     lines.push(
-      `| Workflows per raise (1 per request) | 3: expectation, fact ledger, subject ledger | 1 |`,
-      `| History events per raise (expectation + fact ledger + subject ledger) | ${sum('events')} (${expectation!.events} + ${factRouter!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
+      `| Workflows per raise (1 per request) | 2: expectation, subject ledger (and a share of a fact router) | 1 |`,
+      `| History events per raise (expectation + its share of the fact router + subject ledger) | ${sum('events')} (${expectation!.events} + ${factRouter!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
       `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${factRouter!.workflowTasks} + ${subjectLedger!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
       `| Temporal actions per raise, from the histories | ${sum('actions')} (${expectation!.actions} + ${factRouter!.actions} + ${subjectLedger!.actions}) | ${t.histories.raw.actions} |`,
       `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / ${serverLabel}${db ? ' / PostgreSQL' : ''} | ${cpuCell(t.single.cpuMsPerItem)} | ${cpuCell(t.raw[0]!.cpuMsPerItem)} |`,

@@ -200,7 +200,7 @@ export async function recordFactRouted(
   const workflowId = factRouterWorkflowId(fact.factKey, taskQueue);
   const shard = shardOf(fact.factKey);
   // Listed, the forwarded expectations get the fact from the caller first (awaitFactTaken), the router's signal later.
-  const options = { tellUnawaited: true, ...(listForwarded ? { listForwarded, callerDelivers: true } : {}) };
+  const options = { tellUnawaited: true, retention: settings.factRetention, ...(listForwarded ? { listForwarded, callerDelivers: true } : {}) };
   // A new operation per attempt: an executed one cannot be reused. The start happens once per router, ever.
   const toRouter = (): Promise<RecordFactAnswer> =>
     resentIfAborted(() =>

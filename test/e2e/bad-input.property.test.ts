@@ -946,8 +946,7 @@ describe('each bound, met exactly and exceeded by one', () => {
         }),
         { numRuns: runs[0] },
       );
-      // 100 facts on new keys start 100 fact ledgers: over a minute on a busy 2-core machine when they were recorded
-      // one after the other (session 6), and the worker's first task of each is still what they wait for.
+      // 100 facts on new keys: one update each of the fact routers, which take them in a few workflow tasks.
     }, 180_000);
 
     it(`is refused with ${status} one past it, naming the field and the limit`, async () => {

@@ -84,7 +84,7 @@ describe('OpenTelemetry tracing', () => {
     expect(signalOf()!.service).toBe('expectations-watcher-worker');
     // The bridge subscribes the expectation by a signal-with-start of each ledger (docs/raise-path.md): each is traced
     // to the ledger's run in the worker.
-    for (const ledger of ['factLedgerWorkflow', 'subjectLedgerWorkflow']) {
+    for (const ledger of ['factRouterWorkflow', 'subjectLedgerWorkflow']) {
       const ledgerStart = spans.find((s) => s.name === `SignalWithStartWorkflow:${ledger}` && s.service === 'expectations-watcher-bridge');
       expect(ledgerStart, ledger).toBeDefined();
       await expect

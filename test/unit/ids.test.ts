@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { FACT_ROUTER_SHARDS, shardOf } from '../../core/fact-shards.js';
 import {
   expectationLinks,
   expectationWorkflowId,
@@ -51,5 +52,20 @@ describe('workflow ids', () => {
       anchor: 'expectation:e0',
       supersedes: undefined,
     });
+  });
+});
+
+describe('fact routers', () => {
+  it('hash a key by its UTF-8 bytes (FNV-1a), the same as TextEncoder would give them', () => {
+    const fnv = (bytes: Uint8Array) => bytes.reduce((hash, byte) => Math.imul(hash ^ byte, 0x01000193) >>> 0, 0x811c9dc5);
+    for (const key of ['shipment/SHP-1/delivered', 'é😀✓', 'a\ud800b', '']) {
+      expect(shardOf(key), key).toBe(fnv(new TextEncoder().encode(key)) % FACT_ROUTER_SHARDS);
+    }
+  });
+
+  it('spread keys over every router', () => {
+    const shards = new Set(Array.from({ length: 2_000 }, (_, i) => shardOf(`shipment/S-${i}/delivered`)));
+
+    expect(shards.size).toBe(FACT_ROUTER_SHARDS);
   });
 });

@@ -90,13 +90,21 @@ describe('a fact key in its router', () => {
     const observedAt = (i: number) => new Date(start - DAY + i * 1000).toISOString();
     const fact = (i: number): Fact => ({ factKey, observedAt: observedAt(i), source: 'carrier-feed' });
     // A key waited on, whose router has seen facts 1 to DEDUPE_WINDOW (as one that continued as new carries them).
+    // Its subscriber must stay open, or the first fact delivered drops it and the key falls to the unawaited window:
+    // a router never closes and buffers a signal it has no handler for, so one stands in for an expectation.
+    const waiting = h.id('stand-in');
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId: waiting,
+      taskQueue: h.taskQueue,
+      args: [{ shard: 0, retention: 'P7D' }],
+    });
     const carried: FactRouterInput['carried'] = {
       keys: [
         {
           factKey,
           latest: fact(DEDUPE_WINDOW),
           seen: Array.from({ length: DEDUPE_WINDOW }, (_, i) => `${observedAt(i + 1)}|carrier-feed`),
-          subscribers: [expectationWorkflowId(h.id('placeholder'))],
+          subscribers: [waiting],
           lastReceivedAt: new Date(start).toISOString(),
         },
       ],

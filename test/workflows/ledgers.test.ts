@@ -70,7 +70,8 @@ describe('early facts', () => {
 
   it(`are kept for the ${MAX_RETAINED_FACTS_PER_ROUTER} keys a router heard last, the oldest forgotten first`, async () => {
     const start = await h.now();
-    const factKey = (i: number) => `shipment/${h.id('bound')}-${i}/delivered`;
+    const prefix = h.id('bound');
+    const factKey = (i: number) => `shipment/${prefix}-${i}/delivered`;
     // A router of one shard that retains MAX_RETAINED_FACTS_PER_ROUTER keys (as one that continued as new carries them).
     const shard = shardOf(factKey(0));
     const keys: string[] = [];
