@@ -20,12 +20,12 @@ import { getExpectationRecord, recordFact, startExpectation } from '../../src/te
 import { expectationLinks } from '../../src/temporal/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { loopbackAgents } from '../support/outbound.js';
+import { atRest } from '../support/routers.js';
 import { subscribeSignal, type ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
 
 const { History } = proto.temporal.api.history.v1;
-const WORKFLOW_TASK_COMPLETED = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
 const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
   History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
 
@@ -102,7 +102,7 @@ try {
   // that reaches a workflow on a worker that has not cached it yet writes a history that does not replay (its signal
   // lands between the update's accepted and completed events), a fault of its own, with or without the codec.
   await client.workflow.getHandle(input.links.factRouter).signal(subscribeSignal, { workflowIds: [input.links.self], factKeys: [e.satisfiedBy.factKey] });
-  await waitFor('the repeated subscription handled', async () => (await client.workflow.getHandle(input.links.factRouter).fetchHistory()).events?.at(-1)?.eventType === WORKFLOW_TASK_COMPLETED);
+  await waitFor('the repeated subscription handled', () => atRest(client, input.links.factRouter));
   await recordFact(client, taskQueue, { factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: e.subject, source: 'carrier-feed' }, settings);
 
   const recorded = [
@@ -114,11 +114,8 @@ try {
   for (const { name, workflowId } of recorded) {
     const handle = client.workflow.getHandle(workflowId);
     // The fact router never closes: it is recorded at rest (its last task done), once the expectation has closed.
-    const atRest = async () =>
-      workflowId.startsWith('facts:')
-        ? (await handle.fetchHistory()).events?.at(-1)?.eventType === WORKFLOW_TASK_COMPLETED
-        : (await handle.describe()).status.name === 'COMPLETED';
-    await waitFor(`${name} at rest`, atRest);
+    const done = async () => (workflowId.startsWith('facts:') ? atRest(client, workflowId) : (await handle.describe()).status.name === 'COMPLETED');
+    await waitFor(`${name} at rest`, done);
     writeFileSync(path.join(folder, `${name}.json`), JSON.stringify(toJson(await handle.fetchHistory())) + '\n');
   }
   console.log(`wrote ${recorded.length} histories to ${folder}`);

@@ -35,6 +35,7 @@ import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
 import { loopbackAgents } from '../support/outbound.js';
+import { atRest } from '../support/routers.js';
 
 const { History } = proto.temporal.api.history.v1;
 
@@ -287,11 +288,7 @@ for (const { name, workflowId } of recorded.filter(({ name }) => only.size === 0
   const router = workflowId.startsWith('facts:');
   if (router && routers.has(workflowId)) continue;
   routers.add(workflowId);
-  await waitFor(async () =>
-    router
-      ? (await handle.fetchHistory()).events?.at(-1)?.eventType === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
-      : (await handle.describe()).status.name === 'COMPLETED',
-  );
+  await waitFor(async () => (router ? atRest(client, workflowId) : (await handle.describe()).status.name === 'COMPLETED'));
   // Every run of the chain, oldest first: a continued-as-new run has its own history.
   const description = await handle.describe();
   let runId: string | undefined = description.raw.workflowExecutionInfo?.firstRunId ?? description.runId;

@@ -52,3 +52,14 @@ export async function routerOutcomesOf(client: Client, taskQueue: string, factKe
   }
   return outcomes;
 }
+
+/** A workflow that never closes (a fact router) is at rest when no task is pending and its history stops growing. */
+export async function atRest(client: Client, workflowId: string, quietMs = 1000): Promise<boolean> {
+  const length = async () => {
+    const description = await client.workflow.getHandle(workflowId).describe();
+    return description.raw.pendingWorkflowTask ? -1 : description.historyLength;
+  };
+  const before = await length();
+  await new Promise((resolve) => setTimeout(resolve, quietMs));
+  return before >= 0 && (await length()) === before;
+}
