@@ -5,7 +5,7 @@
  * everything else comes back as a plan that ingest.ts applies.
  */
 import { z } from 'zod';
-import { addDuration } from '../../core/duration.js';
+import { addDuration, LATEST_INSTANT_MS } from '../../core/duration.js';
 import {
   MAX_DEPENDENTS,
   MAX_FACT_LEDGER_SUBSCRIBERS,
@@ -190,6 +190,7 @@ export function planIngest(input: PlanInput): IngestPlan {
         problems.rules.push(...kindCheck.errors);
         problems.warnings.push(...kindCheck.warnings);
         checkReferences(item, { ...input, known }, problems);
+        checkAnchorOffset(item, input, problems);
         checkSupersedes(item, { ...input, lineages, known }, problems);
         checkOccupancy(item, { ...input, known }, joining, problems);
       }
@@ -385,6 +386,23 @@ function checkWithdraw(input: PlanInput, lineages: Lineages, problems: Problems)
       problems.rules.push({ path: joinPath(path), rule: 'withdraw-exists', message });
     }
   }
+}
+
+/**
+ * An anchored due time is the anchor's observation plus the offset, and an observation reported now may be up to
+ * `maxClockSkew` ahead: an offset that takes that one past the end of year 9999 is refused (the workflow bounds what an
+ * anchor observed later computes).
+ */
+function checkAnchorOffset({ expectation, path }: PlannedExpectation, { settings, now }: PlanInput, problems: Problems): void {
+  const offset = expectation.anchor?.offset;
+  if (offset === undefined) return;
+  const due = addDuration(addDuration(now, settings.maxClockSkew), offset);
+  if (Number.isFinite(due) && due <= LATEST_INSTANT_MS) return;
+  problems.rules.push({
+    path: joinPath([...path, 'anchor', 'offset']),
+    rule: 'anchor-offset-reachable',
+    message: `an anchor observed now (or up to ${settings.maxClockSkew} ahead) plus this offset must fall no later than 9999-12-31T23:59:59.999Z`,
+  });
 }
 
 /**
