@@ -26,6 +26,25 @@ describe('workflow ids', () => {
     expect(Buffer.byteLength(factRouterWorkflowId('k', 'q'.repeat(10_000)))).toBeLessThanOrEqual(255);
   });
 
+  it('keep the hashed form for hashes: a literal id, key or subject that reads like one is hashed too', () => {
+    const long = 'x'.repeat(300);
+    const hashedExpectation = expectationWorkflowId(long);
+    const literal = hashedExpectation.slice('expectation:'.length); // `sha256:<hex>`, as an agent may send it
+    const longSubject = { type: 'shipment', id: long };
+    const hashedSubjectKey = subjectKey(longSubject);
+    const hashedLedger = subjectLedgerWorkflowId(longSubject);
+
+    expect(expectationWorkflowId(literal)).not.toBe(hashedExpectation);
+    expect(expectationWorkflowId(literal)).toMatch(/^expectation:sha256:[0-9a-f]{64}$/);
+    expect(keywordValue(keywordValue(long))).not.toBe(keywordValue(long));
+    expect(subjectKey({ type: 'shipment', id: hashedSubjectKey.slice('shipment/'.length) })).not.toBe(hashedSubjectKey);
+    // `subject:<type>:<id>` with type `sha256` reads like the hashed ledger id.
+    expect(subjectLedgerWorkflowId({ type: 'sha256', id: hashedLedger.slice('subject:sha256:'.length) })).not.toBe(hashedLedger);
+    // Every other id stays as typed.
+    expect(expectationWorkflowId('sha256-report')).toBe('expectation:sha256-report');
+    expect(keywordValue('shipment/sha256')).toBe('shipment/sha256');
+  });
+
   it('bound keyword search attribute values, keeping the subject type filterable', () => {
     const id = 'i'.repeat(300);
 
