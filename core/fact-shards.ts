@@ -5,7 +5,7 @@
  */
 
 /** How many routers there are. Changing it moves keys between routers: subscriptions then wait on the wrong one. */
-export const FACT_ROUTER_SHARDS = 64;
+export const FACT_ROUTER_SHARDS = 256;
 
 /** The UTF-8 bytes of one code point (a lone surrogate as U+FFFD, as TextEncoder does). */
 function utf8(codePoint: number): number[] {
@@ -29,6 +29,13 @@ function fnv1a(text: string): number {
     }
   }
   return hash;
+}
+
+/** The UTF-8 length of `text` in bytes, as Temporal measures a payload. */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (const char of text) bytes += utf8(char.codePointAt(0)!).length;
+  return bytes;
 }
 
 /** The router of `factKey`: 0 to FACT_ROUTER_SHARDS - 1. */

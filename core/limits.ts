@@ -90,6 +90,12 @@ export const MAX_FACT_LEDGER_SUBSCRIBERS = 100;
  */
 export const MAX_RETAINED_FACTS_PER_ROUTER = 1_000;
 
+/**
+ * What one fact router may carry over continue-as-new, in UTF-8 bytes: half of Temporal's 2 MB payload limit. Past it
+ * the router forgets unawaited keys, then shrinks dedupe windows, and refuses newcomers while that is not enough.
+ */
+export const MAX_ROUTER_CARRIED_BYTES = 1_000_000;
+
 /** From this many waiting expectations a key is listed in its router's memo, which the bridge reads before a raise. */
 export const ROUTER_CROWDED_KEY = 20;
 

@@ -8,9 +8,15 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { allHandlersFinished, condition, continueAsNew, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import { addDuration, parseDuration } from '../core/duration.js';
-import { shardOf } from '../core/fact-shards.js';
+import { shardOf, utf8Length } from '../core/fact-shards.js';
 import { WRONG_FACT_KEY } from '../core/failures.js';
-import { DEDUPE_WINDOW, MAX_FACT_LEDGER_SUBSCRIBERS, MAX_RETAINED_FACTS_PER_ROUTER, ROUTER_CROWDED_KEY } from '../core/limits.js';
+import {
+  DEDUPE_WINDOW,
+  MAX_FACT_LEDGER_SUBSCRIBERS,
+  MAX_RETAINED_FACTS_PER_ROUTER,
+  MAX_ROUTER_CARRIED_BYTES,
+  ROUTER_CROWDED_KEY,
+} from '../core/limits.js';
 import type { Fact } from '../core/types.js';
 import {
   factSignal,
@@ -32,6 +38,9 @@ export { DEDUPE_WINDOW };
 
 /** A key nobody waits on remembers fewer: only what its retained fact needs, as its state is carried for days. */
 export const DEDUPE_WINDOW_UNAWAITED = 8;
+
+/** Every this many changes the router measures what it would carry (a JSON pass over its state). */
+const BUDGET_CHECK_EVERY = 200;
 
 /** How long a forward is held back for a caller that delivers the fact itself (twice the bridge's wait). */
 export const FORWARD_DEFERRAL_MS = 10_000;
@@ -65,9 +74,8 @@ class KeyState {
     return true;
   }
 
-  /** Keeps the dedupe window within what the key's use needs. */
-  trim(): void {
-    const window = this.subscribers.size > 0 ? DEDUPE_WINDOW : DEDUPE_WINDOW_UNAWAITED;
+  /** Keeps the dedupe window within what the key's use needs, or within `window` when the router is short of room. */
+  trim(window = this.subscribers.size > 0 ? DEDUPE_WINDOW : DEDUPE_WINDOW_UNAWAITED): void {
     while (this.seen.length > window) this.seenSet.delete(this.seen.shift()!);
   }
 
@@ -101,6 +109,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
   // Newcomers past a key's bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
   const refused = refusals();
   let changes = 0;
+  let recordedFacts = 0;
   // The last change whose forwards the main loop has sent (for recordFact's answer).
   let forwardedThrough = 0;
   let memoJson = '';
@@ -133,9 +142,42 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
       forgetIfIdle(state);
       if (keys.has(state.factKey) && state.subscribers.size === 0) unawaited.push(state);
     }
-    if (unawaited.length <= MAX_RETAINED_FACTS_PER_ROUTER) return;
-    unawaited.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
-    for (const state of unawaited.slice(0, unawaited.length - MAX_RETAINED_FACTS_PER_ROUTER)) keys.delete(state.factKey);
+    if (unawaited.length > MAX_RETAINED_FACTS_PER_ROUTER) {
+      unawaited.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
+      for (const state of unawaited.slice(0, unawaited.length - MAX_RETAINED_FACTS_PER_ROUTER)) keys.delete(state.factKey);
+    }
+    keepWithinBudget();
+  }
+
+  const bytesOf = (state: KeyState): number => utf8Length(JSON.stringify(state.carry()));
+  // Set when even the least the router can keep exceeds its budget: newcomers are then refused, not carried.
+  let full = false;
+
+  /**
+   * Keeps what continue-as-new carries within MAX_ROUTER_CARRIED_BYTES, whatever the keys hold: first the keys nobody
+   * waits on go, oldest first; then the dedupe windows of the keys waited on shrink, longest first, to the least a
+   * key keeps. What remains (subscribers and the facts they wait for) is refused more of while it is over.
+   */
+  function keepWithinBudget(): void {
+    const sizes = new Map([...keys.values()].map((state) => [state, bytesOf(state)]));
+    let bytes = utf8Length(JSON.stringify(outbox.carry()));
+    for (const size of sizes.values()) bytes += size;
+    const byAge = [...sizes.keys()].filter((state) => state.subscribers.size === 0);
+    byAge.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
+    for (const state of byAge) {
+      if (bytes <= MAX_ROUTER_CARRIED_BYTES) break;
+      bytes -= sizes.get(state)!;
+      keys.delete(state.factKey);
+    }
+    const byWindow = [...keys.values()].filter((state) => state.seenCount > DEDUPE_WINDOW_UNAWAITED);
+    byWindow.sort((a, b) => b.seenCount - a.seenCount);
+    for (const state of byWindow) {
+      if (bytes <= MAX_ROUTER_CARRIED_BYTES) break;
+      state.trim(DEDUPE_WINDOW_UNAWAITED);
+      const size = bytesOf(state);
+      bytes -= sizes.get(state)! - size;
+    }
+    full = bytes > MAX_ROUTER_CARRIED_BYTES;
   }
 
   /** The memo the bridge reads before a raise (no worker, no action): the keys close to their bound. */
@@ -155,11 +197,13 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
 
   function subscribe(workflowId: string, factKey: string): void {
     const state = stateOf(factKey);
-    const full = !state.subscribers.has(workflowId) && state.subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS;
-    if (full) {
-      const reason =
-        `not registered: ${JSON.stringify(factKey)} already has ${MAX_FACT_LEDGER_SUBSCRIBERS} expectations waiting ` +
-        `on it, its bound; withdrawn, as no fact would reach it`;
+    const newcomer = !state.subscribers.has(workflowId);
+    if ((newcomer && state.subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS) || (newcomer && full)) {
+      const reason = full
+        ? `not registered: the fact router of ${JSON.stringify(factKey)} holds as much as it may carry ` +
+          `(${MAX_ROUTER_CARRIED_BYTES} bytes); withdrawn, as no fact would reach it`
+        : `not registered: ${JSON.stringify(factKey)} already has ${MAX_FACT_LEDGER_SUBSCRIBERS} expectations waiting ` +
+          `on it, its bound; withdrawn, as no fact would reach it`;
       refused.add(workflowId, { reason });
       changes++;
       return;
@@ -182,6 +226,8 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
       state.trim();
       forgetIfIdle(state);
     }
+    // A router that refused newcomers for want of room takes them again once it has room.
+    if (full) keepWithinBudget();
     changes++;
   }
 
@@ -193,6 +239,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
       if (options?.retention !== undefined) retention = options.retention;
       const state = stateOf(fact.factKey);
       if (!state.remember(fact)) return 'duplicate';
+      if (++recordedFacts % BUDGET_CHECK_EVERY === 0) keepWithinBudget();
       // The fact retained for later subscribers is the one observed last, not the one that arrived last.
       if (!state.latest || Date.parse(fact.observedAt) >= Date.parse(state.latest.observedAt)) state.latest = fact;
       state.lastReceivedMs = Date.now();

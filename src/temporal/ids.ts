@@ -35,11 +35,11 @@ export const expectationWorkflowId = (expectationId: string): string =>
   bounded('expectation', `expectation:${expectationId}`);
 
 /**
- * The fact router that serves `factKey` for the workers of `taskQueue` (core/fact-shards.ts): `facts:<taskQueue>:<nn>`,
- * two digits so that the ids sort. A router per task queue, so that two deployments in one namespace share none.
+ * The fact router that serves `factKey` for the workers of `taskQueue` (core/fact-shards.ts): `facts:<taskQueue>:<nnn>`,
+ * three digits so that the ids sort. A router per task queue, so that two deployments in one namespace share none.
  */
 export const factRouterWorkflowId = (factKey: string, taskQueue: string): string =>
-  bounded('facts', `facts:${taskQueue}:${String(shardOf(factKey)).padStart(2, '0')}`);
+  bounded('facts', `facts:${taskQueue}:${String(shardOf(factKey)).padStart(3, '0')}`);
 
 export const subjectLedgerWorkflowId = (subject: Subject): string =>
   bounded('subject', `subject:${encodeURIComponent(subject.type)}:${encodeURIComponent(subject.id)}`);

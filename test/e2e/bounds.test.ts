@@ -15,8 +15,8 @@ import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
 import { ledgerOccupancyQuery, openExpectationsQuery } from '../../src/service/records.js';
 import { connectClient } from '../../src/temporal/connection.js';
-import { dependentCount } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { dependentCount, getFactRouterMemo } from '../../src/temporal/expectations.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../src/temporal/ids.js';
 import { registerDependentSignal } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, expectation, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
@@ -275,6 +275,11 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     const tag = unique();
     const waiting = (i: number) => expectation(`waits-${tag}-${i}`, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `W-${tag}-${i}` } });
     await raiseMany(refusedAt, waiting, ledgerOccupancyQuery(taskQueue, { factKey }));
+    // The bridge reads a key's load from its router's memo, which the router updates in its next workflow task.
+    const router = factRouterWorkflowId(factKey, taskQueue);
+    await waitUntil(`the router's memo to list ${refusedAt} on the key`, async () => {
+      return ((await getFactRouterMemo(watcher.client, router))?.crowded[factKey] ?? 0) >= refusedAt;
+    });
 
     const answer = await raise(expectation(`full-key-${unique()}`, { satisfiedBy: { factKey } }));
 

@@ -1,5 +1,5 @@
 /**
- * Reading what a fact router (`facts:<taskQueue>:<nn>`, serving many keys) holds about one key, from its history as
+ * Reading what a fact router (`facts:<taskQueue>:<nnn>`, serving many keys) holds about one key, from its history as
  * an operator reads it in the Temporal UI.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
@@ -15,7 +15,8 @@ export async function routerEventsOf(client: Client, taskQueue: string, factKey:
   try {
     history = await client.workflow.getHandle(factRouterWorkflowId(factKey, taskQueue)).fetchHistory();
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return [];
+    // fetchHistory passes the server's NOT_FOUND (gRPC status 5) on as it is.
+    if (error instanceof WorkflowNotFoundError || (error as { code?: number }).code === 5) return [];
     throw error;
   }
   const named: string[] = [];

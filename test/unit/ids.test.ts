@@ -13,7 +13,7 @@ import {
 describe('workflow ids', () => {
   it('are the business keys of DESIGN 2', () => {
     expect(expectationWorkflowId('EXP-42')).toBe('expectation:EXP-42');
-    expect(factRouterWorkflowId('shipment/SHP-1/delivered', 'expectations')).toMatch(/^facts:expectations:(0\d|1[0-5])$/);
+    expect(factRouterWorkflowId('shipment/SHP-1/delivered', 'expectations')).toMatch(/^facts:expectations:\d{3}$/);
     expect(subjectLedgerWorkflowId({ type: 'ship ment', id: 'a:b/c' })).toBe('subject:ship%20ment:a%3Ab%2Fc');
   });
 
@@ -83,7 +83,7 @@ describe('fact routers', () => {
   });
 
   it('spread keys over every router', () => {
-    const shards = new Set(Array.from({ length: 2_000 }, (_, i) => shardOf(`shipment/S-${i}/delivered`)));
+    const shards = new Set(Array.from({ length: 20_000 }, (_, i) => shardOf(`shipment/S-${i}/delivered`)));
 
     expect(shards.size).toBe(FACT_ROUTER_SHARDS);
   });

@@ -4,7 +4,13 @@
  * the newcomer is served; past it, it is withdrawn with a reason that names the bound, and the state does not grow.
  */
 import { describe, expect, it } from 'vitest';
-import { DEDUPE_WINDOW, MAX_DEPENDENTS, MAX_FACT_LEDGER_SUBSCRIBERS, MAX_SUBJECT_LEDGER_SUBSCRIBERS } from '../../core/limits.js';
+import {
+  DEDUPE_WINDOW,
+  MAX_DEPENDENTS,
+  MAX_FACT_LEDGER_SUBSCRIBERS,
+  MAX_ROUTER_CARRIED_BYTES,
+  MAX_SUBJECT_LEDGER_SUBSCRIBERS,
+} from '../../core/limits.js';
 import type { Fact, Subject } from '../../src/schemas/extension.js';
 import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
@@ -13,6 +19,7 @@ import {
   dependentsQuery,
   keyLoadQuery,
   ledgerLoadQuery,
+  recordFactUpdate,
   registerDependentSignal,
   subscribeSignal,
   type FactRouterInput,
@@ -198,3 +205,58 @@ describe('an anchor', () => {
     expect(await handle.query(dependentsQuery)).toEqual({ dependents: MAX_DEPENDENTS, bound: MAX_DEPENDENTS });
   });
 });
+
+describe('a fact router at its carried budget', () => {
+  it(`shrinks the dedupe windows of its busiest keys to keep what it carries within ${MAX_ROUTER_CARRIED_BYTES} bytes`, async () => {
+    const start = await h.now();
+    const shard = 7;
+    const keysOfShard = (n: number, tag: string) => {
+      const found: string[] = [];
+      for (let i = 0; found.length < n; i++) {
+        const key = `shipment/${tag}-${i}/scanned`;
+        if (shardOf(key) === shard) found.push(key);
+      }
+      return found;
+    };
+    const waiting = h.id('stand-in');
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId: waiting,
+      taskQueue: h.taskQueue,
+      args: [{ shard: 0, retention: 'P7D' }],
+    });
+    // 40 keys waited on, each remembering DEDUPE_WINDOW observations: about 1.5 MB, more than the router may carry.
+    const seenAt = (i: number) => `${new Date(start - DAY + i * 1000).toISOString()}|carrier-feed-with-a-long-name`;
+    const busy = keysOfShard(40, h.id('busy'));
+    const carried: FactRouterInput['carried'] = {
+      keys: busy.map((factKey) => ({
+        factKey,
+        subscribers: [waiting],
+        seen: Array.from({ length: DEDUPE_WINDOW }, (_, i) => seenAt(i)),
+        lastReceivedAt: new Date(start).toISOString(),
+      })),
+    };
+    expect(Buffer.byteLength(JSON.stringify(carried))).toBeGreaterThan(MAX_ROUTER_CARRIED_BYTES);
+    const workflowId = h.id('router');
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId,
+      taskQueue: h.taskQueue,
+      args: [{ shard, retention: 'P7D', carried }],
+    });
+    const router = h.client.workflow.getHandle(workflowId);
+    const record = (factKey: string, i: number) =>
+      router.executeUpdate(recordFactUpdate, { args: [{ factKey, observedAt: new Date(start + i).toISOString(), source: 'feed' }] });
+
+    // The router measures itself every 200 facts it records.
+    for (const [i, factKey] of keysOfShard(200, h.id('feed')).entries()) await record(factKey, i);
+    const seen = await Promise.all(busy.map(async (factKey) => (await router.query(keyLoadQuery, factKey)).seen));
+
+    const trimmed = seen.filter((n) => n === 8).length;
+    expect(trimmed).toBeGreaterThan(0);
+    expect(seen.every((n) => n === 8 || n === DEDUPE_WINDOW)).toBe(true);
+    // What is left fits: the untrimmed windows, about 37 KB each, stay under the budget.
+    expect((busy.length - trimmed) * 37_000).toBeLessThan(MAX_ROUTER_CARRIED_BYTES);
+    // Still serving: a re-sent fact of a trimmed key is recognised within its window, a new one recorded.
+    expect(await record(busy[seen.indexOf(8)]!, 1_000_000)).toBe('recorded');
+  });
+});
+
