@@ -115,8 +115,20 @@ describe('a worker restarted before a fact and a withdrawal', () => {
     });
 
     expect(reported.status).toBe(200);
+    expect(reported.body.facts[0].awaitedBy).toBe(2);
+    // Each names the state it took the fact in; one the restarted worker could not replay within the answer's
+    // FACT_WAIT_MS (a busy machine) is left out of the answer and gets the router's forward instead.
     const taken = reported.body.facts[0].expectations.map((e: { expectationId: string; state: string }) => [e.expectationId, e.state]);
-    expect(taken.sort()).toEqual([[one.expectationId, 'satisfied'], [two.expectationId, 'satisfied']].sort());
+    expect(taken.length).toBeGreaterThan(0);
+    for (const [id, state] of taken) expect([[one.expectationId, two.expectationId].includes(id), state]).toEqual([true, 'satisfied']);
+    for (const e of [one, two]) {
+      await expect
+        .poll(async () => (await send(`${bridge.url}/v1/expectations/${e.expectationId}`, { token: bridge.tokens['shipping-agent'] })).body.state, {
+          timeout: 30_000,
+          interval: 200,
+        })
+        .toBe('satisfied');
+    }
     expect(await replay(factRouterWorkflowId(one.satisfiedBy.factKey, taskQueue))).toBe('replays');
     expect(await replay(expectationWorkflowId(one.expectationId))).toBe('replays');
     expect(await replay(expectationWorkflowId(two.expectationId))).toBe('replays');
