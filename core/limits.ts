@@ -102,6 +102,13 @@ export const ROUTER_CROWDED_KEY = 20;
 /** Expectations one subject ledger forwards to (open expectations on one subject); as for the fact ledger. */
 export const MAX_SUBJECT_LEDGER_SUBSCRIBERS = 100;
 
+/**
+ * The places on one fact key or one subject that a single agent may take: half of what the bridge lets fill (the
+ * bound less RACE_ROOM), so that no agent can squat a key or a subject for everyone else (422, rules
+ * `fact-key-share`, `subject-share`).
+ */
+export const MAX_AGENT_SHARE = 45;
+
 /** Expectations anchored on one expectation, which it notifies when it is satisfied or superseded. */
 export const MAX_DEPENDENTS = 100;
 

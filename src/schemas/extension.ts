@@ -55,7 +55,7 @@ export const subjectSchema = z.object({
 export type Subject = z.infer<typeof subjectSchema>;
 
 export const expectationKindSchema = z.object({
-  kind: nonEmpty('kind'),
+  kind: identifier('kind'),
   subjectType: z.string(),
   // The seed's `minLength: 1` and its "MUST NOT be a placeholder" are one rule, checked for every kind alike with the
   // declaration's other rules (src/service/card-rules.ts: `describes-placeholder`).
@@ -79,7 +79,7 @@ export type DeclarationParams = z.infer<typeof declarationParamsSchema>;
 
 export const expectationSchema = z.object({
   expectationId: identifier('expectationId'),
-  kind: nonEmpty('kind'),
+  kind: identifier('kind'),
   subject: subjectSchema,
   expects: nonEmpty('expects'),
   satisfiedBy: z.object({ factKey: identifier('satisfiedBy.factKey') }),

@@ -10,7 +10,7 @@ import type { z } from 'zod';
 import type { CardResolver } from '../a2a/card.js';
 import type { Principal } from '../auth/principals.js';
 import type { WatcherMetrics } from '../metrics.js';
-import { MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED_KEY } from '../../core/limits.js';
+import { MAX_AGENT_SHARE, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED_KEY } from '../../core/limits.js';
 import type { Expectation, Fact, Subject } from '../schemas/extension.js';
 import { FACT_WAIT_MS, type ingestResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord, Origin } from '../schemas/record.js';
@@ -135,6 +135,8 @@ export function chainsOf(facts: readonly Fact[]): number[][] {
  */
 type LedgerLoads = ReadonlyMap<string, number>;
 const factLoadKey = (factKey: string): string => `key:${factKey}`;
+/** The raising agent's own expectations among a load's (0 where it could not exceed its share). */
+const ownLoadKey = (loadKey: string): string => `own:${loadKey}`;
 
 /**
  * The request's expectations in waves, applied one after the other, the items of a wave together: an item goes in
@@ -199,12 +201,15 @@ export function createIngestService(deps: IngestDeps) {
    * store counts it. A subject ledger that runs is counted there too. Its failure is thrown where it is awaited, never
    * as an unhandled rejection.
    */
-  function askLedgers(expectations: readonly Expectation[]): Promise<LedgerLoads> {
+  function askLedgers(expectations: readonly Expectation[], agentId: string): Promise<LedgerLoads> {
     const bringing = new Map<string, number>();
     const subjects = new Map<string, Subject>();
+    const onSubject = new Map<string, number>();
     for (const e of expectations) {
       bringing.set(e.satisfiedBy.factKey, (bringing.get(e.satisfiedBy.factKey) ?? 0) + 1);
-      subjects.set(subjectLedgerWorkflowId(e.subject), e.subject);
+      const id = subjectLedgerWorkflowId(e.subject);
+      subjects.set(id, e.subject);
+      onSubject.set(id, (onSubject.get(id) ?? 0) + 1);
     }
     const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
     const memoOf = (factKey: string) => {
@@ -222,10 +227,18 @@ export function createIngestService(deps: IngestDeps) {
     // A subject ledger that is not running forwards to nobody: one point read by id, and a count only if it runs.
     const subjectLoad = async (id: string, subject: Subject): Promise<number> =>
       (await deps.call(() => isRunning(deps.client, id))) ? countOf(ledgerOccupancyQuery(deps.taskQueue, { subject })) : 0;
-    const asks: Array<[string, Promise<number>]> = [
-      ...[...bringing.keys()].map((factKey): [string, Promise<number>] => [factLoadKey(factKey), keyLoad(factKey)]),
-      ...[...subjects].map(([id, subject]): [string, Promise<number>] => [id, subjectLoad(id, subject)]),
-    ];
+    // The agent's own share is counted only where all of them together, with this request, could exceed it.
+    const ownLoad = async (load: Promise<number>, brought: number, of: Parameters<typeof ledgerOccupancyQuery>[1]) =>
+      (await load) + brought > MAX_AGENT_SHARE ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId)) : 0;
+    const asks: Array<[string, Promise<number>]> = [];
+    for (const [factKey, brought] of bringing) {
+      const load = keyLoad(factKey);
+      asks.push([factLoadKey(factKey), load], [ownLoadKey(factLoadKey(factKey)), ownLoad(load, brought, { factKey })]);
+    }
+    for (const [id, subject] of subjects) {
+      const load = subjectLoad(id, subject);
+      asks.push([id, load], [ownLoadKey(id), ownLoad(load, onSubject.get(id)!, { subject })]);
+    }
     const asked = settled(asks.map(([, load]) => load)).then((counts) => new Map(asks.map(([id], i) => [id, counts[i]!])));
     asked.catch(() => undefined);
     return asked;
@@ -250,6 +263,8 @@ export function createIngestService(deps: IngestDeps) {
     return {
       factKey: (factKey) => ledgers.get(factLoadKey(factKey)) ?? 0,
       subject: (subject) => ledgers.get(subjectLedgerWorkflowId(subject)) ?? 0,
+      ownFactKey: (factKey) => ledgers.get(ownLoadKey(factLoadKey(factKey))) ?? 0,
+      ownSubject: (subject) => ledgers.get(ownLoadKey(subjectLedgerWorkflowId(subject))) ?? 0,
       anchor: (id) => anchors.get(id) ?? 0,
     };
   }
@@ -415,7 +430,7 @@ export function createIngestService(deps: IngestDeps) {
     const parsed = parseIngest(principal, request);
     quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
     // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
-    const asked = parsed.expectations.length > 0 ? askLedgers(parsed.expectations.map(({ value }) => value)) : Promise.resolve(new Map() as LedgerLoads);
+    const asked = parsed.expectations.length > 0 ? askLedgers(parsed.expectations.map(({ value }) => value), principal.id) : Promise.resolve(new Map() as LedgerLoads);
     let records: Map<string, ExpectationRecord | undefined>;
     let raises: Expectation[];
     try {
