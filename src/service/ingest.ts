@@ -289,7 +289,7 @@ export function createIngestService(deps: IngestDeps) {
       items.map(async (item, i) => {
         const { expectation } = item;
         if (started[i] === 'raised') {
-          deps.metrics?.expectationsRaised.inc({ kind: expectation.kind });
+          deps.metrics?.expectationsRaised.inc({ kind: deps.metrics.kindLabel(expectation.kind) });
           return 'raised' as const;
         }
         const existing = await lookup(expectation.expectationId);
