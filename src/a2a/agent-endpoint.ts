@@ -26,6 +26,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import type { Principal, PrincipalStore } from '../auth/principals.js';
 import { authenticate, principalOf } from '../http/auth.js';
 import { toProblem, type Problem } from '../http/problem.js';
+import { wellFormedBody } from '../http/well-formed.js';
 import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
 import { joinPath, SchemaError, type FieldError } from '../service/errors.js';
 import type { Located } from '../service/extract.js';
@@ -293,6 +294,8 @@ export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
     AGENT_JSONRPC_PATH,
     authenticate(deps.principals),
     express.json({ limit: '1mb' }),
+    // As on every other route: a lone surrogate or a body nested thousands deep is a 400, not an internal error.
+    wellFormedBody,
     jsonRpcHandler({
       requestHandler,
       userBuilder: async (req) => new PrincipalUser(principalOf(req)),

@@ -558,6 +558,17 @@ describe('the other endpoints: path parameters and list queries', () => {
     expect(answer.status).toBe(400);
     expect(answer.body.errors).toEqual([{ path: 'facts/0/factKey', message: 'must be well-formed Unicode (it holds a lone surrogate)' }]);
   });
+
+  it('answers 400 on /a2a/jsonrpc too, to a lone surrogate and to a body nested 5,000 deep (no internal error)', async () => {
+    const rpc = (params: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params });
+    const jsonrpc = (raw: string) => send(`${bridge.url}/a2a/jsonrpc`, { token: token('agent-a'), raw });
+    const lone = await expectRefused(jsonrpc(JSON.stringify(rpc({ message: { messageId: 'm\ud800', role: 'ROLE_USER', parts: [] } }))));
+    const deep = await expectRefused(jsonrpc(withNested(rpc({ message: '__NEST__' }), 5_000)));
+
+    expect([lone.status, deep.status]).toEqual([400, 400]);
+    expect(lone.body.errors).toEqual([{ path: 'params/message/messageId', message: 'must be well-formed Unicode (it holds a lone surrogate)' }]);
+    expect(deep.body.errors).toEqual([expect.objectContaining({ message: 'nests deeper than 64 levels' })]);
+  });
 });
 
 /** Schema-valid but hostile: odd ids are raised and read back as sent, or refused with a 4xx; never a 5xx. */
