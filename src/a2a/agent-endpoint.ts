@@ -288,7 +288,12 @@ export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
   // every request: a v0.3 card for requests without A2A-Version (the SDK's legacy card router) would hand strict
   // v1.0 clients that send none a card they cannot parse.
   router.get(AGENT_CARD_PATH, (req, res) => {
-    res.set('Cache-Control', `public, max-age=${CARD_MAX_AGE_SECONDS}`).json(watcherAgentCardJson(originOf(req)));
+    // Its interface URL is built from the request's origin, so a shared cache must keep one copy per origin: a card
+    // cached for a forged Host would send every later client elsewhere.
+    res
+      .set('Cache-Control', `public, max-age=${CARD_MAX_AGE_SECONDS}`)
+      .set('Vary', 'Host, X-Forwarded-Host, X-Forwarded-Proto')
+      .json(watcherAgentCardJson(originOf(req)));
   });
   router.use(
     AGENT_JSONRPC_PATH,
