@@ -227,17 +227,21 @@ export function createIngestService(deps: IngestDeps) {
     // A subject ledger that is not running forwards to nobody: one point read by id, and a count only if it runs.
     const subjectLoad = async (id: string, subject: Subject): Promise<number> =>
       (await deps.call(() => isRunning(deps.client, id))) ? countOf(ledgerOccupancyQuery(deps.taskQueue, { subject })) : 0;
-    // The agent's own share is counted only where all of them together, with this request, could exceed it.
-    const ownLoad = async (load: Promise<number>, brought: number, of: Parameters<typeof ledgerOccupancyQuery>[1]) =>
-      (await load) + brought > MAX_AGENT_SHARE ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId)) : 0;
+    // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
+    // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount.
+    const ownLoad = async (load: Promise<number>, brought: number, of: Parameters<typeof ledgerOccupancyQuery>[1], floor: number) => {
+      const all = await load;
+      return all + brought > MAX_AGENT_SHARE || all >= floor ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId)) : 0;
+    };
     const asks: Array<[string, Promise<number>]> = [];
     for (const [factKey, brought] of bringing) {
       const load = keyLoad(factKey);
-      asks.push([factLoadKey(factKey), load], [ownLoadKey(factLoadKey(factKey)), ownLoad(load, brought, { factKey })]);
+      const own = ownLoad(load, brought, { factKey }, ROUTER_CROWDED_KEY);
+      asks.push([factLoadKey(factKey), load], [ownLoadKey(factLoadKey(factKey)), own]);
     }
     for (const [id, subject] of subjects) {
       const load = subjectLoad(id, subject);
-      asks.push([id, load], [ownLoadKey(id), ownLoad(load, onSubject.get(id)!, { subject })]);
+      asks.push([id, load], [ownLoadKey(id), ownLoad(load, onSubject.get(id)!, { subject }, Number.POSITIVE_INFINITY)]);
     }
     const asked = settled(asks.map(([, load]) => load)).then((counts) => new Map(asks.map(([id], i) => [id, counts[i]!])));
     asked.catch(() => undefined);
