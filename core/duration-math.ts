@@ -38,6 +38,9 @@ function exactMs(parts: DurationParts): number {
   );
 }
 
+/** The latest instant the watcher computes with: the end of year 9999, as far as RFC 3339 (and a search attribute) reaches. */
+export const LATEST_INSTANT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 /** `instantMs` plus the duration: calendar years and months first (UTC), then the exact units. */
 export function addDurationParts(instantMs: number, parts: DurationParts): number {
   let result = instantMs;

@@ -5,10 +5,10 @@
  * The arithmetic is in duration-math.ts (no imports); this file adds the failure workflows throw on a bad string.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { addDurationParts, matchDuration, type DurationParts } from './duration-math.js';
+import { addDurationParts, LATEST_INSTANT_MS, matchDuration, type DurationParts } from './duration-math.js';
 import { INVALID_DURATION } from './failures.js';
 
-export { DURATION_PATTERN, type DurationParts } from './duration-math.js';
+export { DURATION_PATTERN, LATEST_INSTANT_MS, type DurationParts } from './duration-math.js';
 
 /** Parses `PnYnMnWnDTnHnMnS`; throws a non-retryable ApplicationFailure on anything else. */
 export function parseDuration(iso: string): DurationParts {
@@ -21,6 +21,15 @@ export function parseDuration(iso: string): DurationParts {
     });
   }
   return parts;
+}
+
+/**
+ * `instantMs` plus the duration, never past LATEST_INSTANT_MS: a deadline the workflow computes (an anchor's observation
+ * plus its offset, a due time plus grace) is one it can store, upsert and sleep towards, however far the sum runs.
+ */
+export function addDurationBounded(instantMs: number, iso: string): number {
+  const ms = addDuration(instantMs, iso);
+  return Number.isFinite(ms) ? Math.min(ms, LATEST_INSTANT_MS) : LATEST_INSTANT_MS;
 }
 
 /** `instantMs` plus the duration: calendar years and months first (UTC), then the exact units. */

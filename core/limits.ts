@@ -79,13 +79,35 @@ export const MAX_ITEMS = {
 } as const;
 
 /**
- * Expectations one fact ledger forwards to (open expectations waiting on one fact key). The bridge refuses a raise
- * past it (422, rule `fact-key-subscribers`); a ledger that is asked anyway withdraws the newcomer.
+ * Expectations one fact key's router forwards to (open expectations waiting on one fact key). The bridge refuses a
+ * raise past it (422, rule `fact-key-subscribers`); a router that is asked anyway withdraws the newcomer.
  */
 export const MAX_FACT_LEDGER_SUBSCRIBERS = 100;
 
+/**
+ * Early facts one fact router keeps for keys nobody waits on yet (core/fact-shards.ts: FACT_ROUTER_SHARDS routers):
+ * past it the oldest go first, so that what continue-as-new carries stays far below Temporal's 2 MB payload limit.
+ */
+export const MAX_RETAINED_FACTS_PER_ROUTER = 1_000;
+
+/**
+ * What one fact router may carry over continue-as-new, in UTF-8 bytes: half of Temporal's 2 MB payload limit. Past it
+ * the router forgets unawaited keys, then shrinks dedupe windows, and refuses newcomers while that is not enough.
+ */
+export const MAX_ROUTER_CARRIED_BYTES = 1_000_000;
+
+/** From this many waiting expectations a key is listed in its router's memo, which the bridge reads before a raise. */
+export const ROUTER_CROWDED_KEY = 20;
+
 /** Expectations one subject ledger forwards to (open expectations on one subject); as for the fact ledger. */
 export const MAX_SUBJECT_LEDGER_SUBSCRIBERS = 100;
+
+/**
+ * The places on one fact key or one subject that a single agent may take: half of what the bridge lets fill (the
+ * bound less RACE_ROOM), so that no agent can squat a key or a subject for everyone else (422, rules
+ * `fact-key-share`, `subject-share`).
+ */
+export const MAX_AGENT_SHARE = 45;
 
 /** Expectations anchored on one expectation, which it notifies when it is satisfied or superseded. */
 export const MAX_DEPENDENTS = 100;

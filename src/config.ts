@@ -123,6 +123,7 @@ const envSchema = z.object({
       return ms >= 1_000 && ms <= 600_000;
     }, 'must be between PT1S and PT10M (how long a request waits for a slow Temporal; the workflows settle a deadline as long)'),
   WATCHER_MAX_REQUESTS_IN_FLIGHT: z.coerce.number().int().min(1).default(256),
+  WATCHER_PAGE_TOKEN_SECRET: z.string().min(32, 'must be at least 32 characters (it signs the list page tokens)').optional(),
   WATCHER_TRUST_PROXY: trustProxy.default(false),
   WATCHER_QUOTA_OPEN_EXPECTATIONS: quota(DEFAULT_QUOTAS.openExpectations),
   WATCHER_QUOTA_RAISES_PER_MINUTE: quota(DEFAULT_QUOTAS.raisesPerMinute),
@@ -172,6 +173,8 @@ export interface Config {
   temporalWaitMs: number;
   /** Requests the bridge serves at once; one past it is answered 503 with Retry-After before any work. */
   maxRequestsInFlight: number;
+  /** Signs list page tokens; the same on every bridge of a deployment. Unset: a random key per process. */
+  pageTokenSecret?: string;
   /** Whose X-Forwarded-For the bridge believes for the client's address (its request log, rate decisions). */
   trustProxy: TrustProxy;
   /** Per-principal quotas of the bridge (429 with Retry-After past one); 0 turns one off. */
@@ -263,6 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
     temporalWaitMs: addDuration(0, e.WATCHER_TEMPORAL_WAIT),
     maxRequestsInFlight: e.WATCHER_MAX_REQUESTS_IN_FLIGHT,
+    pageTokenSecret: e.WATCHER_PAGE_TOKEN_SECRET,
     trustProxy: e.WATCHER_TRUST_PROXY,
     quotas: {
       openExpectations: e.WATCHER_QUOTA_OPEN_EXPECTATIONS,

@@ -4,9 +4,14 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** Distinct `kind` label values kept; the kinds first seen past it are counted as `other`, so a series set stays bounded. */
+export const MAX_KIND_LABELS = 200;
+
 export interface WatcherMetrics {
   registry: Registry;
   expectationsRaised: Counter<'kind'>;
+  /** The `kind` label for a kind: itself among the first MAX_KIND_LABELS seen, `other` past them. */
+  kindLabel(kind: string): string;
   factsRecorded: Counter<never>;
   withdrawals: Counter<never>;
   /** Facts that came for expectations already closed after their late window (src/service/late-facts.ts). */
@@ -23,8 +28,15 @@ export interface WatcherMetrics {
 export function createMetrics(options: { registry?: Registry; defaultMetrics?: boolean } = {}): WatcherMetrics {
   const registry = options.registry ?? new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  const kinds = new Set<string>();
   return {
     registry,
+    kindLabel(kind) {
+      if (kinds.has(kind)) return kind;
+      if (kinds.size >= MAX_KIND_LABELS) return 'other';
+      kinds.add(kind);
+      return kind;
+    },
     expectationsRaised: new Counter({
       name: 'watcher_expectations_raised_total',
       help: 'Expectations raised (new workflows started), by kind.',

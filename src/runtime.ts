@@ -236,6 +236,7 @@ export async function startBridge(
       quotas: config.quotas,
       temporalWaitMs: config.temporalWaitMs,
       maxRequestsInFlight: config.maxRequestsInFlight,
+      pageTokenSecret: config.pageTokenSecret,
     },
     temporalUiUrl: uiUrl,
     logger: log,

@@ -3,7 +3,7 @@
  * which deadline comes next, which lapses are due at an instant, lateness, anchoring and closing.
  * No Temporal API here, so every rule is unit-tested without a server.
  */
-import { addDuration, addDurationIso } from '../core/duration.js';
+import { addDurationBounded } from '../core/duration.js';
 import type { ExpectationRecord, ExpectationState, LapseKind } from '../core/types.js';
 
 /** What the deadline decisions read: the record plus the once-only horizon check and the late window. */
@@ -40,7 +40,7 @@ export function hasLapse(record: DeadlineInputs['record'], lapse: LapseKind, due
 
 /** Current dueAt plus grace (absent grace is zero). */
 export function overdueAtMs(record: DeadlineInputs['record']): number {
-  return addDuration(Date.parse(record.dueAt), record.expectation.grace ?? 'PT0S');
+  return addDurationBounded(Date.parse(record.dueAt), record.expectation.grace ?? 'PT0S');
 }
 
 /** The workflow-clock instant of the latest lapse, if any. */
@@ -65,7 +65,7 @@ export function pendingDeadlines(inputs: DeadlineInputs): Deadline[] {
   }
   const lastLapsed = lastLapsedAtMs(record);
   if (deadlines.length === 0 && record.state === 'lapsed' && lastLapsed !== undefined) {
-    deadlines.push({ kind: 'close', atMs: addDuration(lastLapsed, inputs.lateWindow) });
+    deadlines.push({ kind: 'close', atMs: addDurationBounded(lastLapsed, inputs.lateWindow) });
   }
   return deadlines;
 }
@@ -119,9 +119,9 @@ export function isLate(observedAt: string, currentDueAt: string): boolean {
   return Date.parse(observedAt) > Date.parse(currentDueAt);
 }
 
-/** The current dueAt once the anchor is satisfied: the anchor's observedAt plus the offset. */
+/** The current dueAt once the anchor is satisfied: the anchor's observedAt plus the offset, at most the end of 9999. */
 export function anchoredDueAt(anchorObservedAt: string, offset: string): string {
-  return addDurationIso(anchorObservedAt, offset);
+  return new Date(addDurationBounded(Date.parse(anchorObservedAt), offset)).toISOString();
 }
 
 /**

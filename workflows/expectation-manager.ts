@@ -488,7 +488,7 @@ export class ExpectationManager {
       const moved = { expectationId: record.supersededBy, workflowId: this.supersededByWorkflowId };
       for (const dependent of this.dependents) tell.push(signalQuietly(dependent, anchorMovedSignal, moved));
     }
-    tell.push(signalQuietly(links.factLedger, unsubscribeSignal, { workflowId: links.self }));
+    tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
     tell.push(signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self }));
     return Promise.all(tell);
   }

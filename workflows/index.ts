@@ -2,5 +2,5 @@
  * The workflows the watcher's worker registers; the exported names are the workflow types.
  */
 export { expectationWorkflow } from './expectation.js';
-export { factLedgerWorkflow } from './fact-ledger.js';
+export { factRouterWorkflow } from './fact-router.js';
 export { subjectLedgerWorkflow } from './subject-ledger.js';

@@ -30,7 +30,7 @@ export interface AgentRef {
 /** Workflow ids of everything the expectation talks to, computed by src/temporal/ids.ts. */
 export interface ExpectationLinks {
   self: string;
-  factLedger: string;
+  factRouter: string;
   subjectLedger: string;
   /** expectationId → workflow id, for each id of `after`. */
   after: Record<string, string>;
@@ -158,23 +158,33 @@ export interface Dependents {
 }
 export const dependentsQuery = defineQuery<Dependents>('dependents');
 
-// ── fact ledger (`fact:<factKey>`) ─────────────────────────────────────────────────────────────────────────
+// ── fact routers (`facts:<shard>`, core/fact-shards.ts) ──────────────────────────────────────────────────────
 
-export interface FactLedgerInput {
+/** One key's state in its router, as continue-as-new carries it. */
+export interface RoutedKey {
   factKey: string;
-  /** ISO 8601 duration: how long the latest fact is kept for expectations raised after it. */
+  subscribers: string[];
+  latest?: Fact;
+  /** Workflow time at which the last observation reached the router: the retention runs from it. */
+  lastReceivedAt?: string;
+  seen: string[];
+}
+
+export interface FactRouterInput {
+  /** Which router this is (0 to FACT_ROUTER_SHARDS - 1): it serves the keys that hash to it. */
+  shard: number;
+  /** ISO 8601 duration: how long a key's latest fact is kept for expectations raised after it. */
   retention: string;
-  /**
-   * `lastObservedAt` is the workflow time at which the last observation reached the ledger (retention runs from
-   * it); `outbox` the facts received but not yet forwarded, one per subscriber.
-   */
-  carried?: {
-    latest?: Fact;
-    seen: string[];
-    subscribers: string[];
-    lastObservedAt?: string;
-    outbox?: Array<{ workflowId: string; fact: Fact }>;
-  };
+  /** `outbox`: the facts received but not yet forwarded, one per subscriber. */
+  carried?: { keys: RoutedKey[]; outbox?: Array<{ workflowId: string; fact: Fact }> };
+}
+
+/**
+ * A router's memo, read by the bridge before a raise (DescribeWorkflowExecution: no worker, no action): the keys with
+ * at least ROUTER_CROWDED_KEY expectations waiting, and how many. A key not listed has fewer.
+ */
+export interface FactRouterMemo {
+  crowded: Record<string, number>;
 }
 
 /** What the caller of recordFact wants to learn besides whether the fact was new. */
@@ -192,6 +202,11 @@ export interface RecordFactOptions {
    * it. The answer comes before this fact is sent to anyone.
    */
   callerDelivers?: boolean;
+  /**
+   * The bridge's fact retention (WATCHER_FACT_RETENTION) now: a router runs for ever, so it keeps its keys' facts for
+   * what the bridges say today rather than what the first of them said when it started it.
+   */
+  retention?: string;
 }
 
 /** A new fact sent on to the expectations waiting on its key (asked with `listForwarded`). */
@@ -210,14 +225,12 @@ export type RecordFactAnswer = 'recorded' | 'duplicate' | 'unawaited' | Forwarde
 export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFactOptions?]>('recordFact');
 
 /**
- * Expectations waiting on the key (or the subject), sent by the bridge with signal-with-start: one call and one action
- * per ledger, however many of a request's expectations it serves. A fact ledger forwards its retained fact to each.
+ * Expectations waiting on a key (to a fact router: `factKeys[i]` is the key of `workflowIds[i]`) or on the subject (to
+ * a subject ledger), sent by the bridge with signal-with-start: one call and one action per workflow, however many of
+ * a request's expectations it serves. A router forwards a key's retained fact to each.
  */
-export const subscribeSignal = defineSignal<[{ workflowIds: string[] }]>('subscribe');
+export const subscribeSignal = defineSignal<[{ workflowIds: string[]; factKeys?: string[] }]>('subscribe');
 export const unsubscribeSignal = defineSignal<[{ workflowId: string }]>('unsubscribe');
-
-/** The fact the ledger still retains for new subscribers (received within `retention`), if any. */
-export const retainedFactQuery = defineQuery<Fact | undefined>('retainedFact');
 
 /**
  * How full a ledger (fact or subject) is: its subscribers and the bound past which it withdraws a newcomer, the
@@ -230,6 +243,9 @@ export interface LedgerLoad {
   seen?: number;
 }
 export const ledgerLoadQuery = defineQuery<LedgerLoad>('ledgerLoad');
+
+/** One key's load in its fact router (as ledgerLoad for a subject ledger): for operators and tests, never on a request's path. */
+export const keyLoadQuery = defineQuery<LedgerLoad, [string]>('keyLoad');
 
 // ── subject ledger (`subject:<type>:<id>`) ─────────────────────────────────────────────────────────────────
 

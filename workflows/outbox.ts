@@ -24,6 +24,10 @@ export class Outbox<T> {
     return this.pending.size;
   }
 
+  has(workflowId: string): boolean {
+    return this.pending.has(workflowId);
+  }
+
   add(workflowId: string, item: T): void {
     this.pending.set(workflowId, this.merge(this.pending.get(workflowId), item));
   }

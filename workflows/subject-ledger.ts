@@ -16,8 +16,16 @@ import {
 import { Outbox } from './outbox.js';
 import { refusals } from './refusals.js';
 
-const latestObserved = (pending: SubjectFact | undefined, next: SubjectFact): SubjectFact =>
-  pending && Date.parse(pending.observedAt) >= Date.parse(next.observedAt) ? pending : next;
+/**
+ * Two facts for one subscriber coalesce into the latest observed, received when the first of them was: a fact the
+ * bridge received before a horizon broke the silence then, however late the signal that carries it.
+ */
+export function latestObserved(pending: SubjectFact | undefined, next: SubjectFact): SubjectFact {
+  if (!pending) return next;
+  const latest = Date.parse(pending.observedAt) >= Date.parse(next.observedAt) ? pending : next;
+  const receivedAt = Date.parse(pending.receivedAt) <= Date.parse(next.receivedAt) ? pending.receivedAt : next.receivedAt;
+  return { ...latest, receivedAt };
+}
 
 /**
  * Runs while an expectation on the subject is open; continues as new when Temporal suggests it. Facts are

@@ -175,3 +175,34 @@ export async function historyTotals(client: Client, query: string, cap: number, 
     actions: Math.round(sums.actions * scale),
   };
 }
+
+/**
+ * The share of a shared workflow's history (a fact router serves many keys) that concerns one expectation: the events
+ * whose payloads name one of `mentions` (its fact key, its workflow id), and the three events of each workflow task
+ * that handled one (an upper bound: a router handles many in one task). Bytes are the encoded size of those events.
+ */
+export function shareOf(history: proto.temporal.api.history.v1.IHistory, mentions: readonly string[]): { count: HistoryCount; bytes: number } {
+  const kept: proto.temporal.api.history.v1.IHistoryEvent[] = [];
+  let related = false;
+  let pendingTask: proto.temporal.api.history.v1.IHistoryEvent[] = [];
+  for (const event of history.events ?? []) {
+    const type = EventType[event.eventType ?? 0] ?? '';
+    if (type.startsWith('EVENT_TYPE_WORKFLOW_TASK_')) {
+      pendingTask.push(event);
+      if (type === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED') {
+        if (related) kept.push(...pendingTask);
+        pendingTask = [];
+        related = false;
+      }
+      continue;
+    }
+    const encoded = proto.temporal.api.history.v1.HistoryEvent.encode(event).finish();
+    const text = Buffer.from(encoded).toString('utf8');
+    if (mentions.some((m) => text.includes(m))) {
+      kept.push(event);
+      related = true;
+    }
+  }
+  const bytes = kept.reduce((sum, event) => sum + proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length, 0);
+  return { count: countEvents('share', eventsOf({ events: kept })), bytes };
+}

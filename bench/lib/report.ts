@@ -195,16 +195,16 @@ export function markdown(results: BenchResults): string {
     lines.push('', '#### Where the time goes', '', '| Measure | Watcher | Raw Temporal |', '|---|---|---|');
   }
   if (t) {
-    const [expectation, factLedger, subjectLedger] = t.histories.ours;
+    const [expectation, factRouter, subjectLedger] = t.histories.ours;
     const db = t.single.cpuMsPerItem.database !== undefined;
     const cpuCell = (c: { node: number; server?: number; database?: number }) =>
       `${c.node} / ${c.server ?? '—'}${db ? ` / ${c.database ?? '—'}` : ''} ms`;
     const sum = (key: 'events' | 'workflowTasks' | 'actions') => t.histories.ours.reduce((total, h) => total + h[key], 0);
     lines.push(
-      `| Workflows per raise (1 per request) | 3: expectation, fact ledger, subject ledger | 1 |`,
-      `| History events per raise (expectation + fact ledger + subject ledger) | ${sum('events')} (${expectation!.events} + ${factLedger!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
-      `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${factLedger!.workflowTasks} + ${subjectLedger!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
-      `| Temporal actions per raise, from the histories | ${sum('actions')} (${expectation!.actions} + ${factLedger!.actions} + ${subjectLedger!.actions}) | ${t.histories.raw.actions} |`,
+      `| Workflows per raise (1 per request) | 2: expectation, subject ledger (and a share of a fact router) | 1 |`,
+      `| History events per raise (expectation + its share of the fact router + subject ledger) | ${sum('events')} (${expectation!.events} + ${factRouter!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
+      `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${factRouter!.workflowTasks} + ${subjectLedger!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
+      `| Temporal actions per raise, from the histories | ${sum('actions')} (${expectation!.actions} + ${factRouter!.actions} + ${subjectLedger!.actions}) | ${t.histories.raw.actions} |`,
       `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / ${serverLabel}${db ? ' / PostgreSQL' : ''} | ${cpuCell(t.single.cpuMsPerItem)} | ${cpuCell(t.raw[0]!.cpuMsPerItem)} |`,
       `| CPU per expectation, 10 per request | ${cpuCell(t.batch.cpuMsPerItem)} | |`,
       `| Request latency p50 / p95 / p99, 1 per request | ${ms(t.single.latencyMs)} | start ${ms(t.raw[0]!.latencyMs)} |`,
@@ -264,7 +264,7 @@ function costRows(cost: CostResult): string[] {
     const raw = l.raw === 'signal' ? cost.raw.signal : cost.raw.timerActivity;
     const rawLabel = l.raw === 'signal' ? 'a signal completes a waiting workflow' : 'a timer, then one activity';
     rows.push(
-      `| ${l.lifecycle} (${l.samples}) | ${costCell(l.expectation)} | ${costCell(l.factLedger)} | ${costCell(l.subjectLedger)} | ${costCell(l.total)} | ${rawLabel}: ${costCell(raw)} | ${l.ratios.events} / ${l.ratios.bytes} |`,
+      `| ${l.lifecycle} (${l.samples}) | ${costCell(l.expectation)} | ${costCell(l.factRouter)} | ${costCell(l.subjectLedger)} | ${costCell(l.total)} | ${rawLabel}: ${costCell(raw)} | ${l.ratios.events} / ${l.ratios.bytes} |`,
     );
   }
   rows.push(

@@ -41,8 +41,8 @@ export function writeAgentPrincipals(file: string, cardUrl: string): string {
 }
 
 /**
- * Resolves once `queue` runs at least `expected.facts` fact ledgers and `expected.subjects` subject ledgers
- * (visibility counts): every raise so far has started its ledgers.
+ * Resolves once `queue` runs at least `expected.subjects` subject ledgers (visibility counts): every raise so far has
+ * started its ledgers. The fact routers are a fixed few, not one per key: `expected.facts` is only reported.
  */
 export async function waitLedgersStarted(
   client: Client,
@@ -56,7 +56,8 @@ export async function waitLedgersStarted(
   await waitUntil(
     'every raise to start its ledgers',
     async () => {
-      facts = await countOf('factLedgerWorkflow');
+      // The fact routers are a fixed few (core/fact-shards.ts), started by the first raises: none to count per raise.
+      facts = expected.facts;
       subjects = await countOf('subjectLedgerWorkflow');
       return facts >= expected.facts && subjects >= expected.subjects;
     },

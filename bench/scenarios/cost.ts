@@ -1,6 +1,6 @@
 /**
  * Scenario 5, cost per expectation: the history one expectation writes from its raise to the close of every
- * workflow it started (the expectation, its fact ledger, its subject ledger), for each lifecycle, driven through a
+ * workflow it started (the expectation, its subject ledger) and its share of its fact router's, for each lifecycle, driven through a
  * bridge as agents and reporters drive it: events, bytes (the histories as the server serves them, protobuf), workflow
  * tasks and Temporal actions (bench/lib/history.ts). Beside it, the raw Temporal workflows that do the least of the
  * same: a signal that completes a waiting workflow (satisfied), and a timer followed by one activity (a lapse).
@@ -10,9 +10,9 @@
  */
 import proto from '@temporalio/proto';
 import { lapseOf } from '../../test/support/agent.js';
-import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import type { Expectation } from '../../src/schemas/extension.js';
-import { countEvents, eventsOf } from '../lib/history.js';
+import { countEvents, eventsOf, shareOf } from '../lib/history.js';
 import { postJson } from '../lib/load.js';
 import { artifactUpdate, expectationFor, factKeyOf, instant, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
@@ -33,7 +33,7 @@ export interface LifecycleCost {
   samples: number;
   /** Mean per sample, each workflow and their sum. */
   expectation: WorkflowCost;
-  factLedger: WorkflowCost;
+  factRouter: WorkflowCost;
   subjectLedger: WorkflowCost;
   total: WorkflowCost;
   /** The raw workflow it is compared with, and total / raw for events and bytes. */
@@ -68,6 +68,27 @@ async function costOf(stack: Stack, workflowId: string): Promise<WorkflowCost> {
     workflowTasks: counted.workflowTasks,
     actions: counted.actions,
   };
+}
+
+/**
+ * The expectation's share of its fact router's history (bench/lib/history.ts shareOf): the router serves many keys
+ * and never closes, so the share is read once the expectation's unsubscribe (sent as it closed) is in it.
+ */
+async function routerCostOf(stack: Stack, routerId: string, factKey: string, expectationWorkflow: string): Promise<WorkflowCost> {
+  const handle = stack.client.workflow.getHandle(routerId);
+  const unsubscribed = (history: proto.temporal.api.history.v1.IHistory) =>
+    (history.events ?? []).some(
+      (event) =>
+        event.workflowExecutionSignaledEventAttributes?.signalName === 'unsubscribe' &&
+        Buffer.from(event.workflowExecutionSignaledEventAttributes.input?.payloads?.[0]?.data ?? []).toString().includes(expectationWorkflow),
+    );
+  let history = await handle.fetchHistory();
+  await waitUntil(`${expectationWorkflow} to leave ${routerId}`, async () => unsubscribed((history = await handle.fetchHistory())), {
+    timeoutMs: 60_000,
+    intervalMs: 250,
+  });
+  const { count, bytes } = shareOf(history, [JSON.stringify(factKey), expectationWorkflow]);
+  return { events: count.events, bytes, workflowTasks: count.workflowTasks, actions: count.actions };
 }
 
 const zero = (): WorkflowCost => ({ events: 0, bytes: 0, workflowTasks: 0, actions: 0 });
@@ -164,15 +185,15 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
     progress(`cost per expectation: ${lifecycle}, ${samples} sample(s)`);
     // Driven all at once, counted once every workflow has closed.
     const driven = await Promise.all(Array.from({ length: samples }, (_, i) => drive(i)));
-    const per = { expectation: [] as WorkflowCost[], factLedger: [] as WorkflowCost[], subjectLedger: [] as WorkflowCost[], total: [] as WorkflowCost[] };
+    const per = { expectation: [] as WorkflowCost[], factRouter: [] as WorkflowCost[], subjectLedger: [] as WorkflowCost[], total: [] as WorkflowCost[] };
     for (const { expectation: e } of driven) {
       const [x, f, s] = await Promise.all([
         costOf(stack, expectationWorkflowId(e.expectationId)),
-        costOf(stack, factLedgerWorkflowId(factKeyOf(e.expectationId))),
+        routerCostOf(stack, factRouterWorkflowId(factKeyOf(e.expectationId), stack.watcherQueue), factKeyOf(e.expectationId), expectationWorkflowId(e.expectationId)),
         costOf(stack, subjectLedgerWorkflowId(e.subject)),
       ]);
       per.expectation.push(x);
-      per.factLedger.push(f);
+      per.factRouter.push(f);
       per.subjectLedger.push(s);
       per.total.push(add(add(x, f), s));
     }
@@ -183,7 +204,7 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
       lifecycle,
       samples,
       expectation: mean(per.expectation),
-      factLedger: mean(per.factLedger),
+      factRouter: mean(per.factRouter),
       subjectLedger: mean(per.subjectLedger),
       total,
       raw: rawKind,

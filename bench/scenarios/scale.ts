@@ -417,7 +417,7 @@ async function oursSide(
               agent: { id: 'bench-agent' },
               origin: { taskId: `${prefix}-task-${Math.floor(i / 10)}`, contextId: `ctx-${Math.floor(i / 10)}` },
               lineage: 0,
-              links: expectationLinks(expectation),
+              links: expectationLinks(expectation, queue),
               settings: { lateWindow: 'P30D', factRetention: 'P7D' },
             });
           };

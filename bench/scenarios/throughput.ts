@@ -6,8 +6,8 @@
  * workflow completed).
  */
 import type { Client } from '@temporalio/client';
-import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import { countHistory, historyEvents, raiseStages, type HistoryCount } from '../lib/history.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { countHistory, historyEvents, raiseStages, shareOf, type HistoryCount } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, expectationFor, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs } from '../lib/proc.js';
@@ -154,11 +154,16 @@ async function oursPhase(stack: Stack, options: ThroughputOptions, label: string
   return phase;
 }
 
-/** The histories one single raise leaves (its expectation, fact ledger and subject ledger) and one raw start's. */
-async function raiseHistories(client: Client, singleId: string, rawId: string) {
+/**
+ * The histories one single raise leaves (its expectation, its share of its fact router's, its subject ledger) and one
+ * raw start's.
+ */
+async function raiseHistories(client: Client, queue: string, singleId: string, rawId: string) {
+  const factKey = factKeyOf(singleId);
+  const router = await client.workflow.getHandle(factRouterWorkflowId(factKey, queue)).fetchHistory();
   const ours = await Promise.all([
     countHistory(client, expectationWorkflowId(singleId)),
-    countHistory(client, factLedgerWorkflowId(factKeyOf(singleId))),
+    shareOf(router, [JSON.stringify(factKey), expectationWorkflowId(singleId)]).count,
     countHistory(client, subjectLedgerWorkflowId({ type: 'shipment', id: singleId.replace(/-(\d+)$/, '-S$1') })),
   ]);
   return { ours, raw: await countHistory(client, rawId) };
@@ -177,7 +182,7 @@ export async function runThroughput(stack: Stack, options: ThroughputOptions): P
 
   const rawAcceptedPerSec = Number(((rawBefore.acceptedPerSec + rawAfter.acceptedPerSec) / 2).toFixed(1));
   const rawSettledPerSec = Number(((rawBefore.settledPerSec + rawAfter.settledPerSec) / 2).toFixed(1));
-  const histories = await raiseHistories(stack.client, `${runPrefix}-single-0`, `${runPrefix}-raw-before-0`);
+  const histories = await raiseHistories(stack.client, stack.watcherQueue, `${runPrefix}-single-0`, `${runPrefix}-raw-before-0`);
   progress('throughput: reading expectation histories for the stages of a raise');
   const step = Math.max(1, Math.floor(options.singles / 100));
   const rows: Record<string, number | undefined>[] = [];

@@ -26,6 +26,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import type { Principal, PrincipalStore } from '../auth/principals.js';
 import { authenticate, principalOf } from '../http/auth.js';
 import { toProblem, type Problem } from '../http/problem.js';
+import { wellFormedBody } from '../http/well-formed.js';
 import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
 import { joinPath, SchemaError, type FieldError } from '../service/errors.js';
 import type { Located } from '../service/extract.js';
@@ -287,12 +288,19 @@ export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
   // every request: a v0.3 card for requests without A2A-Version (the SDK's legacy card router) would hand strict
   // v1.0 clients that send none a card they cannot parse.
   router.get(AGENT_CARD_PATH, (req, res) => {
-    res.set('Cache-Control', `public, max-age=${CARD_MAX_AGE_SECONDS}`).json(watcherAgentCardJson(originOf(req)));
+    // Its interface URL is built from the request's origin, so a shared cache must keep one copy per origin: a card
+    // cached for a forged Host would send every later client elsewhere.
+    res
+      .set('Cache-Control', `public, max-age=${CARD_MAX_AGE_SECONDS}`)
+      .set('Vary', 'Host, X-Forwarded-Host, X-Forwarded-Proto')
+      .json(watcherAgentCardJson(originOf(req)));
   });
   router.use(
     AGENT_JSONRPC_PATH,
     authenticate(deps.principals),
     express.json({ limit: '1mb' }),
+    // As on every other route: a lone surrogate or a body nested thousands deep is a 400, not an internal error.
+    wellFormedBody,
     jsonRpcHandler({
       requestHandler,
       userBuilder: async (req) => new PrincipalUser(principalOf(req)),

@@ -26,7 +26,12 @@ const principalSchema = z
     roles: z.array(z.enum(roles)).min(1),
     agent: z
       .object({
-        cardUrl: z.url(),
+        cardUrl: z
+          .url()
+          .refine((value) => /^https?:$/.test(new URL(value).protocol), { message: 'must be an http or https URL' })
+          .refine((value) => new URL(value).username === '' && new URL(value).password === '', {
+            message: 'must not name a user or password; the credential goes in agent.authorization',
+          }),
         /** The Authorization header value the watcher sends to the agent (card fetch, lapse tasks). */
         authorization: z.string().optional(),
       })

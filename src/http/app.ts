@@ -54,6 +54,8 @@ export interface AppSettings {
    * margin) before they lapse, for the facts a bridge may still be carrying.
    */
   temporalWaitMs?: number;
+  /** Signs the list's page tokens (WATCHER_PAGE_TOKEN_SECRET), so that every bridge of a deployment takes the others'. */
+  pageTokenSecret?: string;
   /**
    * The settle interval the workflows wait at a deadline before they lapse (ISO 8601 duration); default
    * settleIntervalOf(temporalWaitMs). Shorter than the request wait, a fact a slow Temporal held back past a deadline
@@ -164,6 +166,7 @@ export function createApp(deps: AppDeps): express.Express {
     call,
     temporalUiUrl: deps.temporalUiUrl,
     metrics,
+    ...(deps.settings.pageTokenSecret ? { pageTokenKey: Buffer.from(deps.settings.pageTokenSecret, 'utf8') } : {}),
   });
   const resends = createLapseResendService({ client: deps.client, call });
 

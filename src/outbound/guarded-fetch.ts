@@ -22,7 +22,7 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_RESPONSE_TIMEOUT_MS = 20_000;
 
 /** Why the guarded fetch refused: the address policy, a redirect, an answer over the cap. Retrying does not help. */
-export type OutboundRefusal = 'denied-address' | 'redirect' | 'too-large';
+export type OutboundRefusal = 'denied-address' | 'redirect' | 'too-large' | 'bad-url';
 
 /**
  * A request the guarded fetch would not make or finish. `message` is safe for a record the agent reads (no resolved
@@ -81,12 +81,20 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): typeof fe
   const resolve = options.resolve ?? systemResolve;
 
   return async function guardedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    // Checked before the Request is built, which refuses a URL with credentials by a TypeError of its own.
+    const url = new URL(input instanceof Request ? input.url : input);
+    // Refusals, not network errors: the same card names the same URL, so retrying it for days changes nothing.
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new OutboundRefusedError('bad-url', `fetch failed: ${url.protocol} is not http or https`);
+    }
+    if (url.username !== '' || url.password !== '') {
+      throw new OutboundRefusedError(
+        'bad-url',
+        `fetch failed: ${url.protocol}//${url.host} names a user in the URL; credentials go in the principal's agent.authorization`,
+      );
+    }
     // The Request constructor merges input and init as fetch does, and turns any body type into bytes.
     const request = new Request(input, init);
-    const url = new URL(request.url);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw new TypeError(`fetch failed: ${url.protocol} is not http or https`);
-    }
     const where = `${url.origin}${url.pathname}`;
     const deadline = new AbortController();
     const timer = setTimeout(

@@ -2,7 +2,7 @@
  * Zod schemas mirroring `spec/expectations-v1.json` field by field. Every type of the extension comes from here.
  */
 import { z } from 'zod';
-import { addDurationParts, DURATION_PATTERN, matchDuration } from '../../core/duration-math.js';
+import { addDurationParts, DURATION_PATTERN, LATEST_INSTANT_MS, matchDuration } from '../../core/duration-math.js';
 import { MAX_ITEMS } from '../../core/limits.js';
 
 /** The extension URI: the key of `metadata`, the value of the `A2A-Extensions` header. */
@@ -22,8 +22,7 @@ export const isoDuration = z
     message: 'must be an ISO 8601 duration, e.g. PT6H or P7D',
   });
 
-/** The latest instant a deadline may fall on: the end of year 9999, as far as RFC 3339 reaches. */
-export const LATEST_INSTANT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+export { LATEST_INSTANT_MS };
 
 /**
  * False only when both are well-formed and `instant` plus `duration` lies beyond LATEST_INSTANT_MS (or no instant at
@@ -56,7 +55,7 @@ export const subjectSchema = z.object({
 export type Subject = z.infer<typeof subjectSchema>;
 
 export const expectationKindSchema = z.object({
-  kind: nonEmpty('kind'),
+  kind: identifier('kind'),
   subjectType: z.string(),
   // The seed's `minLength: 1` and its "MUST NOT be a placeholder" are one rule, checked for every kind alike with the
   // declaration's other rules (src/service/card-rules.ts: `describes-placeholder`).
@@ -80,7 +79,7 @@ export type DeclarationParams = z.infer<typeof declarationParamsSchema>;
 
 export const expectationSchema = z.object({
   expectationId: identifier('expectationId'),
-  kind: nonEmpty('kind'),
+  kind: identifier('kind'),
   subject: subjectSchema,
   expects: nonEmpty('expects'),
   satisfiedBy: z.object({ factKey: identifier('satisfiedBy.factKey') }),

@@ -44,8 +44,14 @@ export const expectationParamsSchema = z.object({
   id: z.string().min(1).describe('The expectationId, percent-encoded as one path segment'),
 });
 
+/** A filter value: once, not empty, and with no control character (no id, key or kind holds one, DESIGN 2). */
 const single = (name: string) =>
-  z.string({ message: `${name} must be given once, as a string` }).min(1, { message: `${name} must not be empty` });
+  z
+    .string({ message: `${name} must be given once, as a string` })
+    .min(1, { message: `${name} must not be empty` })
+    .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), {
+      message: `${name} must not contain control characters (U+0000 to U+001F, U+007F)`,
+    });
 
 /** An instant in a query string: RFC 3339 with `Z` or an offset (the list compares it as an instant). */
 const instant = (name: string) =>

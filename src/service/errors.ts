@@ -56,7 +56,7 @@ export class RuleViolationError extends DomainError {}
  * last three are the guarded fetch's refusals (src/outbound/guarded-fetch.ts): the outbound address policy, a
  * redirect, a card over the size cap.
  */
-export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card' | 'denied-address' | 'redirect' | 'too-large';
+export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card' | 'denied-address' | 'redirect' | 'too-large' | 'bad-url';
 
 /** The agent's card could not be fetched or read (502). Nothing was started. */
 export class CardUnreachableError extends DomainError {

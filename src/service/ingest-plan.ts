@@ -5,8 +5,9 @@
  * everything else comes back as a plan that ingest.ts applies.
  */
 import { z } from 'zod';
-import { addDuration } from '../../core/duration.js';
+import { addDuration, LATEST_INSTANT_MS } from '../../core/duration.js';
 import {
+  MAX_AGENT_SHARE,
   MAX_DEPENDENTS,
   MAX_FACT_LEDGER_SUBSCRIBERS,
   MAX_SUBJECT_LEDGER_SUBSCRIBERS,
@@ -77,6 +78,9 @@ export interface Occupancy {
   factKey(factKey: string): number;
   subject(subject: Subject): number;
   anchor(expectationId: string): number;
+  /** The raising agent's own among `factKey`'s and `subject`'s (0 when they could not exceed MAX_AGENT_SHARE). */
+  ownFactKey(factKey: string): number;
+  ownSubject(subject: Subject): number;
 }
 
 export interface PlanInput {
@@ -183,13 +187,14 @@ export function planIngest(input: PlanInput): IngestPlan {
     if (!declaration.ok) throw ruleViolation(declaration.errors);
     const known = new Map<string, Expectation>();
     for (const [id, record] of input.records) if (record) known.set(id, record.expectation);
-    const joining: Joining = { factKeys: new Map(), subjects: new Map(), anchors: new Map() };
+    const joining: Joining = { factKeys: new Map(), subjects: new Map(), anchors: new Map(), ownFactKeys: new Map(), ownSubjects: new Map() };
     for (const item of items) {
       if (item.action === 'raise') {
         const kindCheck = checkKind(declaration, item.expectation, item.path);
         problems.rules.push(...kindCheck.errors);
         problems.warnings.push(...kindCheck.warnings);
         checkReferences(item, { ...input, known }, problems);
+        checkAnchorOffset(item, input, problems);
         checkSupersedes(item, { ...input, lineages, known }, problems);
         checkOccupancy(item, { ...input, known }, joining, problems);
       }
@@ -313,6 +318,9 @@ interface Joining {
   factKeys: Map<string, number>;
   subjects: Map<string, number>;
   anchors: Map<string, number>;
+  /** The raising agent's own, for MAX_AGENT_SHARE. */
+  ownFactKeys: Map<string, number>;
+  ownSubjects: Map<string, number>;
 }
 
 const subjectRef = (subject: Subject): string => JSON.stringify([subject.type, subject.id]);
@@ -338,10 +346,25 @@ function checkOccupancy(
     counts.set(key, (counts.get(key) ?? 0) + 1);
     return total > limit ? { limit, present: total - 1 } : undefined;
   };
+  // An agent's own share of a key or a subject is checked before the bound of all: past its share, the answer is
+  // about what it holds, whoever else waits there.
+  const share = (counts: Map<string, number>, key: string, present: number) => {
+    const total = present + (counts.get(key) ?? 0) + 1;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    return total > MAX_AGENT_SHARE ? { limit: MAX_AGENT_SHARE, present: total - 1 } : undefined;
+  };
   if (replaced?.satisfiedBy.factKey !== e.satisfiedBy.factKey) {
     const key = e.satisfiedBy.factKey;
+    const own = share(joining.ownFactKeys, key, occupancy.ownFactKey(key));
     const full = join(joining.factKeys, key, occupancy.factKey(key), MAX_FACT_LEDGER_SUBSCRIBERS);
-    if (full) {
+    if (own) {
+      problems.rules.push({
+        path: joinPath([...item.path, 'satisfiedBy', 'factKey']),
+        rule: 'fact-key-share',
+        limit: own.limit,
+        message: `${own.present} of your open expectations already wait on fact key '${key}', as many as one agent may keep on one key; raise this one once some have closed`,
+      });
+    } else if (full) {
       problems.rules.push({
         path: joinPath([...item.path, 'satisfiedBy', 'factKey']),
         rule: 'fact-key-subscribers',
@@ -351,8 +374,16 @@ function checkOccupancy(
     }
   }
   if (!replaced || subjectRef(replaced.subject) !== subjectRef(e.subject)) {
+    const own = share(joining.ownSubjects, subjectRef(e.subject), occupancy.ownSubject(e.subject));
     const full = join(joining.subjects, subjectRef(e.subject), occupancy.subject(e.subject), MAX_SUBJECT_LEDGER_SUBSCRIBERS);
-    if (full) {
+    if (own) {
+      problems.rules.push({
+        path: joinPath([...item.path, 'subject']),
+        rule: 'subject-share',
+        limit: own.limit,
+        message: `${own.present} of your open expectations are already on subject ${e.subject.type}/${e.subject.id}, as many as one agent may keep on one subject; raise this one once some have closed`,
+      });
+    } else if (full) {
       problems.rules.push({
         path: joinPath([...item.path, 'subject']),
         rule: 'subject-subscribers',
@@ -385,6 +416,23 @@ function checkWithdraw(input: PlanInput, lineages: Lineages, problems: Problems)
       problems.rules.push({ path: joinPath(path), rule: 'withdraw-exists', message });
     }
   }
+}
+
+/**
+ * An anchored due time is the anchor's observation plus the offset, and an observation reported now may be up to
+ * `maxClockSkew` ahead: an offset that takes that one past the end of year 9999 is refused (the workflow bounds what an
+ * anchor observed later computes).
+ */
+function checkAnchorOffset({ expectation, path }: PlannedExpectation, { settings, now }: PlanInput, problems: Problems): void {
+  const offset = expectation.anchor?.offset;
+  if (offset === undefined) return;
+  const due = addDuration(addDuration(now, settings.maxClockSkew), offset);
+  if (Number.isFinite(due) && due <= LATEST_INSTANT_MS) return;
+  problems.rules.push({
+    path: joinPath([...path, 'anchor', 'offset']),
+    rule: 'anchor-offset-reachable',
+    message: `an anchor observed now (or up to ${settings.maxClockSkew} ahead) plus this offset must fall no later than 9999-12-31T23:59:59.999Z`,
+  });
 }
 
 /**

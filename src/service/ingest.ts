@@ -10,12 +10,14 @@ import type { z } from 'zod';
 import type { CardResolver } from '../a2a/card.js';
 import type { Principal } from '../auth/principals.js';
 import type { WatcherMetrics } from '../metrics.js';
-import type { Expectation, Fact } from '../schemas/extension.js';
+import { MAX_AGENT_SHARE, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED_KEY } from '../../core/limits.js';
+import type { Expectation, Fact, Subject } from '../schemas/extension.js';
 import { FACT_WAIT_MS, type ingestResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord, Origin } from '../schemas/record.js';
-import type { ExpectationInput } from '../../workflows/messages.js';
+import type { ExpectationInput, FactRouterMemo } from '../../workflows/messages.js';
 import {
   awaitFactTaken,
+  getFactRouterMemo,
   isRunning,
   dependentCount,
   getExpectationRecord,
@@ -25,7 +27,7 @@ import {
   startExpectationWorkflow,
   withdrawExpectation,
 } from '../temporal/expectations.js';
-import { expectationLinks, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../temporal/ids.js';
+import { expectationLinks, factRouterWorkflowId, subjectLedgerWorkflowId } from '../temporal/ids.js';
 import { settled } from '../temporal/settled.js';
 import { ConflictError, joinPath } from './errors.js';
 import { createLateFactCheck } from './late-facts.js';
@@ -103,14 +105,15 @@ async function lookupAll(
 
 /**
  * The indices of `facts` in chains, each in the request's order: two facts with a key or a subject in common are in
- * one chain, since they go to one ledger.
+ * one chain, so that they reach their router and their subject ledger in the order sent.
  */
 export function chainsOf(facts: readonly Fact[]): number[][] {
   const parent = facts.map((_, i) => i);
   const root = (i: number): number => (parent[i] === i ? i : (parent[i] = root(parent[i]!)));
   const firstOf = new Map<string, number>();
   facts.forEach((fact, i) => {
-    const ledgers = [factLedgerWorkflowId(fact.factKey), ...(fact.subject ? [subjectLedgerWorkflowId(fact.subject)] : [])];
+    // By key, not by router: the facts of one key keep their order; a router takes many keys' facts at once.
+    const ledgers = [factLoadKey(fact.factKey), ...(fact.subject ? [subjectLedgerWorkflowId(fact.subject)] : [])];
     for (const ledger of ledgers) {
       const first = firstOf.get(ledger);
       if (first === undefined) firstOf.set(ledger, i);
@@ -126,8 +129,14 @@ export function chainsOf(facts: readonly Fact[]): number[][] {
   return [...chains.values()];
 }
 
-/** How many expectations the ledgers of a request's expectations serve, by ledger workflow id. */
+/**
+ * How many expectations wait on each fact key (by factLoadKey; at most ROUTER_CROWDED_KEY - 1 where the key's router
+ * does not list it) and on each subject (by subject ledger workflow id) of a request's expectations.
+ */
 type LedgerLoads = ReadonlyMap<string, number>;
+const factLoadKey = (factKey: string): string => `key:${factKey}`;
+/** The raising agent's own expectations among a load's (0 where it could not exceed its share). */
+const ownLoadKey = (loadKey: string): string => `own:${loadKey}`;
 
 /**
  * The request's expectations in waves, applied one after the other, the items of a wave together: an item goes in
@@ -149,6 +158,7 @@ function wavesOf(items: readonly PlannedExpectation[]): PlannedExpectation[][] {
 
 /** The workflow input: the agent by its principal id only, never its card URL or credential (DESIGN 3.8). */
 function inputOf(
+  taskQueue: string,
   settings: IngestSettings,
   principal: Principal,
   origin: Origin,
@@ -160,7 +170,7 @@ function inputOf(
     agent: { id: principal.id },
     origin,
     lineage,
-    links: expectationLinks(expectation),
+    links: expectationLinks(expectation, taskQueue),
     settings: {
       lateWindow: settings.lateWindow,
       factRetention: settings.factRetention,
@@ -184,22 +194,56 @@ export function createIngestService(deps: IngestDeps) {
   });
 
   /**
-   * How full the ledgers of the request's expectations are: a count of the visibility store each that runs (no
-   * worker, no billable action), in parallel, asked while their records are looked up. Its failure is thrown where it is
-   * awaited, never as an unhandled rejection.
+   * How full the fact keys and subject ledgers of the request's expectations are, in parallel, asked while their
+   * records are looked up, and none with a worker or a billable action. A key's router lists in its memo the keys
+   * with ROUTER_CROWDED_KEY waiting or more (one DescribeWorkflowExecution per router); a key it does not list has
+   * fewer, which is all the plan needs unless this request alone brings that key near its bound: then the visibility
+   * store counts it. A subject ledger that runs is counted there too. Its failure is thrown where it is awaited, never
+   * as an unhandled rejection.
    */
-  function askLedgers(expectations: readonly Expectation[]): Promise<LedgerLoads> {
-    const ledgers = new Map<string, string>();
+  function askLedgers(expectations: readonly Expectation[], agentId: string): Promise<LedgerLoads> {
+    const bringing = new Map<string, number>();
+    const subjects = new Map<string, Subject>();
+    const onSubject = new Map<string, number>();
     for (const e of expectations) {
-      ledgers.set(factLedgerWorkflowId(e.satisfiedBy.factKey), ledgerOccupancyQuery(deps.taskQueue, { factKey: e.satisfiedBy.factKey }));
-      ledgers.set(subjectLedgerWorkflowId(e.subject), ledgerOccupancyQuery(deps.taskQueue, { subject: e.subject }));
+      bringing.set(e.satisfiedBy.factKey, (bringing.get(e.satisfiedBy.factKey) ?? 0) + 1);
+      const id = subjectLedgerWorkflowId(e.subject);
+      subjects.set(id, e.subject);
+      onSubject.set(id, (onSubject.get(id) ?? 0) + 1);
     }
-    const ids = [...ledgers.keys()];
-    // A ledger that is not running forwards to nobody: one point read by id, and a count only for those that run.
-    const load = async (id: string) => ((await isRunning(deps.client, id)) ? (await deps.client.workflow.count(ledgers.get(id)!)).count : 0);
-    const asked = settled(ids.map((id) => deps.call(() => load(id)))).then(
-      (counts) => new Map(ids.map((id, i) => [id, counts[i]!])),
-    );
+    const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
+    const memoOf = (factKey: string) => {
+      const id = factRouterWorkflowId(factKey, deps.taskQueue);
+      if (!routers.has(id)) routers.set(id, deps.call(() => getFactRouterMemo(deps.client, id)));
+      return routers.get(id)!;
+    };
+    const countOf = (query: string) => deps.call(async () => (await deps.client.workflow.count(query)).count);
+    const keyLoad = async (factKey: string): Promise<number> => {
+      const listed = (await memoOf(factKey))?.crowded[factKey];
+      if (listed !== undefined) return listed;
+      const nearBound = ROUTER_CROWDED_KEY - 1 + bringing.get(factKey)! > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
+      return nearBound ? countOf(ledgerOccupancyQuery(deps.taskQueue, { factKey })) : ROUTER_CROWDED_KEY - 1;
+    };
+    // A subject ledger that is not running forwards to nobody: one point read by id, and a count only if it runs.
+    const subjectLoad = async (id: string, subject: Subject): Promise<number> =>
+      (await deps.call(() => isRunning(deps.client, id))) ? countOf(ledgerOccupancyQuery(deps.taskQueue, { subject })) : 0;
+    // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
+    // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount.
+    const ownLoad = async (load: Promise<number>, brought: number, of: Parameters<typeof ledgerOccupancyQuery>[1], floor: number) => {
+      const all = await load;
+      return all + brought > MAX_AGENT_SHARE || all >= floor ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId)) : 0;
+    };
+    const asks: Array<[string, Promise<number>]> = [];
+    for (const [factKey, brought] of bringing) {
+      const load = keyLoad(factKey);
+      const own = ownLoad(load, brought, { factKey }, ROUTER_CROWDED_KEY);
+      asks.push([factLoadKey(factKey), load], [ownLoadKey(factLoadKey(factKey)), own]);
+    }
+    for (const [id, subject] of subjects) {
+      const load = subjectLoad(id, subject);
+      asks.push([id, load], [ownLoadKey(id), ownLoad(load, onSubject.get(id)!, { subject }, Number.POSITIVE_INFINITY)]);
+    }
+    const asked = settled(asks.map(([, load]) => load)).then((counts) => new Map(asks.map(([id], i) => [id, counts[i]!])));
     asked.catch(() => undefined);
     return asked;
   }
@@ -221,8 +265,10 @@ export function createIngestService(deps: IngestDeps) {
     const counts = await settled(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
     const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
     return {
-      factKey: (factKey) => ledgers.get(factLedgerWorkflowId(factKey)) ?? 0,
+      factKey: (factKey) => ledgers.get(factLoadKey(factKey)) ?? 0,
       subject: (subject) => ledgers.get(subjectLedgerWorkflowId(subject)) ?? 0,
+      ownFactKey: (factKey) => ledgers.get(ownLoadKey(factLoadKey(factKey))) ?? 0,
+      ownSubject: (subject) => ledgers.get(ownLoadKey(subjectLedgerWorkflowId(subject))) ?? 0,
       anchor: (id) => anchors.get(id) ?? 0,
     };
   }
@@ -239,7 +285,7 @@ export function createIngestService(deps: IngestDeps) {
     origin: Origin,
     items: ReadonlyArray<PlannedExpectation & { action: 'raise' }>,
   ): Promise<Array<'raised' | 'unchanged'>> {
-    const inputs = items.map((item) => inputOf(deps.settings, principal, origin, item.expectation, item.lineage));
+    const inputs = items.map((item) => inputOf(deps.taskQueue, deps.settings, principal, origin, item.expectation, item.lineage));
     const started = await settled(inputs.map((input) => deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input))));
     const raised = inputs.filter((_, i) => started[i] === 'raised');
     if (raised.length > 0) await deps.call(() => registerExpectations(deps.client, deps.taskQueue, raised));
@@ -247,7 +293,7 @@ export function createIngestService(deps: IngestDeps) {
       items.map(async (item, i) => {
         const { expectation } = item;
         if (started[i] === 'raised') {
-          deps.metrics?.expectationsRaised.inc({ kind: expectation.kind });
+          deps.metrics?.expectationsRaised.inc({ kind: deps.metrics.kindLabel(expectation.kind) });
           return 'raised' as const;
         }
         const existing = await lookup(expectation.expectationId);
@@ -267,7 +313,7 @@ export function createIngestService(deps: IngestDeps) {
    */
   async function reregister(principal: Principal, origin: Origin, existing: ExpectationRecord | undefined) {
     if (!existing || existing.closedAt || existing.state === 'satisfied' || existing.state === 'withdrawn') return;
-    const input = inputOf(deps.settings, principal, origin, existing.expectation, existing.lineage);
+    const input = inputOf(deps.taskQueue, deps.settings, principal, origin, existing.expectation, existing.lineage);
     await deps.call(() => registerExpectation(deps.client, deps.taskQueue, input));
   }
 
@@ -388,7 +434,7 @@ export function createIngestService(deps: IngestDeps) {
     const parsed = parseIngest(principal, request);
     quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
     // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
-    const asked = parsed.expectations.length > 0 ? askLedgers(parsed.expectations.map(({ value }) => value)) : Promise.resolve(new Map() as LedgerLoads);
+    const asked = parsed.expectations.length > 0 ? askLedgers(parsed.expectations.map(({ value }) => value), principal.id) : Promise.resolve(new Map() as LedgerLoads);
     let records: Map<string, ExpectationRecord | undefined>;
     let raises: Expectation[];
     try {

@@ -3,7 +3,7 @@
  * result once closed), lists from the visibility store by search attributes, and the withdraw call.
  * Readers (and admins) see everything; an agent sees and withdraws only what it raised.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
@@ -32,26 +32,34 @@ const queryTag = (visibilityQuery: string): string =>
   createHash('sha256').update(visibilityQuery).digest('base64url').slice(0, 16);
 
 /**
- * Our page tokens wrap the visibility store's with the list they belong to, so that a token that is not ours, or
- * one from another list, is a 400 here instead of an opaque error from the store.
+ * Our page tokens wrap the visibility store's with the list they belong to, signed (HMAC-SHA256 under `key`), so
+ * that a token that is not ours, one from another list, or a forged one is a 400 here and never reaches the store
+ * (which may answer a forged token with an internal error).
  */
-export function encodePageToken(storeToken: Uint8Array, visibilityQuery: string): string {
-  const body = JSON.stringify({ q: queryTag(visibilityQuery), t: Buffer.from(storeToken).toString('base64') });
-  return Buffer.from(body).toString('base64url');
+export function encodePageToken(storeToken: Uint8Array, visibilityQuery: string, key: Uint8Array): string {
+  const q = queryTag(visibilityQuery);
+  const t = Buffer.from(storeToken).toString('base64');
+  return Buffer.from(JSON.stringify({ q, t, s: signature(key, q, t) })).toString('base64url');
 }
 
+const signature = (key: Uint8Array, q: string, t: string): string => createHmac('sha256', key).update(`${q}\n${t}`).digest('base64url');
+
 /** The visibility store's token inside one of ours; a SchemaError naming `pageToken` otherwise. */
-export function decodePageToken(pageToken: string, visibilityQuery: string): Buffer {
+export function decodePageToken(pageToken: string, visibilityQuery: string, key: Uint8Array): Buffer {
   const refuse = (message: string) => new SchemaError('invalid pageToken', [{ path: 'pageToken', message }]);
+  const notOurs = 'not a page token from a previous answer';
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(pageToken, 'base64url').toString('utf8'));
   } catch {
-    throw refuse('not a page token from a previous answer');
+    throw refuse(notOurs);
   }
-  const { q, t } = (parsed ?? {}) as { q?: unknown; t?: unknown };
-  if (typeof q !== 'string' || typeof t !== 'string' || t.length === 0) {
-    throw refuse('not a page token from a previous answer');
+  const { q, t, s } = (parsed ?? {}) as { q?: unknown; t?: unknown; s?: unknown };
+  if (typeof q !== 'string' || typeof t !== 'string' || typeof s !== 'string' || t.length === 0) throw refuse(notOurs);
+  const expected = Buffer.from(signature(key, q, t));
+  const given = Buffer.from(s);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw refuse(`${notOurs} (its signature does not match: forged, or from a bridge with another WATCHER_PAGE_TOKEN_SECRET)`);
   }
   if (q !== queryTag(visibilityQuery)) throw refuse('the page token belongs to a list with other filters');
   return Buffer.from(t, 'base64');
@@ -63,6 +71,8 @@ export interface RecordsDeps {
   call: TemporalCall;
   temporalUiUrl?: string;
   metrics?: WatcherMetrics;
+  /** Signs page tokens (WATCHER_PAGE_TOKEN_SECRET); absent, a random key: tokens then hold on this process only. */
+  pageTokenKey?: Uint8Array;
 }
 
 export interface ListQuery {
@@ -112,7 +122,11 @@ export function listQuery(query: Omit<ListQuery, 'pageSize' | 'pageToken'>, agen
  * The visibility query for the running expectations on the task queue that wait on a fact key, or are on a subject
  * (open or lapsed): what their ledger forwards to, counted without a worker or a billable action.
  */
-export function ledgerOccupancyQuery(taskQueue: string, of: { factKey: string } | { subject: { type: string; id: string } }): string {
+export function ledgerOccupancyQuery(
+  taskQueue: string,
+  of: { factKey: string } | { subject: { type: string; id: string } },
+  agentId?: string,
+): string {
   const clause =
     'factKey' in of
       ? `${ExpectationFactKey.name} = ${quote(keywordValue(of.factKey))}`
@@ -123,6 +137,7 @@ export function ledgerOccupancyQuery(taskQueue: string, of: { factKey: string } 
     `ExecutionStatus = 'Running'`,
     `${ExpectationStateKey.name} IN ('open', 'lapsed')`,
     clause,
+    ...(agentId === undefined ? [] : [`${ExpectationAgent.name} = ${quote(agentId)}`]),
   ].join(' AND ');
 }
 
@@ -142,6 +157,7 @@ export function openExpectationsQuery(taskQueue: string, agentId: string): strin
 }
 
 export function createRecordsService(deps: RecordsDeps) {
+  const pageTokenKey = deps.pageTokenKey ?? randomBytes(32);
   const temporalUi = (workflowId: string) =>
     deps.temporalUiUrl
       ? `${deps.temporalUiUrl.replace(/\/+$/, '')}/namespaces/${encodeURIComponent(deps.namespace)}/workflows/${encodeURIComponent(workflowId)}`
@@ -230,7 +246,7 @@ export function createRecordsService(deps: RecordsDeps) {
         agentFilter = principal.id;
       }
       const visibilityQuery = listQuery(query, agentFilter);
-      const nextPageToken = query.pageToken ? decodePageToken(query.pageToken, visibilityQuery) : undefined;
+      const nextPageToken = query.pageToken ? decodePageToken(query.pageToken, visibilityQuery, pageTokenKey) : undefined;
       const response = await deps.call(async () => {
         try {
           return await deps.client.workflowService.listWorkflowExecutions({
@@ -249,7 +265,7 @@ export function createRecordsService(deps: RecordsDeps) {
           throw error;
         }
       });
-      const token = response.nextPageToken?.length ? encodePageToken(response.nextPageToken, visibilityQuery) : undefined;
+      const token = response.nextPageToken?.length ? encodePageToken(response.nextPageToken, visibilityQuery, pageTokenKey) : undefined;
       const items = await Promise.all(
         response.executions.map(async (info) => summary(info, await memoText(info.memo?.fields?.expectationId))),
       );

@@ -10,16 +10,17 @@ import {
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
-import { isZeroDuration } from '../../core/duration.js';
+import { shardOf } from '../../core/fact-shards.js';
 import type { Fact } from '../schemas/extension.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
-import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
+import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { initialRecord } from '../../workflows/expectation-manager.js';
 import {
   recordFactUpdate,
   subjectObservedSignal,
   factTakenOf,
+  type FactRouterMemo,
   takeFactUpdate,
   withdrawUpdate,
   type FactTaken,
@@ -37,7 +38,7 @@ import {
   ExpectationSubject,
 } from '../../workflows/search-attributes.js';
 import { expectationDetails, expectationSummary } from '../../workflows/ui-text.js';
-import { expectationWorkflowId, factLedgerWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from './ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from './ids.js';
 import { registerAllWithLedgers } from './registration.js';
 
 /**
@@ -110,7 +111,7 @@ export function registerExpectation(client: Client, taskQueue: string, input: Ex
 export function registerExpectations(client: Client, taskQueue: string, inputs: readonly ExpectationInput[]): Promise<void> {
   const registrations = inputs.map(({ expectation: e, links, settings }) => ({
     subscriber: links.self,
-    factLedger: links.factLedger,
+    factRouter: links.factRouter,
     subjectLedger: links.subjectLedger,
     factKey: e.satisfiedBy.factKey,
     subject: e.subject,
@@ -163,6 +164,17 @@ export async function dependentCount(client: Client, expectationId: string): Pro
   return (await getExpectationMemo(client, expectationId))?.dependents ?? 0;
 }
 
+/** A fact router's memo (the keys near their bound), from DescribeWorkflowExecution; undefined before it first ran. */
+export async function getFactRouterMemo(client: Client, workflowId: string): Promise<FactRouterMemo | undefined> {
+  try {
+    const memo = (await client.workflow.getHandle(workflowId).describe()).memo as Partial<FactRouterMemo> | undefined;
+    return { crowded: memo?.crowded ?? {} };
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return undefined;
+    throw error;
+  }
+}
+
 /** Whether `workflowId` has a running execution: a DescribeWorkflowExecution (no worker, no billable action). */
 export async function isRunning(client: Client, workflowId: string): Promise<boolean> {
   try {
@@ -174,8 +186,8 @@ export async function isRunning(client: Client, workflowId: string): Promise<boo
 }
 
 /**
- * Records a fact in its ledger (update-with-start) and on its subject's ledger when one exists. With a zero
- * retention only an existing ledger (an expectation waits on the key) gets it. Idempotent: a retry completes
+ * Records a fact in its key's router (an update; the first fact of a router starts it) and on its subject's ledger
+ * when one exists. Nothing else is started, whether anyone waits on the key or not. Idempotent: a retry completes
  * whatever an interrupted call left undone.
  */
 export async function recordFactRouted(
@@ -185,32 +197,24 @@ export async function recordFactRouted(
   settings: { factRetention: string },
   { listForwarded = false }: { listForwarded?: boolean } = {},
 ): Promise<RecordedFact> {
-  const workflowId = factLedgerWorkflowId(fact.factKey);
-  // Listed, the forwarded expectations get the fact from the caller first (awaitFactTaken), the ledger's signal later.
-  const options = { tellUnawaited: true, ...(listForwarded ? { listForwarded, callerDelivers: true } : {}) };
-  const toLedger = async (): Promise<RecordFactAnswer> => {
-    if (isZeroDuration(settings.factRetention)) {
-      try {
-        return await resentIfAborted(() => client.workflow.getHandle(workflowId).executeUpdate(recordFactUpdate, { args: [fact, options] }));
-      } catch (error) {
-        if (!(error instanceof WorkflowNotFoundError)) throw error;
-        return 'unawaited'; // nobody waits on the key and nothing is retained
-      }
-    }
-    // A new operation per attempt: an executed one cannot be reused.
-    return await resentIfAborted(() =>
+  const workflowId = factRouterWorkflowId(fact.factKey, taskQueue);
+  const shard = shardOf(fact.factKey);
+  // Listed, the forwarded expectations get the fact from the caller first (awaitFactTaken), the router's signal later.
+  const options = { tellUnawaited: true, retention: settings.factRetention, ...(listForwarded ? { listForwarded, callerDelivers: true } : {}) };
+  // A new operation per attempt: an executed one cannot be reused. The start happens once per router, ever.
+  const toRouter = (): Promise<RecordFactAnswer> =>
+    resentIfAborted(() =>
       client.workflow.executeUpdateWithStart(recordFactUpdate, {
         args: [fact, options],
-        startWorkflowOperation: new WithStartWorkflowOperation<typeof factLedgerWorkflow>('factLedgerWorkflow', {
+        startWorkflowOperation: new WithStartWorkflowOperation<typeof factRouterWorkflow>('factRouterWorkflow', {
           workflowId,
           taskQueue,
-          args: [{ factKey: fact.factKey, retention: settings.factRetention }],
+          args: [{ shard, retention: settings.factRetention }],
           workflowIdConflictPolicy: 'USE_EXISTING',
-          staticSummary: `fact ledger of ${fact.factKey}`,
+          staticSummary: `fact router ${shard}`,
         }),
       }),
     );
-  };
   const toSubject = async (): Promise<void> => {
     if (!fact.subject) return;
     try {
@@ -225,8 +229,8 @@ export async function recordFactRouted(
     }
   };
   // Both at once (one round trip less per fact): neither depends on the other, and a retry of a request that failed
-  // half way repeats both harmlessly (the fact ledger dedupes the fact; the subject ledger keeps the latest instant).
-  const [ledger, subject] = await Promise.allSettled([toLedger(), toSubject()]);
+  // half way repeats both harmlessly (the router dedupes the fact; the subject ledger keeps the latest instant).
+  const [ledger, subject] = await Promise.allSettled([toRouter(), toSubject()]);
   if (ledger.status === 'rejected') throw ledger.reason;
   if (subject.status === 'rejected') throw subject.reason;
   const answer = ledger.value;

@@ -2,6 +2,7 @@
  * Workflow ids, built here and nowhere else (DESIGN 2). Ids are business keys an operator can type into the UI.
  */
 import { createHash } from 'node:crypto';
+import { shardOf } from '../../core/fact-shards.js';
 import type { Subject } from '../schemas/extension.js';
 import type { ExpectationLinks } from '../../workflows/messages.js';
 
@@ -14,18 +15,31 @@ export const MAX_KEY_BYTES = 255;
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 const fits = (text: string): boolean => Buffer.byteLength(text, 'utf8') <= MAX_KEY_BYTES;
 
-/** Keeps an id within MAX_KEY_BYTES: a longer one becomes `<prefix>:sha256:<hex of the whole original>`. */
+/**
+ * Keeps an id within MAX_KEY_BYTES: a longer one becomes `<prefix>:sha256:<hex of the whole original>`. That form
+ * belongs to hashes alone: a literal id that already reads `<prefix>:sha256:…` is hashed too, or an id of that form
+ * would name another's long one (its workflow, its ledger).
+ */
 function bounded(prefix: string, id: string): string {
-  return fits(id) ? id : `${prefix}:sha256:${sha256(id)}`;
+  const hashed = `${prefix}:sha256:`;
+  return fits(id) && !id.startsWith(hashed) ? id : `${hashed}${sha256(id)}`;
 }
 
-/** A keyword search attribute value within MAX_KEY_BYTES: a longer one becomes `sha256:<hex>`. */
-export const keywordValue = (value: string): string => (fits(value) ? value : `sha256:${sha256(value)}`);
+/** A keyword search attribute value within MAX_KEY_BYTES: a longer one, or one that reads `sha256:…`, becomes `sha256:<hex>`. */
+export const keywordValue = (value: string): string =>
+  fits(value) && !value.startsWith(HASHED) ? value : `${HASHED}${sha256(value)}`;
+
+const HASHED = 'sha256:';
 
 export const expectationWorkflowId = (expectationId: string): string =>
   bounded('expectation', `expectation:${expectationId}`);
 
-export const factLedgerWorkflowId = (factKey: string): string => bounded('fact', `fact:${factKey}`);
+/**
+ * The fact router that serves `factKey` for the workers of `taskQueue` (core/fact-shards.ts): `facts:<taskQueue>:<nnn>`,
+ * three digits so that the ids sort. A router per task queue, so that two deployments in one namespace share none.
+ */
+export const factRouterWorkflowId = (factKey: string, taskQueue: string): string =>
+  bounded('facts', `facts:${taskQueue}:${String(shardOf(factKey)).padStart(3, '0')}`);
 
 export const subjectLedgerWorkflowId = (subject: Subject): string =>
   bounded('subject', `subject:${encodeURIComponent(subject.type)}:${encodeURIComponent(subject.id)}`);
@@ -39,12 +53,12 @@ const keyType = (type: string): string => type.replace(/[%/]/g, (c) => (c === '%
 /**
  * The value of the `ExpectationSubject` search attribute, `type/id`: the type with `%` and `/` percent-encoded, so
  * that the first `/` always ends it (the schema lets both type and id hold any character), and the id as it is. A
- * long id is hashed (`type/sha256:<hex>`) so that a filter on the type alone (`STARTS_WITH "type/"`) still finds it.
+ * long id (or one that reads `sha256:…`, the hashed form) is hashed (`type/sha256:<hex>`) so that a filter on the type alone (`STARTS_WITH "type/"`) still finds it.
  */
 export function subjectKey(subject: Subject): string {
   const type = keyType(subject.type);
   const key = `${type}/${subject.id}`;
-  return fits(key) ? key : keywordValue(`${type}/sha256:${sha256(subject.id)}`);
+  return fits(key) && !subject.id.startsWith(HASHED) ? key : keywordValue(`${type}/${HASHED}${sha256(subject.id)}`);
 }
 
 /** What `STARTS_WITH` matches for every subject of one type: the type as in subjectKey, and its `/`. */
@@ -61,18 +75,21 @@ export function parseSubjectKey(key: string): Subject | undefined {
   return { type, id: key.slice(slash + 1) };
 }
 
-/** Every workflow id an expectation talks to. */
-export function expectationLinks(expectation: {
-  expectationId: string;
-  subject: Subject;
-  satisfiedBy: { factKey: string };
-  after?: string[];
-  anchor?: { expectationId: string };
-  supersedes?: string;
-}): ExpectationLinks {
+/** Every workflow id an expectation talks to, on `taskQueue`. */
+export function expectationLinks(
+  expectation: {
+    expectationId: string;
+    subject: Subject;
+    satisfiedBy: { factKey: string };
+    after?: string[];
+    anchor?: { expectationId: string };
+    supersedes?: string;
+  },
+  taskQueue: string,
+): ExpectationLinks {
   return {
     self: expectationWorkflowId(expectation.expectationId),
-    factLedger: factLedgerWorkflowId(expectation.satisfiedBy.factKey),
+    factRouter: factRouterWorkflowId(expectation.satisfiedBy.factKey, taskQueue),
     subjectLedger: subjectLedgerWorkflowId(expectation.subject),
     after: Object.fromEntries((expectation.after ?? []).map((id) => [id, expectationWorkflowId(id)])),
     anchor: expectation.anchor ? expectationWorkflowId(expectation.anchor.expectationId) : undefined,

@@ -1,12 +1,13 @@
 /**
- * Registering raised expectations with their fact and subject ledgers, from the bridge, before it answers `raised`
+ * Registering raised expectations with their fact routers and subject ledgers, from the bridge, before it answers `raised`
  * (docs/raise-path.md): one signal-with-start per ledger, naming every expectation of the request that it serves. A
  * ledger that is not running is started by the same call. Either way the subscription is in the ledger's history when
  * the call returns, ahead of any fact recorded afterwards, so no fact received after the answer can miss them.
  */
 import type { Client } from '@temporalio/client';
 import type { Subject } from '../../core/types.js';
-import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
+import { shardOf } from '../../core/fact-shards.js';
+import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
 import { subscribeSignal } from '../../workflows/messages.js';
 import { settled } from './settled.js';
@@ -14,11 +15,11 @@ import { settled } from './settled.js';
 export interface Registration {
   /** Workflow id of the expectation that subscribes. */
   subscriber: string;
-  factLedger: string;
+  factRouter: string;
   subjectLedger: string;
   factKey: string;
   subject: Subject;
-  /** The fact ledger's retention, should this call start it. */
+  /** The fact router's retention, should this call start it. */
   retention: string;
 }
 
@@ -28,18 +29,19 @@ export interface Registration {
  * ledger keeps a set of subscribers), so a request sent again completes an interrupted one.
  */
 export async function registerAllWithLedgers(client: Client, taskQueue: string, registrations: readonly Registration[]): Promise<void> {
-  const factLedgers = groupBy(registrations, (r) => r.factLedger);
+  const factRouters = groupBy(registrations, (r) => r.factRouter);
   const subjectLedgers = groupBy(registrations, (r) => r.subjectLedger);
   await settled([
-    ...[...factLedgers].map(([workflowId, group]) => {
+    ...[...factRouters].map(([workflowId, group]) => {
       const { factKey, retention } = group[0]!;
-      return client.workflow.signalWithStart<typeof factLedgerWorkflow, [{ workflowIds: string[] }]>('factLedgerWorkflow', {
+      const shard = shardOf(factKey);
+      return client.workflow.signalWithStart<typeof factRouterWorkflow, [{ workflowIds: string[]; factKeys?: string[] }]>('factRouterWorkflow', {
         workflowId,
         taskQueue,
-        args: [{ factKey, retention }],
+        args: [{ shard, retention }],
         signal: subscribeSignal,
-        signalArgs: [{ workflowIds: group.map((r) => r.subscriber) }],
-        staticSummary: `fact ledger of ${factKey}`,
+        signalArgs: [{ workflowIds: group.map((r) => r.subscriber), factKeys: group.map((r) => r.factKey) }],
+        staticSummary: `fact router ${shard}`,
       });
     }),
     ...[...subjectLedgers].map(([workflowId, group]) => {

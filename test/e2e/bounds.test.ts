@@ -9,14 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
+import { MAX_AGENT_SHARE, MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
 import { loadConfig } from '../../src/config.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
 import { ledgerOccupancyQuery, openExpectationsQuery } from '../../src/service/records.js';
 import { connectClient } from '../../src/temporal/connection.js';
-import { dependentCount } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { dependentCount, getFactRouterMemo } from '../../src/temporal/expectations.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../src/temporal/ids.js';
 import { registerDependentSignal } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, expectation, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
@@ -38,6 +38,8 @@ afterAll(async () => {
 
 const principals = () => [
   { id: 'shipping-agent', roles: ['agent' as const], cardUrl: agent.cardUrl },
+  { id: 'partner-agent', roles: ['agent' as const], cardUrl: agent.cardUrl },
+  { id: 'third-agent', roles: ['agent' as const], cardUrl: agent.cardUrl },
   { id: 'carrier-feed', roles: ['reporter' as const] },
 ];
 const fact = (key = `bounds/${unique()}`) => ({ factKey: key, observedAt: '2026-01-01T00:00:00Z' });
@@ -251,32 +253,73 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     await bridge?.close();
   });
 
-  const raise = (e: ReturnType<typeof expectation>) =>
-    send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent'], json: artifactUpdate({ expectations: [e] }) });
+  const raiseAs = (agentId: string, e: ReturnType<typeof expectation>) =>
+    send(`${bridge.url}/a2a/events`, { token: bridge.tokens[agentId]!, json: artifactUpdate({ expectations: [e] }) });
+  const raise = (e: ReturnType<typeof expectation>) => raiseAs('shipping-agent', e);
 
   /**
    * Raises `n` expectations through the bridge, ten a request, then waits for the visibility store to count them: the
    * bridge's bound is read from it (eventually consistent), the ledger keeps the hard bound itself.
    */
-  async function raiseMany(n: number, make: (i: number) => ReturnType<typeof expectation>, counted: string) {
+  async function raiseMany(
+    n: number,
+    make: (i: number) => ReturnType<typeof expectation>,
+    counted: string,
+    agents: readonly string[] = ['shipping-agent', 'partner-agent'],
+  ) {
+    // No agent takes more than its share of one key or subject: the places go to the agents in turn, MAX_AGENT_SHARE each.
     const all = many(n, make);
-    for (let i = 0; i < n; i += 10) {
-      const answer = await send(`${bridge.url}/a2a/events`, {
-        token: bridge.tokens['shipping-agent'],
-        json: artifactUpdate({ expectations: all.slice(i, i + 10) }),
-      });
-      expect(answer.status).toBe(200);
+    for (let a = 0; a * MAX_AGENT_SHARE < n; a++) {
+      const mine = all.slice(a * MAX_AGENT_SHARE, (a + 1) * MAX_AGENT_SHARE);
+      for (let i = 0; i < mine.length; i += 10) {
+        const answer = await send(`${bridge.url}/a2a/events`, {
+          token: bridge.tokens[agents[a]!]!,
+          json: artifactUpdate({ expectations: mine.slice(i, i + 10) }),
+        });
+        expect(answer.status).toBe(200);
+      }
     }
     await waitUntil(`the visibility store to count ${n} open on ${counted}`, async () => (await watcher.client.workflow.count(counted)).count >= n);
   }
+
+  it.each([
+    ['a fact key', 'fact-key-share', 'satisfiedBy/factKey'],
+    ['a subject', 'subject-share', 'subject'],
+  ] as const)('refuses an agent more than its share of %s (422 %s), and raises another agent there', async (what, rule, path) => {
+    const tag = unique();
+    const factKey = `bounds/squat-${tag}`;
+    const subject = { type: 'shipment', id: `SQUAT-${tag}` };
+    const on = (id: string, i = 0) =>
+      what === 'a fact key'
+        ? expectation(id, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `S-${tag}-${i}` } })
+        : expectation(id, { subject, satisfiedBy: { factKey: `bounds/${tag}-${id}` } });
+    const counted = ledgerOccupancyQuery(taskQueue, what === 'a fact key' ? { factKey } : { subject }, 'shipping-agent');
+    await raiseMany(MAX_AGENT_SHARE, (i) => on(`squat-${tag}-${i}`, i), counted, ['shipping-agent']);
+
+    const more = await raise(on(`one-more-${tag}`, MAX_AGENT_SHARE));
+    const other = await send(`${bridge.url}/a2a/events`, {
+      token: bridge.tokens['partner-agent']!,
+      json: artifactUpdate({ expectations: [on(`partner-${tag}`, MAX_AGENT_SHARE + 1)] }),
+    });
+
+    expect(more.status).toBe(422);
+    expect(more.body.errors).toEqual([expect.objectContaining({ path: artifactPath(`expectations/0/${path}`), rule, limit: MAX_AGENT_SHARE })]);
+    expect(other.status).toBe(200);
+    expect(other.body.expectations).toEqual([{ expectationId: `partner-${tag}`, result: 'raised' }]);
+  });
 
   it('is refused (422 fact-key-subscribers) when its fact key has as many waiting as the bridge lets wait', async () => {
     const factKey = `bounds/full-${unique()}`;
     const tag = unique();
     const waiting = (i: number) => expectation(`waits-${tag}-${i}`, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `W-${tag}-${i}` } });
     await raiseMany(refusedAt, waiting, ledgerOccupancyQuery(taskQueue, { factKey }));
+    // The bridge reads a key's load from its router's memo, which the router updates in its next workflow task.
+    const router = factRouterWorkflowId(factKey, taskQueue);
+    await waitUntil(`the router's memo to list ${refusedAt} on the key`, async () => {
+      return ((await getFactRouterMemo(watcher.client, router))?.crowded[factKey] ?? 0) >= refusedAt;
+    });
 
-    const answer = await raise(expectation(`full-key-${unique()}`, { satisfiedBy: { factKey } }));
+    const answer = await raiseAs('third-agent', expectation(`full-key-${unique()}`, { satisfiedBy: { factKey } }));
 
     expect(answer.status).toBe(422);
     expect(answer.body.errors).toEqual([
@@ -290,7 +333,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     const onSubject = (i: number) => expectation(`on-${tag}-${i}`, { subject, satisfiedBy: { factKey: `bounds/${tag}-${i}` } });
     await raiseMany(refusedAt, onSubject, ledgerOccupancyQuery(taskQueue, { subject }));
 
-    const answer = await raise(expectation(`full-subject-${unique()}`, { subject }));
+    const answer = await raiseAs('third-agent', expectation(`full-subject-${unique()}`, { subject }));
 
     expect(answer.status).toBe(422);
     expect(answer.body.errors).toEqual([expect.objectContaining({ path: artifactPath('expectations/0/subject'), rule: 'subject-subscribers' })]);

@@ -5,7 +5,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { factLedgerWorkflowId } from '../../src/temporal/ids.js';
 import {
   artifactUpdate,
   cardJson,
@@ -19,6 +18,7 @@ import {
   type BridgeEnv,
   type CardServer,
 } from '../support/bridge.js';
+import { routerRecorded } from '../support/routers.js';
 
 const U = 'https:~1~1rsaxb.com~1a2a~1expectations~1v1';
 const AT = `artifactUpdate/artifact/metadata/${U}`;
@@ -462,14 +462,7 @@ describe('facts observed in the future (422)', () => {
     detail: message,
     errors: [{ path, rule: 'observed-at-future', message }],
   });
-  const ledgerStarted = (factKey: string) =>
-    env.client.workflow
-      .getHandle(factLedgerWorkflowId(factKey))
-      .describe()
-      .then(
-        () => true,
-        () => false,
-      );
+  const recorded = (factKey: string) => routerRecorded(env.client, env.taskQueue, factKey);
 
   it('refuses a fact of POST /v1/facts observed beyond the allowed clock skew, and records nothing', async () => {
     const key = `future-${unique()}`;
@@ -477,7 +470,7 @@ describe('facts observed in the future (422)', () => {
     const answer = await facts(env.tokens.feed!, { facts: [{ factKey: key, observedAt: FAR }] });
 
     expect([answer.status, answer.body]).toEqual([422, refusal('facts/0/observedAt')]);
-    expect(await ledgerStarted(key)).toBe(false);
+    expect(await recorded(key)).toBe(false);
   });
 
   it('refuses such a fact in an artifact, and starts nothing of the same request', async () => {
@@ -488,7 +481,7 @@ describe('facts observed in the future (422)', () => {
 
     expect([answer.status, answer.body]).toEqual([422, refusal(`${AT}/facts/0/observedAt`)]);
     expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
-    expect(await ledgerStarted(fact.factKey)).toBe(false);
+    expect(await recorded(fact.factKey)).toBe(false);
   });
 
   it('accepts a fact observed a little ahead, within the skew', async () => {

@@ -13,7 +13,7 @@ import {
   startExpectation,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { registerAgent } from '../support/agents.js';
 import { expectationInput } from '../support/expectations.js';
@@ -51,7 +51,7 @@ function expectation(name: string, dueInMs: number, extra: Partial<Expectation> 
 
 async function raise(e: Expectation): Promise<void> {
   const origin = { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(e, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }), origin);
+  const input = expectationInput(e, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }), origin, taskQueue);
   expect(await startExpectation(client, taskQueue, input)).toBe('raised');
 }
 
@@ -125,7 +125,7 @@ it(
     await report([lastScan]); // alone, so that it is the latest the ledger received
 
     // The fact ledger and the subject ledger continued as new, and so did the expectations on the subject.
-    expect((await runs(factLedgerWorkflowId(busyKey))).continued).toBe(true);
+    expect((await runs(factRouterWorkflowId(busyKey, taskQueue))).continued).toBe(true);
     expect((await runs(subjectLedgerWorkflowId(subject))).continued).toBe(true);
     for (const e of waiting) {
       expect((await runs(expectationWorkflowId(e.expectationId))).continued, e.expectationId).toBe(true);

@@ -1,6 +1,6 @@
 /**
  * The client operations the bridge calls, on the real dev server with the real worker: facts routed by key through
- * update-with-start on their ledger, subject facts, duplicates, zero retention, records and withdrawal.
+ * an update of their fact router, subject facts, duplicates, zero retention, records and withdrawal.
  * Every expectation here is due far ahead: nothing lapses.
  */
 import { randomUUID } from 'node:crypto';
@@ -14,10 +14,12 @@ import {
   startExpectation,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
-import { factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
+import { factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
 import { expectationInput } from '../support/expectations.js';
+import { routerEventsOf } from '../support/routers.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `fact-routing-${randomUUID()}`;
@@ -42,7 +44,7 @@ function expectationOn(subjectId: string, extra: Partial<Expectation> = {}): Exp
 }
 
 async function raise(expectation: Expectation): Promise<ExpectationInput> {
-  const input = expectationInput(expectation, { id: 'shipping-agent' }, { taskId: 'origin-task', contextId: 'ctx' });
+  const input = expectationInput(expectation, { id: 'shipping-agent' }, { taskId: 'origin-task', contextId: 'ctx' }, taskQueue);
   expect(await startExpectation(client, taskQueue, input)).toBe('raised');
   return input;
 }
@@ -91,7 +93,36 @@ describe('recordFact', () => {
     expect(record).toMatchObject({ state: 'satisfied', late: false, satisfiedBy: { source: 'carrier-feed' } });
   });
 
-  it('starts the ledger with update-with-start and keeps an early fact for an expectation raised later', async () => {
+  it('starts no workflow for facts nobody waits on, once their routers run: one update each', async () => {
+    const keys = (round: string, n: number) => Array.from({ length: n }, (_, i) => `shipment:${unique(round)}-${i}:scanned`);
+    const count = async () => (await client.workflow.count(`TaskQueue = '${taskQueue}'`)).count;
+    // Visibility lags the starts a little: the count once two readings half a second apart agree.
+    const workflows = async () => {
+      for (let last = await count(); ; ) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const now = await count();
+        if (now === last) return now;
+        last = now;
+      }
+    };
+    const first = keys('first', 200);
+    for (const key of first) expect(await recordFact(client, taskQueue, fact(key), retention)).toBe('recorded');
+    // Keys whose routers the first round started (a router starts once, with the first fact it is sent, ever).
+    const running = new Set(first.map((key) => factRouterWorkflowId(key, taskQueue)));
+    const second = keys('second', 400).filter((key) => running.has(factRouterWorkflowId(key, taskQueue))).slice(0, 100);
+    const before = await workflows();
+
+    for (const key of second) expect(await recordFact(client, taskQueue, fact(key), retention)).toBe('recorded');
+    const after = await workflows();
+
+    expect(second).toHaveLength(100);
+    expect(running.size).toBeLessThanOrEqual(FACT_ROUTER_SHARDS);
+    expect(after).toBe(before);
+    // Each was one update of its router: its history holds it.
+    expect(await routerEventsOf(client, taskQueue, second[0]!)).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED');
+  });
+
+  it('keeps an early fact for an expectation raised later', async () => {
     const expectation = expectationOn(unique('S'));
     const early = fact(expectation.satisfiedBy.factKey);
 
@@ -103,19 +134,21 @@ describe('recordFact', () => {
     expect(record).toMatchObject({ state: 'satisfied', observedAt: early.observedAt });
   });
 
-  it('with a zero retention, starts nothing when nobody waits, and reaches an existing ledger', async () => {
+  it('with a zero retention, keeps nothing for a key nobody waits on, and forwards to those that wait', async () => {
     const expectation = expectationOn(unique('S'));
     const zero = { factRetention: 'PT0S' };
+    const unkept = fact(expectation.satisfiedBy.factKey, { observedAt: new Date(Date.now() - 60_000).toISOString() });
+    const awaited = fact(expectation.satisfiedBy.factKey, { source: 'other' });
 
-    expect(await recordFact(client, taskQueue, fact(expectation.satisfiedBy.factKey), zero)).toBe('recorded');
-    expect(await ledgerExists(factLedgerWorkflowId(expectation.satisfiedBy.factKey))).toBe(false);
-
+    expect(await recordFact(client, taskQueue, unkept, zero)).toBe('recorded');
     await raise(expectation);
-    await untilTrue(() => ledgerExists(factLedgerWorkflowId(expectation.satisfiedBy.factKey)));
-    expect(await recordFact(client, taskQueue, fact(expectation.satisfiedBy.factKey, { source: 'other' }), zero)).toBe(
-      'recorded',
-    );
-    expect((await until(expectation.expectationId, (r) => r.closedAt !== undefined)).state).toBe('satisfied');
+    expect(await recordFact(client, taskQueue, awaited, zero)).toBe('recorded');
+
+    // Satisfied by the fact sent after the raise: the one before it was not kept for it.
+    expect(await until(expectation.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({
+      state: 'satisfied',
+      observedAt: awaited.observedAt,
+    });
   });
 
   it('records a fact with a subject on the subject ledger only when it exists', async () => {

@@ -10,12 +10,13 @@ import { WatcherClient } from 'expectations-watcher/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
 import { close, freePort, listen, urlOf } from '../support/net.js';
+import { routerRecorded } from '../support/routers.js';
 import { countWorkflows, useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `faults-agent-${randomUUID()}`;
@@ -145,12 +146,7 @@ describe("an agent whose card cannot be had at raise", () => {
     expect(answer.contentType).toContain('application/problem+json');
     expect(answer.body).toMatchObject({ type: 'urn:expectations-watcher:problem:agent-card-unreachable', status: 502 });
     expect(await getExpectationRecord(watcher.client, e.expectationId)).toBeUndefined();
-    await expect(watcher.client.workflow.getHandle(factLedgerWorkflowId(factKey)).describe()).rejects.toThrow(/not found/i);
-    expect(
-      await countWorkflows(
-        watcher.client,
-        `WorkflowId = '${expectationWorkflowId(e.expectationId)}' OR WorkflowId = '${factLedgerWorkflowId(factKey)}'`,
-      ),
-    ).toBe(0);
+    expect(await routerRecorded(watcher.client, taskQueue, factKey)).toBe(false);
+    expect(await countWorkflows(watcher.client, `WorkflowId = '${expectationWorkflowId(e.expectationId)}'`)).toBe(0);
   });
 });

@@ -5,18 +5,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { ExpectationRecord } from '../../src/schemas/record.js';
 import { connectClient, isReachable } from '../../src/temporal/connection.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { spawnWorker, startOwnDevServer, waitUntil, type OwnDevServer, type WorkerProcess } from '../support/faults.js';
 import { freePort } from '../support/net.js';
+import { routerOutcomesOf } from '../support/routers.js';
 import { countWorkflows } from '../support/watcher.js';
 
 const PROBLEM = 'application/problem+json';
@@ -151,11 +151,7 @@ describe('Temporal stopped, then started again', () => {
       },
       { timeoutMs: 60_000, intervalMs: 500 },
     );
-    const ledger = await client.workflow.getHandle(factLedgerWorkflowId(fact.factKey)).fetchHistory();
-    const outcomes = (ledger.events ?? [])
-      .map((event) => event.workflowExecutionUpdateCompletedEventAttributes?.outcome?.success?.payloads?.[0])
-      .filter((payload) => payload !== undefined && payload !== null)
-      .map((payload) => defaultPayloadConverter.fromPayload(payload));
+    const outcomes = await routerOutcomesOf(client, taskQueue, fact.factKey);
     const workflows = await Promise.all(
       [lapsing, waiting].map((e) => countWorkflows(client, `WorkflowId = '${expectationWorkflowId(e.expectationId)}'`)),
     );

@@ -44,7 +44,7 @@ async function raiseDueSoon(agent: TestAgent, dueInMs = 3_000) {
   const origin = { taskId: `origin-task-${suffix}`, contextId: `ctx-${suffix}` };
   // Each test's agent under an id of its own: the worker finds its card by that id (never in the input).
   const agentRef = registerAgent(taskQueue, { id: `shipping-agent-${suffix}`, cardUrl: agent.cardUrl });
-  const input = expectationInput(expectation, agentRef, origin);
+  const input = expectationInput(expectation, agentRef, origin, taskQueue);
   await startExpectation(client, taskQueue, input);
   return { expectation, input, messageId: lapseMessageId(expectation.expectationId, 'overdue', expectation.dueAt) };
 }

@@ -68,7 +68,7 @@ async function raiseDueSoon(agent: TestAgent): Promise<Expectation> {
     basis: 'contract',
   };
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(expectation, { id: agentId }, origin);
+  const input = expectationInput(expectation, { id: agentId }, origin, taskQueue);
   await startExpectation(client, taskQueue, input);
   return expectation;
 }

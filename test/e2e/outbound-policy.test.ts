@@ -101,7 +101,7 @@ async function deliveryFor(cardUrl: string): Promise<{ agentId: string; delivery
     await startExpectation(
       client,
       taskQueue,
-      expectationInput(deliveryExpectation(id, due.toISOString(), { grace: 'PT0S' }), { id: agentId }, { taskId: `t-${id}`, contextId: `c-${id}` }),
+      expectationInput(deliveryExpectation(id, due.toISOString(), { grace: 'PT0S' }), { id: agentId }, { taskId: `t-${id}`, contextId: `c-${id}` }, taskQueue),
     );
     const delivery = await waitUntil(
       'the lapse delivery to settle',

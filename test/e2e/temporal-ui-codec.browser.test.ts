@@ -86,12 +86,12 @@ beforeAll(async () => {
 
   secret = expectation(`ui-codec-${suffix}`);
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
-  await startExpectation(watcher.client, taskQueue, expectationInput(secret, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: 'http://127.0.0.1:1/card' }), origin));
+  await startExpectation(watcher.client, taskQueue, expectationInput(secret, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: 'http://127.0.0.1:1/card' }), origin, taskQueue));
 
   // The same sealing client on the shared dev server, whose UI has no codec endpoint; no worker polls its queue.
   sharedClient = new Client({ connection: Connection.lazy({ address: inject('temporalAddress') }), dataConverter: { payloadCodecs: [codec] } });
   twin = expectation(`ui-codec-twin-${suffix}`);
-  await startExpectation(sharedClient, `${taskQueue}-unpolled`, expectationInput(twin, { id: 'shipping-agent' }, origin));
+  await startExpectation(sharedClient, `${taskQueue}-unpolled`, expectationInput(twin, { id: 'shipping-agent' }, origin, `${taskQueue}-unpolled`));
 
   browser = await launchChromium();
 });
@@ -99,8 +99,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   if (twin) {
-    const links = expectationLinks(twin);
-    for (const id of [links.self, links.factLedger, links.subjectLedger]) {
+    const links = expectationLinks(twin, `${taskQueue}-unpolled`);
+    for (const id of [links.self, links.factRouter, links.subjectLedger]) {
       await sharedClient.workflow.getHandle(id).terminate('test over').catch(() => undefined);
     }
   }

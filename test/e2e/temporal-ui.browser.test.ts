@@ -48,7 +48,7 @@ function expectation(id: string, subjectId: string, dueInMs: number): Expectatio
 
 async function raise(e: Expectation): Promise<void> {
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(e, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }), origin);
+  const input = expectationInput(e, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }), origin, taskQueue);
   await startExpectation(watcher.client, taskQueue, input);
 }
 

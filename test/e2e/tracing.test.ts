@@ -83,12 +83,16 @@ describe('OpenTelemetry tracing', () => {
     await expect.poll(() => signalOf()?.parentSpanId, { timeout: 15_000 }).toBe(run.spanId);
     expect(signalOf()!.service).toBe('expectations-watcher-worker');
     // The bridge subscribes the expectation by a signal-with-start of each ledger (docs/raise-path.md): each is traced
-    // to the ledger's run in the worker.
-    for (const ledger of ['factLedgerWorkflow', 'subjectLedgerWorkflow']) {
+    // into the worker, to the subject ledger's run (it closes with its last expectation, and its span is exported) and
+    // to the fact router's handling of the subscription (a router runs for ever: its run's span is never exported).
+    for (const [ledger, traced] of [
+      ['factRouterWorkflow', 'HandleSignal:subscribe'],
+      ['subjectLedgerWorkflow', 'RunWorkflow:subjectLedgerWorkflow'],
+    ]) {
       const ledgerStart = spans.find((s) => s.name === `SignalWithStartWorkflow:${ledger}` && s.service === 'expectations-watcher-bridge');
       expect(ledgerStart, ledger).toBeDefined();
       await expect
-        .poll(() => spans.find((s) => s.name === `RunWorkflow:${ledger}` && s.parentSpanId === ledgerStart!.spanId)?.service, { timeout: 15_000 })
+        .poll(() => spans.find((s) => s.name === traced && s.parentSpanId === ledgerStart!.spanId)?.service, { timeout: 15_000 })
         .toBe('expectations-watcher-worker');
     }
   });

@@ -156,6 +156,8 @@ describe('the watcher agent card', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(response.headers.get('cache-control')).toBe('public, max-age=300');
+    // Built from the request's origin: a shared cache keeps one per origin, never a card made for a forged Host.
+    expect(response.headers.get('vary')).toBe('Host, X-Forwarded-Host, X-Forwarded-Proto');
     expect(JSON.parse(text)).toStrictEqual(expectedCard(env.url));
     expect(text).not.toContain('$case');
   });

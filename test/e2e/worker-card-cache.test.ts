@@ -37,7 +37,7 @@ async function raiseLapsed(taskQueue: string, agentId: string): Promise<string> 
   const due = new Date(Date.now() - 60_000);
   due.setUTCMilliseconds(0);
   const expectation = deliveryExpectation(id, due.toISOString(), { grace: 'PT0S' });
-  await startExpectation(client, taskQueue, expectationInput(expectation, { id: agentId }, { taskId: `t-${id}`, contextId: `c-${id}` }));
+  await startExpectation(client, taskQueue, expectationInput(expectation, { id: agentId }, { taskId: `t-${id}`, contextId: `c-${id}` }, taskQueue));
   return id;
 }
 

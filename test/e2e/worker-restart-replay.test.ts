@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { expectationWorkflowId, factLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { startWatcherWorker, useClient, type RunningWatcher } from '../support/watcher.js';
@@ -100,7 +100,7 @@ describe('a worker restarted before a fact and a withdrawal', () => {
     expect(reported.status).toBe(200);
     expect(withdrawal.status).toBe(200);
     expect(withdrawal.body).toMatchObject({ result: 'withdrawn' });
-    expect(await replay(factLedgerWorkflowId(waiting.satisfiedBy.factKey))).toBe('replays');
+    expect(await replay(factRouterWorkflowId(waiting.satisfiedBy.factKey, taskQueue))).toBe('replays');
     expect(await replay(expectationWorkflowId(waiting.expectationId))).toBe('replays');
     expect(await replay(expectationWorkflowId(withdrawn.expectationId))).toBe('replays');
   });
@@ -115,9 +115,21 @@ describe('a worker restarted before a fact and a withdrawal', () => {
     });
 
     expect(reported.status).toBe(200);
+    expect(reported.body.facts[0].awaitedBy).toBe(2);
+    // Each names the state it took the fact in; one the restarted worker could not replay within the answer's
+    // FACT_WAIT_MS (a busy machine) is left out of the answer and gets the router's forward instead.
     const taken = reported.body.facts[0].expectations.map((e: { expectationId: string; state: string }) => [e.expectationId, e.state]);
-    expect(taken.sort()).toEqual([[one.expectationId, 'satisfied'], [two.expectationId, 'satisfied']].sort());
-    expect(await replay(factLedgerWorkflowId(one.satisfiedBy.factKey))).toBe('replays');
+    expect(taken.length).toBeGreaterThan(0);
+    for (const [id, state] of taken) expect([[one.expectationId, two.expectationId].includes(id), state]).toEqual([true, 'satisfied']);
+    for (const e of [one, two]) {
+      await expect
+        .poll(async () => (await send(`${bridge.url}/v1/expectations/${e.expectationId}`, { token: bridge.tokens['shipping-agent'] })).body.state, {
+          timeout: 30_000,
+          interval: 200,
+        })
+        .toBe('satisfied');
+    }
+    expect(await replay(factRouterWorkflowId(one.satisfiedBy.factKey, taskQueue))).toBe('replays');
     expect(await replay(expectationWorkflowId(one.expectationId))).toBe('replays');
     expect(await replay(expectationWorkflowId(two.expectationId))).toBe('replays');
   });

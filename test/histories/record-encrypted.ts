@@ -20,12 +20,12 @@ import { getExpectationRecord, recordFact, startExpectation } from '../../src/te
 import { expectationLinks } from '../../src/temporal/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { loopbackAgents } from '../support/outbound.js';
+import { atRest } from '../support/routers.js';
 import { subscribeSignal, type ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
 
 const { History } = proto.temporal.api.history.v1;
-const WORKFLOW_TASK_COMPLETED = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
 const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
   History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
 
@@ -80,7 +80,7 @@ const input: ExpectationInput = {
   agent: { id: 'shipping-agent' },
   origin: { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` },
   lineage: 0,
-  links: expectationLinks(e),
+  links: expectationLinks(e, taskQueue),
   settings,
 };
 
@@ -98,22 +98,24 @@ try {
   // Rotated: the new key current, the old one kept; a late fact satisfies it and everything closes.
   worker = await startWorker(after);
   client = worker.watcher.client;
-  // The fact ledger's first task on the new worker is a repeated subscription (a no-op), not the fact's update: an update
+  // The fact router's first task on the new worker is a repeated subscription (a no-op), not the fact's update: an update
   // that reaches a workflow on a worker that has not cached it yet writes a history that does not replay (its signal
   // lands between the update's accepted and completed events), a fault of its own, with or without the codec.
-  await client.workflow.getHandle(input.links.factLedger).signal(subscribeSignal, { workflowIds: [input.links.self] });
-  await waitFor('the repeated subscription handled', async () => (await client.workflow.getHandle(input.links.factLedger).fetchHistory()).events?.at(-1)?.eventType === WORKFLOW_TASK_COMPLETED);
+  await client.workflow.getHandle(input.links.factRouter).signal(subscribeSignal, { workflowIds: [input.links.self], factKeys: [e.satisfiedBy.factKey] });
+  await waitFor('the repeated subscription handled', () => atRest(client, input.links.factRouter));
   await recordFact(client, taskQueue, { factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: e.subject, source: 'carrier-feed' }, settings);
 
   const recorded = [
     { name: 'expectation-rotated-key', workflowId: input.links.self },
-    { name: 'fact-ledger-rotated-key', workflowId: input.links.factLedger },
+    { name: 'fact-router-rotated-key', workflowId: input.links.factRouter },
     { name: 'subject-ledger-rotated-key', workflowId: input.links.subjectLedger },
   ];
   mkdirSync(folder, { recursive: true });
   for (const { name, workflowId } of recorded) {
     const handle = client.workflow.getHandle(workflowId);
-    await waitFor(`${name} closed`, async () => (await handle.describe()).status.name === 'COMPLETED');
+    // The fact router never closes: it is recorded at rest (its last task done), once the expectation has closed.
+    const done = async () => (workflowId.startsWith('facts:') ? atRest(client, workflowId) : (await handle.describe()).status.name === 'COMPLETED');
+    await waitFor(`${name} at rest`, done);
     writeFileSync(path.join(folder, `${name}.json`), JSON.stringify(toJson(await handle.fetchHistory())) + '\n');
   }
   console.log(`wrote ${recorded.length} histories to ${folder}`);

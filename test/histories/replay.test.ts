@@ -58,7 +58,7 @@ describe.each(versions)('histories recorded by %s', (version) => {
     );
     const continued = files.filter((file) => load(version, file).events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes);
 
-    expect([...types].sort()).toEqual(['expectationWorkflow', 'factLedgerWorkflow', 'subjectLedgerWorkflow']);
+    expect([...types].sort()).toEqual(['expectationWorkflow', 'factRouterWorkflow', 'subjectLedgerWorkflow']);
     expect(continued.length).toBeGreaterThan(0);
   });
 

@@ -22,7 +22,7 @@ export function deliveryExpectation(id: string, dueAt: string, extra: Partial<Ex
 /** The settings the bridge runs with by default (config.ts). */
 export const defaultSettings: ExpectationSettings = { lateWindow: 'P30D', factRetention: 'P7D' };
 
-/** What the bridge starts an expectation with when `agent` raises it in `origin`: first of its lineage, ids.ts links. */
-export function expectationInput(expectation: Expectation, agent: AgentRef, origin: Origin): ExpectationInput {
-  return { expectation, agent, origin, lineage: 0, links: expectationLinks(expectation), settings: defaultSettings };
+/** What the bridge on `taskQueue` starts an expectation with when `agent` raises it in `origin`: first of its lineage, ids.ts links. */
+export function expectationInput(expectation: Expectation, agent: AgentRef, origin: Origin, taskQueue: string): ExpectationInput {
+  return { expectation, agent, origin, lineage: 0, links: expectationLinks(expectation, taskQueue), settings: defaultSettings };
 }

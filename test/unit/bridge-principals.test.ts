@@ -89,6 +89,24 @@ describe('loadPrincipals', () => {
     );
   });
 
+  it('refuses a card URL that is not http(s) or that names a user, at load rather than at every delivery', async () => {
+    const dir = await tmp();
+    const at = path.join(dir, 'p.json');
+    const agentWith = (id: string, cardUrl: string) => ({ id, tokenSha256: 'a'.repeat(63) + id, roles: ['agent'], agent: { cardUrl } });
+    await writeFile(
+      at,
+      JSON.stringify({ principals: [agentWith('1', 'file:///etc/agent-card.json'), agentWith('2', 'https://bot:pw@agents.example/card')] }),
+    );
+
+    const error = await loadPrincipals(at).catch((e: unknown) => e);
+
+    expect((error as Error).message).toBe(
+      `${at}: invalid principals file\n` +
+        '  principals.0.agent.cardUrl: must be an http or https URL\n' +
+        '  principals.1.agent.cardUrl: must not name a user or password; the credential goes in agent.authorization',
+    );
+  });
+
   it('takes an id of 64 printable ASCII characters, and refuses one longer or with a space, naming each', async () => {
     const dir = await tmp();
     const at = path.join(dir, 'p.json');

@@ -194,8 +194,13 @@ describe('the outbound address policy', () => {
     expect((error as Error & { cause: { code?: string } }).cause.code).toBe('ECONNREFUSED');
   });
 
-  it('refuses what is not http or https', async () => {
-    await expect(createGuardedFetch()('file:///etc/passwd')).rejects.toThrow('fetch failed: file: is not http or https');
+  it('refuses what is not http or https, and a URL with userinfo, as refusals (never retried)', async () => {
+    const file = await refusalOf(createGuardedFetch()('file:///etc/passwd'));
+    const userinfo = await refusalOf(createGuardedFetch()('https://agent:secret@agents.example/card.json'));
+
+    expect([file.refusal, file.message]).toEqual(['bad-url', 'fetch failed: file: is not http or https']);
+    expect(userinfo.refusal).toBe('bad-url');
+    expect(userinfo.message).not.toContain('secret');
   });
 });
 

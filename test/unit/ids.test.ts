@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { FACT_ROUTER_SHARDS, shardOf } from '../../core/fact-shards.js';
 import {
   expectationLinks,
   expectationWorkflowId,
-  factLedgerWorkflowId,
+  factRouterWorkflowId,
   keywordValue,
   subjectKey,
   subjectLedgerWorkflowId,
@@ -12,7 +13,7 @@ import {
 describe('workflow ids', () => {
   it('are the business keys of DESIGN 2', () => {
     expect(expectationWorkflowId('EXP-42')).toBe('expectation:EXP-42');
-    expect(factLedgerWorkflowId('shipment/SHP-1/delivered')).toBe('fact:shipment/SHP-1/delivered');
+    expect(factRouterWorkflowId('shipment/SHP-1/delivered', 'expectations')).toMatch(/^facts:expectations:\d{3}$/);
     expect(subjectLedgerWorkflowId({ type: 'ship ment', id: 'a:b/c' })).toBe('subject:ship%20ment:a%3Ab%2Fc');
   });
 
@@ -22,7 +23,26 @@ describe('workflow ids', () => {
 
     expect(expectationWorkflowId(long)).toBe(`expectation:sha256:${expected}`);
     expect(expectationWorkflowId('x'.repeat(243))).toBe(`expectation:${'x'.repeat(243)}`);
-    expect(Buffer.byteLength(factLedgerWorkflowId('k'.repeat(10_000)))).toBeLessThanOrEqual(255);
+    expect(Buffer.byteLength(factRouterWorkflowId('k', 'q'.repeat(10_000)))).toBeLessThanOrEqual(255);
+  });
+
+  it('keep the hashed form for hashes: a literal id, key or subject that reads like one is hashed too', () => {
+    const long = 'x'.repeat(300);
+    const hashedExpectation = expectationWorkflowId(long);
+    const literal = hashedExpectation.slice('expectation:'.length); // `sha256:<hex>`, as an agent may send it
+    const longSubject = { type: 'shipment', id: long };
+    const hashedSubjectKey = subjectKey(longSubject);
+    const hashedLedger = subjectLedgerWorkflowId(longSubject);
+
+    expect(expectationWorkflowId(literal)).not.toBe(hashedExpectation);
+    expect(expectationWorkflowId(literal)).toMatch(/^expectation:sha256:[0-9a-f]{64}$/);
+    expect(keywordValue(keywordValue(long))).not.toBe(keywordValue(long));
+    expect(subjectKey({ type: 'shipment', id: hashedSubjectKey.slice('shipment/'.length) })).not.toBe(hashedSubjectKey);
+    // `subject:<type>:<id>` with type `sha256` reads like the hashed ledger id.
+    expect(subjectLedgerWorkflowId({ type: 'sha256', id: hashedLedger.slice('subject:sha256:'.length) })).not.toBe(hashedLedger);
+    // Every other id stays as typed.
+    expect(expectationWorkflowId('sha256-report')).toBe('expectation:sha256-report');
+    expect(keywordValue('shipment/sha256')).toBe('shipment/sha256');
   });
 
   it('bound keyword search attribute values, keeping the subject type filterable', () => {
@@ -41,15 +61,30 @@ describe('workflow ids', () => {
       satisfiedBy: { factKey: 'k' },
       after: ['e1'],
       anchor: { expectationId: 'e0' },
-    });
+    }, 'expectations');
 
     expect(links).toEqual({
       self: 'expectation:e2',
-      factLedger: 'fact:k',
+      factRouter: factRouterWorkflowId('k', 'expectations'),
       subjectLedger: 'subject:shipment:SHP-1',
       after: { e1: 'expectation:e1' },
       anchor: 'expectation:e0',
       supersedes: undefined,
     });
+  });
+});
+
+describe('fact routers', () => {
+  it('hash a key by its UTF-8 bytes (FNV-1a), the same as TextEncoder would give them', () => {
+    const fnv = (bytes: Uint8Array) => bytes.reduce((hash, byte) => Math.imul(hash ^ byte, 0x01000193) >>> 0, 0x811c9dc5);
+    for (const key of ['shipment/SHP-1/delivered', 'é😀✓', 'a\ud800b', '']) {
+      expect(shardOf(key), key).toBe(fnv(new TextEncoder().encode(key)) % FACT_ROUTER_SHARDS);
+    }
+  });
+
+  it('spread keys over every router', () => {
+    const shards = new Set(Array.from({ length: 20_000 }, (_, i) => shardOf(`shipment/S-${i}/delivered`)));
+
+    expect(shards.size).toBe(FACT_ROUTER_SHARDS);
   });
 });

@@ -399,6 +399,20 @@ describe('after and anchor', () => {
     expect(plan(request({ expectations: [expectation('e0'), anchored('e1', 'e0')] })).expectations).toHaveLength(2);
   });
 
+  it('refuses an anchor offset that takes an anchor observed now past the year 9999, though dueAt plus it is reachable', () => {
+    // dueAt in 2020 plus P7979Y is the end of 9999; an anchor observed now (2026) plus it is the year 10005.
+    const anchored = (offset: string) =>
+      expectation('e1', { dueAt: '2020-12-31T00:00:00Z', anchor: { expectationId: 'e0', offset } });
+    const message =
+      'an anchor observed now (or up to PT5M ahead) plus this offset must fall no later than 9999-12-31T23:59:59.999Z';
+
+    expect(refusal(request({ expectations: [expectation('e0'), anchored('P7979Y')] }))).toEqual(
+      rule('expectations/1/anchor/offset', 'anchor-offset-reachable', message),
+    );
+    // The last year an anchor observed 5 minutes from now can reach.
+    expect(plan(request({ expectations: [expectation('e0'), anchored('P7973Y')] })).expectations).toHaveLength(2);
+  });
+
   it("refuses (403) after naming another agent's expectation, telling nothing of its subject", () => {
     const theirs = record(expectation('e0', { subject: { type: 'shipment', id: 'S-2' } }), { agent: { id: 'agent-b' } });
 

@@ -4,7 +4,7 @@
  * path of the field and the `limit`. The capacity rules (ledgers, anchors) read what ingest.ts looked up.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
+import { MAX_AGENT_SHARE, MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
 import type { AgentCardInfo } from '../../src/a2a/card.js';
 import type { Principal } from '../../src/auth/principals.js';
 import type { Expectation } from '../../src/schemas/extension.js';
@@ -240,6 +240,8 @@ describe('the places left in ledgers and anchors', () => {
     factKey: () => counts.factKey ?? 0,
     subject: () => counts.subject ?? 0,
     anchor: () => counts.anchor ?? 0,
+    ownFactKey: () => counts.ownFactKey ?? 0,
+    ownSubject: () => counts.ownSubject ?? 0,
   });
   const anchorRecord = {
     expectation: expectation('anchor'),
@@ -277,6 +279,24 @@ describe('the places left in ledgers and anchors', () => {
 
     expect(plan([expectation('e1', extra)], { [what]: limit - 1 })).toEqual([]);
     expect(plan([expectation('e1', extra)], { [what]: limit })).toEqual([expect.objectContaining({ path, rule, limit })]);
+  });
+
+  it.each([
+    ['ownFactKey', 'fact-key-share', 'expectations/0/satisfiedBy/factKey'],
+    ['ownSubject', 'subject-share', 'expectations/0/subject'],
+  ] as const)('an agent takes its last share of a key or subject (%s), and is refused (422 %s) past it, whatever is free', (what, rule, path) => {
+    expect(plan([expectation('e1')], { [what]: MAX_AGENT_SHARE - 1, factKey: MAX_AGENT_SHARE - 1, subject: MAX_AGENT_SHARE - 1 })).toEqual([]);
+    expect(plan([expectation('e1')], { [what]: MAX_AGENT_SHARE, factKey: MAX_AGENT_SHARE, subject: MAX_AGENT_SHARE })).toEqual([
+      expect.objectContaining({ path, rule, limit: MAX_AGENT_SHARE }),
+    ]);
+  });
+
+  it("counts an agent's raises of the same request against its share", () => {
+    const key = { satisfiedBy: { factKey: 'shared' } };
+
+    const errors = plan([expectation('e1', key), expectation('e2', key)], { ownFactKey: MAX_AGENT_SHARE - 1, factKey: MAX_AGENT_SHARE - 1 });
+
+    expect(errors).toEqual([expect.objectContaining({ path: 'expectations/1/satisfiedBy/factKey', rule: 'fact-key-share' })]);
   });
 
   it('counts the raises of the same request on the same fact key', () => {

@@ -114,6 +114,16 @@ describe('bridge bodies and queries', () => {
     expect(errors(listQuerySchema, { state: 'late', kind: ['a', 'b'] }).map((e) => e.path)).toEqual(['state', 'kind']);
   });
 
+  it('refuses a filter with a control character (a NUL would reach the visibility query), naming it', () => {
+    const message = (name: string) => `${name} must not contain control characters (U+0000 to U+001F, U+007F)`;
+
+    expect(errors(listQuerySchema, { subjectType: 'ship\u0000ment', subjectId: 'S-\u001f', kind: 'delivery\u007f' })).toEqual([
+      { path: 'subjectType', message: message('subjectType') },
+      { path: 'subjectId', message: message('subjectId') },
+      { path: 'kind', message: message('kind') },
+    ]);
+  });
+
   it('refuses a page token that is not base64url', () => {
     expect(errors(listQuerySchema, { pageToken: 'a+b/c=' }).map((e) => e.path)).toEqual(['pageToken']);
   });

@@ -26,7 +26,7 @@ const input: ExpectationInput = {
   agent: { id: 'shipping-agent' },
   origin: { taskId: 't1', contextId: 'c1' },
   lineage: 0,
-  links: { self: 'expectation:e1', factLedger: 'fact:shipment/S1/delivered', subjectLedger: 'subject:shipment:S1', after: {} },
+  links: { self: 'expectation:e1', factRouter: 'fact:shipment/S1/delivered', subjectLedger: 'subject:shipment:S1', after: {} },
   settings: { lateWindow: 'P30D', factRetention: 'P7D' },
 };
 

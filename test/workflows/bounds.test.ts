@@ -1,19 +1,28 @@
 /**
  * The workflows' own bounds (core/limits.ts) on the time-skipping server, each hit exactly and by one more: a fact
- * ledger's and a subject ledger's subscribers, an anchor's dependents, and a fact ledger's dedupe window. At the bound
+ * key's and a subject ledger's subscribers, an anchor's dependents, and a fact key's dedupe window. At the bound
  * the newcomer is served; past it, it is withdrawn with a reason that names the bound, and the state does not grow.
  */
 import { describe, expect, it } from 'vitest';
-import { DEDUPE_WINDOW, MAX_DEPENDENTS, MAX_FACT_LEDGER_SUBSCRIBERS, MAX_SUBJECT_LEDGER_SUBSCRIBERS } from '../../core/limits.js';
+import {
+  DEDUPE_WINDOW,
+  MAX_DEPENDENTS,
+  MAX_FACT_LEDGER_SUBSCRIBERS,
+  MAX_ROUTER_CARRIED_BYTES,
+  MAX_SUBJECT_LEDGER_SUBSCRIBERS,
+} from '../../core/limits.js';
 import type { Fact, Subject } from '../../src/schemas/extension.js';
-import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import type { factLedgerWorkflow } from '../../workflows/fact-ledger.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { shardOf } from '../../core/fact-shards.js';
+import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import {
   dependentsQuery,
+  keyLoadQuery,
   ledgerLoadQuery,
+  recordFactUpdate,
   registerDependentSignal,
   subscribeSignal,
-  type FactLedgerInput,
+  type FactRouterInput,
   type LedgerLoad,
 } from '../../workflows/messages.js';
 import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
@@ -24,15 +33,15 @@ const h = useHarness();
 /** Workflow ids of expectations that do not exist: places taken in a ledger (a fact sent to one drops it). */
 const placeholders = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => expectationWorkflowId(`${prefix}-${i}`));
 
-/** Starts a fact ledger whose subscribers are `subscribers` (as the bridge starts one with its first). */
-async function startFactLedger(factKey: string, subscribers: string[]): Promise<string> {
-  const workflowId = factLedgerWorkflowId(factKey);
-  await h.client.workflow.start<typeof factLedgerWorkflow>('factLedgerWorkflow', {
+/** Starts the fact router of `factKey` with `subscribers` waiting on it (as the bridge subscribes a request's raises). */
+async function startFactRouter(factKey: string, subscribers: string[]): Promise<string> {
+  const workflowId = factRouterWorkflowId(factKey, h.taskQueue);
+  await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
     workflowId,
     taskQueue: h.taskQueue,
-    args: [{ factKey, retention: 'P7D' }],
+    args: [{ shard: shardOf(factKey), retention: 'P7D' }],
   });
-  await h.client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowIds: subscribers });
+  await h.client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowIds: subscribers, factKeys: subscribers.map(() => factKey) });
   return workflowId;
 }
 
@@ -48,16 +57,17 @@ async function startSubjectLedger(subject: Subject, subscribers: string[]): Prom
 }
 
 const loadOf = (workflowId: string): Promise<LedgerLoad> => h.client.workflow.getHandle(workflowId).query(ledgerLoadQuery);
+const keyLoadOf = (factKey: string): Promise<LedgerLoad> => h.client.workflow.getHandle(factRouterWorkflowId(factKey, h.taskQueue)).query(keyLoadQuery, factKey);
 
-describe('a fact ledger', () => {
+describe('a fact key in its router', () => {
   it(`serves its ${MAX_FACT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
     const start = await h.now();
     const id = h.id('fact-last-place');
     const e = shipmentExpectation(id, start, 10 * DAY);
-    const ledger = await startFactLedger(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS - 1, id));
+    await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS - 1, id));
 
     await h.raise(e);
-    const load = await loadOf(ledger);
+    const load = await keyLoadOf(e.satisfiedBy.factKey);
     await reportFact(h, e.satisfiedBy.factKey, start);
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
@@ -69,16 +79,16 @@ describe('a fact ledger', () => {
     const start = await h.now();
     const id = h.id('fact-no-place');
     const e = shipmentExpectation(id, start, 10 * DAY);
-    const ledger = await startFactLedger(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS, id));
+    await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS, id));
 
     await h.raise(e);
     const record = await h.until(id, (r) => r.state === 'withdrawn');
 
     expect(record.withdrawnReason).toBe(
-      `not registered: the fact ledger of ${JSON.stringify(e.satisfiedBy.factKey)} already forwards to ` +
-        `${MAX_FACT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as no fact would reach it`,
+      `not registered: ${JSON.stringify(e.satisfiedBy.factKey)} already has ${MAX_FACT_LEDGER_SUBSCRIBERS} expectations ` +
+        `waiting on it, its bound; withdrawn, as no fact would reach it`,
     );
-    expect((await loadOf(ledger)).subscribers).toBe(MAX_FACT_LEDGER_SUBSCRIBERS);
+    expect((await keyLoadOf(e.satisfiedBy.factKey)).subscribers).toBe(MAX_FACT_LEDGER_SUBSCRIBERS);
   });
 
   it(`remembers the last ${DEDUPE_WINDOW} observations for dedupe, and no more`, async () => {
@@ -86,18 +96,30 @@ describe('a fact ledger', () => {
     const factKey = `shipment/${h.id('S')}/scanned`;
     const observedAt = (i: number) => new Date(start - DAY + i * 1000).toISOString();
     const fact = (i: number): Fact => ({ factKey, observedAt: observedAt(i), source: 'carrier-feed' });
-    // A ledger that has seen facts 1 to DEDUPE_WINDOW (as one that continued as new carries them).
-    const carried: FactLedgerInput['carried'] = {
-      latest: fact(DEDUPE_WINDOW),
-      seen: Array.from({ length: DEDUPE_WINDOW }, (_, i) => `${observedAt(i + 1)}|carrier-feed`),
-      subscribers: [],
-      lastObservedAt: new Date(start).toISOString(),
-    };
-    const ledger = factLedgerWorkflowId(factKey);
-    await h.client.workflow.start<typeof factLedgerWorkflow>('factLedgerWorkflow', {
-      workflowId: ledger,
+    // A key waited on, whose router has seen facts 1 to DEDUPE_WINDOW (as one that continued as new carries them).
+    // Its subscriber must stay open, or the first fact delivered drops it and the key falls to the unawaited window:
+    // a router never closes and buffers a signal it has no handler for, so one stands in for an expectation.
+    const waiting = h.id('stand-in');
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId: waiting,
       taskQueue: h.taskQueue,
-      args: [{ factKey, retention: 'P7D', carried }],
+      args: [{ shard: 0, retention: 'P7D' }],
+    });
+    const carried: FactRouterInput['carried'] = {
+      keys: [
+        {
+          factKey,
+          latest: fact(DEDUPE_WINDOW),
+          seen: Array.from({ length: DEDUPE_WINDOW }, (_, i) => `${observedAt(i + 1)}|carrier-feed`),
+          subscribers: [waiting],
+          lastReceivedAt: new Date(start).toISOString(),
+        },
+      ],
+    };
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId: factRouterWorkflowId(factKey, h.taskQueue),
+      taskQueue: h.taskQueue,
+      args: [{ shard: shardOf(factKey), retention: 'P7D', carried }],
     });
 
     const oldestAtTheBound = await reportFact(h, factKey, Date.parse(observedAt(1)));
@@ -105,7 +127,7 @@ describe('a fact ledger', () => {
     const oldestForgotten = await reportFact(h, factKey, Date.parse(observedAt(1)));
 
     expect([oldestAtTheBound, oneMore, oldestForgotten]).toEqual(['duplicate', 'recorded', 'recorded']);
-    expect((await loadOf(ledger)).seen).toBe(DEDUPE_WINDOW);
+    expect((await keyLoadOf(factKey)).seen).toBe(DEDUPE_WINDOW);
   });
 });
 
@@ -183,3 +205,58 @@ describe('an anchor', () => {
     expect(await handle.query(dependentsQuery)).toEqual({ dependents: MAX_DEPENDENTS, bound: MAX_DEPENDENTS });
   });
 });
+
+describe('a fact router at its carried budget', () => {
+  it(`shrinks the dedupe windows of its busiest keys to keep what it carries within ${MAX_ROUTER_CARRIED_BYTES} bytes`, async () => {
+    const start = await h.now();
+    const shard = 7;
+    const keysOfShard = (n: number, tag: string) => {
+      const found: string[] = [];
+      for (let i = 0; found.length < n; i++) {
+        const key = `shipment/${tag}-${i}/scanned`;
+        if (shardOf(key) === shard) found.push(key);
+      }
+      return found;
+    };
+    const waiting = h.id('stand-in');
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId: waiting,
+      taskQueue: h.taskQueue,
+      args: [{ shard: 0, retention: 'P7D' }],
+    });
+    // 40 keys waited on, each remembering DEDUPE_WINDOW observations: about 1.5 MB, more than the router may carry.
+    const seenAt = (i: number) => `${new Date(start - DAY + i * 1000).toISOString()}|carrier-feed-with-a-long-name`;
+    const busy = keysOfShard(40, h.id('busy'));
+    const carried: FactRouterInput['carried'] = {
+      keys: busy.map((factKey) => ({
+        factKey,
+        subscribers: [waiting],
+        seen: Array.from({ length: DEDUPE_WINDOW }, (_, i) => seenAt(i)),
+        lastReceivedAt: new Date(start).toISOString(),
+      })),
+    };
+    expect(Buffer.byteLength(JSON.stringify(carried))).toBeGreaterThan(MAX_ROUTER_CARRIED_BYTES);
+    const workflowId = h.id('router');
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId,
+      taskQueue: h.taskQueue,
+      args: [{ shard, retention: 'P7D', carried }],
+    });
+    const router = h.client.workflow.getHandle(workflowId);
+    const record = (factKey: string, i: number) =>
+      router.executeUpdate(recordFactUpdate, { args: [{ factKey, observedAt: new Date(start + i).toISOString(), source: 'feed' }] });
+
+    // The router measures itself every 200 facts it records.
+    for (const [i, factKey] of keysOfShard(200, h.id('feed')).entries()) await record(factKey, i);
+    const seen = await Promise.all(busy.map(async (factKey) => (await router.query(keyLoadQuery, factKey)).seen));
+
+    const trimmed = seen.filter((n) => n === 8).length;
+    expect(trimmed).toBeGreaterThan(0);
+    expect(seen.every((n) => n === 8 || n === DEDUPE_WINDOW)).toBe(true);
+    // What is left fits: the untrimmed windows, about 37 KB each, stay under the budget.
+    expect((busy.length - trimmed) * 37_000).toBeLessThan(MAX_ROUTER_CARRIED_BYTES);
+    // Still serving: a re-sent fact of a trimmed key is recognised within its window, a new one recorded.
+    expect(await record(busy[seen.indexOf(8)]!, 1_000_000)).toBe('recorded');
+  });
+});
+

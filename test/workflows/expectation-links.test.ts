@@ -3,6 +3,7 @@
  * (`after`), supersedes and lineage.
  */
 import { describe, expect, it } from 'vitest';
+import { withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
@@ -33,6 +34,25 @@ describe('anchors', () => {
     await h.advanceTo(start + 5 * DAY + HOUR);
     const lapsed = await h.until(id, (r) => r.state === 'lapsed');
     expect(lapsed.lapse).toMatchObject({ lapse: 'overdue', dueAt: iso(start + 5 * DAY - HOUR), projectedDueAt: projected });
+  });
+
+  it('bounds a due time its anchor moves past the year 9999 to the end of 9999, and stays answerable', async () => {
+    const start = await h.now();
+    const anchorId = h.id('anchor');
+    const id = h.id('far');
+    const anchor = await h.raise(shipmentExpectation(anchorId, start, 10 * DAY));
+    // The bridge refuses such an offset at the raise; the workflow must survive one all the same (an older bridge,
+    // or an anchor observed later than the bridge could foresee).
+    await h.raise(shipmentExpectation(id, start, 12 * DAY, { anchor: { expectationId: anchorId, offset: 'P9998Y' }, grace: 'P1D' }));
+    await h.until(id, (r) => r.state === 'open');
+
+    await reportFact(h, anchor.expectation.satisfiedBy.factKey, start + HOUR);
+    const moved = await h.until(id, (r) => r.dueAt !== iso(start + 12 * DAY));
+    const withdrawn = await withdrawExpectation(h.client, id, { reason: 'no longer needed' });
+
+    expect(moved).toMatchObject({ state: 'open', dueAt: '9999-12-31T23:59:59.999Z' });
+    expect(withdrawn).toBe('withdrawn');
+    expect((await h.until(id, (r) => r.closedAt !== undefined)).state).toBe('withdrawn');
   });
 
   it('lapses overdue again when its anchor moves dueAt later than a due time it already lapsed on', async () => {

@@ -1,12 +1,14 @@
 /**
- * Fact and subject ledgers on the time-skipping server: early facts within and beyond retention, re-delivery,
- * fan-out to every subscriber, a zero retention, and when each ledger closes.
+ * Fact routers and subject ledgers on the time-skipping server: early facts within and beyond retention, re-delivery,
+ * fan-out to every subscriber, a zero retention, the bound on early facts, and when a subject ledger closes.
  */
 import { describe, expect, it } from 'vitest';
 import { awaitFactTaken, recordFactRouted } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, factLedgerWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import { FORWARD_DEFERRAL_MS } from '../../workflows/fact-ledger.js';
-import { recordFactUpdate } from '../../workflows/messages.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { shardOf } from '../../core/fact-shards.js';
+import { MAX_RETAINED_FACTS_PER_ROUTER } from '../../core/limits.js';
+import { FORWARD_DEFERRAL_MS, type factRouterWorkflow } from '../../workflows/fact-router.js';
+import { recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
 import { DAY, HOUR, reportFact, settings, shipmentExpectation, untilStatus, useHarness, workflowStatus } from './support.js';
 
 const h = useHarness();
@@ -39,13 +41,12 @@ describe('early facts', () => {
     expect(record).toMatchObject({ state: 'satisfied', late: false, lapses: [] });
   });
 
-  it('do not satisfy an expectation raised after the retention has passed, and the ledger has closed', async () => {
+  it('do not satisfy an expectation raised after the retention has passed', async () => {
     const start = await h.now();
     const id = h.id('too-early');
     const expectation = shipmentExpectation(id, start, 30 * DAY);
     await reportFact(h, expectation.satisfiedBy.factKey, start);
     await h.advanceTo(start + 7 * DAY + HOUR);
-    await untilStatus(h, factLedgerWorkflowId(expectation.satisfiedBy.factKey), 'COMPLETED');
 
     await h.raise(expectation);
     await h.until(id, (r) => r.state === 'open');
@@ -54,18 +55,59 @@ describe('early facts', () => {
     expect((await h.record(id)).state).toBe('open');
   });
 
-  it('are not kept with a zero retention: the fact starts no ledger', async () => {
+  it('are not kept with a zero retention', async () => {
     const start = await h.now();
     const id = h.id('zero');
     const expectation = shipmentExpectation(id, start, 30 * DAY);
 
     expect(await reportFact(h, expectation.satisfiedBy.factKey, start, {}, 'PT0S')).toBe('recorded');
+    await h.raise(expectation);
+    await h.until(id, (r) => r.state === 'open');
+    await h.advanceTo(start + DAY);
 
-    expect(await workflowStatus(h, factLedgerWorkflowId(expectation.satisfiedBy.factKey))).toBe('NOT_FOUND');
+    expect((await h.record(id)).state).toBe('open');
+  });
+
+  it(`are kept for the ${MAX_RETAINED_FACTS_PER_ROUTER} keys a router heard last, the oldest forgotten first`, async () => {
+    const start = await h.now();
+    const prefix = h.id('bound');
+    const factKey = (i: number) => `shipment/${prefix}-${i}/delivered`;
+    // A router of one shard that retains MAX_RETAINED_FACTS_PER_ROUTER keys (as one that continued as new carries them).
+    const shard = shardOf(factKey(0));
+    const keys: string[] = [];
+    for (let i = 0; keys.length < MAX_RETAINED_FACTS_PER_ROUTER + 1; i++) if (shardOf(factKey(i)) === shard) keys.push(factKey(i));
+    const retained = (key: string, at: number): RoutedKey => ({
+      factKey: key,
+      subscribers: [],
+      latest: { factKey: key, observedAt: new Date(at).toISOString(), source: 'feed' },
+      lastReceivedAt: new Date(at).toISOString(),
+      seen: [`${new Date(at).toISOString()}|feed`],
+    });
+    const carried = keys.slice(0, MAX_RETAINED_FACTS_PER_ROUTER).map((key, i) => retained(key, start - HOUR + i));
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId: factRouterWorkflowId(keys[0]!, h.taskQueue),
+      taskQueue: h.taskQueue,
+      args: [{ shard, retention: 'P7D', carried: { keys: carried } }],
+    });
+
+    // One more key heard (past the bound by a tenth, the router forgets the oldest down to the bound).
+    for (let i = 0; i < MAX_RETAINED_FACTS_PER_ROUTER / 10 + 1; i++) {
+      let key = factKey(1_000_000 + i);
+      for (let j = 0; shardOf(key) !== shard; j++) key = factKey(2_000_000 + i * 1_000 + j);
+      await reportFact(h, key, start);
+    }
+    const [oldest, newest] = [h.id('oldest'), h.id('newest')];
+    await h.raise(shipmentExpectation(oldest, start, 10 * DAY, { satisfiedBy: { factKey: keys[0]! } }));
+    await h.raise(shipmentExpectation(newest, start, 10 * DAY, { satisfiedBy: { factKey: keys[MAX_RETAINED_FACTS_PER_ROUTER - 1]! } }));
+    const satisfied = await h.until(newest, (r) => r.closedAt !== undefined);
+    await h.advanceTo(start + DAY);
+
+    expect(satisfied.state).toBe('satisfied');
+    expect((await h.record(oldest)).state).toBe('open');
   });
 });
 
-describe('fact ledger', () => {
+describe('a fact router', () => {
   it('answers duplicate for the same (observedAt, source) and records another source', async () => {
     const start = await h.now();
     const key = `shipment/${h.id('S')}/delivered`;
@@ -83,7 +125,6 @@ describe('fact ledger', () => {
     const ids = [h.id('one'), h.id('two')];
     for (const id of ids) await h.raise(shipmentExpectation(id, start, 10 * DAY, { satisfiedBy: { factKey: key } }));
     await Promise.all(ids.map((id) => h.until(id, (r) => r.state === 'open')));
-    await untilStatus(h, factLedgerWorkflowId(key), 'RUNNING');
 
     await reportFact(h, key, start, {}, 'PT0S');
     const records = await Promise.all(ids.map((id) => h.until(id, (r) => r.closedAt !== undefined)));
@@ -103,7 +144,7 @@ describe('fact ledger', () => {
     const early = await record(unexpected, start);
     const again = await record(unexpected, start);
     const untold = await h.client.workflow
-      .getHandle(factLedgerWorkflowId(unexpected))
+      .getHandle(factRouterWorkflowId(unexpected, h.taskQueue))
       .executeUpdate(recordFactUpdate, { args: [fact(unexpected, start + 1)] });
     const zero = await record(`shipment/${h.id('S')}/nobody`, start, 'PT0S');
     await h.raise(expectation);
@@ -133,8 +174,9 @@ describe('fact ledger', () => {
     const leftBefore = await h.record(left);
     await h.advanceTo(start + FORWARD_DEFERRAL_MS + 1_000);
     const leftAfter = await h.until(left, (r) => r.state === 'satisfied');
-    const signalled = (await h.client.workflow.getHandle(factLedgerWorkflowId(key)).fetchHistory()).events!.filter(
-      (event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes,
+    const ours = new Set([taker, left].map(expectationWorkflowId));
+    const signalled = (await h.client.workflow.getHandle(factRouterWorkflowId(key, h.taskQueue)).fetchHistory()).events!.filter(
+      (event) => ours.has(event.signalExternalWorkflowExecutionInitiatedEventAttributes?.workflowExecution?.workflowId ?? ''),
     );
 
     expect(answer).toEqual({ result: 'recorded', awaited: true, forwardedTo: [taker, left].map(expectationWorkflowId) });
@@ -144,22 +186,6 @@ describe('fact ledger', () => {
     expect(signalled.map((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId)).toEqual([
       expectationWorkflowId(left),
     ]);
-  });
-
-  it('closes once nobody waits and the retention since the last fact has passed', async () => {
-    const start = await h.now();
-    const id = h.id('closing');
-    const expectation = shipmentExpectation(id, start, 10 * DAY);
-    const ledger = factLedgerWorkflowId(expectation.satisfiedBy.factKey);
-    await h.raise(expectation);
-    await h.until(id, (r) => r.state === 'open');
-    await reportFact(h, expectation.satisfiedBy.factKey, start);
-    await h.until(id, (r) => r.closedAt !== undefined);
-
-    await h.advanceTo(start + 7 * DAY - HOUR);
-    expect(await workflowStatus(h, ledger)).toBe('RUNNING');
-    await h.advanceTo(start + 7 * DAY + HOUR);
-    await untilStatus(h, ledger, 'COMPLETED');
   });
 });
 

@@ -118,7 +118,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
         lineage: 0,
         settings,
         ...options,
-        links: expectationLinks(expectation),
+        links: expectationLinks(expectation, taskQueue),
       };
       // The bridge's clock is the server's: here the server's clock has been moved ahead of the wall clock.
       const serverNow = await env.currentTimeMs();
