@@ -40,7 +40,7 @@ const nonEmpty = (what: string) => z.string().min(1, { message: `${what} must no
 
 /** C0 controls and DEL: no Temporal workflow id, search attribute value or log line should carry them. */
 // eslint-disable-next-line no-control-regex -- the control characters are what it looks for
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /** A non-empty identifier (an id, a key, a subject's type or id) without control characters. */
 const identifier = (what: string) =>
