@@ -120,6 +120,8 @@ export class ExpectationManager {
   private published: { state: string; dueAt: string; late?: boolean };
   /** The memo last written (the bridge's at the start, then ours), as JSON: it is written again only when it moved. */
   private memoWritten: string;
+  /** Satisfied by its router's signal: the router dropped it then, so it need not unsubscribe there. */
+  private satisfiedByRouter = false;
   /** Workflow id of the expectation that superseded this one: its dependents follow it. It closes at once. */
   private supersededByWorkflowId: string | undefined;
   private readonly deliveries: LapseDeliveries;
@@ -230,9 +232,10 @@ export class ExpectationManager {
 
   /**
    * Exact key match only (DESIGN 3.2); the first matching fact wins, any later one is a no-op. A fact the bridge
-   * received after a deadline that this workflow is still settling comes after that deadline's lapse.
+   * received after a deadline that this workflow is still settling comes after that deadline's lapse. The fact that
+   * satisfies is also a fact on the subject (`lastFactAt`), whatever subject it names.
    */
-  applyFact(fact: Fact): void {
+  applyFact(fact: Fact, from: 'router' | 'caller' = 'caller'): void {
     const { record } = this;
     if (!isOpen(record.state) || fact.factKey !== this.input.expectation.satisfiedBy.factKey) return;
     this.raiseLapsesBefore(fact.receivedAt);
@@ -241,6 +244,8 @@ export class ExpectationManager {
     record.observedAt = normalized(fact.observedAt);
     record.satisfiedBy = fact;
     record.late = isLate(fact.observedAt, record.dueAt);
+    if (record.lastFactAt === undefined || Date.parse(record.observedAt) > Date.parse(record.lastFactAt)) record.lastFactAt = record.observedAt;
+    this.satisfiedByRouter = from === 'router';
     this.abandonDeliveries('the expectation was satisfied before the lapse task was delivered');
     this.changed();
   }
@@ -488,15 +493,19 @@ export class ExpectationManager {
       const moved = { expectationId: record.supersededBy, workflowId: this.supersededByWorkflowId };
       for (const dependent of this.dependents) tell.push(signalQuietly(dependent, anchorMovedSignal, moved));
     }
-    tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
+    if (!this.satisfiedByRouter) tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
+    // Sent even when the ledger dropped us on the satisfying fact: whether it saw that fact after our subscription
+    // is not known here, and a ledger left with a closed subscriber would stay open until its next fact.
     tell.push(signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self }));
     return Promise.all(tell);
   }
 
-  /** The record's last change: the close instant. */
+  /**
+   * The record's last change: the close instant, in the result only. The memo is not written for it (an event less):
+   * a reader takes `closedAt` from the workflow's close time, which is the same instant.
+   */
   close(): ExpectationRecord {
     this.record.closedAt = nowIso();
-    this.publish();
     return this.record;
   }
 }

@@ -30,7 +30,7 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
 
   setHandler(recordQuery, () => expectation.record);
   setHandler(dependentsQuery, () => ({ dependents: expectation.dependentCount, bound: MAX_DEPENDENTS }));
-  setHandler(factSignal, (fact) => expectation.applyFact(fact));
+  setHandler(factSignal, (fact) => expectation.applyFact(fact, 'router'));
   setHandler(takeFactUpdate, (fact) => expectation.takeFact(fact));
   setHandler(subjectFactSignal, (fact) => expectation.observeSubjectFact(fact));
   setHandler(withdrawSignal, (request) => void expectation.withdraw(request));

@@ -36,7 +36,11 @@ import { refusals } from './refusals.js';
 /** How many (observedAt, source) pairs a key remembers to recognise re-deliveries (core/limits.ts). */
 export { DEDUPE_WINDOW };
 
-/** A key nobody waits on remembers fewer: only what its retained fact needs, as its state is carried for days. */
+/**
+ * A key nobody has waited on remembers fewer: only what its retained fact needs, as its state is carried for days. A
+ * key whose subscribers were sent their fact (and dropped) keeps the full window while it is kept, so that the facts
+ * re-sent after it are still answered `duplicate`.
+ */
 export const DEDUPE_WINDOW_UNAWAITED = 8;
 
 /** Every this many changes the router measures what it would carry (a JSON pass over its state). */
@@ -53,6 +57,8 @@ class KeyState {
   latest: Fact | undefined;
   /** Workflow time (ms) at which the last observation reached the router: the retention runs from it. */
   lastReceivedMs: number | undefined;
+  /** Some expectation waited on the key since it was last forgotten. */
+  awaited: boolean;
   private readonly seen: string[];
   private readonly seenSet: Set<string>;
 
@@ -60,6 +66,7 @@ class KeyState {
     this.subscribers = new Set(carried?.subscribers ?? []);
     this.latest = carried?.latest;
     this.lastReceivedMs = carried?.lastReceivedAt === undefined ? undefined : Date.parse(carried.lastReceivedAt);
+    this.awaited = carried?.awaited === true || this.subscribers.size > 0;
     this.seen = [...(carried?.seen ?? [])];
     this.seenSet = new Set(this.seen);
   }
@@ -75,7 +82,7 @@ class KeyState {
   }
 
   /** Keeps the dedupe window within what the key's use needs, or within `window` when the router is short of room. */
-  trim(window = this.subscribers.size > 0 ? DEDUPE_WINDOW : DEDUPE_WINDOW_UNAWAITED): void {
+  trim(window = this.awaited ? DEDUPE_WINDOW : DEDUPE_WINDOW_UNAWAITED): void {
     while (this.seen.length > window) this.seenSet.delete(this.seen.shift()!);
   }
 
@@ -90,13 +97,14 @@ class KeyState {
       ...(this.latest ? { latest: this.latest } : {}),
       ...(this.lastReceivedMs === undefined ? {} : { lastReceivedAt: new Date(this.lastReceivedMs).toISOString() }),
       seen: [...this.seen],
+      ...(this.awaited ? { awaited: true } : {}),
     };
   }
 }
 
 /**
- * Runs for ever, continuing as new when Temporal suggests it. A subscriber gets the first fact not yet sent to it:
- * any fact with the key satisfies, later ones are no-ops.
+ * Runs for ever, continuing as new when Temporal suggests it. A subscriber gets the first fact not yet sent to it,
+ * which satisfies it (any fact with the key does), and is then dropped: its own unsubscribe is only for the other ends.
  */
 export async function factRouterWorkflow(input: FactRouterInput): Promise<void> {
   const keys = new Map<string, KeyState>((input.carried?.keys ?? []).map((k) => [k.factKey, new KeyState(k.factKey, k)]));
@@ -193,7 +201,12 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
 
   // Before the fact handlers: a subscription and a fact buffered in the same first activation are dispatched in the
   // order their handlers are set, and the subscription came first (the bridge answered `raised` before the fact).
-  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) => workflowIds.forEach((id, i) => factKeys[i] !== undefined && subscribe(id, factKeys[i]!)));
+  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) =>
+    workflowIds.forEach((id, i) => {
+      const factKey = factKeys[i];
+      if (typeof factKey === 'string') subscribe(id, factKey);
+    }),
+  );
 
   function subscribe(workflowId: string, factKey: string): void {
     const state = stateOf(factKey);
@@ -209,6 +222,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
       return;
     }
     state.subscribers.add(workflowId);
+    state.awaited = true;
     keyOf.set(workflowId, factKey);
     const fact = retained(state);
     if (fact) outbox.add(workflowId, fact);
@@ -317,7 +331,9 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
     if (outbox.size > 0) {
       const sending = outbox.flush();
       if (outbox.size === 0) forwardedThrough = changes;
-      for (const gone of await sending) unsubscribe(gone);
+      // A subscriber that got a fact on its key is satisfied by it: it leaves here, so it need not unsubscribe.
+      const { sent, gone } = await sending;
+      for (const subscriber of [...sent, ...gone]) unsubscribe(subscriber);
       continue;
     }
     forwardedThrough = changes;

@@ -168,6 +168,8 @@ export interface RoutedKey {
   /** Workflow time at which the last observation reached the router: the retention runs from it. */
   lastReceivedAt?: string;
   seen: string[];
+  /** An expectation waited on the key while it was kept: it remembers DEDUPE_WINDOW observations, not fewer. */
+  awaited?: boolean;
 }
 
 export interface FactRouterInput {
@@ -226,10 +228,11 @@ export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFact
 
 /**
  * Expectations waiting on a key (to a fact router: `factKeys[i]` is the key of `workflowIds[i]`) or on the subject (to
- * a subject ledger), sent by the bridge with signal-with-start: one call and one action per workflow, however many of
- * a request's expectations it serves. A router forwards a key's retained fact to each.
+ * a subject ledger: `factKeys[i]` is null for one that stays until it unsubscribes), sent by the bridge with
+ * signal-with-start: one call and one action per workflow, however many of a request's expectations it serves. A
+ * router forwards a key's retained fact to each.
  */
-export const subscribeSignal = defineSignal<[{ workflowIds: string[]; factKeys?: string[] }]>('subscribe');
+export const subscribeSignal = defineSignal<[{ workflowIds: string[]; factKeys?: Array<string | null> }]>('subscribe');
 export const unsubscribeSignal = defineSignal<[{ workflowId: string }]>('unsubscribe');
 
 /**
@@ -252,7 +255,11 @@ export const keyLoadQuery = defineQuery<LedgerLoad, [string]>('keyLoad');
 export interface SubjectLedgerInput {
   subject: { type: string; id: string };
   /** `outbox`: the latest fact not yet forwarded to each subscriber. */
-  carried?: { subscribers: string[]; lastFactAt?: string; outbox?: Array<{ workflowId: string; fact: SubjectFact }> };
+  carried?: {
+    subscribers: Array<{ workflowId: string; factKey?: string }>;
+    lastFactAt?: string;
+    outbox?: Array<{ workflowId: string; fact: SubjectFact }>;
+  };
 }
 
 /** A fact on the subject (started by expectations only; a fact never starts it). */

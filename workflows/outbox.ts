@@ -41,20 +41,22 @@ export class Outbox<T> {
     return [...this.pending].map(([workflowId, fact]) => ({ workflowId, fact }));
   }
 
-  /** Sends one batch; returns the subscribers that are gone (closed), which the caller drops. */
-  async flush(): Promise<string[]> {
+  /** Sends one batch: which subscribers got their signal, and which are gone (closed), which the caller drops. */
+  async flush(): Promise<{ sent: string[]; gone: string[] }> {
     const batch = [...this.pending].slice(0, OUTBOX_BATCH);
     for (const [workflowId] of batch) this.pending.delete(workflowId);
+    const sent: string[] = [];
     const gone: string[] = [];
     await Promise.all(
       batch.map(async ([workflowId, item]) => {
         try {
           await getExternalWorkflowHandle(workflowId).signal(this.signal, item);
+          sent.push(workflowId);
         } catch {
           gone.push(workflowId);
         }
       }),
     );
-    return gone;
+    return { sent, gone };
   }
 }

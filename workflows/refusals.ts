@@ -7,8 +7,5 @@
 import { Outbox } from './outbox.js';
 import { withdrawSignal, type WithdrawRequest } from './messages.js';
 
-/** Patch of the ledgers that bound their subscribers: a ledger whose history predates it keeps taking every one. */
-export const LEDGER_SUBSCRIBERS_BOUNDED = 'ledger-subscribers-bounded';
-
 /** The withdrawals a ledger owes the subscribers it refused, one per subscriber, sent by its main loop. */
 export const refusals = (): Outbox<WithdrawRequest> => new Outbox<WithdrawRequest>(withdrawSignal, (pending, next) => pending ?? next);

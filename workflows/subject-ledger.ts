@@ -1,6 +1,7 @@
 /**
  * One workflow per subject (`subject:<type>:<id>`, DESIGN 3.2): tells the expectations on the subject that a fact
- * on it reached the watcher, for stalls and `lastFactAt`. Started by expectations only; a fact never starts it.
+ * on it reached the watcher, for stalls and `lastFactAt`, but for the fact that satisfies one without a horizon,
+ * which its router brings. Started by expectations only; a fact never starts it.
  */
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import { MAX_SUBJECT_LEDGER_SUBSCRIBERS } from '../core/limits.js';
@@ -32,16 +33,22 @@ export function latestObserved(pending: SubjectFact | undefined, next: SubjectFa
  * coalesced per subscriber: an expectation only needs to know that one arrived and the latest observedAt.
  */
 export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<void> {
-  const subscribers = new Set(input.carried?.subscribers ?? []);
+  // Subscriber → the fact key that satisfies it, given for those that leave with it (no horizon, see subscribe).
+  const subscribers = new Map<string, string | undefined>((input.carried?.subscribers ?? []).map((s) => [s.workflowId, s.factKey]));
   let lastFactAt = input.carried?.lastFactAt;
   const outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
   // Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
   const refused = refusals();
   let changes = 0;
 
-  setHandler(subscribeSignal, ({ workflowIds }) => workflowIds.forEach(subscribe));
+  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) => workflowIds.forEach((id, i) => subscribe(id, factKeys[i] ?? undefined)));
 
-  function subscribe(workflowId: string): void {
+  /**
+   * A subscriber given with its fact key leaves when a fact with that key reaches us: the same fact satisfies it
+   * through its router, and it recorded the fact as its subject's. Only one without a horizon is given so, as a fact
+   * its router turns away as a re-delivery would otherwise leave a horizon unwatched.
+   */
+  function subscribe(workflowId: string, factKey: string | undefined): void {
     const full = !subscribers.has(workflowId) && subscribers.size >= MAX_SUBJECT_LEDGER_SUBSCRIBERS;
     if (full) {
       const { type, id } = input.subject;
@@ -52,7 +59,7 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
       changes++;
       return;
     }
-    subscribers.add(workflowId);
+    subscribers.set(workflowId, factKey);
     changes++;
   }
 
@@ -64,7 +71,14 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
 
   setHandler(subjectObservedSignal, (fact) => {
     if (lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(lastFactAt)) lastFactAt = fact.observedAt;
-    for (const subscriber of subscribers) outbox.add(subscriber, fact);
+    for (const [subscriber, factKey] of subscribers) {
+      if (factKey === fact.factKey) {
+        subscribers.delete(subscriber);
+        outbox.delete(subscriber);
+      } else {
+        outbox.add(subscriber, fact);
+      }
+    }
     changes++;
   });
 
@@ -86,11 +100,15 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
     if (mayContinueAsNew()) {
       await continueAsNew<typeof subjectLedgerWorkflow>({
         ...input,
-        carried: { subscribers: [...subscribers], lastFactAt, outbox: outbox.carry() },
+        carried: {
+          subscribers: [...subscribers].map(([workflowId, factKey]) => (factKey === undefined ? { workflowId } : { workflowId, factKey })),
+          lastFactAt,
+          outbox: outbox.carry(),
+        },
       });
     }
     if (outbox.size > 0) {
-      for (const gone of await outbox.flush()) subscribers.delete(gone);
+      for (const gone of (await outbox.flush()).gone) subscribers.delete(gone);
       continue;
     }
     if (mayClose()) return;

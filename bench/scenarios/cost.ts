@@ -72,18 +72,27 @@ async function costOf(stack: Stack, workflowId: string): Promise<WorkflowCost> {
 
 /**
  * The expectation's share of its fact router's history (bench/lib/history.ts shareOf): the router serves many keys
- * and never closes, so the share is read once the expectation's unsubscribe (sent as it closed) is in it.
+ * and never closes, so the share is read once the expectation has left it: its unsubscribe (sent as it closed) or the
+ * fact the router sent it (after which the router drops it) is in the history, and no task of the router is pending.
  */
 async function routerCostOf(stack: Stack, routerId: string, factKey: string, expectationWorkflow: string): Promise<WorkflowCost> {
   const handle = stack.client.workflow.getHandle(routerId);
-  const unsubscribed = (history: proto.temporal.api.history.v1.IHistory) =>
-    (history.events ?? []).some(
+  const left = (history: proto.temporal.api.history.v1.IHistory) => {
+    const events = history.events ?? [];
+    const { EventType } = proto.temporal.api.enums.v1;
+    const tasks = [EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED];
+    const lastTask = events.filter((event) => tasks.includes(event.eventType ?? 0)).at(-1);
+    const idle = lastTask?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
+    const gone = events.some(
       (event) =>
-        event.workflowExecutionSignaledEventAttributes?.signalName === 'unsubscribe' &&
-        Buffer.from(event.workflowExecutionSignaledEventAttributes.input?.payloads?.[0]?.data ?? []).toString().includes(expectationWorkflow),
+        (event.workflowExecutionSignaledEventAttributes?.signalName === 'unsubscribe' &&
+          Buffer.from(event.workflowExecutionSignaledEventAttributes.input?.payloads?.[0]?.data ?? []).toString().includes(expectationWorkflow)) ||
+        event.externalWorkflowExecutionSignaledEventAttributes?.workflowExecution?.workflowId === expectationWorkflow,
     );
+    return idle && gone;
+  };
   let history = await handle.fetchHistory();
-  await waitUntil(`${expectationWorkflow} to leave ${routerId}`, async () => unsubscribed((history = await handle.fetchHistory())), {
+  await waitUntil(`${expectationWorkflow} to leave ${routerId}`, async () => left((history = await handle.fetchHistory())), {
     timeoutMs: 60_000,
     intervalMs: 250,
   });

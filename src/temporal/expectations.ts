@@ -115,6 +115,7 @@ export function registerExpectations(client: Client, taskQueue: string, inputs: 
     subjectLedger: links.subjectLedger,
     factKey: e.satisfiedBy.factKey,
     subject: e.subject,
+    leavesSubjectOnFact: e.horizon === undefined,
     retention: settings.factRetention,
   }));
   return registerAllWithLedgers(client, taskQueue, registrations);
@@ -138,7 +139,10 @@ export async function getExpectationMemo(client: Client, expectationId: string):
   if (described.status.name !== 'RUNNING' && described.status.name !== 'COMPLETED' && described.status.name !== 'CONTINUED_AS_NEW') {
     return undefined;
   }
-  return { expectationId: memo.expectationId ?? expectationId, record: memo.record, dependents: memo.dependents ?? 0 };
+  // The workflow does not write its close into the memo: its close time is that instant.
+  const closedAt = described.status.name === 'COMPLETED' && !memo.record.closedAt ? described.closeTime?.toISOString() : undefined;
+  const record = closedAt ? { ...memo.record, closedAt } : memo.record;
+  return { expectationId: memo.expectationId ?? expectationId, record, dependents: memo.dependents ?? 0 };
 }
 
 /** The record (ExpectationMemo's), read without a worker; undefined when unknown. */

@@ -19,6 +19,11 @@ export interface Registration {
   subjectLedger: string;
   factKey: string;
   subject: Subject;
+  /**
+   * The subject ledger drops it when a fact with its key comes (the fact satisfies it), so it need not unsubscribe;
+   * only for an expectation without a horizon (workflows/subject-ledger.ts says why).
+   */
+  leavesSubjectOnFact: boolean;
   /** The fact router's retention, should this call start it. */
   retention: string;
 }
@@ -35,7 +40,7 @@ export async function registerAllWithLedgers(client: Client, taskQueue: string, 
     ...[...factRouters].map(([workflowId, group]) => {
       const { factKey, retention } = group[0]!;
       const shard = shardOf(factKey);
-      return client.workflow.signalWithStart<typeof factRouterWorkflow, [{ workflowIds: string[]; factKeys?: string[] }]>('factRouterWorkflow', {
+      return client.workflow.signalWithStart<typeof factRouterWorkflow, [{ workflowIds: string[]; factKeys?: Array<string | null> }]>('factRouterWorkflow', {
         workflowId,
         taskQueue,
         args: [{ shard, retention }],
@@ -46,12 +51,13 @@ export async function registerAllWithLedgers(client: Client, taskQueue: string, 
     }),
     ...[...subjectLedgers].map(([workflowId, group]) => {
       const { subject } = group[0]!;
-      return client.workflow.signalWithStart<typeof subjectLedgerWorkflow, [{ workflowIds: string[] }]>('subjectLedgerWorkflow', {
+      const factKeys = group.map((r) => (r.leavesSubjectOnFact ? r.factKey : null));
+      return client.workflow.signalWithStart<typeof subjectLedgerWorkflow, [{ workflowIds: string[]; factKeys?: Array<string | null> }]>('subjectLedgerWorkflow', {
         workflowId,
         taskQueue,
         args: [{ subject }],
         signal: subscribeSignal,
-        signalArgs: [{ workflowIds: group.map((r) => r.subscriber) }],
+        signalArgs: [{ workflowIds: group.map((r) => r.subscriber), ...(factKeys.some((k) => k !== null) ? { factKeys } : {}) }],
         staticSummary: `subject ledger of ${subject.type}/${subject.id}`,
       });
     }),

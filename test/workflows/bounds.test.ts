@@ -14,7 +14,7 @@ import {
 import type { Fact, Subject } from '../../src/schemas/extension.js';
 import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
-import type { factRouterWorkflow } from '../../workflows/fact-router.js';
+import { DEDUPE_WINDOW_UNAWAITED, type factRouterWorkflow } from '../../workflows/fact-router.js';
 import {
   dependentsQuery,
   keyLoadQuery,
@@ -97,8 +97,7 @@ describe('a fact key in its router', () => {
     const observedAt = (i: number) => new Date(start - DAY + i * 1000).toISOString();
     const fact = (i: number): Fact => ({ factKey, observedAt: observedAt(i), source: 'carrier-feed' });
     // A key waited on, whose router has seen facts 1 to DEDUPE_WINDOW (as one that continued as new carries them).
-    // Its subscriber must stay open, or the first fact delivered drops it and the key falls to the unawaited window:
-    // a router never closes and buffers a signal it has no handler for, so one stands in for an expectation.
+    // A router never closes and buffers a signal it has no handler for, so one stands in for an expectation.
     const waiting = h.id('stand-in');
     await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
       workflowId: waiting,
@@ -128,6 +127,20 @@ describe('a fact key in its router', () => {
 
     expect([oldestAtTheBound, oneMore, oldestForgotten]).toEqual(['duplicate', 'recorded', 'recorded']);
     expect((await keyLoadOf(factKey)).seen).toBe(DEDUPE_WINDOW);
+  });
+
+  it('keeps answering duplicate for a fact re-sent after the expectations that waited on its key were satisfied', async () => {
+    const start = await h.now();
+    const id = h.id('satisfied-then-resent');
+    const { expectation } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
+    const factKey = expectation.satisfiedBy.factKey;
+    expect(await reportFact(h, factKey, start - HOUR)).toBe('recorded');
+    await h.until(id, (r) => r.closedAt !== undefined);
+    // More observations than a key nobody waited on remembers (DEDUPE_WINDOW_UNAWAITED), then the first one again.
+    for (let i = 1; i <= DEDUPE_WINDOW_UNAWAITED + 4; i++) await reportFact(h, factKey, start - HOUR + i * 1000);
+
+    expect(await reportFact(h, factKey, start - HOUR)).toBe('duplicate');
+    expect((await keyLoadOf(factKey)).subscribers).toBe(0);
   });
 });
 

@@ -8,7 +8,7 @@ import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } 
 import { shardOf } from '../../core/fact-shards.js';
 import { MAX_RETAINED_FACTS_PER_ROUTER } from '../../core/limits.js';
 import { FORWARD_DEFERRAL_MS, type factRouterWorkflow } from '../../workflows/fact-router.js';
-import { recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
+import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
 import { DAY, HOUR, reportFact, settings, shipmentExpectation, untilStatus, useHarness, workflowStatus } from './support.js';
 
 const h = useHarness();
@@ -186,6 +186,62 @@ describe('a fact router', () => {
     expect(signalled.map((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId)).toEqual([
       expectationWorkflowId(left),
     ]);
+  });
+});
+
+describe('a satisfied expectation and its ledgers', () => {
+  /** The signals one workflow sent, by target workflow id and signal name. */
+  async function signalsSent(workflowId: string): Promise<Array<{ to: string; name: string }>> {
+    const { events } = await h.client.workflow.getHandle(workflowId).fetchHistory();
+    return (events ?? []).flatMap((event) => {
+      const sent = event.signalExternalWorkflowExecutionInitiatedEventAttributes;
+      return sent ? [{ to: sent.workflowExecution?.workflowId ?? '', name: sent.signalName ?? '' }] : [];
+    });
+  }
+
+  it('is dropped by its router once the router sent it the fact, so it unsubscribes from its subject ledger only', async () => {
+    const start = await h.now();
+    const id = h.id('router-drops');
+    const { expectation, links } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
+    await reportFact(h, expectation.satisfiedBy.factKey, start, { subject: expectation.subject });
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(record).toMatchObject({ state: 'satisfied', lastFactAt: new Date(start).toISOString() });
+    expect(await signalsSent(links.self)).toEqual([{ to: links.subjectLedger, name: 'unsubscribe' }]);
+    const load = await h.client.workflow.getHandle(links.factRouter).query(keyLoadQuery, expectation.satisfiedBy.factKey);
+    expect(load.subscribers).toBe(0);
+  });
+
+  it('is not told by its subject ledger of the fact that satisfies it when it has no horizon; one with a horizon is', async () => {
+    const start = await h.now();
+    const subject = { type: 'shipment', id: h.id('S') };
+    const factKey = `shipment/${subject.id}/delivered`;
+    const [plain, watched] = [h.id('plain'), h.id('watched')];
+    const raised = await Promise.all([
+      h.raise(shipmentExpectation(plain, start, 10 * DAY, { subject, satisfiedBy: { factKey } })),
+      h.raise(shipmentExpectation(watched, start, 10 * DAY, { subject, satisfiedBy: { factKey }, horizon: new Date(start + 5 * DAY).toISOString() })),
+    ]);
+    await reportFact(h, factKey, start, { subject });
+    const records = await Promise.all([plain, watched].map((id) => h.until(id, (r) => r.closedAt !== undefined)));
+
+    expect(records.map((r) => [r.state, r.lastFactAt])).toEqual([
+      ['satisfied', new Date(start).toISOString()],
+      ['satisfied', new Date(start).toISOString()],
+    ]);
+    const told = (await signalsSent(subjectLedgerWorkflowId(subject))).filter((s) => s.name === 'subjectFact').map((s) => s.to);
+    expect(told).toEqual([raised[1].links.self]);
+  });
+
+  it('takes the fact that satisfies it as its lastFactAt when the fact names no subject', async () => {
+    const start = await h.now();
+    const id = h.id('no-subject');
+    const { expectation } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
+    await reportFact(h, expectation.satisfiedBy.factKey, start - HOUR);
+
+    expect(await h.until(id, (r) => r.closedAt !== undefined)).toMatchObject({
+      state: 'satisfied',
+      lastFactAt: new Date(start - HOUR).toISOString(),
+    });
   });
 });
 
