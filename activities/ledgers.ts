@@ -2,11 +2,18 @@
  * The activity that reaches another workflow through the Temporal client: linking a dependent to its anchor (the
  * bridge subscribes expectations to their ledgers itself, docs/raise-path.md).
  */
-import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { ExpectationRecord } from '../core/types.js';
 import { expectationWorkflowId } from '../src/temporal/ids.js';
 import { registerDependentSignal } from '../workflows/messages.js';
 import type { LedgerActivities, LinkAnchorInput, LinkAnchorResult } from './types.js';
+
+/**
+ * How many attempts wait for a superseding anchor that is not started yet (about a minute with the workflow's retry
+ * policy: 1 s doubling); past them the bridge that withdrew the old anchor did not start it, and the link is given up.
+ */
+export const MOVED_ANCHOR_ATTEMPTS = 7;
 
 /** The anchor activity, bound to a Temporal client. */
 export function createLedgerActivities(deps: { client: Client }): LedgerActivities {
@@ -28,6 +35,9 @@ export function createLedgerActivities(deps: { client: Client }): LedgerActiviti
       try {
         record = (await handle.result()) as ExpectationRecord;
       } catch (error) {
+        if (error instanceof WorkflowNotFoundError && input.moved && Context.current().info.attempt < MOVED_ANCHOR_ATTEMPTS) {
+          throw ApplicationFailure.retryable(`superseding anchor ${input.anchorWorkflowId} is not started yet`, 'AnchorNotStarted');
+        }
         if (error instanceof WorkflowNotFoundError || error instanceof WorkflowFailedError) return { closedUnsatisfied: true };
         throw error;
       }

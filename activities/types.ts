@@ -29,6 +29,11 @@ export interface LinkAnchorInput {
   anchorWorkflowId: string;
   /** Workflow id of the dependent that registers with it. */
   dependentWorkflowId: string;
+  /**
+   * The anchor is the one that superseded the dependent's previous anchor: the bridge withdraws the old one just
+   * before it starts the new one, so a new anchor not found yet is waited for (MOVED_ANCHOR_ATTEMPTS), not given up.
+   */
+  moved?: boolean;
 }
 
 export interface LinkAnchorResult {

@@ -202,24 +202,22 @@ export class ExpectationManager {
   // ── start-up registration ──
 
   /**
-   * What a newly raised expectation does once: withdraws the one it supersedes and links to its anchor. The bridge
-   * subscribed it to both ledgers before it answered `raised` (docs/raise-path.md); an early fact comes from there.
+   * What a newly raised expectation does once: links to its anchor. The bridge subscribed it to both ledgers and
+   * withdrew the expectation it supersedes before it answered `raised` (docs/raise-path.md).
    */
   register(): Promise<unknown> {
-    const { expectation, links } = this.input;
-    const self = { expectationId: expectation.expectationId, workflowId: links.self };
-    const supersede = links.supersedes
-      ? signalQuietly(links.supersedes, withdrawSignal, { reason: `superseded by ${self.expectationId}`, supersededBy: self })
-      : undefined;
-    return Promise.all([supersede, this.linkToAnchor()]);
+    return this.linkToAnchor();
   }
 
-  /** Registers with the current anchor, following superseded anchors to the one that replaced them. */
-  private async linkToAnchor(): Promise<void> {
+  /**
+   * Registers with the current anchor, following superseded anchors to the one that replaced them. `moved`: the
+   * current anchor superseded the one before, and may be a moment from its start (LinkAnchorInput.moved).
+   */
+  private async linkToAnchor(moved = false): Promise<void> {
     for (let hop = 0; this.anchorLink && hop < MAX_ANCHOR_HOPS && isOpen(this.record.state); hop++) {
       const link = this.anchorLink;
       const result = await ledgers.linkAnchor.executeWithOptions({ summary: linkAnchorSummary(link) }, [
-        { anchorWorkflowId: link, dependentWorkflowId: this.input.links.self },
+        { anchorWorkflowId: link, dependentWorkflowId: this.input.links.self, ...(moved || hop > 0 ? { moved: true } : {}) },
       ]);
       if (result.satisfiedObservedAt) this.applyAnchor(result.satisfiedObservedAt);
       // A moved signal may have re-linked us meanwhile; only follow our own answer if it is still current.
@@ -354,7 +352,7 @@ export class ExpectationManager {
   async followAnchor(moved: AnchorMoved): Promise<void> {
     if (!isOpen(this.record.state) || this.anchorLink === moved.workflowId) return;
     this.anchorLink = moved.workflowId;
-    await this.linkToAnchor();
+    await this.linkToAnchor(true);
   }
 
   /** How many expectations are anchored on this one. */
@@ -502,7 +500,7 @@ export class ExpectationManager {
 
   /**
    * The record's last change: the close instant, in the result only. The memo is not written for it (an event less):
-   * a reader takes `closedAt` from the workflow's close time, which is the same instant.
+   * a reader of a closed expectation reads its result.
    */
   close(): ExpectationRecord {
     this.record.closedAt = nowIso();

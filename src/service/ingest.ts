@@ -26,10 +26,12 @@ import {
   registerExpectations,
   startExpectationWorkflow,
   withdrawExpectation,
+  workflowIdsOf,
+  withdrawSuperseded,
 } from '../temporal/expectations.js';
-import { expectationLinks, factRouterWorkflowId, subjectLedgerWorkflowId } from '../temporal/ids.js';
+import { expectationLinks, expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../temporal/ids.js';
 import { settled } from '../temporal/settled.js';
-import { ConflictError, joinPath } from './errors.js';
+import { ConflictError, joinPath, RuleViolationError } from './errors.js';
 import { createLateFactCheck } from './late-facts.js';
 import {
   parseIngest,
@@ -42,6 +44,7 @@ import {
   type Occupancy,
   type PlannedExpectation,
 } from './ingest-plan.js';
+import { Places } from './places.js';
 import { createQuotas, type QuotaSettings } from './quotas.js';
 import { canRead, ledgerOccupancyQuery, openExpectationsQuery } from './records.js';
 import type { TemporalCall } from './temporal-call.js';
@@ -133,10 +136,32 @@ export function chainsOf(facts: readonly Fact[]): number[][] {
  * How many expectations wait on each fact key (by factLoadKey; at most ROUTER_CROWDED_KEY - 1 where the key's router
  * does not list it) and on each subject (by subject ledger workflow id) of a request's expectations.
  */
-type LedgerLoads = ReadonlyMap<string, number>;
+type LedgerLoads = ReadonlyMap<string, Load>;
+/**
+ * What was read of a load: a count (from a memo, a visibility count, or the most a memo that does not list a key
+ * allows), or, near a bound, the workflow ids themselves, so that the places this bridge holds are not counted twice.
+ */
+type Load = number | ReadonlySet<string>;
+const sizeOf = (load: Load | undefined): number => (typeof load === 'object' ? load.size : (load ?? 0));
 const factLoadKey = (factKey: string): string => `key:${factKey}`;
 /** The raising agent's own expectations among a load's (0 where it could not exceed its share). */
 const ownLoadKey = (loadKey: string): string => `own:${loadKey}`;
+
+/** Refused for a full fact key or subject: a bound that a stale read may have overstated. */
+const refusedForRoom = (error: unknown): boolean =>
+  error instanceof RuleViolationError && error.errors.some((e) => e.rule === 'fact-key-subscribers' || e.rule === 'subject-subscribers');
+
+/** The places a plan's new expectations take on their fact keys and subjects. */
+const placesOf = (plan: IngestPlan) =>
+  plan.expectations.flatMap((item) => {
+    if (item.action !== 'raise') return [];
+    const { expectation: e } = item;
+    const workflowId = expectationWorkflowId(e.expectationId);
+    return [
+      { loadKey: factLoadKey(e.satisfiedBy.factKey), workflowId },
+      { loadKey: subjectLedgerWorkflowId(e.subject), workflowId },
+    ];
+  });
 
 /**
  * The request's expectations in waves, applied one after the other, the items of a wave together: an item goes in
@@ -182,6 +207,13 @@ function inputOf(
 export function createIngestService(deps: IngestDeps) {
   const lookup = (id: string) => deps.call(() => getExpectationRecord(deps.client, id));
   const lateFacts = createLateFactCheck(deps);
+  const places = new Places(deps.now);
+  /** A load with the places this bridge's requests hold on it (see places.ts). */
+  const withHeld = (loadKey: string, load: Load | undefined): number => {
+    const held = places.holders(loadKey);
+    if (typeof load === 'object') return new Set([...load, ...held]).size;
+    return (load ?? 0) + held.length;
+  };
   /** Requests being ingested now: they share RAISES_IN_FLIGHT. */
   let raising = 0;
   /** This request's share of RAISES_IN_FLIGHT: how many starts, or chains of facts, it runs at once. */
@@ -201,7 +233,7 @@ export function createIngestService(deps: IngestDeps) {
    * store counts it. A subject ledger that runs is counted there too. Its failure is thrown where it is awaited, never
    * as an unhandled rejection.
    */
-  function askLedgers(expectations: readonly Expectation[], agentId: string): Promise<LedgerLoads> {
+  function askLedgers(expectations: readonly Expectation[], agentId: string, exact = false): Promise<LedgerLoads> {
     const bringing = new Map<string, number>();
     const subjects = new Map<string, Subject>();
     const onSubject = new Map<string, number>();
@@ -218,22 +250,28 @@ export function createIngestService(deps: IngestDeps) {
       return routers.get(id)!;
     };
     const countOf = (query: string) => deps.call(async () => (await deps.client.workflow.count(query)).count);
-    const keyLoad = async (factKey: string): Promise<number> => {
-      const listed = (await memoOf(factKey))?.crowded[factKey];
-      if (listed !== undefined) return listed;
-      const nearBound = ROUTER_CROWDED_KEY - 1 + bringing.get(factKey)! > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
-      return nearBound ? countOf(ledgerOccupancyQuery(deps.taskQueue, { factKey })) : ROUTER_CROWDED_KEY - 1;
+    const idsOf = (query: string) => deps.call(() => workflowIdsOf(deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
+    // Near a bound (with what this request brings and the places held beside it), or when asked to be exact, the ids.
+    const near = (loadKey: string, estimate: number, brought: number) =>
+      exact || estimate + places.holders(loadKey).length + brought > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
+    const keyLoad = async (factKey: string): Promise<Load> => {
+      const estimate = (await memoOf(factKey))?.crowded[factKey] ?? ROUTER_CROWDED_KEY - 1;
+      const exactly = near(factLoadKey(factKey), estimate, bringing.get(factKey)!);
+      return exactly ? idsOf(ledgerOccupancyQuery(deps.taskQueue, { factKey })) : estimate;
     };
     // A subject ledger that is not running forwards to nobody: one point read by id, and a count only if it runs.
-    const subjectLoad = async (id: string, subject: Subject): Promise<number> =>
-      (await deps.call(() => isRunning(deps.client, id))) ? countOf(ledgerOccupancyQuery(deps.taskQueue, { subject })) : 0;
+    const subjectLoad = async (id: string, subject: Subject): Promise<Load> => {
+      if (!(await deps.call(() => isRunning(deps.client, id)))) return 0;
+      const count = await countOf(ledgerOccupancyQuery(deps.taskQueue, { subject }));
+      return near(id, count, onSubject.get(id)!) ? idsOf(ledgerOccupancyQuery(deps.taskQueue, { subject })) : count;
+    };
     // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
     // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount.
-    const ownLoad = async (load: Promise<number>, brought: number, of: Parameters<typeof ledgerOccupancyQuery>[1], floor: number) => {
-      const all = await load;
+    const ownLoad = async (load: Promise<Load>, brought: number, of: Parameters<typeof ledgerOccupancyQuery>[1], floor: number) => {
+      const all = sizeOf(await load);
       return all + brought > MAX_AGENT_SHARE || all >= floor ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId)) : 0;
     };
-    const asks: Array<[string, Promise<number>]> = [];
+    const asks: Array<[string, Promise<Load>]> = [];
     for (const [factKey, brought] of bringing) {
       const load = keyLoad(factKey);
       const own = ownLoad(load, brought, { factKey }, ROUTER_CROWDED_KEY);
@@ -265,10 +303,11 @@ export function createIngestService(deps: IngestDeps) {
     const counts = await settled(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
     const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
     return {
-      factKey: (factKey) => ledgers.get(factLoadKey(factKey)) ?? 0,
-      subject: (subject) => ledgers.get(subjectLedgerWorkflowId(subject)) ?? 0,
-      ownFactKey: (factKey) => ledgers.get(ownLoadKey(factLoadKey(factKey))) ?? 0,
-      ownSubject: (subject) => ledgers.get(ownLoadKey(subjectLedgerWorkflowId(subject))) ?? 0,
+      // Read when the plan is made, with the places held by then (places.ts).
+      factKey: (factKey) => withHeld(factLoadKey(factKey), ledgers.get(factLoadKey(factKey))),
+      subject: (subject) => withHeld(subjectLedgerWorkflowId(subject), ledgers.get(subjectLedgerWorkflowId(subject))),
+      ownFactKey: (factKey) => sizeOf(ledgers.get(ownLoadKey(factLoadKey(factKey)))),
+      ownSubject: (subject) => sizeOf(ledgers.get(ownLoadKey(subjectLedgerWorkflowId(subject)))),
       anchor: (id) => anchors.get(id) ?? 0,
     };
   }
@@ -286,12 +325,23 @@ export function createIngestService(deps: IngestDeps) {
     items: ReadonlyArray<PlannedExpectation & { action: 'raise' }>,
   ): Promise<Array<'raised' | 'unchanged'>> {
     const inputs = items.map((item) => inputOf(deps.taskQueue, deps.settings, principal, origin, item.expectation, item.lineage));
-    const started = await settled(inputs.map((input) => deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input))));
+    // Of concurrent supersedes of one expectation exactly one starts (withdrawSuperseded); the others are refused.
+    const replaced = await settled(inputs.map((input) => deps.call(() => withdrawSuperseded(deps.client, input))));
+    const started = await settled(
+      inputs.map((input, i) => replaced[i] ? deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input)) : Promise.resolve('lost' as const)),
+    );
     const raised = inputs.filter((_, i) => started[i] === 'raised');
     if (raised.length > 0) await deps.call(() => registerExpectations(deps.client, deps.taskQueue, raised));
     return settled(
       items.map(async (item, i) => {
         const { expectation } = item;
+        if (started[i] === 'lost') {
+          const superseded = expectation.supersedes!;
+          const now = await lookup(superseded);
+          const by = now?.supersededBy ? `was superseded by '${now.supersededBy}'` : `is ${now?.state ?? 'gone'}`;
+          const message = `supersedes '${superseded}', which ${by} while this request was applied; '${expectation.expectationId}' was not raised`;
+          throw new ConflictError(message, [{ path: joinPath([...item.path, 'supersedes']), message }]);
+        }
         if (started[i] === 'raised') {
           deps.metrics?.expectationsRaised.inc({ kind: deps.metrics.kindLabel(expectation.kind) });
           return 'raised' as const;
@@ -452,13 +502,29 @@ export function createIngestService(deps: IngestDeps) {
       raises.length > 0
         ? await settled([deps.cards.resolve(principal.agent!), occupancyOf(raises, records, ledgers)])
         : [undefined, undefined];
-    const plan = planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
-    // A supersede replaces an open expectation: it adds none.
-    const adding = plan.expectations.filter((item) => item.action === 'raise' && item.expectation.supersedes === undefined).length;
-    await quotas.checkOpen(principal, adding);
-    const result = await apply(principal, request.origin, plan, records, receivedAt, request.waitForFacts);
-    quotas.raised(principal, adding);
-    return result;
+    const planWith = (occupancy: Occupancy | undefined) =>
+      planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
+    let plan: IngestPlan;
+    try {
+      plan = planWith(occupancy);
+    } catch (error) {
+      if (!occupancy || !refusedForRoom(error)) throw error;
+      // Refused on what a memo or an estimate said, with the places held beside it: read the ids and plan again.
+      const exactly = await askLedgers(parsed.expectations.map(({ value }) => value), principal.id, true);
+      plan = planWith(await occupancyOf(raises, records, exactly));
+    }
+    // Taken in the same step as the plan (no await between): a request planned after this one counts them.
+    const release = places.take(placesOf(plan));
+    try {
+      // A supersede replaces an open expectation: it adds none.
+      const adding = plan.expectations.filter((item) => item.action === 'raise' && item.expectation.supersedes === undefined).length;
+      await quotas.checkOpen(principal, adding);
+      const result = await apply(principal, request.origin, plan, records, receivedAt, request.waitForFacts);
+      quotas.raised(principal, adding);
+      return result;
+    } finally {
+      release();
+    }
   }
 }
 

@@ -52,9 +52,26 @@ export async function startExpectation(
   input: ExpectationInput,
   options: { now?: () => number } = {},
 ): Promise<'raised' | 'exists'> {
+  if (!(await withdrawSuperseded(client, input))) {
+    throw new Error(`${input.expectation.supersedes} was superseded by another expectation or has ended; ${input.expectation.expectationId} was not started`);
+  }
   const outcome = await startExpectationWorkflow(client, taskQueue, input, options);
   if (outcome === 'raised') await registerExpectation(client, taskQueue, input);
   return outcome;
+}
+
+/**
+ * Withdraws the expectation `input` supersedes, before `input`'s start (one update: the superseded workflow decides, so
+ * of concurrent supersedes of one expectation exactly one wins). True when `input` may start: it withdrew it, an
+ * earlier attempt of the same raise did (the record names it), or it supersedes nothing.
+ */
+export async function withdrawSuperseded(client: Client, input: ExpectationInput): Promise<boolean> {
+  const { expectation: e, links } = input;
+  if (e.supersedes === undefined) return true;
+  const supersededBy = { expectationId: e.expectationId, workflowId: links.self };
+  const outcome = await withdrawExpectation(client, e.supersedes, { reason: `superseded by ${e.expectationId}`, supersededBy });
+  if (outcome === 'withdrawn') return true;
+  return (await getExpectationRecord(client, e.supersedes))?.supersededBy === e.expectationId;
 }
 
 /**
@@ -139,10 +156,19 @@ export async function getExpectationMemo(client: Client, expectationId: string):
   if (described.status.name !== 'RUNNING' && described.status.name !== 'COMPLETED' && described.status.name !== 'CONTINUED_AS_NEW') {
     return undefined;
   }
-  // The workflow does not write its close into the memo: its close time is that instant.
-  const closedAt = described.status.name === 'COMPLETED' && !memo.record.closedAt ? described.closeTime?.toISOString() : undefined;
-  const record = closedAt ? { ...memo.record, closedAt } : memo.record;
+  // A closed run's record is its result (the workflow does not write its close into the memo): one more server read.
+  const record = described.status.name === 'COMPLETED' ? await closedRecord(client, expectationId, memo.record) : memo.record;
   return { expectationId: memo.expectationId ?? expectationId, record, dependents: memo.dependents ?? 0 };
+}
+
+/** The result of a completed expectation workflow, from the server alone; the memo's record should it not be read. */
+async function closedRecord(client: Client, expectationId: string, memoRecord: ExpectationRecord): Promise<ExpectationRecord> {
+  try {
+    return (await client.workflow.getHandle(expectationWorkflowId(expectationId)).result()) as ExpectationRecord;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return memoRecord;
+    throw error;
+  }
 }
 
 /** The record (ExpectationMemo's), read without a worker; undefined when unknown. */
@@ -177,6 +203,16 @@ export async function getFactRouterMemo(client: Client, workflowId: string): Pro
     if (error instanceof WorkflowNotFoundError) return undefined;
     throw error;
   }
+}
+
+/** The ids of the workflows a visibility query lists, at most `max` (no worker, no billable action). */
+export async function workflowIdsOf(client: Client, query: string, max: number): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for await (const execution of client.workflow.list({ query, pageSize: Math.min(max, 1_000) })) {
+    ids.add(execution.workflowId);
+    if (ids.size >= max) break;
+  }
+  return ids;
 }
 
 /** Whether `workflowId` has a running execution: a DescribeWorkflowExecution (no worker, no billable action). */

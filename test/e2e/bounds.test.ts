@@ -357,3 +357,74 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     ]);
   });
 });
+
+describe('races at the bounds', () => {
+  let bridge: BridgeApp;
+
+  beforeAll(async () => {
+    bridge = await startBridgeApp(watcher.client, taskQueue, principals());
+  });
+
+  afterAll(async () => {
+    await bridge?.close();
+  });
+
+  const raise = (e: ReturnType<typeof expectation>) =>
+    send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent']!, json: artifactUpdate({ expectations: [e] }) });
+  const read = (id: string) => send(`${bridge.url}/v1/expectations/${encodeURIComponent(id)}`, { token: bridge.tokens['shipping-agent']! });
+
+  it('answers raised, of twelve concurrent requests of ten on one fact key, only those its router then keeps', async () => {
+    const tag = unique();
+    const factKey = `bounds/race-${tag}`;
+    const agents = ['shipping-agent', 'partner-agent', 'third-agent'];
+    const requests = many(12, (r) =>
+      many(10, (i) => expectation(`race-${tag}-${r}-${i}`, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `R-${tag}-${r}-${i}` } })),
+    );
+
+    const answers = await Promise.all(
+      requests.map((batch, r) =>
+        send(`${bridge.url}/a2a/events`, { token: bridge.tokens[agents[r % agents.length]!]!, json: artifactUpdate({ expectations: batch }) }),
+      ),
+    );
+
+    const raised = requests.flatMap((batch, r) => (answers[r]!.status === 200 ? batch.map((e) => ({ e, agent: agents[r % agents.length]! })) : []));
+    expect(answers.map((a) => a.status).sort()).toEqual([...many(9, () => 200), ...many(3, () => 422)]);
+    for (const answer of answers.filter((a) => a.status === 422)) {
+      expect(answer.body.errors).toContainEqual(expect.objectContaining({ rule: 'fact-key-subscribers', limit: 100 - RACE_ROOM }));
+    }
+    // Every one answered raised stays waiting: its router took it (a router past its bound withdraws the newcomer).
+    const router = factRouterWorkflowId(factKey, taskQueue);
+    await waitUntil('the router to list the key', async () => ((await getFactRouterMemo(watcher.client, router))?.crowded[factKey] ?? 0) >= raised.length);
+    const states = await Promise.all(
+      raised.map(async ({ e, agent }) => {
+        const answer = await send(`${bridge.url}/v1/expectations/${encodeURIComponent(e.expectationId)}`, { token: bridge.tokens[agent]! });
+        return answer.body.state;
+      }),
+    );
+    expect(states.filter((state) => state !== 'open')).toEqual([]);
+  });
+
+  it('raises exactly one of five concurrent supersedes of one expectation; the others are refused (409) and start nothing', async () => {
+    const tag = unique();
+    const parent = expectation(`parent-${tag}`);
+    expect((await raise(parent)).status).toBe(200);
+    const replacements = many(5, (i) => expectation(`replacement-${tag}-${i}`, { subject: parent.subject, supersedes: parent.expectationId }));
+
+    const answers = await Promise.all(replacements.map(raise));
+
+    const won = answers.flatMap((answer, i) => (answer.status === 200 ? [i] : []));
+    expect(won).toHaveLength(1);
+    const winner = replacements[won[0]!]!.expectationId;
+    expect(answers[won[0]!]!.body.expectations).toEqual([{ expectationId: winner, result: 'raised' }]);
+    for (const [i, answer] of answers.entries()) {
+      if (i === won[0]) continue;
+      expect(answer.status).toBe(409);
+      expect(answer.body.errors).toEqual([
+        expect.objectContaining({ path: artifactPath('expectations/0/supersedes'), message: expect.stringContaining(`was superseded by '${winner}'`) }),
+      ]);
+      expect((await read(replacements[i]!.expectationId)).status).toBe(404);
+    }
+    expect((await read(parent.expectationId)).body).toMatchObject({ state: 'withdrawn', supersededBy: winner });
+    expect((await read(winner)).body).toMatchObject({ state: 'open', lineage: 1 });
+  });
+});
