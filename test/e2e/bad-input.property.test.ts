@@ -635,6 +635,20 @@ describe('odd but well-formed ids, on a worker of their own', () => {
 
     expect(answer.status).toBe(400);
   });
+
+  it('leaves no workflow whose task fails, of all the odd ones it raised and their routers and ledgers', async () => {
+    // A workflow task that fails is retried for ever: its pending task shows attempts past the first.
+    const stuck: string[] = [];
+    let seen = 0;
+    for await (const execution of client.workflow.list({ query: `TaskQueue = '${oddQueue}' AND ExecutionStatus = 'Running'` })) {
+      seen++;
+      const { raw } = await client.workflow.getHandle(execution.workflowId).describe();
+      if ((raw.pendingWorkflowTask?.attempt ?? 0) > 1) stuck.push(execution.workflowId);
+    }
+
+    expect(seen).toBeGreaterThan(0);
+    expect(stuck).toEqual([]);
+  });
 });
 
 const dueExpectationOf = (id: string) => ({
