@@ -61,12 +61,12 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
   return entries;
 });
 
-/** WATCHER_OUTBOUND_ALLOW / _DENY: addresses, CIDR ranges and named groups, comma-separated; or `none`. */
+/** WATCHER_OUTBOUND_ALLOW / _DENY: addresses and CIDR ranges (each with one port or none) and named groups; or `none`. */
 const addressRanges = z.string().transform((value, ctx): AddressRange[] => {
   const parsed = parseRangeList(value);
   if ('ranges' in parsed) return parsed.ranges;
   const names = Object.keys(NAMED_RANGES).join(', ');
-  const allowed = `a comma-separated list of IPv4/IPv6 addresses, CIDR ranges (10.0.0.0/8, fd00::/8) and ${names}; or none`;
+  const allowed = `a comma-separated list of IPv4/IPv6 addresses, CIDR ranges (10.0.0.0/8, fd00::/8), either with one port (10.1.0.5:8443, [fd00::/8]:8443), and ${names}; or none`;
   ctx.addIssue({ code: 'custom', message: `must be ${allowed} (not ${parsed.bad.map((entry) => `'${entry}'`).join(', ')})` });
   return z.NEVER;
 });
@@ -109,6 +109,10 @@ const envSchema = z.object({
   TEMPORAL_UI_URL: z.string().url().optional(),
   WATCHER_EMBEDDED_TEMPORAL_PORT: z.coerce.number().int().min(1).max(64535).default(7233),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  WATCHER_LISTEN_HOST: z
+    .string()
+    .refine((value) => isIP(value) !== 0, { message: 'must be an IP address to listen on: 127.0.0.1, 0.0.0.0, ::, or one interface\'s address' })
+    .optional(),
   WATCHER_DATA_DIR: z.string().min(1).default('.data'),
   WATCHER_PRINCIPALS_FILE: z.string().min(1).optional(),
   WATCHER_FACT_RETENTION: isoDuration.default('P7D'),
@@ -187,6 +191,11 @@ export interface Config {
    */
   outbound: OutboundRules;
   /**
+   * The interface the bridge and the worker's metrics endpoint listen on (WATCHER_LISTEN_HOST, an IP address); absent,
+   * all of them, as a container needs.
+   */
+  listenHost?: string;
+  /**
    * The worker's Prometheus endpoint (Temporal SDK metrics and lapse counters): port 9464 unless set; 0 serves none.
    * `required` when the variable was set: then a port that cannot be bound stops the process instead of a warning.
    */
@@ -257,6 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       embeddedPort: e.WATCHER_EMBEDDED_TEMPORAL_PORT,
     },
     port: e.PORT,
+    listenHost: e.WATCHER_LISTEN_HOST,
     dataDir: path.resolve(e.WATCHER_DATA_DIR),
     principalsFile: e.WATCHER_PRINCIPALS_FILE,
     factRetention: e.WATCHER_FACT_RETENTION,

@@ -253,7 +253,7 @@ export async function startBridge(
   served.use(requestLog(log.child({ component: 'bridge' })));
   served.use(app);
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = served.listen(config.port, () => resolve(s));
+    const s = config.listenHost ? served.listen(config.port, config.listenHost, () => resolve(s)) : served.listen(config.port, () => resolve(s));
     s.once('error', reject);
   });
   const url = `http://localhost:${config.port}`;

@@ -18,7 +18,7 @@ export async function startClusterProcess(lifecycle: Lifecycle): Promise<void> {
   // The terminal shows the progress and the summary; the four watcher pieces' JSON lines go to their own file
   // (written synchronously: the process ends with process.exit, which would drop buffered lines).
   const log = pino({ name: 'expectations-watcher', level: config.logLevel }, pino.destination({ dest: watcherLog, mkdir: true, sync: true }));
-  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });
+  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, metricsHost: config.listenHost, log });
   lifecycle.useLogger(log);
   const cluster = await lifecycle.start(() =>
     startCluster(config, log, {

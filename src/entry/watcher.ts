@@ -24,7 +24,7 @@ export async function startWatcher(lifecycle: Lifecycle): Promise<void> {
   const log = createLogger(config.logLevel, undefined, config.logFormat);
   lifecycle.useLogger(log);
   // First: the embedded server and the worker both run on the Temporal runtime this installs.
-  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, log });
+  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, metricsHost: config.listenHost, log });
   mkdirSync(config.dataDir, { recursive: true });
   const traced = startTracingIfConfigured(config, 'expectations-watcher', log);
   if (traced) lifecycle.add(traced);

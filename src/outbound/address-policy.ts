@@ -7,7 +7,9 @@
  * on a tie); when neither setting names it, the built-in non-public ranges below are denied and everything else is
  * allowed. So `ALLOW=10.1.0.0/16` lets one subnet in, `DENY=0.0.0.0/0,::/0` with an allow list admits only that list,
  * and `ALLOW=0.0.0.0/0,::/0` turns the policy off. IPv4-mapped IPv6 (`::ffff:127.0.0.1`) and NAT64
- * (`64:ff9b::7f00:1`) addresses are judged as the IPv4 address they carry.
+ * (`64:ff9b::7f00:1`) addresses are judged as the IPv4 address they carry. An entry may name one port
+ * (`10.1.0.5:8443`, `10.1.0.0/16:443`, `[fd00::/8]:8443`): it then decides for connections to that port only, so an
+ * allowed agent host does not open the host's other services (the watcher's own metrics, a database) to a card.
  */
 import { isIP } from 'node:net';
 
@@ -20,6 +22,8 @@ export interface AddressRange {
   /** As written, or the built-in range's CIDR. */
   text: string;
   name?: string;
+  /** The one port the entry is for; absent, every port. */
+  port?: number;
 }
 
 /** The two settings, parsed. */
@@ -139,15 +143,20 @@ export function parseRange(text: string): Omit<AddressRange, 'name'> | undefined
   return { family: address.family, network: (address.value >> hostBits) << hostBits, prefix, text };
 }
 
-function contains(r: AddressRange, address: { family: 4 | 6; value: bigint }): boolean {
+function contains(r: AddressRange, address: { family: 4 | 6; value: bigint }, port?: number): boolean {
   if (r.family !== address.family) return false;
+  if (r.port !== undefined && r.port !== port) return false;
   const hostBits = BigInt(bits(r.family) - r.prefix);
   return address.value >> hostBits === r.network >> hostBits;
 }
 
-function longest(ranges: readonly AddressRange[], address: { family: 4 | 6; value: bigint }): AddressRange | undefined {
+/** The range with the longest prefix that holds the address (one with a port before one without, on a tie). */
+function longest(ranges: readonly AddressRange[], address: { family: 4 | 6; value: bigint }, port?: number): AddressRange | undefined {
   let best: AddressRange | undefined;
-  for (const r of ranges) if (contains(r, address) && (!best || r.prefix > best.prefix)) best = r;
+  for (const r of ranges) {
+    if (!contains(r, address, port)) continue;
+    if (!best || r.prefix > best.prefix || (r.prefix === best.prefix && r.port !== undefined && best.port === undefined)) best = r;
+  }
   return best;
 }
 
@@ -157,13 +166,16 @@ function formatAddress({ family, value }: { family: 4 | 6; value: bigint }): str
   return Array.from({ length: 8 }, (_, i) => ((value >> BigInt(112 - 16 * i)) & 0xffffn).toString(16)).join(':');
 }
 
-/** Judges one IP address (text, as DNS or a URL gives it). An address that does not parse is denied. */
-export function decideAddress(rules: OutboundRules, text: string): AddressDecision {
+/**
+ * Judges one IP address (text, as DNS or a URL gives it), for a connection to `port` (entries with a port decide only
+ * for theirs; without `port`, only the entries without one count). An address that does not parse is denied.
+ */
+export function decideAddress(rules: OutboundRules, text: string, port?: number): AddressDecision {
   const address = parseAddress(text);
   if (!address) return { allowed: false, address: text, by: 'built-in' };
   const shown = address.family === 4 ? formatAddress(address) : text.replace(/^\[|\]$/g, '');
-  const allow = longest(rules.allow, address);
-  const deny = longest(rules.deny, address);
+  const allow = longest(rules.allow, address, port);
+  const deny = longest(rules.deny, address, port);
   if (deny && (!allow || deny.prefix >= allow.prefix)) return { allowed: false, address: shown, range: deny, by: 'deny' };
   if (allow) return { allowed: true, address: shown, range: allow, by: 'allow' };
   const builtIn = longest(NON_PUBLIC_RANGES, address);
@@ -185,12 +197,23 @@ export function parseRangeList(value: string): { ranges: AddressRange[] } | { ba
   const bad: string[] = [];
   for (const entry of entries) {
     const named = NAMED_RANGES[entry];
-    const parsed = named ? undefined : parseRange(entry);
+    const parsed = named ? undefined : parseEntry(entry);
     if (named) ranges.push(...named);
     else if (parsed) ranges.push(parsed);
     else bad.push(entry);
   }
   return bad.length > 0 ? { bad } : { ranges };
+}
+
+/**
+ * One entry of a setting: a range, or a range with one port (`<IPv4 or IPv4 CIDR>:<port>`, `[<IPv6 or CIDR>]:<port>`).
+ */
+function parseEntry(entry: string): Omit<AddressRange, 'name'> | undefined {
+  const withPort = /^\[([^\]]+)\]:(\d{1,5})$/.exec(entry) ?? /^([\d.]+(?:\/\d{1,2})?):(\d{1,5})$/.exec(entry);
+  if (!withPort) return parseRange(entry);
+  const port = Number(withPort[2]);
+  const parsed = port >= 1 && port <= 65_535 ? parseRange(withPort[1]!) : undefined;
+  return parsed ? { ...parsed, text: entry, port } : undefined;
 }
 
 /** One line for the start-up log: what the policy lets through beyond the public internet, and what it stops. */

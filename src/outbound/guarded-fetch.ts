@@ -118,12 +118,13 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): typeof fe
 
 /** Refuses unless every address the host resolves to is allowed: one denied answer is enough to stop. */
 function checkAddresses(rules: OutboundRules, url: URL, host: string, addresses: ResolvedAddress[]): void {
-  const denied = addresses.map((a) => decideAddress(rules, a.address)).find((decision) => !decision.allowed);
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  const denied = addresses.map((a) => decideAddress(rules, a.address, port)).find((decision) => !decision.allowed);
   if (!denied) return;
   throw new OutboundRefusedError(
     'denied-address',
     `${url.origin} is outside the outbound address policy (WATCHER_OUTBOUND_ALLOW, WATCHER_OUTBOUND_DENY): nothing was sent`,
-    `${url.origin}: ${host === denied.address ? host : `${host} resolves to ${denied.address}, which`} is ${whyDenied(denied)}`,
+    `${url.origin}: ${host === denied.address ? host : `${host} resolves to ${denied.address}, which`} is ${whyDenied(denied)} (port ${port})`,
   );
 }
 

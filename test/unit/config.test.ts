@@ -66,6 +66,13 @@ describe('loadConfig', () => {
     expect(read).toThrow(/WATCHER_QUOTA_FACTS_PER_MINUTE: .*expected int/);
   });
 
+  it('listens on the interface WATCHER_LISTEN_HOST names, all of them when unset, and refuses what is no IP address', () => {
+    expect(loadConfig({}).listenHost).toBeUndefined();
+    expect(loadConfig({ WATCHER_LISTEN_HOST: '127.0.0.1' }).listenHost).toBe('127.0.0.1');
+    expect(loadConfig({ WATCHER_LISTEN_HOST: '::1' }).listenHost).toBe('::1');
+    expect(() => loadConfig({ WATCHER_LISTEN_HOST: 'localhost' })).toThrow(/WATCHER_LISTEN_HOST.*must be an IP address/);
+  });
+
   it('names each bad variable and its rule', () => {
     const read = () => loadConfig({ PORT: 'eighty', WATCHER_LATE_WINDOW: '30 days', WATCHER_MAX_CLOCK_SKEW: '5 minutes' });
 

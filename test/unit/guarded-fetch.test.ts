@@ -118,6 +118,20 @@ describe('the outbound address policy', () => {
     ]);
   });
 
+  it("connects only to the port an entry with a port allows, not to the host's other services", async () => {
+    const agent = await serve((_req, res) => json(res, { ok: true }));
+    const metrics = await serve((_req, res) => json(res, { secret: true }));
+    const guarded = createGuardedFetch({ rules: rules({ WATCHER_OUTBOUND_ALLOW: `127.0.0.1:${agent.port}` }) });
+
+    const allowed = await guarded(`http://127.0.0.1:${agent.port}/card`);
+    const refused = await refusalOf(guarded(`http://127.0.0.1:${metrics.port}/metrics`));
+
+    expect(allowed.status).toBe(200);
+    expect(refused.refusal).toBe('denied-address');
+    expect(refused.detail).toContain(`(port ${metrics.port})`);
+    expect(metrics.connections).toBe(0);
+  });
+
   it('makes no connection to a denied address literal, and says so without naming more than the URL', async () => {
     const listening = await serve((_req, res) => json(res, {}));
     const guarded = createGuardedFetch(); // no allow list: loopback is denied
@@ -139,7 +153,7 @@ describe('the outbound address policy', () => {
 
     expect(refused.message).not.toContain('169.254');
     expect(refused.detail).toBe(
-      'http://metadata.internal: metadata.internal resolves to 169.254.169.254, which is in 169.254.0.0/16 link-local (cloud metadata services), a non-public range WATCHER_OUTBOUND_ALLOW does not allow',
+      'http://metadata.internal: metadata.internal resolves to 169.254.169.254, which is in 169.254.0.0/16 link-local (cloud metadata services), a non-public range WATCHER_OUTBOUND_ALLOW does not allow (port 80)',
     );
   });
 

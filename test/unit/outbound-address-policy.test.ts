@@ -100,6 +100,32 @@ describe('WATCHER_OUTBOUND_ALLOW and WATCHER_OUTBOUND_DENY', () => {
     expect(verdict(rules, '192.168.1.7')).toEqual({ allowed: false, by: 'deny', range: '192.168.1.0/24' });
   });
 
+  it('scope an entry with a port to that port: the host allowed for one service is not open on its others', () => {
+    const rules = rulesOf({ WATCHER_OUTBOUND_ALLOW: '10.1.0.5:8443, 10.2.0.0/16:443, [fd00::/8]:9000', WATCHER_OUTBOUND_DENY: '0.0.0.0/0:25' });
+    const at = (address: string, port?: number) => {
+      const decision = decideAddress(rules, address, port);
+      return { allowed: decision.allowed, by: decision.by, range: decision.range?.text };
+    };
+
+    expect(at('10.1.0.5', 8443)).toEqual({ allowed: true, by: 'allow', range: '10.1.0.5:8443' });
+    expect(at('10.1.0.5', 9464)).toEqual({ allowed: false, by: 'built-in', range: '10.0.0.0/8' });
+    expect(at('10.1.0.5')).toEqual({ allowed: false, by: 'built-in', range: '10.0.0.0/8' });
+    expect(at('10.2.7.7', 443)).toEqual({ allowed: true, by: 'allow', range: '10.2.0.0/16:443' });
+    expect(at('10.2.7.7', 80).allowed).toBe(false);
+    expect(at('fd12::1', 9000)).toEqual({ allowed: true, by: 'allow', range: '[fd00::/8]:9000' });
+    expect(at('fd12::1', 9001).allowed).toBe(false);
+    expect(at('203.0.113.9', 25)).toEqual({ allowed: false, by: 'deny', range: '0.0.0.0/0:25' });
+    expect(at('203.0.113.9', 443)).toEqual({ allowed: true, by: 'public', range: undefined });
+  });
+
+  it.each(['10.1.0.5:0', '10.1.0.5:65536', '10.1.0.5:http', 'fd00::1:8443x', '[fd00::1]:', '[10.1.0.5]:x'])(
+    'refuse an entry with a port that is not one (%s), naming the variable',
+    (entry) => {
+      expect(() => rulesOf({ WATCHER_OUTBOUND_ALLOW: entry })).toThrow(ConfigError);
+      expect(() => rulesOf({ WATCHER_OUTBOUND_ALLOW: entry })).toThrow(/WATCHER_OUTBOUND_ALLOW/);
+    },
+  );
+
   it('give an allow-list-only policy with a deny of everything', () => {
     const rules = rulesOf({ WATCHER_OUTBOUND_ALLOW: '203.0.113.0/24', WATCHER_OUTBOUND_DENY: '0.0.0.0/0, ::/0' });
 
