@@ -45,9 +45,31 @@ export interface LinkAnchorResult {
   movedTo?: { expectationId: string; workflowId: string };
 }
 
-/** The anchor activity (activities/ledgers.ts), as workflows see it. */
+export interface SubjectHeardInput {
+  /** Workflow id of the subject ledger. */
+  ledgerWorkflowId: string;
+  /** Workflow id of the expectation that asks (a forward carried over the ledger's continue-as-new counts too). */
+  expectationWorkflowId: string;
+  /** The window, epoch ms: facts the bridge received from the raise to the horizon. */
+  sinceMs: number;
+  untilMs: number;
+}
+
+/** The activities that reach other workflows through the Temporal client (activities/ledgers.ts), as workflows see them. */
 export interface LedgerActivities {
   linkAnchor(input: LinkAnchorInput): Promise<LinkAnchorResult>;
+  /**
+   * The latest fact on the subject that a bridge received inside the window and handed to the subject ledger, read
+   * from the ledger's history (the server's, no worker): what may still be on its way to the expectation.
+   */
+  subjectHeard(input: SubjectHeardInput): Promise<SubjectFactHeard | undefined>;
+}
+
+/** A fact on the subject as the ledger was told it (workflows/messages.ts SubjectFact). */
+export interface SubjectFactHeard {
+  factKey: string;
+  observedAt: string;
+  receivedAt: string;
 }
 
 /** The lapse delivery activity (activities/deliver-lapse.ts), as workflows see it. */

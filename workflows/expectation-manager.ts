@@ -37,7 +37,7 @@ import {
   type WithdrawRequest,
 } from './messages.js';
 import { ExpectationDueAt, ExpectationLate, ExpectationState } from './search-attributes.js';
-import { currentDetails, linkAnchorSummary } from './ui-text.js';
+import { currentDetails, linkAnchorSummary, stallCheckSummary } from './ui-text.js';
 
 const ledgers = proxyActivities<LedgerActivities>({
   startToCloseTimeout: '30s',
@@ -120,6 +120,8 @@ export class ExpectationManager {
   private published: { state: string; dueAt: string; late?: boolean };
   /** The memo last written (the bridge's at the start, then ours), as JSON: it is written again only when it moved. */
   private memoWritten: string;
+  /** The subject ledger's history was read for this horizon's stall (once). */
+  private stallChecked = false;
   /** Satisfied by its router's signal: the router dropped it then, so it need not unsubscribe there. */
   private satisfiedByRouter = false;
   /** Workflow id of the expectation that superseded this one: its dependents follow it. It closes at once. */
@@ -398,6 +400,23 @@ export class ExpectationManager {
   /** The next instant the loop must wake at, if any. */
   nextDeadline(): Deadline | undefined {
     return nextDeadline(this.deadlineInputs());
+  }
+
+  /**
+   * Before a stall is raised: the subject ledger's history may hold a fact on the subject that a bridge received
+   * before the horizon and that the ledger, behind on its tasks, has not sent on yet. One activity, only when the
+   * stall is due; a fact found counts as if it had come (DESIGN 3.2: a fact counts from when the bridge received it).
+   */
+  async checkStallDue(): Promise<void> {
+    const { record } = this;
+    const { horizon } = this.input.expectation;
+    if (this.stallChecked || !horizon || !isOpen(record.state) || !dueChecks(this.deadlineInputs(), Date.now()).lapses.includes('stalled')) return;
+    this.stallChecked = true;
+    const { links } = this.input;
+    const heard = await ledgers.subjectHeard.executeWithOptions({ summary: stallCheckSummary(links.subjectLedger) }, [
+      { ledgerWorkflowId: links.subjectLedger, expectationWorkflowId: links.self, sinceMs: Date.parse(record.raisedAt), untilMs: Date.parse(horizon) },
+    ]);
+    if (heard) this.observeSubjectFact(heard);
   }
 
   /** Raises the overdue and stalled lapses due now (DESIGN 3.3); the horizon counts as checked once passed. */

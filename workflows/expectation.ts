@@ -49,6 +49,7 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   else expectation.resumeDeliveries();
 
   for (;;) {
+    await expectation.checkStallDue();
     expectation.raiseDueLapses();
     if (expectation.mayClose()) break;
     if (expectation.mayContinueAsNew()) {

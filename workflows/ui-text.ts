@@ -84,6 +84,9 @@ export const subscribeSummary = (ledgerWorkflowId: string): string => `subscribe
 /** The summary of the activity that registers a dependent with its anchor. */
 export const linkAnchorSummary = (anchorWorkflowId: string): string => `link to anchor ${anchorWorkflowId}`;
 
+/** The summary of the activity that reads a subject ledger's history before a stalled lapse. */
+export const stallCheckSummary = (ledgerWorkflowId: string): string => `read ${ledgerWorkflowId} for facts not yet sent on, before a stall`;
+
 /** The summary of the activity that delivers a lapse task (`resend`: which resend an admin asked for, if one). */
 export const deliverLapseSummary = (lapse: LapseKind, agentId: string, resend?: number): string =>
   resend ? `re-send ${lapse} lapse to ${agentId} (resend ${resend})` : `deliver ${lapse} lapse to ${agentId}`;

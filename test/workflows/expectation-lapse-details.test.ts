@@ -8,7 +8,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { lapseMessageId } from '../../core/message-id.js';
 import { withdrawExpectation } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { ExpectationLate, ExpectationState } from '../../workflows/search-attributes.js';
 import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
@@ -193,7 +193,11 @@ describe('summaries on timers and activities (the Temporal UI)', () => {
       `overdue check at ${iso(Date.parse(expectation.dueAt) + HOUR)}`,
       `late window ends at ${iso(closesAt)}`,
     ]);
-    expect(activities).toEqual(['deliver stalled lapse to shipping-agent', 'deliver overdue lapse to shipping-agent']);
+    expect(activities).toEqual([
+      `read ${subjectLedgerWorkflowId(expectation.subject)} for facts not yet sent on, before a stall`,
+      'deliver stalled lapse to shipping-agent',
+      'deliver overdue lapse to shipping-agent',
+    ]);
   });
 
   it('names the anchor a dependent links to', async () => {

@@ -5,6 +5,8 @@
  * after the lapse, however soon it arrives. On the time-skipping server, with facts stamped as a bridge stamps them.
  */
 import { describe, expect, it } from 'vitest';
+import { subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { HOUR, reportFact, settings, shipmentExpectation, useHarness } from './support.js';
 
 const h = useHarness();
@@ -87,6 +89,36 @@ describe('a horizon with a settle interval', () => {
     await h.advanceTo(start + HOUR + 2 * SETTLE_MS);
 
     expect((await h.record(id)).lapses).toEqual([]);
+  });
+
+  /**
+   * A subject ledger that is behind: a workflow under the ledger's id that keeps every fact it is told in its history
+   * and sends none on (a fact router, which buffers a signal it has no handler for, stands in for it).
+   */
+  async function stuckLedger(e: ReturnType<typeof onSubject>): Promise<void> {
+    await h.client.workflow.start<typeof factRouterWorkflow>('factRouterWorkflow', {
+      workflowId: subjectLedgerWorkflowId(e.subject),
+      taskQueue: h.taskQueue,
+      args: [{ shard: 0, retention: 'P7D' }],
+    });
+  }
+
+  it.each([
+    ['before it: not stalled', -1_000, []],
+    ['after it: stalled', 5_000, ['stalled']],
+  ])('reads what its subject ledger has not sent on yet, a fact the bridge received %s', async (_case, receivedOffset, lapses) => {
+    const start = await h.now();
+    const id = h.id('horizon-ledger-behind');
+    const e = onSubject(id, start);
+    await stuckLedger(e);
+    await h.raise(e, settling);
+
+    await reportFact(h, `other/${id}`, start + HOUR - 5_000, { subject: e.subject, receivedAt: iso(start + HOUR + receivedOffset) });
+    await h.advanceTo(start + HOUR + 3 * SETTLE_MS);
+    const record = await h.until(id, (r) => r.lapses.length === lapses.length && (lapses.length > 0 || r.lastFactAt !== undefined));
+
+    expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(lapses);
+    expect(record.lastFactAt).toBe(lapses.length === 0 ? iso(start + HOUR - 5_000) : undefined);
   });
 
   it('is stalled though a subject fact the bridge received after it arrives within the settle interval', async () => {
