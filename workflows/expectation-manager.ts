@@ -5,6 +5,7 @@
 import {
   allHandlersFinished,
   ApplicationFailure,
+  condition,
   getExternalWorkflowHandle,
   proxyActivities,
   setCurrentDetails,
@@ -120,8 +121,13 @@ export class ExpectationManager {
   private published: { state: string; dueAt: string; late?: boolean };
   /** The memo last written (the bridge's at the start, then ours), as JSON: it is written again only when it moved. */
   private memoWritten: string;
-  /** The subject ledger's history was read for this horizon's stall (once). */
-  private stallChecked = false;
+  /** Whether the subject ledger's history was read for this horizon's stall (once): facts are held while it is read. */
+  private stallCheck: 'to do' | 'reading' | 'done' = 'to do';
+  /**
+   * Facts that came after a horizon not yet checked, held until the loop has read the subject ledger's history
+   * (checkStallDue): whether the stall comes before them depends on what that read finds.
+   */
+  private readonly held: Array<{ fact: Fact; from: 'router' | 'caller' } | { subjectFact: SubjectFact }> = [];
   /** Satisfied by its router's signal: the router dropped it then, so it need not unsubscribe there. */
   private satisfiedByRouter = false;
   /** Workflow id of the expectation that superseded this one: its dependents follow it. It closes at once. */
@@ -238,6 +244,11 @@ export class ExpectationManager {
   applyFact(fact: Fact, from: 'router' | 'caller' = 'caller'): void {
     const { record } = this;
     if (!isOpen(record.state) || fact.factKey !== this.input.expectation.satisfiedBy.factKey) return;
+    if (this.stallCheckBefore(fact.receivedAt)) {
+      this.held.push({ fact, from });
+      this.changeCount++;
+      return;
+    }
     this.raiseLapsesBefore(fact.receivedAt);
     record.state = 'satisfied';
     record.satisfiedAt = nowIso();
@@ -251,8 +262,9 @@ export class ExpectationManager {
   }
 
   /** The fact by update (`takeFact`): applied as the signal applies it; answers with the state it left. */
-  takeFact(fact: Fact): FactTaken {
+  async takeFact(fact: Fact): Promise<FactTaken> {
     this.applyFact(fact);
+    await condition(() => !this.held.some((entry) => 'fact' in entry && entry.fact === fact));
     return factTakenOf(this.record);
   }
 
@@ -261,6 +273,11 @@ export class ExpectationManager {
     const { record } = this;
     // Only the stall: the facts that satisfy come through the key's router, which may still carry one received before
     // the deadline; a later fact on the subject says nothing about it.
+    if (isOpen(record.state) && this.stallCheckBefore(fact.receivedAt)) {
+      this.held.push({ subjectFact: fact });
+      this.changeCount++;
+      return;
+    }
     if (isOpen(record.state)) this.raiseLapsesBefore(fact.receivedAt, 'stalled');
     if (record.lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(record.lastFactAt)) {
       record.lastFactAt = normalized(fact.observedAt);
@@ -410,13 +427,29 @@ export class ExpectationManager {
   async checkStallDue(): Promise<void> {
     const { record } = this;
     const { horizon } = this.input.expectation;
-    if (this.stallChecked || !horizon || !isOpen(record.state) || !dueChecks(this.deadlineInputs(), Date.now()).lapses.includes('stalled')) return;
-    this.stallChecked = true;
-    const { links } = this.input;
-    const heard = await ledgers.subjectHeard.executeWithOptions({ summary: stallCheckSummary(links.subjectLedger) }, [
-      { ledgerWorkflowId: links.subjectLedger, expectationWorkflowId: links.self, sinceMs: Date.parse(record.raisedAt), untilMs: Date.parse(horizon) },
-    ]);
-    if (heard) this.observeSubjectFact(heard);
+    const due = () => isOpen(record.state) && dueChecks(this.deadlineInputs(), Date.now()).lapses.includes('stalled');
+    if (this.stallCheck === 'to do' && horizon && (this.held.length > 0 || due())) {
+      this.stallCheck = 'reading';
+      const { links } = this.input;
+      const heard = await ledgers.subjectHeard.executeWithOptions({ summary: stallCheckSummary(links.subjectLedger) }, [
+        { ledgerWorkflowId: links.subjectLedger, expectationWorkflowId: links.self, sinceMs: Date.parse(record.raisedAt), untilMs: Date.parse(horizon) },
+      ]);
+      this.stallCheck = 'done';
+      if (heard) this.observeSubjectFact(heard);
+    }
+    // What came meanwhile, in the order it came: a stall the read did not rule out goes before a fact received after it.
+    for (const entry of this.held.splice(0)) {
+      if ('fact' in entry) this.applyFact(entry.fact, entry.from);
+      else this.observeSubjectFact(entry.subjectFact);
+    }
+  }
+
+  /** A fact received at `receivedAt` would come after a stall that the subject ledger's history has not been read for. */
+  private stallCheckBefore(receivedAt: string | undefined): boolean {
+    if (this.stallCheck === 'done' || !this.input.expectation.horizon) return false;
+    const receivedMs = receivedAt === undefined ? Number.NaN : Date.parse(receivedAt);
+    if (Number.isNaN(receivedMs)) return false;
+    return dueBefore(this.deadlineInputs(), Math.min(receivedMs, Date.now())).lapses.includes('stalled');
   }
 
   /** Raises the overdue and stalled lapses due now (DESIGN 3.3); the horizon counts as checked once passed. */
@@ -470,7 +503,7 @@ export class ExpectationManager {
 
   /** Nothing is left to wait for (DESIGN 3.3): satisfied, withdrawn, or the late window has passed. */
   mayClose(): boolean {
-    return mayClose(this.deadlineInputs(), Date.now());
+    return this.held.length === 0 && mayClose(this.deadlineInputs(), Date.now());
   }
 
   /**
@@ -478,7 +511,7 @@ export class ExpectationManager {
    * retry unless the next run takes it over.
    */
   mayContinueAsNew(): boolean {
-    return workflowInfo().continueAsNewSuggested && allHandlersFinished();
+    return workflowInfo().continueAsNewSuggested && allHandlersFinished() && this.held.length === 0;
   }
 
   /** No delivery and no handler still running: the workflow may return. */

@@ -121,6 +121,26 @@ describe('a horizon with a settle interval', () => {
     expect(record.lastFactAt).toBe(lapses.length === 0 ? iso(start + HOUR - 5_000) : undefined);
   });
 
+  it.each([
+    ['with a subject fact received before it that its ledger has not sent on: satisfied, no stall', true, []],
+    ['with none: stalled, then satisfied', false, ['stalled']],
+  ])('decides the stall before a key fact received after the horizon, %s', async (_case, heard, lapses) => {
+    const start = await h.now();
+    const id = h.id('horizon-then-fact');
+    const e = onSubject(id, start);
+    await stuckLedger(e);
+    await h.raise(e, settling);
+    if (heard) await reportFact(h, `other/${id}`, start + HOUR - 5_000, { subject: e.subject, receivedAt: iso(start + HOUR - 1_000) });
+    await h.advanceTo(start + HOUR + SETTLE_MS / 4);
+
+    // The key's fact, received after the horizon, reaches the workflow before the horizon's own timer has fired.
+    await reportFact(h, e.satisfiedBy.factKey, start + HOUR + 5_000, { receivedAt: iso(start + HOUR + 10_000) });
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(record.state).toBe('satisfied');
+    expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(lapses);
+  });
+
   it('is stalled though a subject fact the bridge received after it arrives within the settle interval', async () => {
     const start = await h.now();
     const id = h.id('horizon-after');
