@@ -7,9 +7,10 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { ExpectationRecord } from '../core/types.js';
 import { expectationWorkflowId } from '../src/temporal/ids.js';
-import { registerDependentSignal } from '../workflows/messages.js';
 import type { temporal } from '@temporalio/proto';
-import type { LedgerActivities, LinkAnchorInput, LinkAnchorResult, SubjectFactHeard, SubjectHeardInput } from './types.js';
+import { decodePayloads } from '../src/temporal/payloads.js';
+import { registerDependentSignal, type SubjectFact } from '../workflows/messages.js';
+import type { LedgerActivities, LinkAnchorInput, LinkAnchorResult, SubjectHeardInput } from './types.js';
 
 /**
  * How many attempts wait for a superseding anchor that is not started yet (about a minute with the workflow's retry
@@ -20,16 +21,10 @@ export const MOVED_ANCHOR_ATTEMPTS = 7;
 /** The anchor activity, bound to a Temporal client. */
 export function createLedgerActivities(deps: { client: Client }): LedgerActivities {
   const { client } = deps;
-  /** Payloads as the client decodes them: through its codecs (WATCHER_CODEC_KEYS_FILE), then its converter. */
-  async function decoded(payloads: temporal.api.common.v1.IPayload[] | null | undefined): Promise<unknown[]> {
-    const { payloadCodecs, payloadConverter } = client.options.loadedDataConverter;
-    let raw = payloads ?? [];
-    for (const codec of [...payloadCodecs].reverse()) raw = await codec.decode(raw);
-    return raw.map((payload) => payloadConverter.fromPayload(payload));
-  }
+  const decoded = (payloads: temporal.api.common.v1.IPayload[] | null | undefined) => decodePayloads(client, payloads);
 
   return {
-    async subjectHeard(input: SubjectHeardInput): Promise<SubjectFactHeard | undefined> {
+    async subjectHeard(input: SubjectHeardInput): Promise<SubjectFact | undefined> {
       let history: temporal.api.history.v1.IHistory;
       try {
         history = await client.workflow.getHandle(input.ledgerWorkflowId).fetchHistory();
@@ -37,8 +32,8 @@ export function createLedgerActivities(deps: { client: Client }): LedgerActiviti
         if (error instanceof WorkflowNotFoundError) return undefined;
         throw error;
       }
-      let latest: SubjectFactHeard | undefined;
-      const consider = (fact: SubjectFactHeard | undefined) => {
+      let latest: SubjectFact | undefined;
+      const consider = (fact: SubjectFact | undefined) => {
         const receivedMs = fact ? Date.parse(fact.receivedAt) : Number.NaN;
         if (!fact || !(receivedMs >= input.sinceMs && receivedMs <= input.untilMs)) return;
         if (!latest || Date.parse(fact.observedAt) > Date.parse(latest.observedAt)) latest = fact;
@@ -48,11 +43,11 @@ export function createLedgerActivities(deps: { client: Client }): LedgerActiviti
         // Recorded before the raise, it was received before it too: not one that counts.
         const recordedMs = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
         if (signaled?.signalName === 'subjectObserved' && recordedMs >= input.sinceMs) {
-          consider((await decoded(signaled.input?.payloads))[0] as SubjectFactHeard | undefined);
+          consider((await decoded(signaled.input?.payloads))[0] as SubjectFact | undefined);
         }
         const started = event.workflowExecutionStartedEventAttributes;
         if (started) {
-          const [ledgerInput] = (await decoded(started.input?.payloads)) as Array<{ carried?: { outbox?: Array<{ workflowId: string; fact: SubjectFactHeard }> } }>;
+          const [ledgerInput] = (await decoded(started.input?.payloads)) as Array<{ carried?: { outbox?: Array<{ workflowId: string; fact: SubjectFact }> } }>;
           for (const entry of ledgerInput?.carried?.outbox ?? []) if (entry.workflowId === input.expectationWorkflowId) consider(entry.fact);
         }
       }

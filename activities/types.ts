@@ -2,7 +2,7 @@
  * Inputs and results of the activities, shared by workflows (as types) and the activity implementations.
  */
 import type { Lapse, Origin } from '../core/types.js';
-import type { AgentRef } from '../workflows/messages.js';
+import type { AgentRef, SubjectFact } from '../workflows/messages.js';
 
 export interface DeliverLapseInput {
   lapse: Lapse;
@@ -62,15 +62,9 @@ export interface LedgerActivities {
    * The latest fact on the subject that a bridge received inside the window and handed to the subject ledger, read
    * from the ledger's history (the server's, no worker): what may still be on its way to the expectation.
    */
-  subjectHeard(input: SubjectHeardInput): Promise<SubjectFactHeard | undefined>;
+  subjectHeard(input: SubjectHeardInput): Promise<SubjectFact | undefined>;
 }
 
-/** A fact on the subject as the ledger was told it (workflows/messages.ts SubjectFact). */
-export interface SubjectFactHeard {
-  factKey: string;
-  observedAt: string;
-  receivedAt: string;
-}
 
 /** The lapse delivery activity (activities/deliver-lapse.ts), as workflows see it. */
 export interface DeliveryActivities {

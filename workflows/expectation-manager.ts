@@ -447,9 +447,16 @@ export class ExpectationManager {
   /** A fact received at `receivedAt` would come after a stall that the subject ledger's history has not been read for. */
   private stallCheckBefore(receivedAt: string | undefined): boolean {
     if (this.stallCheck === 'done' || !this.input.expectation.horizon) return false;
+    return this.dueBeforeReceipt(receivedAt)?.lapses.includes('stalled') === true;
+  }
+
+  /**
+   * The deadlines that had passed when a bridge received a fact (its `receivedAt`, or now if that is later); undefined
+   * for a fact that no bridge stamped (a test's, or a caller's of its own), which says nothing about deadlines.
+   */
+  private dueBeforeReceipt(receivedAt: string | undefined): DueChecks | undefined {
     const receivedMs = receivedAt === undefined ? Number.NaN : Date.parse(receivedAt);
-    if (Number.isNaN(receivedMs)) return false;
-    return dueBefore(this.deadlineInputs(), Math.min(receivedMs, Date.now())).lapses.includes('stalled');
+    return Number.isNaN(receivedMs) ? undefined : dueBefore(this.deadlineInputs(), Math.min(receivedMs, Date.now()));
   }
 
   /** Raises the overdue and stalled lapses due now (DESIGN 3.3); the horizon counts as checked once passed. */
@@ -462,10 +469,8 @@ export class ExpectationManager {
    * still settle them: raised first, as they would have been had the fact come after them without a backlog.
    */
   private raiseLapsesBefore(receivedAt: string | undefined, only?: LapseKind): void {
-    // A fact that no bridge stamped (a test's, or a caller's of its own) says nothing about deadlines: applied as it is.
-    const receivedMs = receivedAt === undefined ? Number.NaN : Date.parse(receivedAt);
-    if (Number.isNaN(receivedMs)) return;
-    const due = dueBefore(this.deadlineInputs(), Math.min(receivedMs, Date.now()));
+    const due = this.dueBeforeReceipt(receivedAt);
+    if (!due) return;
     if (only === 'stalled') {
       this.raiseAll({ ...due, lapses: due.lapses.filter((lapse) => lapse === 'stalled') });
     } else {

@@ -15,6 +15,7 @@ import type { expectationPageSchema, expectationSummarySchema, withdrawResultSch
 import type { ExpectationRecord } from '../schemas/record.js';
 import { getExpectationRecord, withdrawExpectation } from '../temporal/expectations.js';
 import { expectationWorkflowId, keywordValue, parseSubjectKey, subjectKey, subjectTypePrefix } from '../temporal/ids.js';
+import { decodePayloads } from '../temporal/payloads.js';
 import {
   ExpectationAgent,
   ExpectationDueAt,
@@ -189,10 +190,7 @@ export function createRecordsService(deps: RecordsDeps) {
    */
   async function memoText(payload: temporal.api.common.v1.IPayload | null | undefined): Promise<string | undefined> {
     if (!payload) return undefined;
-    const { payloadCodecs, payloadConverter } = deps.client.options.loadedDataConverter;
-    let decoded = [payload];
-    for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
-    return payloadConverter.fromPayload(decoded[0]!);
+    return (await decodePayloads(deps.client, [payload]))[0] as string | undefined;
   }
 
   function summary(info: temporal.api.workflow.v1.IWorkflowExecutionInfo, memoId: string | undefined): ExpectationSummary {

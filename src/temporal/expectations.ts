@@ -144,6 +144,11 @@ export function registerExpectations(client: Client, taskQueue: string, inputs: 
  * or when it ended without its record (terminated before its first task, or failed): nothing trustworthy to show.
  */
 export async function getExpectationMemo(client: Client, expectationId: string): Promise<ExpectationMemo | undefined> {
+  return (await describeMemo(client, expectationId))?.memo;
+}
+
+/** The memo, and whether the workflow has completed (its result is then the last record). */
+async function describeMemo(client: Client, expectationId: string): Promise<{ memo: ExpectationMemo; completed: boolean } | undefined> {
   let described;
   try {
     described = await client.workflow.getHandle(expectationWorkflowId(expectationId)).describe();
@@ -153,27 +158,27 @@ export async function getExpectationMemo(client: Client, expectationId: string):
   }
   const memo = described.memo as Partial<ExpectationMemo> | undefined;
   if (!memo?.record) return undefined;
-  if (described.status.name !== 'RUNNING' && described.status.name !== 'COMPLETED' && described.status.name !== 'CONTINUED_AS_NEW') {
-    return undefined;
-  }
-  // A closed run's record is its result (the workflow does not write its close into the memo): one more server read.
-  const record = described.status.name === 'COMPLETED' ? await closedRecord(client, expectationId, memo.record) : memo.record;
-  return { expectationId: memo.expectationId ?? expectationId, record, dependents: memo.dependents ?? 0 };
+  const status = described.status.name;
+  if (status !== 'RUNNING' && status !== 'COMPLETED' && status !== 'CONTINUED_AS_NEW') return undefined;
+  return {
+    memo: { expectationId: memo.expectationId ?? expectationId, record: memo.record, dependents: memo.dependents ?? 0 },
+    completed: status === 'COMPLETED',
+  };
 }
 
-/** The result of a completed expectation workflow, from the server alone; the memo's record should it not be read. */
-async function closedRecord(client: Client, expectationId: string, memoRecord: ExpectationRecord): Promise<ExpectationRecord> {
+/**
+ * The record, read without a worker; undefined when unknown. A completed run's record is its result, one more server
+ * read: the workflow does not write its close into the memo.
+ */
+export async function getExpectationRecord(client: Client, expectationId: string): Promise<ExpectationRecord | undefined> {
+  const described = await describeMemo(client, expectationId);
+  if (!described?.completed) return described?.memo.record;
   try {
     return (await client.workflow.getHandle(expectationWorkflowId(expectationId)).result()) as ExpectationRecord;
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return memoRecord;
+    if (error instanceof WorkflowNotFoundError) return described.memo.record;
     throw error;
   }
-}
-
-/** The record (ExpectationMemo's), read without a worker; undefined when unknown. */
-export async function getExpectationRecord(client: Client, expectationId: string): Promise<ExpectationRecord | undefined> {
-  return (await getExpectationMemo(client, expectationId))?.record;
 }
 
 /** What recording a fact found out. */
