@@ -9,12 +9,32 @@ import type { AgentCardInfo } from '../a2a/card.js';
 import { declarationParamsSchema, EXTENSION_URI, type DeclarationParams, type Expectation } from '../schemas/extension.js';
 import { joinPath, type FieldError } from './errors.js';
 
-const PLACEHOLDERS = new Set(['todo', 'tbd', '...', '…', 'placeholder']);
+/**
+ * Words a `describes` that says nothing is made of, compared trimmed, in any case, with trailing `.`, `:` or `!`
+ * dropped: the marks of an unwritten text (`TODO`, `TBD`, `FIXME`, `WIP`), of no value (`n/a`, `none`, `null`,
+ * `undefined`), and the words that stand in for one (`placeholder`, `description`, `lorem`, `foo`, `test`,
+ * `example`, `asdf`, `dummy`). docs/api.md lists the same rule.
+ */
+export const PLACEHOLDER_WORDS: readonly string[] = [
+  'todo', 'tbd', 'tba', 'fixme', 'wip', 'placeholder', 'n/a', 'na', 'none', 'null', 'nil', 'undefined', 'empty',
+  'description', 'describes', 'text', 'string', 'lorem', 'foo', 'bar', 'baz', 'foobar', 'test', 'example', 'sample',
+  'asdf', 'qwerty', 'dummy', 'blah', 'something', 'whatever', 'changeme',
+];
+const WORDS = new Set(PLACEHOLDER_WORDS);
 
-/** True when a `describes` says nothing: empty, or one of the placeholders (trimmed, case-insensitive). */
+/** A whole text in the shape of a template's slot: `<…>`, `{{…}}`, `${…}`. */
+const TEMPLATE_SLOT = /^(<[^<>]*>|\{\{.*\}\}|\$\{.*\})$/s;
+
+/**
+ * True when a `describes` says nothing: empty; no letter or digit at all (`-`, `...`, `…`, `?`); one character
+ * repeated (`x`, `xxx`); one of PLACEHOLDER_WORDS; lorem ipsum; or a template's slot left unfilled (`<describe it>`,
+ * `{{describes}}`). Trimmed and in any case.
+ */
 export const isPlaceholder = (text: string): boolean => {
   const t = text.trim().toLowerCase();
-  return t === '' || PLACEHOLDERS.has(t);
+  if (!/[\p{L}\p{N}]/u.test(t)) return true;
+  if ([...t].every((c) => c === t[0])) return true;
+  return WORDS.has(t.replace(/[.:!]+$/, '')) || t.startsWith('lorem ipsum') || TEMPLATE_SLOT.test(t);
 };
 
 /** The declaration as the rules read it, or the field errors that make it unusable. */

@@ -3,7 +3,7 @@ import { watcherAgentCard, watcherAgentCardJson } from '../../src/a2a/agent-endp
 import { createCardResolver, lapseSkillOf, parseAgentCard, type AgentCardInfo } from '../../src/a2a/card.js';
 import { loadConfig } from '../../src/config.js';
 import { createGuardedFetch } from '../../src/outbound/guarded-fetch.js';
-import { checkDeclaration, checkKind, isPlaceholder } from '../../src/service/card-rules.js';
+import { checkDeclaration, checkKind, isPlaceholder, PLACEHOLDER_WORDS } from '../../src/service/card-rules.js';
 import { CardUnreachableError } from '../../src/service/errors.js';
 import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
 
@@ -534,11 +534,31 @@ describe('checkKind', () => {
 });
 
 describe('isPlaceholder', () => {
-  it.each(['', '  ', 'TODO', 'tbd', ' ... ', 'Placeholder', '…'])('%j is a placeholder', (text) => {
+  it.each(PLACEHOLDER_WORDS)('the word %j is a placeholder, in any case and trimmed', (word) => {
+    expect(isPlaceholder(word)).toBe(true);
+    expect(isPlaceholder(` ${word.toUpperCase()} `)).toBe(true);
+    expect(isPlaceholder(`${word}.`)).toBe(true);
+  });
+
+  it.each(['', '  ', ' ... ', '…', '-', '---', '?', '*', '— –'])('%j has no letter or digit: a placeholder', (text) => {
     expect(isPlaceholder(text)).toBe(true);
   });
 
-  it.each(['The shipment is delivered', 'TODO: later', 'tbd.'])('%j is not', (text) => {
-    expect(isPlaceholder(text)).toBe(false);
+  it.each(['x', 'xxx', 'XXXX', 'aaaaaa', '000'])('%j repeats one character: a placeholder', (text) => {
+    expect(isPlaceholder(text)).toBe(true);
   });
+
+  it.each(['lorem ipsum', 'Lorem ipsum dolor sit amet', '<describe the kind>', '{{describes}}', '${DESCRIBES}'])(
+    '%j is filler or an unfilled slot: a placeholder',
+    (text) => {
+      expect(isPlaceholder(text)).toBe(true);
+    },
+  );
+
+  it.each(['The shipment is delivered', 'TODO: later', 'tbd by the carrier', 'N/A items are returned', 'ok', 'Paid', 'x-ray taken', '<b>The invoice is paid</b>', 'Delivery (3–5 days)'])(
+    '%j is not',
+    (text) => {
+      expect(isPlaceholder(text)).toBe(false);
+    },
+  );
 });
