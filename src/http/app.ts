@@ -268,6 +268,7 @@ export function createApp(deps: AppDeps): express.Express {
         withdraw: extracted.withdraw,
         schemaErrors: extracted.schemaErrors,
         placementErrors: extracted.placementErrors,
+        notApplied: extracted.notApplied,
       }),
     );
   });

@@ -127,8 +127,24 @@ export const factSchema = z.object({
 });
 export type Fact = z.infer<typeof factSchema>;
 
+/** The lapses this watcher raises (DESIGN 3.3); the only values it writes. */
 export const lapseKinds = ['overdue', 'skipped', 'stalled'] as const;
 export type LapseKind = (typeof lapseKinds)[number];
+
+/**
+ * A lapse value as a reader takes it: the seed's `lapse` is an open set (an agent receiving one it does not know
+ * treats it as `overdue`), so a later watcher may send one this one never raises. `(string & {})` keeps the known
+ * three for completion without closing the set.
+ */
+export type OpenLapseKind = LapseKind | (string & {});
+
+/** OpenLapseKind as a schema: the clients' reading of `lapse`, and the OpenAPI document's (`anyOf` the known or any string). */
+export const openLapseKindSchema: z.ZodType<OpenLapseKind> = z
+  .union([z.enum(lapseKinds), z.string()])
+  .describe(
+    `One of ${lapseKinds.join(', ')} (this watcher raises no other), or a value a later watcher adds: an open set, ` +
+      'so a client must take any string, and an agent treats one it does not know as overdue',
+  );
 
 export const lapseSchema = z.object({
   expectationId: z.string(),
@@ -145,6 +161,10 @@ export const lapseSchema = z.object({
 });
 export type Lapse = z.infer<typeof lapseSchema>;
 
+/** A lapse as a client reads it (a lapse task's metadata, a record): `lapse` an OpenLapseKind, the rest as lapseSchema. */
+export const openLapseSchema = lapseSchema.extend({ lapse: openLapseKindSchema });
+export type OpenLapse = z.infer<typeof openLapseSchema>;
+
 export const expectationStates = ['open', 'satisfied', 'lapsed', 'withdrawn'] as const;
 export type ExpectationState = (typeof expectationStates)[number];
 
@@ -155,3 +175,6 @@ export const extensionMetadataSchema = z.object({
   withdraw: z.array(identifier('withdraw[]')).optional(),
   lapse: z.unknown().optional(),
 });
+
+/** The members of metadata[URI] the watcher reads; any other is answered as ignored. */
+export const EXTENSION_MEMBERS: ReadonlySet<string> = new Set(Object.keys(extensionMetadataSchema.shape));

@@ -6,7 +6,7 @@
  * in its `extensions`: activation where no header can carry it (a push notification).
  */
 import type { A2AEvent } from '../schemas/a2a.js';
-import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
+import { EXTENSION_MEMBERS, EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
 import type { Origin } from '../schemas/record.js';
 import { joinPath, type FieldError } from './errors.js';
 import type { OriginPaths } from './limits.js';
@@ -28,6 +28,8 @@ export interface ExtractedEvent {
   schemaErrors: FieldError[];
   /** Expectations or withdraw lists where the extension does not allow them (422). */
   placementErrors: FieldError[];
+  /** What the object carries that is read but not applied, each with its reason: answered as warnings, never dropped. */
+  notApplied: FieldError[];
   /** An artifact or message of the object lists EXTENSION_URI in its `extensions` (A2A v1.0 and v0.3 alike). */
   activated: boolean;
 }
@@ -121,6 +123,7 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
     withdraw: [],
     schemaErrors: [],
     placementErrors: [],
+    notApplied: [],
     activated: containers.some((container) => container.extensions?.includes(EXTENSION_URI) ?? false),
   };
   for (const container of containers) collect(container, extracted);
@@ -138,11 +141,16 @@ function collect(container: Container, out: ExtractedEvent): void {
     }
     return;
   }
+  out.notApplied.push(...unknownMembers(payload, base));
   const { expectations, facts, withdraw } = parsed.data;
   facts?.forEach((value, i) => out.facts.push({ path: [...base, 'facts', i], value }));
 
-  // History holds earlier status messages: expectations there were raised (or refused) when they were current.
-  if (container.place === 'history') return;
+  // History holds earlier messages: expectations there were raised (or refused) when they were current.
+  if (container.place === 'history') {
+    if (expectations?.length) out.notApplied.push({ path: joinPath([...base, 'expectations']), rule: 'history-not-raised', message: HISTORY_NOT_RAISED });
+    if (withdraw?.length) out.notApplied.push({ path: joinPath([...base, 'withdraw']), rule: 'history-not-withdrawn', message: HISTORY_NOT_WITHDRAWN });
+    return;
+  }
 
   if (expectations?.length) {
     if (container.place === 'artifact' || container.place === 'input-required-status') {
@@ -169,6 +177,24 @@ function collect(container: Container, out: ExtractedEvent): void {
       });
     }
   }
+}
+
+const HISTORY_NOT_RAISED =
+  "not raised: a task's history holds its earlier messages, whose expectations were raised (or refused) when they " +
+  'were current; raise an expectation in an artifact or in the status message of an input-required task';
+const HISTORY_NOT_WITHDRAWN =
+  "not withdrawn: a task's history holds its earlier messages; withdraw lists are carried only in artifacts";
+
+/** The members of metadata[URI] the extension does not define: ignored, and said so. */
+export function unknownMembers(payload: unknown, base: PropertyKey[]): FieldError[] {
+  if (typeof payload !== 'object' || payload === null) return [];
+  return Object.keys(payload)
+    .filter((key) => !EXTENSION_MEMBERS.has(key))
+    .map((key) => ({
+      path: joinPath([...base, key]),
+      rule: 'unknown-member',
+      message: `ignored: not a member of the extension's metadata (${[...EXTENSION_MEMBERS].join(', ')})`,
+    }));
 }
 
 function withoutUndefined(origin: Origin): Origin {

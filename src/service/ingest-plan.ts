@@ -50,6 +50,8 @@ export interface IngestRequest {
   schemaErrors?: FieldError[];
   /** Expectations or withdraw lists in a place the extension does not allow them (422). */
   placementErrors?: FieldError[];
+  /** What the request carries that is read but not applied, with its reason: answered among the warnings. */
+  notApplied?: FieldError[];
   /** `POST /v1/facts?wait=true`: answer once the expectations waiting on each fact have taken it. */
   waitForFacts?: boolean;
 }
@@ -61,6 +63,7 @@ export interface ParsedIngest {
   expectations: Located<Expectation>[];
   facts: Located<ReportedFact>[];
   withdraw: Located<string>[];
+  notApplied?: FieldError[];
 }
 
 /** What the planner reads besides the request. */
@@ -143,7 +146,7 @@ export function parseIngest(principal: Principal, request: IngestRequest): Parse
   const withdraw = parseAll(request.withdraw, z.string().min(1, { message: 'must not be empty' }), schemaErrors);
   if (schemaErrors.length > 0) throw new SchemaError(summarise(schemaErrors, 'fields are invalid'), schemaErrors);
   checkReferenceCount(expectations, withdraw);
-  const parsed: ParsedIngest = { origin: request.origin, originPaths: request.originPaths, expectations, facts, withdraw };
+  const parsed: ParsedIngest = { origin: request.origin, originPaths: request.originPaths, expectations, facts, withdraw, notApplied: request.notApplied };
   const ruleErrors = [...placementErrors, ...fieldLimitErrors(parsed)];
   if (ruleErrors.length > 0) throw ruleViolation(ruleErrors);
   return parsed;
@@ -212,7 +215,7 @@ export function planIngest(input: PlanInput): IngestPlan {
     expectations: items,
     facts: parsed.facts.map(({ value }) => attribute(value, principal)),
     withdraw: parsed.withdraw.map(({ value: expectationId }) => ({ expectationId, reason })),
-    warnings: problems.warnings,
+    warnings: [...(parsed.notApplied ?? []), ...problems.warnings],
   };
 }
 

@@ -171,6 +171,47 @@ describe('raise, read, satisfy', () => {
     expect(answer.body).toEqual({ expectations: [], facts: [{ factKey: key, result: 'recorded' }], withdrawn: [] });
   });
 
+  it('answers an expectation in a task’s history as not raised, with its reason, and records the facts there', async () => {
+    const e = expectation(`history-${unique()}`);
+    const key = `history-fact-${unique()}`;
+
+    const answer = await events(A(), {
+      task: {
+        id: `t-${unique()}`,
+        contextId: 'c',
+        status: { state: 'TASK_STATE_COMPLETED' },
+        history: [{ messageId: 'm', role: 'ROLE_AGENT', metadata: { [EXTENSION_URI]: { expectations: [e], facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }], withdraw: ['x'] } } }],
+      },
+    });
+
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({
+      expectations: [],
+      facts: [{ factKey: key, result: 'recorded' }],
+      withdrawn: [],
+      warnings: [
+        { path: `task/history/0/metadata/${U}/expectations`, rule: 'history-not-raised', message: expect.stringContaining('not raised') },
+        { path: `task/history/0/metadata/${U}/withdraw`, rule: 'history-not-withdrawn', message: expect.stringContaining('not withdrawn') },
+      ],
+    });
+    expect((await record(e.expectationId)).status).toBe(404);
+  });
+
+  it('answers a member of metadata[URI] the extension does not define as ignored', async () => {
+    const key = `unknown-member-${unique()}`;
+
+    const answer = await events(A(), {
+      message: { messageId: 'm', role: 'ROLE_AGENT', metadata: { [EXTENSION_URI]: { facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }], expectation: {} } } },
+    });
+
+    expect(answer.body).toEqual({
+      expectations: [],
+      facts: [{ factKey: key, result: 'recorded' }],
+      withdrawn: [],
+      warnings: [{ path: `message/metadata/${U}/expectation`, rule: 'unknown-member', message: expect.stringContaining('ignored') }],
+    });
+  });
+
   it('answers 200 with nothing for an object that does not carry the extension', async () => {
     const answer = await events(A(), { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } } });
 

@@ -40,6 +40,7 @@ describe('extractEvent: v1.0', () => {
       withdraw: [[`task/artifacts/0/metadata/${U}/withdraw/0`, 'e0']],
       schemaErrors: [],
       placementErrors: [],
+      notApplied: [],
       activated: false,
     });
   });
@@ -91,12 +92,13 @@ describe('extractEvent: v1.0', () => {
     ]);
   });
 
-  it('takes facts from task history and ignores the expectations of earlier status messages there', () => {
+  it('takes facts from task history and answers the expectations of earlier status messages there as not raised', () => {
     const out = extract({
       task: { id: 't', contextId: 'c', history: [{ metadata: ext({ expectations: [exp], facts: [fact] }) }] },
     });
 
     expect([out.expectations, out.facts, out.placementErrors]).toEqual([[], [`task/history/0/metadata/${U}/facts/0`], []]);
+    expect(out.notApplied).toEqual([{ path: `task/history/0/metadata/${U}/expectations`, rule: 'history-not-raised', message: expect.stringContaining('not raised') }]);
   });
 
   it('takes the artifact of an artifact update', () => {
