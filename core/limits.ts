@@ -15,15 +15,16 @@
  *   claimedSource 768 + subject 2,324 + keys ≈ 4.9 KB. Subject fact (what a subject ledger forwards): 1.7 KB.
  * - Expectation: id 1,536, kind 768, subject 2,324, expects 12,000, factKey 1,536, dueAt, grace, horizon 192,
  *   anchor 1,600, after 32 × 1,537 = 49,184, basis 384, supersedes 1,536, keys ≈ 71.3 KB.
- * - Lapse: id, kind, subject, expects, one satisfiedAfter id, instants ≈ 18.5 KB; with its delivery (an error of at
- *   most 1,000 characters, written by the delivery activity, warnings, resentBy, a lapse task id of at most 256)
- *   ≈ 28.3 KB. An expectation raises at most one lapse per (lapse, dueAt), and its dueAt takes at most two values
- *   (as raised, then anchored once): at most 5 lapses.
- * - Record: expectation 71.3 + satisfiedBy 4.9 + latest lapse 18.5 + 5 lapses 141.5 + withdrawnReason 6 (1,000
- *   characters) + origin 3.1 + ids and instants ≈ 250 KB: the result of a closed expectation.
+ * - Lapse: id, kind, subject, expects, instants ≈ 17 KB, and for a skipped one up to MAX_SATISFIED_AFTER = 32
+ *   satisfiedAfter ids (49.2 KB) ≈ 66 KB; with its delivery (an error of at most 1,000 characters, written by the
+ *   delivery activity, warnings, resentBy, a lapse task id of at most 256) ≈ 76 KB. An expectation raises at most one
+ *   lapse per (lapse, dueAt), and its dueAt takes at most two values (as raised, then anchored once): at most 5
+ *   lapses, 2 of them skipped.
+ * - Record: expectation 71.3 + satisfiedBy 4.9 + latest lapse 66 + 5 lapses (2 × 76 + 3 × 27) 233 + withdrawnReason
+ *   6 (1,000 characters) + origin 3.1 + ids and instants ≈ 390 KB: the result of a closed expectation.
  * - Expectation input: expectation 71.3 + links (self, ledgers, anchor, supersedes 5 × 1,530, after 32 × 3,068) 105.9
- *   + origin 3.1 + early fact 4.9 ≈ 187 KB. Continue-as-new: input 182 + record 250 + dependents 100 × 1,531 = 153
- *   ≈ 587 KB.
+ *   + origin 3.1 + early fact 4.9 ≈ 187 KB. Continue-as-new: input 182 + record 390 + dependents 100 × 1,531 = 153
+ *   ≈ 727 KB.
  * - Fact ledger carried: latest fact 4.9 + dedupe window 1,000 × (24 + 1 + 128 + 3) = 156 + subscribers 100 × 1,531
  *   = 153 + outbox (one pending fact per subscriber) 100 × (1,530 + 4,900 + 30) = 646 ≈ 962 KB.
  * - Subject ledger carried: subject 2.3 + subscribers 153 + outbox 100 × (1,530 + 1,670 + 30) = 323 ≈ 479 KB.
@@ -111,6 +112,12 @@ export const MAX_AGENT_SHARE = 45;
 
 /** Expectations anchored on one expectation, which it notifies when it is satisfied or superseded. */
 export const MAX_DEPENDENTS = 100;
+
+/**
+ * The most later expectations a skipped lapse names in `satisfiedAfter` (as many as one expectation may come after):
+ * those satisfied in the same settle interval, the first ones first.
+ */
+export const MAX_SATISFIED_AFTER = 32;
 
 /**
  * Places of a ledger's (or an anchor's) bound the bridge leaves free: it refuses a raise that would take one of the

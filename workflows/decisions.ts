@@ -19,7 +19,7 @@ export interface DeadlineInputs {
   settleMs?: number;
 }
 
-export type DeadlineKind = 'overdue' | 'stalled' | 'close';
+export type DeadlineKind = 'overdue' | 'stalled' | 'skipped' | 'close';
 
 /** An absolute instant at which the workflow must wake up, and why. */
 export interface Deadline {

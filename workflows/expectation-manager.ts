@@ -17,7 +17,7 @@ import {
 import type { LedgerActivities } from '../activities/types.js';
 import { addDuration } from '../core/duration.js';
 import { EXPECTATION_ENDED, INVALID_EXPECTATION, LAPSE_NOT_FOUND } from '../core/failures.js';
-import { MAX_DEPENDENTS } from '../core/limits.js';
+import { MAX_DEPENDENTS, MAX_SATISFIED_AFTER } from '../core/limits.js';
 import type { ExpectationRecord, Fact, Lapse, LapseEntry, LapseKind } from '../core/types.js';
 import { anchoredDueAt, dueBefore, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline, type DueChecks } from './decisions.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
@@ -34,6 +34,7 @@ import {
   type ExpectationInput,
   type ResendLapseRequest,
   type ResendLapseResult,
+  type Skipped,
   type SubjectFact,
   type WithdrawRequest,
 } from './messages.js';
@@ -135,6 +136,11 @@ export class ExpectationManager {
   private readonly deliveries: LapseDeliveries;
   /** How long past a deadline the expectation waits for facts a bridge received before it (DESIGN 3.2). */
   private readonly settleMs: number;
+  /**
+   * Later expectations satisfied while this one was open, gathered for one skipped lapse that names them all: decided
+   * `settleMs` after the first, as their signals come one by one, or at once when this one's own fact comes first.
+   */
+  private pendingSkip: { by: Array<{ id: string; receivedMs: number | undefined }>; decideAtMs: number } | undefined;
 
   constructor(private readonly input: ExpectationInput) {
     const { carried } = input;
@@ -250,6 +256,7 @@ export class ExpectationManager {
       return;
     }
     this.raiseLapsesBefore(fact.receivedAt);
+    this.decideSkip(fact.receivedAt);
     record.state = 'satisfied';
     record.satisfiedAt = nowIso();
     record.observedAt = normalized(fact.observedAt);
@@ -289,6 +296,7 @@ export class ExpectationManager {
   withdraw(request: WithdrawRequest): 'withdrawn' | 'not-open' {
     const { record } = this;
     if (!isOpen(record.state)) return 'not-open';
+    this.decideSkip();
     record.state = 'withdrawn';
     record.withdrawnReason = request.reason;
     if (request.supersededBy) {
@@ -349,11 +357,35 @@ export class ExpectationManager {
     return { result: 'resent', entry };
   }
 
-  /** An expectation that comes after this one was satisfied while this one was open (DESIGN 3.3). */
-  skip({ satisfiedExpectationId }: { satisfiedExpectationId: string }): void {
+  /**
+   * An expectation that comes after this one was satisfied while this one was open (DESIGN 3.3). Gathered with the
+   * others satisfied in the same settle interval, so that the one skipped lapse lists them all in `satisfiedAfter`.
+   */
+  skip({ satisfiedExpectationId, receivedAt }: Skipped): void {
     if (!maySkip(this.record)) return;
-    this.raiseLapse('skipped', [satisfiedExpectationId]);
+    const receivedMs = receivedAt === undefined ? undefined : Date.parse(receivedAt);
+    this.pendingSkip ??= { by: [], decideAtMs: Date.now() + this.settleMs };
+    const known = this.pendingSkip.by.some((entry) => entry.id === satisfiedExpectationId);
+    if (!known && this.pendingSkip.by.length < MAX_SATISFIED_AFTER) {
+      this.pendingSkip.by.push({ id: satisfiedExpectationId, receivedMs: Number.isNaN(receivedMs) ? undefined : receivedMs });
+    }
     this.changed();
+  }
+
+  /**
+   * Raises the gathered skipped lapse. Given the receipt of this expectation's own satisfying fact, the expectations
+   * whose facts a bridge received after it do not count: this one was satisfied first, however late it heard so.
+   */
+  private decideSkip(ownFactReceivedAt?: string): void {
+    const pending = this.pendingSkip;
+    if (!pending) return;
+    this.pendingSkip = undefined;
+    const ownMs = ownFactReceivedAt === undefined ? Number.NaN : Date.parse(ownFactReceivedAt);
+    const before = pending.by.filter((entry) => Number.isNaN(ownMs) || entry.receivedMs === undefined || entry.receivedMs <= ownMs);
+    if (before.length > 0 && maySkip(this.record)) {
+      this.raiseLapse('skipped', before.map((entry) => entry.id));
+      this.changed();
+    }
   }
 
   /** The anchor is satisfied: the current dueAt becomes its observedAt plus the offset (DESIGN 3.4). */
@@ -416,7 +448,9 @@ export class ExpectationManager {
 
   /** The next instant the loop must wake at, if any. */
   nextDeadline(): Deadline | undefined {
-    return nextDeadline(this.deadlineInputs());
+    const next = nextDeadline(this.deadlineInputs());
+    const skip = this.pendingSkip;
+    return skip && (!next || skip.decideAtMs < next.atMs) ? { kind: 'skipped', atMs: skip.decideAtMs } : next;
   }
 
   /**
@@ -462,6 +496,7 @@ export class ExpectationManager {
   /** Raises the overdue and stalled lapses due now (DESIGN 3.3); the horizon counts as checked once passed. */
   raiseDueLapses(): void {
     if (isOpen(this.record.state)) this.raiseAll(dueChecks(this.deadlineInputs(), Date.now()));
+    if (this.pendingSkip && this.pendingSkip.decideAtMs <= Date.now()) this.decideSkip();
   }
 
   /**
@@ -516,7 +551,7 @@ export class ExpectationManager {
    * retry unless the next run takes it over.
    */
   mayContinueAsNew(): boolean {
-    return workflowInfo().continueAsNewSuggested && allHandlersFinished() && this.held.length === 0;
+    return workflowInfo().continueAsNewSuggested && allHandlersFinished() && this.held.length === 0 && !this.pendingSkip;
   }
 
   /** No delivery and no handler still running: the workflow may return. */
@@ -541,7 +576,8 @@ export class ExpectationManager {
         tell.push(signalQuietly(dependent, anchorSatisfiedSignal, { anchorExpectationId: self, observedAt }));
       }
       for (const target of Object.values(links.after)) {
-        tell.push(signalQuietly(target, skippedSignal, { satisfiedExpectationId: self }));
+        const receivedAt = record.satisfiedBy?.receivedAt;
+        tell.push(signalQuietly(target, skippedSignal, { satisfiedExpectationId: self, ...(receivedAt ? { receivedAt } : {}) }));
       }
     }
     if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {

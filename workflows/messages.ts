@@ -114,8 +114,15 @@ export const anchorMovedSignal = defineSignal<[AnchorMoved]>('anchorMoved');
 /** Sent by a dependent to its anchor so that the anchor knows whom to notify. */
 export const registerDependentSignal = defineSignal<[{ workflowId: string }]>('registerDependent');
 
-/** Sent by a later expectation B (with `after: [A]`) to A when B is satisfied. */
-export const skippedSignal = defineSignal<[{ satisfiedExpectationId: string }]>('skipped');
+/**
+ * Sent by a later expectation B (with `after: [A]`) to A when B is satisfied, with when a bridge received the fact
+ * that satisfied B (absent for a fact no bridge stamped): A's own fact, received earlier, means A was satisfied first.
+ */
+export interface Skipped {
+  satisfiedExpectationId: string;
+  receivedAt?: string;
+}
+export const skippedSignal = defineSignal<[Skipped]>('skipped');
 
 /** Forwarded by the subject ledger: a fact of any kind on the subject reached the watcher. */
 export interface SubjectFact {

@@ -75,6 +75,7 @@ export function deadlineSummary(deadline: Deadline): string {
   const at = iso(deadline.atMs);
   if (deadline.kind === 'overdue') return `overdue check at ${at}`;
   if (deadline.kind === 'stalled') return `stalled check at ${at}`;
+  if (deadline.kind === 'skipped') return `skipped lapse decided at ${at}`;
   return `late window ends at ${at}`;
 }
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
-import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
+import { DAY, HOUR, reportFact, settings, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
 
@@ -164,6 +164,43 @@ describe('skipped', () => {
     await h.until(b2.expectation.expectationId, (r) => r.closedAt !== undefined);
 
     expect((await h.record(a)).lapses.map((entry) => entry.lapse.satisfiedAfter)).toEqual([[b1.expectation.expectationId]]);
+  });
+
+  it('lists in satisfiedAfter every later expectation one fact satisfied, gathered over the settle interval', async () => {
+    const start = await h.now();
+    const a = h.id('gathered');
+    const subject = { type: 'shipment', id: h.id('S') };
+    const settling = { settings: { ...settings, settle: 'PT10S' } };
+    await h.raise(shipmentExpectation(a, start, 10 * DAY, { subject }), settling);
+    const factKey = `shipment/${subject.id}/delivered`;
+    const later = [h.id('later-1'), h.id('later-2'), h.id('later-3')];
+    for (const id of later) {
+      await h.raise(shipmentExpectation(id, start, 20 * DAY, { subject, after: [a], satisfiedBy: { factKey } }));
+    }
+
+    await reportFact(h, factKey, start + HOUR, { receivedAt: iso(start + HOUR) });
+    for (const id of later) await h.until(id, (r) => r.closedAt !== undefined);
+    await h.advanceTo((await h.now()) + 11_000);
+    const record = await h.until(a, (r) => r.state === 'lapsed');
+
+    expect(record.lapses).toHaveLength(1);
+    expect([...record.lapse!.satisfiedAfter!].sort()).toEqual([...later].sort());
+  });
+
+  it('does not lapse A when a bridge received A’s fact before B’s, though A hears of it after B', async () => {
+    const start = await h.now();
+    const a = h.id('first-received');
+    const subject = { type: 'shipment', id: h.id('S') };
+    const first = await h.raise(shipmentExpectation(a, start, 10 * DAY, { subject }), { settings: { ...settings, settle: 'PT10S' } });
+    const b = await h.raise(shipmentExpectation(h.id('second-received'), start, 20 * DAY, { subject, after: [a] }));
+
+    await reportFact(h, b.expectation.satisfiedBy.factKey, start + HOUR, { receivedAt: iso(start + 2_000) });
+    await h.until(b.expectation.expectationId, (r) => r.closedAt !== undefined);
+    await reportFact(h, first.expectation.satisfiedBy.factKey, start + HOUR, { receivedAt: iso(start + 1_000) });
+
+    const record = await h.until(a, (r) => r.closedAt !== undefined);
+    expect(record.state).toBe('satisfied');
+    expect(record.lapses).toEqual([]);
   });
 
   it('does not lapse A when A was satisfied first', async () => {
