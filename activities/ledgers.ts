@@ -9,7 +9,7 @@ import type { ExpectationRecord } from '../core/types.js';
 import { expectationWorkflowId } from '../src/temporal/ids.js';
 import type { temporal } from '@temporalio/proto';
 import { decodePayloads } from '../src/temporal/payloads.js';
-import { registerDependentSignal, type SubjectFact } from '../workflows/messages.js';
+import { registerDependentSignal, type SubjectFact, type Unsubscribe } from '../workflows/messages.js';
 import type { LedgerActivities, LinkAnchorInput, LinkAnchorResult, SubjectHeardInput } from './types.js';
 
 /**
@@ -44,6 +44,10 @@ export function createLedgerActivities(deps: { client: Client }): LedgerActiviti
         const recordedMs = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
         if (signaled?.signalName === 'subjectObserved' && recordedMs >= input.sinceMs) {
           consider((await decoded(signaled.input?.payloads))[0] as SubjectFact | undefined);
+        }
+        // A sibling satisfied by a fact that named no subject brings it as it leaves (messages.ts: Unsubscribe).
+        if (signaled?.signalName === 'unsubscribe' && recordedMs >= input.sinceMs) {
+          consider(((await decoded(signaled.input?.payloads))[0] as Unsubscribe | undefined)?.heard);
         }
         const started = event.workflowExecutionStartedEventAttributes;
         if (started) {

@@ -587,8 +587,21 @@ export class ExpectationManager {
     if (!this.satisfiedByRouter) tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
     // Sent even when the ledger dropped us on the satisfying fact: whether it saw that fact after our subscription
     // is not known here, and a ledger left with a closed subscriber would stay open until its next fact.
-    tell.push(signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self }));
+    tell.push(signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self, ...this.heardOnSubject() }));
     return Promise.all(tell);
+  }
+
+  /**
+   * The satisfying fact, for the subject ledger to tell the other expectations on the subject, when it named no
+   * subject or another: one that named ours reached the ledger from the bridge already.
+   */
+  private heardOnSubject(): { heard?: SubjectFact } {
+    const { record } = this;
+    const fact = record.satisfiedBy;
+    if (record.state !== 'satisfied' || !fact || !record.observedAt) return {};
+    const own = this.input.expectation.subject;
+    if (fact.subject && fact.subject.type === own.type && fact.subject.id === own.id) return {};
+    return { heard: { factKey: fact.factKey, observedAt: record.observedAt, receivedAt: fact.receivedAt ?? record.satisfiedAt ?? nowIso() } };
   }
 
   /**

@@ -240,7 +240,16 @@ export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFact
  * router forwards a key's retained fact to each.
  */
 export const subscribeSignal = defineSignal<[{ workflowIds: string[]; factKeys?: Array<string | null> }]>('subscribe');
-export const unsubscribeSignal = defineSignal<[{ workflowId: string }]>('unsubscribe');
+/**
+ * An expectation leaves a ledger. To its subject ledger, one satisfied by a fact that named no subject (or another)
+ * brings that fact as `heard`: a fact that satisfies an expectation is a fact on its subject (DESIGN 3.2), for the
+ * other expectations on the subject too. The same signal, so it costs nothing more.
+ */
+export interface Unsubscribe {
+  workflowId: string;
+  heard?: SubjectFact;
+}
+export const unsubscribeSignal = defineSignal<[Unsubscribe]>('unsubscribe');
 
 /**
  * How full a ledger (fact or subject) is: its subscribers and the bound past which it withdraws a newcomer, the

@@ -63,13 +63,17 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
     changes++;
   }
 
-  setHandler(unsubscribeSignal, ({ workflowId }) => {
+  setHandler(unsubscribeSignal, ({ workflowId, heard }) => {
     subscribers.delete(workflowId);
     outbox.delete(workflowId);
+    if (heard) observe(heard);
     changes++;
   });
 
-  setHandler(subjectObservedSignal, (fact) => {
+  setHandler(subjectObservedSignal, (fact) => observe(fact));
+
+  /** A fact on the subject: sent on to every subscriber but those it satisfies (see subscribe). */
+  function observe(fact: SubjectFact): void {
     if (lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(lastFactAt)) lastFactAt = fact.observedAt;
     for (const [subscriber, factKey] of subscribers) {
       if (factKey === fact.factKey) {
@@ -80,7 +84,7 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
       }
     }
     changes++;
-  });
+  }
 
   setHandler(ledgerLoadQuery, () => ({
     subscribers: subscribers.size,

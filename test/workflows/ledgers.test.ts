@@ -218,10 +218,12 @@ describe('a satisfied expectation and its ledgers', () => {
     const subject = { type: 'shipment', id: h.id('S') };
     const factKey = `shipment/${subject.id}/delivered`;
     const [plain, watched] = [h.id('plain'), h.id('watched')];
-    const raised = await Promise.all([
-      h.raise(shipmentExpectation(plain, start, 10 * DAY, { subject, satisfiedBy: { factKey } })),
-      h.raise(shipmentExpectation(watched, start, 10 * DAY, { subject, satisfiedBy: { factKey }, horizon: new Date(start + 5 * DAY).toISOString() })),
-    ]);
+    // One after the other: the time-skipping server may answer two signal-with-starts of one new ledger at once with
+    // "already started" (a real server starts it once and signals it twice).
+    const raised = [
+      await h.raise(shipmentExpectation(plain, start, 10 * DAY, { subject, satisfiedBy: { factKey } })),
+      await h.raise(shipmentExpectation(watched, start, 10 * DAY, { subject, satisfiedBy: { factKey }, horizon: new Date(start + 5 * DAY).toISOString() })),
+    ];
     await reportFact(h, factKey, start, { subject });
     const records = await Promise.all([plain, watched].map((id) => h.until(id, (r) => r.closedAt !== undefined)));
 
@@ -243,6 +245,25 @@ describe('a satisfied expectation and its ledgers', () => {
       state: 'satisfied',
       lastFactAt: new Date(start - HOUR).toISOString(),
     });
+  });
+});
+
+describe('a fact that satisfies one expectation and names no subject', () => {
+  it('is a fact on that expectation’s subject for the others there too: a sibling’s horizon does not lapse stalled', async () => {
+    const start = await h.now();
+    const subject = { type: 'shipment', id: h.id('S') };
+    const a = await h.raise(shipmentExpectation(h.id('satisfied'), start, 10 * DAY, { subject }));
+    const b = h.id('sibling');
+    await h.raise(shipmentExpectation(b, start, 10 * DAY, { subject, horizon: new Date(start + HOUR).toISOString() }));
+    await untilStatus(h, subjectLedgerWorkflowId(subject), 'RUNNING');
+
+    await reportFact(h, a.expectation.satisfiedBy.factKey, start, { receivedAt: new Date(start + 60_000).toISOString() });
+    await h.until(a.expectation.expectationId, (r) => r.closedAt !== undefined);
+
+    expect((await h.until(b, (r) => r.lastFactAt !== undefined)).lastFactAt).toBe(new Date(start).toISOString());
+    await h.advanceTo(start + 2 * HOUR);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await h.record(b)).lapses).toEqual([]);
   });
 });
 
