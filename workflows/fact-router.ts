@@ -60,6 +60,8 @@ class KeyState {
   /** Some expectation waited on the key since it was last forgotten. */
   awaited: boolean;
   private readonly seen: string[];
+  /** When each of `seen` was first received (epoch ms), in the same order. */
+  private readonly seenAt: number[];
   private readonly seenSet: Set<string>;
 
   constructor(readonly factKey: string, carried?: RoutedKey) {
@@ -68,22 +70,31 @@ class KeyState {
     this.lastReceivedMs = carried?.lastReceivedAt === undefined ? undefined : Date.parse(carried.lastReceivedAt);
     this.awaited = carried?.awaited === true || this.subscribers.size > 0;
     this.seen = [...(carried?.seen ?? [])];
+    this.seenAt = [...(carried?.seenAt ?? [])];
     this.seenSet = new Set(this.seen);
   }
 
-  /** Remembers the fact's (observedAt, source); false when it was seen already. */
-  remember(fact: Fact): boolean {
+  /**
+   * Remembers the fact's (observedAt, source), received at `receivedMs`; undefined when it is new, else when it was
+   * first received (NaN when that is not known: remembered by a run before the instants were).
+   */
+  remember(fact: Fact, receivedMs: number): number | undefined {
     const key = dedupeKey(fact);
-    if (this.seenSet.has(key)) return false;
+    if (this.seenSet.has(key)) {
+      const at = this.seen.lastIndexOf(key) - (this.seen.length - this.seenAt.length);
+      return at >= 0 ? this.seenAt[at]! : Number.NaN;
+    }
     this.seen.push(key);
+    this.seenAt.push(receivedMs);
     this.seenSet.add(key);
     this.trim();
-    return true;
+    return undefined;
   }
 
   /** Keeps the dedupe window within what the key's use needs, or within `window` when the router is short of room. */
   trim(window = this.awaited ? DEDUPE_WINDOW : DEDUPE_WINDOW_UNAWAITED): void {
     while (this.seen.length > window) this.seenSet.delete(this.seen.shift()!);
+    while (this.seenAt.length > this.seen.length) this.seenAt.shift();
   }
 
   get seenCount(): number {
@@ -97,6 +108,7 @@ class KeyState {
       ...(this.latest ? { latest: this.latest } : {}),
       ...(this.lastReceivedMs === undefined ? {} : { lastReceivedAt: new Date(this.lastReceivedMs).toISOString() }),
       seen: [...this.seen],
+      seenAt: [...this.seenAt],
       ...(this.awaited ? { awaited: true } : {}),
     };
   }
@@ -252,7 +264,12 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
     async (fact: Fact, options?: RecordFactOptions): Promise<RecordFactAnswer> => {
       if (options?.retention !== undefined) retention = options.retention;
       const state = stateOf(fact.factKey);
-      if (!state.remember(fact)) return 'duplicate';
+      const receivedMs = fact.receivedAt === undefined ? Date.now() : Date.parse(fact.receivedAt);
+      const firstReceivedMs = state.remember(fact, Number.isNaN(receivedMs) ? Date.now() : receivedMs);
+      if (firstReceivedMs !== undefined) {
+        if (!options?.tellFirstReceipt || Number.isNaN(firstReceivedMs)) return 'duplicate';
+        return { result: 'duplicate', firstReceivedAt: new Date(firstReceivedMs).toISOString() };
+      }
       if (++recordedFacts % BUDGET_CHECK_EVERY === 0) keepWithinBudget();
       // The fact retained for later subscribers is the one observed last, not the one that arrived last.
       if (!state.latest || Date.parse(fact.observedAt) >= Date.parse(state.latest.observedAt)) state.latest = fact;

@@ -175,6 +175,8 @@ export interface RoutedKey {
   /** Workflow time at which the last observation reached the router: the retention runs from it. */
   lastReceivedAt?: string;
   seen: string[];
+  /** When each observation of `seen` was first received (epoch ms, the bridge's stamp), in the same order. */
+  seenAt?: number[];
   /** An expectation waited on the key while it was kept: it remembers DEDUPE_WINDOW observations, not fewer. */
   awaited?: boolean;
 }
@@ -216,6 +218,14 @@ export interface RecordFactOptions {
    * what the bridges say today rather than what the first of them said when it started it.
    */
   retention?: string;
+  /** Answer a re-delivery with when the observation was first received (`DuplicateFact`) instead of `duplicate`. */
+  tellFirstReceipt?: boolean;
+}
+
+/** A re-delivery, with when a bridge first received the observation (asked with `tellFirstReceipt`). */
+export interface DuplicateFact {
+  result: 'duplicate';
+  firstReceivedAt: string;
 }
 
 /** A new fact sent on to the expectations waiting on its key (asked with `listForwarded`). */
@@ -229,7 +239,7 @@ export interface ForwardedFact {
  * expectation waits on (kept for later subscribers only), or who it was sent on to. Sent with update-with-start by
  * the bridge.
  */
-export type RecordFactAnswer = 'recorded' | 'duplicate' | 'unawaited' | ForwardedFact;
+export type RecordFactAnswer = 'recorded' | 'duplicate' | 'unawaited' | ForwardedFact | DuplicateFact;
 
 export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFactOptions?]>('recordFact');
 

@@ -11,7 +11,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { shardOf } from '../../core/fact-shards.js';
-import type { Fact } from '../schemas/extension.js';
+import type { Fact, Subject } from '../schemas/extension.js';
 import type { ExpectationRecord } from '../schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
@@ -231,9 +231,17 @@ export async function isRunning(client: Client, workflowId: string): Promise<boo
 }
 
 /**
- * Records a fact in its key's router (an update; the first fact of a router starts it) and on its subject's ledger
- * when one exists. Nothing else is started, whether anyone waits on the key or not. Idempotent: a retry completes
- * whatever an interrupted call left undone.
+ * How long after a bridge first received a fact a re-delivery of it is taken for the retry of a request that may
+ * have been interrupted between the router and the subject ledger, and told to the ledger again (with the first
+ * receipt, so it counts from then). Later, it is a fact sent again, which changes nothing anywhere (DESIGN 3.2).
+ */
+export const RETRY_WINDOW_MS = 10 * 60_000;
+
+/**
+ * Records a fact in its key's router (an update; the first fact of a router starts it), then on its subject's
+ * ledger when one exists, unless the router knew it already from before RETRY_WINDOW_MS: a fact sent again is no
+ * fact on the subject. Nothing else is started, whether anyone waits on the key or not. Idempotent: a retry
+ * completes whatever an interrupted call left undone.
  */
 export async function recordFactRouted(
   client: Client,
@@ -245,7 +253,12 @@ export async function recordFactRouted(
   const workflowId = factRouterWorkflowId(fact.factKey, taskQueue);
   const shard = shardOf(fact.factKey);
   // Listed, the forwarded expectations get the fact from the caller first (awaitFactTaken), the router's signal later.
-  const options = { tellUnawaited: true, retention: settings.factRetention, ...(listForwarded ? { listForwarded, callerDelivers: true } : {}) };
+  const options = {
+    tellUnawaited: true,
+    tellFirstReceipt: true,
+    retention: settings.factRetention,
+    ...(listForwarded ? { listForwarded, callerDelivers: true } : {}),
+  };
   // A new operation per attempt: an executed one cannot be reused. The start happens once per router, ever.
   const toRouter = (): Promise<RecordFactAnswer> =>
     resentIfAborted(() =>
@@ -260,26 +273,27 @@ export async function recordFactRouted(
         }),
       }),
     );
-  const toSubject = async (): Promise<void> => {
-    if (!fact.subject) return;
+  const toSubject = async (subject: Subject, receivedAt: string): Promise<void> => {
     try {
-      await client.workflow.getHandle(subjectLedgerWorkflowId(fact.subject)).signal(subjectObservedSignal, {
+      await client.workflow.getHandle(subjectLedgerWorkflowId(subject)).signal(subjectObservedSignal, {
         factKey: fact.factKey,
         observedAt: fact.observedAt,
-        receivedAt: fact.receivedAt ?? new Date().toISOString(),
+        receivedAt,
       });
     } catch (error) {
       // No expectation on the subject: a fact never starts its ledger.
       if (!(error instanceof WorkflowNotFoundError)) throw error;
     }
   };
-  // Both at once (one round trip less per fact): neither depends on the other, and a retry of a request that failed
-  // half way repeats both harmlessly (the router dedupes the fact; the subject ledger keeps the latest instant).
-  const [ledger, subject] = await Promise.allSettled([toRouter(), toSubject()]);
-  if (ledger.status === 'rejected') throw ledger.reason;
-  if (subject.status === 'rejected') throw subject.reason;
-  const answer = ledger.value;
-  if (typeof answer === 'object') return { result: answer.result, awaited: true, forwardedTo: answer.forwardedTo };
+  // The router first: whether the fact is new decides whether the subject hears of it (one quick signal after it).
+  const answer = await toRouter();
+  const firstReceivedAt = typeof answer === 'object' && answer.result === 'duplicate' ? answer.firstReceivedAt : undefined;
+  const receivedAt = firstReceivedAt ?? fact.receivedAt ?? new Date().toISOString();
+  const resent = answer === 'duplicate' || (firstReceivedAt !== undefined && Date.now() - Date.parse(firstReceivedAt) > RETRY_WINDOW_MS);
+  if (fact.subject && !resent) await toSubject(fact.subject, receivedAt);
+  if (typeof answer === 'object') {
+    return answer.result === 'duplicate' ? { result: 'duplicate', awaited: true } : { result: answer.result, awaited: true, forwardedTo: answer.forwardedTo };
+  }
   return answer === 'unawaited' ? { result: 'recorded', awaited: false } : { result: answer, awaited: true };
 }
 

@@ -155,7 +155,8 @@ it(
       state: 'satisfied',
       observedAt: lastScan.observedAt,
     });
-    expect(await until(open.expectationId, (r) => r.lastFactAt === lastScan.observedAt)).toMatchObject({
+    // The anchor's fact names no subject, but it satisfied an expectation on this one: it is the subject's latest fact.
+    expect(await until(open.expectationId, (r) => r.lastFactAt === anchorObservedAt)).toMatchObject({
       state: 'open',
       lapses: [],
     });

@@ -120,6 +120,44 @@ describe('a fact router', () => {
     expect(await reportFact(h, key, start, { source: 'another-feed' })).toBe('recorded');
   });
 
+  it('tells the subject ledger of a fact sent again only within the retry window, with the first receipt', async () => {
+    const start = await h.now();
+    const subject = { type: 'shipment', id: h.id('S') };
+    const ledger = subjectLedgerWorkflowId(subject);
+    await h.raise(shipmentExpectation(h.id('on-subject'), start, 10 * DAY, { subject }));
+    await untilStatus(h, ledger, 'RUNNING');
+    const observed = async () => {
+      const { events } = await h.client.workflow.getHandle(ledger).fetchHistory();
+      return (events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'subjectObserved').length;
+    };
+    const wall = Date.now();
+    const retried = { factKey: `shipment/${subject.id}/scanned`, observedAt: new Date(start).toISOString(), source: 'carrier-feed', subject };
+    const resent = { ...retried, factKey: `shipment/${subject.id}/departed` };
+    const record = (fact: typeof retried, receivedMs: number) =>
+      recordFactRouted(h.client, h.taskQueue, { ...fact, receivedAt: new Date(receivedMs).toISOString() }, settings);
+
+    // A retry a minute after the first attempt: told again (it may not have been, if the first request died half way).
+    expect((await record(retried, wall - 60_000)).result).toBe('recorded');
+    expect((await record(retried, wall)).result).toBe('duplicate');
+    expect(await observed()).toBe(2);
+    // The same fact an hour after it was first received: sent again, not a fact on the subject.
+    expect((await record(resent, wall - HOUR)).result).toBe('recorded');
+    expect((await record(resent, wall)).result).toBe('duplicate');
+    expect(await observed()).toBe(3);
+  });
+
+  it('answers a re-delivery with when the observation was first received, when asked', async () => {
+    const start = await h.now();
+    const key = `shipment/${h.id('S')}/delivered`;
+    const fact = { factKey: key, observedAt: new Date(start).toISOString(), source: 'carrier-feed' };
+    const router = h.client.workflow.getHandle<typeof factRouterWorkflow>(factRouterWorkflowId(key, h.taskQueue));
+    await reportFact(h, key, start, { receivedAt: new Date(start + 1_000).toISOString() });
+
+    const answer = await router.executeUpdate(recordFactUpdate, { args: [{ ...fact, receivedAt: new Date(start + 9_000).toISOString() }, { tellFirstReceipt: true }] });
+
+    expect(answer).toEqual({ result: 'duplicate', firstReceivedAt: new Date(start + 1_000).toISOString() });
+  });
+
   it('forwards a fact to every expectation waiting on its key, with a zero retention too', async () => {
     const start = await h.now();
     const key = `shipment/${h.id('S')}/delivered`;
@@ -232,7 +270,7 @@ describe('a satisfied expectation and its ledgers', () => {
       ['satisfied', new Date(start).toISOString()],
     ]);
     const told = (await signalsSent(subjectLedgerWorkflowId(subject))).filter((s) => s.name === 'subjectFact').map((s) => s.to);
-    expect(told).toEqual([raised[1].links.self]);
+    expect(told).toEqual([raised[1]!.links.self]);
   });
 
   it('takes the fact that satisfies it as its lastFactAt when the fact names no subject', async () => {
