@@ -13,7 +13,6 @@
 import { AgentCard, Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import {
   AgentEvent,
-  DefaultRequestHandler,
   type AgentExecutor,
   type ExecutionEventBus,
   type RequestContext,
@@ -26,12 +25,16 @@ import pkg from '../../package.json' with { type: 'json' };
 import type { Principal, PrincipalStore } from '../auth/principals.js';
 import { authenticate, principalOf } from '../http/auth.js';
 import { toProblem, type Problem } from '../http/problem.js';
-import { wellFormedBody } from '../http/well-formed.js';
+import { z } from 'zod';
 import { EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
-import { joinPath, SchemaError, type FieldError } from '../service/errors.js';
-import type { Located } from '../service/extract.js';
+import type { Origin } from '../schemas/record.js';
+import { joinPath, RuleViolationError, SchemaError, type FieldError } from '../service/errors.js';
+import { unknownMembers, type Located } from '../service/extract.js';
+import type { OriginPaths } from '../service/limits.js';
 import type { IngestResult, IngestService } from '../service/ingest.js';
+import { jsonRpcEnvelope } from './jsonrpc-envelope.js';
 import { RecentTaskStore } from './recent-task-store.js';
+import { WatcherRequestHandler } from './request-handler.js';
 
 export const AGENT_CARD_PATH = '/.well-known/agent-card.json';
 export const AGENT_JSONRPC_PATH = '/a2a/jsonrpc';
@@ -131,7 +134,11 @@ export function watcherAgentCardJson(baseUrl: string): unknown {
 
 /** The A2A user of a request the bridge's bearer check let in. */
 class PrincipalUser implements User {
-  constructor(readonly principal: Principal) {}
+  constructor(
+    readonly principal: Principal,
+    /** The message's contextId as the agent sent it, before the SDK fills in one of its own where there was none. */
+    readonly sentContextId: string | undefined,
+  ) {}
   get isAuthenticated(): boolean {
     return true;
   }
@@ -151,7 +158,13 @@ const dataPart = (value: unknown): Part => ({
 /** What the message asks for: its items with their paths in the JSON-RPC request body. */
 function locate(message: Message) {
   const base = ['params', 'message', 'metadata', EXTENSION_URI];
-  const found = { expectations: [] as Located[], facts: [] as Located[], withdraw: [] as Located<string>[], schemaErrors: [] as FieldError[] };
+  const found = {
+    expectations: [] as Located[],
+    facts: [] as Located[],
+    withdraw: [] as Located<string>[],
+    schemaErrors: [] as FieldError[],
+    notApplied: [] as FieldError[],
+  };
   const payload: unknown = message.metadata?.[EXTENSION_URI];
   if (payload === undefined) return found;
   const parsed = extensionMetadataSchema.safeParse(payload);
@@ -161,10 +174,55 @@ function locate(message: Message) {
     }
     return found;
   }
+  // `origin` is this endpoint's own member (see raiseOriginOf); elsewhere it would be unknown.
+  found.notApplied.push(...unknownMembers(payload, base).filter((error) => error.path !== joinPath([...base, 'origin'])));
   parsed.data.expectations?.forEach((value, i) => found.expectations.push({ path: [...base, 'expectations', i], value }));
   parsed.data.facts?.forEach((value, i) => found.facts.push({ path: [...base, 'facts', i], value }));
   parsed.data.withdraw?.forEach((value, i) => found.withdraw.push({ path: [...base, 'withdraw', i], value }));
   return found;
+}
+
+/** metadata[URI].origin: the agent's own task, named outright. */
+const explicitOriginSchema = z.strictObject({
+  taskId: z.string().min(1, { message: 'must not be empty' }),
+  contextId: z.string().min(1, { message: 'must not be empty' }).optional(),
+});
+
+/**
+ * The agent's own task, which its lapses will name (DESIGN 3.8): `metadata[URI].origin` = `{taskId, contextId?}`
+ * when the message has it, else the first of the message's `referenceTaskIds` and its `contextId`. Never the receipt
+ * task the watcher makes for the message, which the agent never had. A message that raises and names no task of its
+ * own is refused: its lapse could reference nothing the agent knows.
+ */
+export function raiseOriginOf(message: Message, raises: boolean): { origin: Origin; originPaths: OriginPaths } {
+  const at = ['params', 'message'];
+  const explicit: unknown = (message.metadata?.[EXTENSION_URI] as Record<string, unknown> | undefined)?.origin;
+  if (explicit !== undefined) {
+    const originAt = [...at, 'metadata', EXTENSION_URI, 'origin'];
+    const parsed = explicitOriginSchema.safeParse(explicit);
+    if (!parsed.success) {
+      const errors = parsed.error.issues.map((issue) => ({ path: joinPath([...originAt, ...issue.path]), message: issue.message }));
+      throw new SchemaError(`${joinPath(originAt)} must be {taskId, contextId?}: the agent's own task`, errors);
+    }
+    return { origin: parsed.data, originPaths: { taskId: [...originAt, 'taskId'], contextId: [...originAt, 'contextId'] } };
+  }
+  const taskId = message.referenceTaskIds[0];
+  if (raises && !taskId) {
+    const path = joinPath([...at, 'referenceTaskIds']);
+    throw new RuleViolationError(`a raise names the agent's own task, which its lapses will reference: ${path} is empty`, [
+      {
+        path,
+        rule: 'origin-task',
+        message:
+          "required for a raise: the id of the agent's own task first in referenceTaskIds (with its contextId in " +
+          `params.message.contextId), or metadata["${EXTENSION_URI}"].origin = {taskId, contextId}`,
+      },
+    ]);
+  }
+  return {
+    origin: { ...(taskId ? { taskId } : {}), ...(message.contextId ? { contextId: message.contextId } : {}) },
+    originPaths: { taskId: [...at, 'referenceTaskIds', 0], contextId: [...at, 'contextId'] },
+  };
 }
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
@@ -238,8 +296,9 @@ export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest'
             { path: at, message: 'required: {facts, expectations, withdraw}' },
           ]);
         }
-        const origin = { taskId: requestContext.taskId, contextId: requestContext.contextId };
-        const originPaths = { taskId: ['params', 'message', 'taskId'], contextId: ['params', 'message', 'contextId'] };
+        // The message as the agent sent it: the SDK fills in a contextId of its own where the agent gave none.
+        const sent = { ...requestContext.userMessage, contextId: user.sentContextId ?? '' };
+        const { origin, originPaths } = raiseOriginOf(sent, found.expectations.length > 0);
         const result = await deps.ingest.ingest(user.principal, { origin, originPaths, ...found });
         deps.logger?.info(
           { principal: user.principal.id, taskId: origin.taskId, contextId: origin.contextId, result },
@@ -278,7 +337,7 @@ export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest'
  */
 export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
   // The interface URL in this card is not served: the card handler below builds one per request, from its origin.
-  const requestHandler = new DefaultRequestHandler(
+  const requestHandler = new WatcherRequestHandler(
     watcherAgentCard('http://watcher.invalid'),
     new RecentTaskStore(deps.recentTasks, deps.recentTaskBytes),
     createWatcherAgentExecutor(deps),
@@ -298,17 +357,23 @@ export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
   router.use(
     AGENT_JSONRPC_PATH,
     authenticate(deps.principals),
-    express.json({ limit: '1mb' }),
-    // As on every other route: a lone surrogate or a body nested thousands deep is a 400, not an internal error.
-    wellFormedBody,
+    // JSON-RPC 2.0's answers to a body that is no request (-32700, -32600), to a notification (204, not executed)
+    // and to params A2A requires that the SDK lets through (-32602); a body over 1 MiB is the bridge's 413.
+    ...jsonRpcEnvelope({ limit: '1mb', logger: deps.logger }),
     jsonRpcHandler({
       requestHandler,
-      userBuilder: async (req) => new PrincipalUser(principalOf(req)),
+      userBuilder: async (req) => new PrincipalUser(principalOf(req), sentContextIdOf(req.body)),
       // v0.3 agents (message/send, X-A2A-Extensions) reach the same executor; lapse delivery speaks v0.3 to them too.
       legacyCompat: { enabled: true },
     }),
   );
   return router;
+}
+
+/** `params.message.contextId` of a JSON-RPC body (v1.0 `SendMessage` and v0.3 `message/send` alike), if a string. */
+function sentContextIdOf(body: unknown): string | undefined {
+  const contextId: unknown = (body as { params?: { message?: { contextId?: unknown } } } | undefined)?.params?.message?.contextId;
+  return typeof contextId === 'string' && contextId !== '' ? contextId : undefined;
 }
 
 /** The origin the caller reached us at (honours `trust proxy` when the app sets it). */

@@ -5,8 +5,14 @@
  *
  * Bounded by count and by bytes: a receipt holds the message it answers (up to the 1 MiB body, refused ones too), so
  * a thousand of them could hold a gigabyte. The bytes are those of the task as JSON, as GetTask would send it.
+ *
+ * ListTasks pages are cut by position in time, not by offset: a page token names the last receipt of the page it
+ * follows (by its save sequence) and is signed with a key of this store, so a token the store did not hand out (or
+ * handed out before a restart) is refused, never read as the first page.
  */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type ListTasksRequest, type ListTasksResponse, type Task } from '@a2a-js/sdk';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 
 const DEFAULT_PAGE_SIZE = 50;
@@ -30,8 +36,10 @@ export function receiptBytes(task: Task): number {
  * first, and a task larger than `maxBytes` on its own is not kept (GetTask answers "task not found").
  */
 export class RecentTaskStore implements TaskStore {
-  private readonly tasks = new Map<string, { owner: string; task: Task; bytes: number }>();
+  private readonly tasks = new Map<string, { owner: string; task: Task; bytes: number; seq: number }>();
   private bytes = 0;
+  private seq = 0;
+  private readonly tokenKey = randomBytes(32);
 
   constructor(
     private readonly capacity = DEFAULT_RECEIPTS,
@@ -49,7 +57,7 @@ export class RecentTaskStore implements TaskStore {
     this.remove(key); // re-inserted last: most recent
     const bytes = receiptBytes(task);
     if (bytes > this.maxBytes) return;
-    this.tasks.set(key, { owner, task: structuredClone(task), bytes });
+    this.tasks.set(key, { owner, task: structuredClone(task), bytes, seq: ++this.seq });
     this.bytes += bytes;
     while (this.tasks.size > this.capacity || this.bytes > this.maxBytes) {
       this.remove(this.tasks.keys().next().value as string);
@@ -70,24 +78,50 @@ export class RecentTaskStore implements TaskStore {
 
   async list(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
     const owner = ownerOf(context);
+    const before = params.pageToken ? this.readToken(owner, params.pageToken) : Number.POSITIVE_INFINITY;
     const after = params.statusTimestampAfter ? Date.parse(params.statusTimestampAfter) : undefined;
     const matching = [...this.tasks.values()]
       .filter((entry) => entry.owner === owner)
-      .map((entry) => entry.task)
-      .filter((task) => !params.contextId || task.contextId === params.contextId)
-      .filter((task) => !params.status || task.status?.state === params.status)
-      .filter((task) => after === undefined || Date.parse(task.status?.timestamp ?? '') >= after)
+      .filter(({ task }) => !params.contextId || task.contextId === params.contextId)
+      .filter(({ task }) => !params.status || task.status?.state === params.status)
+      .filter(({ task }) => after === undefined || Date.parse(task.status?.timestamp ?? '') >= after)
       .reverse();
     const pageSize = Math.min(Math.max(params.pageSize ?? DEFAULT_PAGE_SIZE, 1), MAX_PAGE_SIZE);
-    const offset = Number.parseInt(params.pageToken || '0', 10) || 0;
-    const page = matching.slice(offset, offset + pageSize).map((task) => {
+    const rest = matching.filter((entry) => entry.seq < before);
+    const page = rest.slice(0, pageSize);
+    const tasks = page.map(({ task }) => {
       const copy = structuredClone(task);
       if (!params.includeArtifacts) copy.artifacts = [];
       if (params.historyLength !== undefined) copy.history = params.historyLength > 0 ? copy.history.slice(-params.historyLength) : [];
       return copy;
     });
-    const next = offset + pageSize;
-    return { tasks: page, nextPageToken: next < matching.length ? String(next) : '', pageSize, totalSize: matching.length };
+    const nextPageToken = rest.length > pageSize ? this.token(owner, page[page.length - 1]!.seq) : '';
+    return { tasks, nextPageToken, pageSize, totalSize: matching.length };
+  }
+
+  /** A page token: the sequence number of the page's last receipt, signed for its owner. */
+  private token(owner: string, seq: number): string {
+    return `${seq}.${this.signature(owner, seq).toString('base64url')}`;
+  }
+
+  private signature(owner: string, seq: number): Buffer {
+    return createHmac('sha256', this.tokenKey).update(`${owner}\u0000${seq}`).digest().subarray(0, 16);
+  }
+
+  /** The sequence number a page token names, or a RequestMalformedError when the store did not hand it to `owner`. */
+  private readToken(owner: string, token: string): number {
+    const match = /^(\d{1,15})\.([A-Za-z0-9_-]{22})$/.exec(token);
+    const seq = match ? Number(match[1]) : NaN;
+    const given = match ? Buffer.from(match[2]!, 'base64url') : Buffer.alloc(0);
+    if (!match || given.length !== 16 || !timingSafeEqual(given, this.signature(owner, seq))) {
+      throw new RequestMalformedError({
+        message:
+          'Invalid params: params.pageToken is unknown: pass the nextPageToken of an earlier ListTasks answer (tokens do not ' +
+          'survive a restart of the watcher), or none for the first page',
+        metadata: { field: 'params.pageToken' },
+      });
+    }
+    return seq;
   }
 }
 

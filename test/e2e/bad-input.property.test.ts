@@ -559,15 +559,16 @@ describe('the other endpoints: path parameters and list queries', () => {
     expect(answer.body.errors).toEqual([{ path: 'facts/0/factKey', message: 'must be well-formed Unicode (it holds a lone surrogate)' }]);
   });
 
-  it('answers 400 on /a2a/jsonrpc too, to a lone surrogate and to a body nested 5,000 deep (no internal error)', async () => {
+  it('answers JSON-RPC -32600 on /a2a/jsonrpc, to a lone surrogate and to a body nested 5,000 deep (no internal error)', async () => {
     const rpc = (params: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params });
     const jsonrpc = (raw: string) => send(`${bridge.url}/a2a/jsonrpc`, { token: token('agent-a'), raw });
-    const lone = await expectRefused(jsonrpc(JSON.stringify(rpc({ message: { messageId: 'm\ud800', role: 'ROLE_USER', parts: [] } }))));
-    const deep = await expectRefused(jsonrpc(withNested(rpc({ message: '__NEST__' }), 5_000)));
+    const lone = await jsonrpc(JSON.stringify(rpc({ message: { messageId: 'm\ud800', role: 'ROLE_USER', parts: [] } })));
+    const deep = await jsonrpc(withNested(rpc({ message: '__NEST__' }), 5_000));
 
-    expect([lone.status, deep.status]).toEqual([400, 400]);
-    expect(lone.body.errors).toEqual([{ path: 'params/message/messageId', message: 'must be well-formed Unicode (it holds a lone surrogate)' }]);
-    expect(deep.body.errors).toEqual([expect.objectContaining({ message: 'nests deeper than 64 levels' })]);
+    // JSON-RPC answers in its own envelope (test/e2e/jsonrpc-conformance.test.ts has the rest of its rules).
+    expect([lone.status, deep.status]).toEqual([200, 200]);
+    expect(lone.body.error).toEqual({ code: -32600, message: 'Invalid Request: params.message.messageId must be well-formed Unicode (it holds a lone surrogate)' });
+    expect(deep.body.error).toEqual({ code: -32600, message: expect.stringContaining('nests deeper than 64 levels') });
   });
 });
 

@@ -20,8 +20,8 @@ import { AGENT_JSONRPC_PATH, RECORD_SKILL, watcherAgentCard } from '../../src/a2
 import { createCardResolver } from '../../src/a2a/card.js';
 import { EXTENSION_URI } from '../../src/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { expectation, startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
+import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { dueExpectation, expectation, startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
 import { loopbackFetch } from '../support/outbound.js';
 
 let env: BridgeEnv;
@@ -59,8 +59,11 @@ afterAll(async () => {
 const path = (...segments: (string | number)[]) =>
   ['params', 'message', 'metadata', EXTENSION_URI, ...segments].map((s) => String(s).replaceAll('/', '~1')).join('/');
 
-/** A v1.0 message carrying `payload` under metadata[URI]. */
-function message(payload: unknown, contextId = `ctx-${unique()}`): Message {
+/**
+ * A v1.0 message carrying `payload` under metadata[URI], from an agent working on its own task `ownTask` in
+ * `contextId`: the task it names in referenceTaskIds, which its lapses will reference.
+ */
+function message(payload: unknown, contextId = `ctx-${unique()}`, ownTask: string | null = `agent-task-${unique()}`): Message {
   return {
     messageId: crypto.randomUUID(),
     contextId,
@@ -69,7 +72,7 @@ function message(payload: unknown, contextId = `ctx-${unique()}`): Message {
     parts: [{ content: { $case: 'text', value: 'for the watcher' }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
     metadata: { [EXTENSION_URI]: payload },
     extensions: [EXTENSION_URI],
-    referenceTaskIds: [],
+    referenceTaskIds: ownTask ? [ownTask] : [],
   };
 }
 
@@ -206,7 +209,64 @@ describe('SendMessage to the watcher', () => {
     const record = await getExpectationRecord(env.client, e.expectationId);
     expect(record?.state).toBe('open');
     expect(record?.agent.id).toBe('shipping-agent');
-    expect(record?.origin).toEqual({ taskId: task.id, contextId: sent.contextId });
+    // The origin is the agent's own task, never the watcher's receipt task.
+    expect(record?.origin).toEqual({ taskId: sent.referenceTaskIds[0], contextId: sent.contextId });
+    expect(task.id).not.toBe(sent.referenceTaskIds[0]);
+  });
+
+  it('sends the lapse to the agent referencing the agent’s own task and context, not the receipt', async () => {
+    const e = dueExpectation(`wa-lapse-${unique()}`, new Date(Date.now() - 60_000));
+    const sent = message({ expectations: [e] });
+
+    const task = await send('shipping-agent', sent);
+
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    await expect.poll(() => lapsesFor(agent, e.expectationId).length, { timeout: 20_000 }).toBe(1);
+    const lapse = lapsesFor(agent, e.expectationId)[0]!.message!;
+    expect(lapse.referenceTaskIds).toEqual(sent.referenceTaskIds);
+    expect(lapse.contextId).toBe(sent.contextId);
+  });
+
+  it('takes the origin named outright under metadata[URI].origin before referenceTaskIds', async () => {
+    const e = expectation(`wa-explicit-${unique()}`);
+    const origin = { taskId: `agent-task-${unique()}`, contextId: `agent-ctx-${unique()}` };
+
+    await send('shipping-agent', message({ expectations: [e], origin }));
+
+    expect((await getExpectationRecord(env.client, e.expectationId))?.origin).toEqual(origin);
+  });
+
+  it('records no contextId of the SDK’s making when the agent sent none', async () => {
+    const e = expectation(`wa-no-context-${unique()}`);
+    const sent = { ...message({ expectations: [e] }), contextId: '' };
+
+    await send('shipping-agent', sent);
+
+    expect((await getExpectationRecord(env.client, e.expectationId))?.origin).toEqual({ taskId: sent.referenceTaskIds[0] });
+  });
+
+  it('refuses a raise that names no task of the agent’s own (422 origin-task) and starts nothing', async () => {
+    const e = expectation(`wa-no-origin-${unique()}`);
+
+    const task = await send('shipping-agent', message({ expectations: [e] }, `ctx-${unique()}`, null));
+
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+    expect(dataOf(task, 'status')).toMatchObject({
+      status: 422,
+      errors: [{ path: 'params/message/referenceTaskIds', rule: 'origin-task', message: expect.stringContaining('referenceTaskIds') }],
+    });
+    expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
+  });
+
+  it('answers members of metadata[URI] it does not read as ignored warnings, beside what it recorded', async () => {
+    const fact = { factKey: `shipment/S-${unique()}/picked-up`, observedAt: '2026-01-05T10:00:00Z' };
+
+    const task = await send('carrier-feed', message({ facts: [fact], expectation: { expectationId: 'typo' } }));
+
+    expect(dataOf(task, 'receipt')).toMatchObject({
+      facts: [{ factKey: fact.factKey, result: 'recorded' }],
+      warnings: [{ path: path('expectation'), rule: 'unknown-member', message: expect.stringContaining('ignored') }],
+    });
   });
 
   it('echoes the activated extension in the A2A-Extensions response header', async () => {
@@ -308,6 +368,7 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
   /** A v0.3 JSON-RPC `message/send`, as a v0.3 agent writes it by hand: `kind`s, no A2A-Version, X-A2A-Extensions. */
   async function sendV03(token: string, payload: unknown, headers: Record<string, string> = activated) {
     const contextId = `ctx-${unique()}`;
+    const ownTask = `agent-task-${unique()}`;
     const response = await fetch(endpoint(), {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, ...headers },
@@ -321,6 +382,7 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
             messageId: crypto.randomUUID(),
             role: 'user',
             contextId,
+            referenceTaskIds: [ownTask],
             parts: [{ kind: 'text', text: 'for the watcher' }],
             metadata: { [EXTENSION_URI]: payload },
             extensions: [EXTENSION_URI],
@@ -328,7 +390,7 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
         },
       }),
     });
-    return { response, contextId, body: (await response.json()) as any };
+    return { response, contextId, ownTask, body: (await response.json()) as any };
   }
 
   const dataPartOf = (parts: any[]) => parts.find((p) => p.kind === 'data').data;
@@ -354,15 +416,16 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
     expect((await getExpectationRecord(env.client, e.expectationId))?.satisfiedBy?.source).toBe('carrier-feed');
   });
 
-  it('raises an agent’s expectation with the v0.3 task as its origin', async () => {
+  it('raises an agent’s expectation with the task its v0.3 message references as its origin', async () => {
     const e = expectation(`wa-v03-raise-${unique()}`);
 
-    const { body, contextId } = await sendV03(env.tokens['shipping-agent']!, { expectations: [e] });
+    const { body, contextId, ownTask } = await sendV03(env.tokens['shipping-agent']!, { expectations: [e] });
 
     expect(receiptOf(body.result).expectations).toEqual([{ expectationId: e.expectationId, result: 'raised' }]);
     const record = await getExpectationRecord(env.client, e.expectationId);
     expect(record?.agent.id).toBe('shipping-agent');
-    expect(record?.origin).toEqual({ taskId: body.result.id, contextId });
+    expect(record?.origin).toEqual({ taskId: ownTask, contextId });
+    expect(body.result.id).not.toBe(ownTask);
   });
 
   it('answers a v0.3 rejected task with the problem for an item that breaks a rule', async () => {

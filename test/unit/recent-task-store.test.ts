@@ -3,6 +3,7 @@
  * tasks.
  */
 import { TaskState, type Task } from '@a2a-js/sdk';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { ServerCallContext, type User } from '@a2a-js/sdk/server';
 import { describe, expect, it } from 'vitest';
 import { receiptBytes, RecentTaskStore } from '../../src/a2a/recent-task-store.js';
@@ -102,5 +103,41 @@ describe('RecentTaskStore', () => {
     expect(second.tasks.map((t) => t.id)).toEqual(['t1']);
     expect(second.nextPageToken).toBe('');
     expect(first.totalSize).toBe(3);
+  });
+
+  it('keeps its pages when receipts arrive between them (a token names a receipt, not an offset)', async () => {
+    const store = new RecentTaskStore();
+    for (const id of ['t1', 't2', 't3']) await store.save(task(id), as('a'));
+    const query = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, statusTimestampAfter: undefined, pageSize: 2 };
+
+    const first = await store.list({ ...query, pageToken: '' }, as('a'));
+    await store.save(task('t4'), as('a'));
+    const second = await store.list({ ...query, pageToken: first.nextPageToken }, as('a'));
+
+    expect(second.tasks.map((t) => t.id)).toEqual(['t1']);
+  });
+
+  it.each([
+    ['an offset', '2'],
+    ['garbage', 'abc'],
+    ['a forged signature', '1.AAAAAAAAAAAAAAAAAAAAAA'],
+  ])('refuses %s as a page token, never reading it as the first page', async (_name, pageToken) => {
+    const store = new RecentTaskStore();
+    for (const id of ['t1', 't2', 't3']) await store.save(task(id), as('a'));
+
+    const listing = store.list({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, statusTimestampAfter: undefined, pageToken }, as('a'));
+
+    await expect(listing).rejects.toBeInstanceOf(RequestMalformedError);
+    await expect(listing).rejects.toMatchObject({ message: expect.stringContaining('params.pageToken is unknown'), metadata: { field: 'params.pageToken' } });
+  });
+
+  it('refuses a page token handed to another caller, or by another store (a restart)', async () => {
+    const store = new RecentTaskStore();
+    for (const id of ['t1', 't2']) await store.save(task(id), as('a'));
+    const query = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, statusTimestampAfter: undefined, pageSize: 1 };
+    const { nextPageToken } = await store.list({ ...query, pageToken: '' }, as('a'));
+
+    await expect(store.list({ ...query, pageToken: nextPageToken }, as('b'))).rejects.toBeInstanceOf(RequestMalformedError);
+    await expect(new RecentTaskStore().list({ ...query, pageToken: nextPageToken }, as('a'))).rejects.toBeInstanceOf(RequestMalformedError);
   });
 });
