@@ -42,7 +42,8 @@ function collect<S extends z.ZodType>(
   return undefined;
 }
 
-function check<S extends z.ZodType>(what: string, schema: S, value: unknown, prefix: readonly PropertyKey[] = []): z.infer<S> {
+/** `value` parsed by `schema`, or a WatcherValidationError naming each bad field under `prefix` (lapse-task.ts too). */
+export function check<S extends z.ZodType>(what: string, schema: S, value: unknown, prefix: readonly PropertyKey[] = []): z.infer<S> {
   const errors: FieldError[] = [];
   const parsed = collect(schema, value, prefix, errors);
   if (errors.length > 0) throw new WatcherValidationError(what, errors);

@@ -14,6 +14,7 @@ export {
   type ExtensionPayloadInput,
 } from './builders.js';
 export { WatcherProblemError, WatcherValidationError, type ProblemRequest } from './errors.js';
+export { knownLapseKind, lapseOf, type WithMetadata } from './lapse-task.js';
 export type * from './types.js';
 export { type RetryOptions } from './retry.js';
 export { WatcherClient, type CallOptions, type WatcherClientOptions } from './watcher-client.js';

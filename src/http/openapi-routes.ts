@@ -24,7 +24,7 @@ import {
   withdrawBodySchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
-import { expectationRecordSchema } from '../schemas/record.js';
+import { openExpectationRecordSchema } from '../schemas/record.js';
 
 /**
  * `POST /a2a/events` takes either version of an A2A object (parseA2AEvent dispatches on `kind` by hand, so that issue
@@ -185,7 +185,7 @@ export const operations: readonly OperationSpec[] = [
     roles: { agent: 'the expectations it raised (another agent\'s: 403)', reader: '', admin: '' },
     params: expectationParamsSchema,
     responses: {
-      200: json(expectationRecordSchema, 'The record'),
+      200: json(openExpectationRecordSchema, 'The record (each `lapse` an open set: a known value, or one a later watcher adds)'),
       400: 'the id is not valid percent-encoding',
       401: unauthenticated,
       403: "the principal may not read expectations, or it is another agent's",
@@ -303,11 +303,13 @@ export const operations: readonly OperationSpec[] = [
       'with facts, expectations and withdraw lists under metadata[URI] of the message (activate the extension with ' +
       'the A2A-Extensions header) answers a receipt Task: completed with one result per item, or rejected/failed with ' +
       'the problem. Errors after authentication, roles included, are answered in-band (a JSON-RPC error or a rejected ' +
-      'Task), not as HTTP statuses.',
+      'Task), not as HTTP statuses: a body that is not JSON is -32700, one that is no request object (a batch ' +
+      'included) -32600; a notification (no `id`) is neither executed nor answered (204).',
     roles: { agent: 'expectations, facts, withdraw (its own expectations)', reporter: 'facts only (a rejected Task otherwise)' },
     body: { schema: jsonRpcRequestSchema, mediaTypes: ['application/json'], description: 'A JSON-RPC 2.0 request' },
     responses: {
       200: json(jsonRpcResponseSchema, 'A JSON-RPC 2.0 response: its result (e.g. the receipt Task) or its error'),
+      204: { description: 'A notification (a request with no `id`): not executed, and nothing is answered' },
       401: unauthenticated,
       413: bodyProblems[413],
     },

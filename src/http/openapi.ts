@@ -13,7 +13,7 @@ import {
   extensionMetadataSchema,
   factSchema,
   isoDuration,
-  lapseSchema,
+  openLapseSchema,
   reportedFactSchema,
   subjectSchema,
   EXTENSION_URI,
@@ -32,7 +32,7 @@ import {
   withdrawBodySchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
-import { expectationRecordSchema, lapseDeliverySchema, lapseEntrySchema } from '../schemas/record.js';
+import { lapseDeliverySchema, openExpectationRecordSchema, openLapseEntrySchema } from '../schemas/record.js';
 import {
   a2aEventSchema,
   agentCardSchema,
@@ -70,12 +70,15 @@ const requestComponents: Record<string, Component> = {
   JsonRpcRequest: { schema: jsonRpcRequestSchema, description: 'A JSON-RPC 2.0 request of A2A (e.g. method SendMessage)' },
 };
 
-/** What the routes answer, described as they produce it. */
+/**
+ * What the routes answer, described as they produce it; but `lapse`, an open set (a client must take a value a later
+ * watcher adds), is described as a client reads it (openLapseSchema): any string, the known ones listed.
+ */
 const responseComponents: Record<string, Component> = {
-  ExpectationRecord: { schema: expectationRecordSchema, description: "The watcher's record of one expectation" },
-  LapseEntry: { schema: lapseEntrySchema, description: 'One lapse and how its delivery went' },
+  ExpectationRecord: { schema: openExpectationRecordSchema, description: "The watcher's record of one expectation" },
+  LapseEntry: { schema: openLapseEntrySchema, description: 'One lapse and how its delivery went' },
   LapseDelivery: { schema: lapseDeliverySchema, description: 'How the delivery of one lapse task went' },
-  Lapse: { schema: lapseSchema, description: 'A lapse, as the lapse task carries it' },
+  Lapse: { schema: openLapseSchema, description: 'A lapse, as the lapse task carries it; `lapse` is an open set' },
   Fact: { schema: factSchema, description: 'A fact as the watcher recorded it' },
   Subject: { schema: subjectSchema, description: 'What an expectation or fact is about' },
   ExpectationPage: { schema: expectationPageSchema, description: 'One page of GET /v1/expectations' },
@@ -98,8 +101,9 @@ const ref = (name: string) => ({ $ref: `${SCHEMAS}${name}` });
 
 /**
  * What the JSON Schema of a zod schema cannot say by itself: item arrays the service checks one by one (typed
- * `unknown` so that each bad item is reported with its path) name the schema it checks them with, and durations their
- * format (a refinement is invisible to toJSONSchema).
+ * `unknown` so that each bad item is reported with its path) name the schema it checks them with, durations their
+ * format (a refinement is invisible to toJSONSchema), and a field read leniently (`.catch`, e.g. `extensions` of an
+ * A2A message) takes any value, the one it describes being the one it reads (only requests are parsed with one).
  */
 const itemsOf = new Map<z.ZodType, string>([
   [factsBodySchema.shape.facts, 'ReportedFact'],
@@ -110,6 +114,11 @@ function annotate({ zodSchema, jsonSchema }: { zodSchema: unknown; jsonSchema: J
   const items = itemsOf.get(zodSchema as z.ZodType);
   if (items) jsonSchema.items = ref(items);
   if (zodSchema === isoDuration) jsonSchema.format = 'duration';
+  if ((zodSchema as z.ZodType)._zod.def.type === 'catch') {
+    const read = { ...jsonSchema };
+    for (const key of Object.keys(jsonSchema)) delete jsonSchema[key];
+    Object.assign(jsonSchema, { anyOf: [read, { description: 'any other value: read as absent, not refused' }] });
+  }
 }
 
 /** `components.schemas` of one side; a schema registered on this side is referenced, anything else inlined. */
@@ -230,8 +239,9 @@ function operationOf(op: OperationSpec): Json {
 const DESCRIPTION = `The bridge of the expectations watcher (DESIGN section 4; docs/api.md): A2A objects and fact feeds in,
 expectation records and lists out. Every route but the public ones (\`security: []\`) needs \`Authorization: Bearer
 <token>\` of a principal with one of the operation's \`x-roles\`. Errors are \`application/problem+json\` (RFC 9457);
-an unknown route is a 404 problem, and any route may answer a 500 \`internal\` problem on a bug. Bodies are limited to
-1 MiB. When a request carries \`A2A-Extensions\` listing ${EXTENSION_URI}, the response echoes it.`;
+an unknown route is a 404 problem (DESIGN 4), a method no operation of a path lists included (not a 405), and any
+route may answer a 500 \`internal\` problem on a bug. Bodies are limited to 1 MiB. When a request carries
+\`A2A-Extensions\` listing ${EXTENSION_URI}, the response echoes it.`;
 
 function build(): Json {
   const overlap = Object.keys(requestComponents).filter((name) => name in responseComponents);

@@ -42,9 +42,13 @@ const nonEmpty = (what: string) => z.string().min(1, { message: `${what} must no
 // eslint-disable-next-line no-control-regex -- the control characters are what it looks for
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
+/** A whole string free of CONTROL_CHARACTER: a pattern, so that the OpenAPI document states the rule too. */
+// eslint-disable-next-line no-control-regex -- the control characters are what it excludes
+export const NO_CONTROL_CHARACTER = /^[^\u0000-\u001f\u007f]*$/;
+
 /** A non-empty identifier (an id, a key, a subject's type or id) without control characters. */
 const identifier = (what: string) =>
-  nonEmpty(what).refine((value) => !CONTROL_CHARACTER.test(value), {
+  nonEmpty(what).regex(NO_CONTROL_CHARACTER, {
     message: `${what} must not contain control characters (U+0000 to U+001F, U+007F)`,
   });
 

@@ -2,7 +2,14 @@
  * The watcher's record of one expectation: the seed's ExpectationRecord plus what DESIGN section 4 adds.
  */
 import { z } from 'zod';
-import { expectationSchema, expectationStates, factSchema, lapseSchema, utcDateTime } from './extension.js';
+import {
+  expectationSchema,
+  expectationStates,
+  factSchema,
+  lapseSchema,
+  openLapseSchema,
+  utcDateTime,
+} from './extension.js';
 
 /** How the delivery of one lapse task went. */
 export const lapseDeliverySchema = z.object({
@@ -60,3 +67,17 @@ export const expectationRecordSchema = z.object({
   links: z.object({ temporalUi: z.string() }).optional(),
 });
 export type ExpectationRecord = z.infer<typeof expectationRecordSchema>;
+
+/**
+ * The record as a client reads it, and as the OpenAPI document describes the answer: every `lapse` an open set
+ * (openLapseSchema), since a later watcher may raise a lapse this one does not know. The watcher writes
+ * expectationRecordSchema's known values only.
+ */
+export const openLapseEntrySchema = lapseEntrySchema.extend({ lapse: openLapseSchema });
+export type OpenLapseEntry = z.infer<typeof openLapseEntrySchema>;
+
+export const openExpectationRecordSchema = expectationRecordSchema.extend({
+  lapse: openLapseSchema.optional(),
+  lapses: z.array(openLapseEntrySchema),
+});
+export type OpenExpectationRecord = z.infer<typeof openExpectationRecordSchema>;

@@ -274,6 +274,11 @@ const cases: StatusCase[] = [
   { operation: 'POST /a2a/jsonrpc', status: 401, act: () => sendMessage(undefined, { facts: [fact()] }) },
   {
     operation: 'POST /a2a/jsonrpc',
+    status: 204,
+    act: () => send(`${bridge.url}/a2a/jsonrpc`, { token: token('carrier-feed'), json: { jsonrpc: '2.0', method: 'GetTask', params: { id: 'x' } } }),
+  },
+  {
+    operation: 'POST /a2a/jsonrpc',
     status: 413,
     act: () => send(`${bridge.url}/a2a/jsonrpc`, { token: token('carrier-feed'), raw: tooLarge() }),
   },

@@ -46,6 +46,7 @@ describe('the client at run time', () => {
       'src/client/builders.ts',
       'src/client/errors.ts',
       'src/client/index.ts',
+      'src/client/lapse-task.ts',
       'src/client/retry.ts',
       'src/client/watcher-client.ts',
       'src/schemas/extension.ts',
