@@ -204,7 +204,7 @@ describe("a card's kinds", () => {
       params: {
         keepsTime: false,
         lapseSkill: 'handle-lapse',
-        kinds: Array.from({ length: n }, (_, i) => ({ kind: `k${i}`, subjectType: 's', basis: 'contract', describes: 'd' })),
+        kinds: Array.from({ length: n }, (_, i) => ({ kind: `k${i}`, subjectType: 's', basis: 'contract', describes: 'the step is done' })),
       },
     },
     securitySchemes: {},
@@ -231,7 +231,7 @@ describe('the places left in ledgers and anchors', () => {
     skillIds: ['handle-lapse'],
     declaration: {
       index: 0,
-      params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'd' }] },
+      params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'the step is done' }] },
     },
     securitySchemes: {},
     securityRequirements: [],
