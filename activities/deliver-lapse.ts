@@ -14,7 +14,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MAX_LENGTH } from '../core/limits.js';
 import { createCardResolver, lapseSkillOf, type AgentCardRead, type CardResolver } from '../src/a2a/card.js';
 import { createGuardedFetch, outboundRefusalOf, type OutboundRefusedError } from '../src/outbound/guarded-fetch.js';
-import { EXTENSION_URI, type Lapse } from '../src/schemas/extension.js';
+import { EXTENSION_URI, type Lapse } from '../core/schemas/extension.js';
 import { CardUnreachableError } from '../src/service/errors.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from './types.js';
 

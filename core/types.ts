@@ -11,5 +11,5 @@ export type {
   Lapse,
   LapseKind,
   Subject,
-} from '../src/schemas/extension.js';
-export type { ExpectationRecord, LapseEntry, Origin } from '../src/schemas/record.js';
+} from './schemas/extension.js';
+export type { ExpectationRecord, LapseEntry, Origin } from './schemas/record.js';

@@ -9,7 +9,7 @@ import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
 import { ConfigError } from './config-error.js';
 import { NAMED_RANGES, parseRangeList, type AddressRange, type OutboundRules } from './outbound/address-policy.js';
 import { addDuration } from '../core/duration.js';
-import { isoDuration } from './schemas/extension.js';
+import { isoDuration } from '../core/schemas/extension.js';
 import { resolveConnectionSettings, type ConnectionSettings } from './temporal/connection-settings.js';
 
 export { ConfigError };

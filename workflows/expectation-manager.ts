@@ -59,7 +59,7 @@ export function initialRecord(input: ExpectationInput): ExpectationRecord {
   if (Number.isNaN(dueMs)) {
     throw ApplicationFailure.create({ type: INVALID_EXPECTATION, message: 'dueAt is not an instant', nonRetryable: true });
   }
-  // The bridge refuses these (src/schemas/extension.ts); a caller that skips it gets a failure, not a RangeError loop.
+  // The bridge refuses these (core/schemas/extension.ts); a caller that skips it gets a failure, not a RangeError loop.
   const { grace, anchor } = input.expectation;
   for (const [field, duration] of [['grace', grace], ['anchor.offset', anchor?.offset]] as const) {
     if (duration !== undefined && !Number.isFinite(new Date(addDuration(dueMs, duration)).getTime())) {

@@ -3,7 +3,7 @@
  * facts. Ids carry the run's prefix so that runs against a shared server never collide.
  */
 import { randomUUID } from 'node:crypto';
-import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
+import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
 
 /** A short random prefix for this run's ids. */
 export const runPrefix = `bench-${randomUUID().slice(0, 8)}`;

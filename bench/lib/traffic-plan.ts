@@ -10,7 +10,7 @@
  *   request as a feed sends them). A fifth of all facts are on one hot subject.
  * The same seed and options give the same traffic, so ours and raw Temporal get the same.
  */
-import type { Expectation, Subject } from '../../src/schemas/extension.js';
+import type { Expectation, Subject } from '../../core/schemas/extension.js';
 import { expectationFor, instant, monthsAhead } from './payloads.js';
 
 export interface PlannedExpectation {

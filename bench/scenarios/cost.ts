@@ -11,7 +11,7 @@
 import proto from '@temporalio/proto';
 import { lapseOf } from '../../test/support/agent.js';
 import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
-import type { Expectation } from '../../src/schemas/extension.js';
+import type { Expectation } from '../../core/schemas/extension.js';
 import { countEvents, eventsOf, shareOf } from '../lib/history.js';
 import { postJson } from '../lib/load.js';
 import { artifactUpdate, expectationFor, factKeyOf, instant, runPrefix } from '../lib/payloads.js';

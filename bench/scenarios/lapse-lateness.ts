@@ -3,7 +3,7 @@
  * real @a2a-js/sdk agent minus the due instant. Against raw Temporal timers: N workflows sleeping until one shared
  * instant, then a no-op activity that records Date.now(). Each side's histories split the lateness into stages.
  */
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { historyEvents, type HistoryEvent } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';

@@ -15,7 +15,7 @@ import {
   type OutboundRefusedError,
 } from '../outbound/guarded-fetch.js';
 import { agentCardSchema, type SecuritySchemeInfo } from '../schemas/a2a.js';
-import { EXTENSION_URI } from '../schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { CardUnreachableError } from '../service/errors.js';
 
 export type { SecuritySchemeInfo };

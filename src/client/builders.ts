@@ -5,7 +5,7 @@
  * `artifactUpdateEvent` for the push body `POST /a2a/events` takes.
  */
 import type { z } from 'zod';
-import { EXTENSION_URI, expectationSchema, extensionMetadataSchema, reportedFactSchema } from '../schemas/extension.js';
+import { EXTENSION_URI, expectationSchema, extensionMetadataSchema, reportedFactSchema } from '../../core/schemas/extension.js';
 import { WatcherValidationError } from './errors.js';
 import type { ArtifactUpdateInput, Expectation, ExpectationInput, FactInput, FieldError, ReportedFact } from './types.js';
 

@@ -2,7 +2,7 @@
  * `expectations-watcher/client`: what an agent author or an operator needs to talk to the watcher's bridge, and
  * nothing of Temporal or Express (at run time it loads zod and the extension's schemas only).
  */
-export { EXTENSION_URI } from '../schemas/extension.js';
+export { EXTENSION_URI } from '../../core/schemas/extension.js';
 export {
   artifactUpdateEvent,
   expectation,

@@ -3,7 +3,7 @@
  * watcher's message, checked with the extension's schema. Its `lapse` is an open set: a value this client does not
  * know (a later watcher's) is kept as it is, and `knownLapseKind` says what to act on (the seed's rule: `overdue`).
  */
-import { EXTENSION_URI, lapseKinds, openLapseSchema } from '../schemas/extension.js';
+import { EXTENSION_URI, lapseKinds, openLapseSchema } from '../../core/schemas/extension.js';
 import { check } from './builders.js';
 import type { KnownLapseKind, Lapse, LapseKind } from './types.js';
 

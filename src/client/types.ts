@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import type { eventV03Schema, streamResponseV1Schema, taskArtifactUpdateEventV1Schema } from '../schemas/a2a.js';
-import type { expectationSchema, reportedFactSchema } from '../schemas/extension.js';
+import type { expectationSchema, reportedFactSchema } from '../../core/schemas/extension.js';
 import type {
   expectationPageSchema,
   expectationResultSchema,
@@ -28,26 +28,26 @@ export type {
   ExpectationState,
   ReportedFact,
   Subject,
-} from '../schemas/extension.js';
+} from '../../core/schemas/extension.js';
 
 /**
  * A lapse value: `'overdue' | 'skipped' | 'stalled' | (string & {})`. An open set (the seed's rule): a later watcher
  * may send one this client does not know, which an agent treats as `overdue` (`knownLapseKind`).
  */
-export type { OpenLapseKind as LapseKind } from '../schemas/extension.js';
+export type { OpenLapseKind as LapseKind } from '../../core/schemas/extension.js';
 
 /** The lapses this watcher raises today: `overdue`, `skipped`, `stalled`. */
-export type { LapseKind as KnownLapseKind } from '../schemas/extension.js';
+export type { LapseKind as KnownLapseKind } from '../../core/schemas/extension.js';
 
 /** A lapse as a lapse task carries it and a record lists it; `lapse` is a LapseKind (an open set). */
-export type { OpenLapse as Lapse } from '../schemas/extension.js';
+export type { OpenLapse as Lapse } from '../../core/schemas/extension.js';
 
 /** The record of `GET /v1/expectations/{id}`, and one of its `lapses`; every `lapse` a LapseKind (an open set). */
 export type {
   OpenExpectationRecord as ExpectationRecord,
   OpenLapseEntry as LapseEntry,
   Origin,
-} from '../schemas/record.js';
+} from '../../core/schemas/record.js';
 
 /** An expectation as an author writes it (`expectation({...})` checks it). */
 export type ExpectationInput = z.input<typeof expectationSchema>;

@@ -4,7 +4,7 @@
  * Retry-After (retry.ts), within a total wait. `fetch`, the clock and the sleep are injected (the global ones by
  * default), as the A2A JS SDK does with fetch, so a test or a runtime can hand its own.
  */
-import { EXTENSION_URI } from '../schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { WatcherProblemError, type ProblemRequest } from './errors.js';
 import {
   isDroppedConnection,

@@ -15,7 +15,7 @@ import { createGuardedFetch } from '../outbound/guarded-fetch.js';
 import { pollerReadiness, workflowPollersOf, type WorkerReadiness } from '../temporal/worker-readiness.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
-import { EXTENSION_URI } from '../schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { factsBodySchema, factsQuerySchema, listQuerySchema, resendParamsSchema, withdrawBodySchema } from '../schemas/http.js';
 import {
   BridgeBusyError,

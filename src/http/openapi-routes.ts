@@ -24,7 +24,7 @@ import {
   withdrawBodySchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
-import { openExpectationRecordSchema } from '../schemas/record.js';
+import { openExpectationRecordSchema } from '../../core/schemas/record.js';
 
 /**
  * `POST /a2a/events` takes either version of an A2A object (parseA2AEvent dispatches on `kind` by hand, so that issue

@@ -17,7 +17,7 @@ import {
   reportedFactSchema,
   subjectSchema,
   EXTENSION_URI,
-} from '../schemas/extension.js';
+} from '../../core/schemas/extension.js';
 import {
   expectationPageSchema,
   expectationSummarySchema,
@@ -32,7 +32,7 @@ import {
   withdrawBodySchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
-import { lapseDeliverySchema, openExpectationRecordSchema, openLapseEntrySchema } from '../schemas/record.js';
+import { lapseDeliverySchema, openExpectationRecordSchema, openLapseEntrySchema } from '../../core/schemas/record.js';
 import {
   a2aEventSchema,
   agentCardSchema,

@@ -6,8 +6,8 @@
  * generated from them, so neither can drift from what the routes answer.
  */
 import { z } from 'zod';
-import { expectationStates, NO_CONTROL_CHARACTER, subjectSchema, utcDateTime } from './extension.js';
-import { lapseDeliverySchema } from './record.js';
+import { expectationStates, NO_CONTROL_CHARACTER, subjectSchema, utcDateTime } from '../../core/schemas/extension.js';
+import { lapseDeliverySchema } from '../../core/schemas/record.js';
 
 /** `POST /v1/facts`. */
 export const factsBodySchema = z.object({

@@ -6,7 +6,7 @@
  * Pure functions: the card comes in parsed, broken rules go out as field errors.
  */
 import type { AgentCardInfo } from '../a2a/card.js';
-import { declarationParamsSchema, EXTENSION_URI, type DeclarationParams, type Expectation } from '../schemas/extension.js';
+import { declarationParamsSchema, EXTENSION_URI, type DeclarationParams, type Expectation } from '../../core/schemas/extension.js';
 import { joinPath, type FieldError } from './errors.js';
 
 /**

@@ -6,8 +6,8 @@
  * in its `extensions`: activation where no header can carry it (a push notification).
  */
 import type { A2AEvent } from '../schemas/a2a.js';
-import { EXTENSION_MEMBERS, EXTENSION_URI, extensionMetadataSchema } from '../schemas/extension.js';
-import type { Origin } from '../schemas/record.js';
+import { EXTENSION_MEMBERS, EXTENSION_URI, extensionMetadataSchema } from '../../core/schemas/extension.js';
+import type { Origin } from '../../core/schemas/record.js';
 import { joinPath, type FieldError } from './errors.js';
 import type { OriginPaths } from './limits.js';
 

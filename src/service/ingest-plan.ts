@@ -22,8 +22,8 @@ import {
   type Fact,
   type ReportedFact,
   type Subject,
-} from '../schemas/extension.js';
-import type { ExpectationRecord, Origin } from '../schemas/record.js';
+} from '../../core/schemas/extension.js';
+import type { ExpectationRecord, Origin } from '../../core/schemas/record.js';
 import { checkDeclaration, checkKind } from './card-rules.js';
 import { canonicalJson } from './canonical.js';
 import {

@@ -11,9 +11,9 @@ import type { CardResolver } from '../a2a/card.js';
 import type { Principal } from '../auth/principals.js';
 import type { WatcherMetrics } from '../metrics.js';
 import { MAX_AGENT_SHARE, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED_KEY } from '../../core/limits.js';
-import type { Expectation, Fact, Subject } from '../schemas/extension.js';
+import type { Expectation, Fact, Subject } from '../../core/schemas/extension.js';
 import { FACT_WAIT_MS, type ingestResultSchema } from '../schemas/http.js';
-import type { ExpectationRecord, Origin } from '../schemas/record.js';
+import type { ExpectationRecord, Origin } from '../../core/schemas/record.js';
 import type { ExpectationInput, FactRouterMemo } from '../../workflows/messages.js';
 import {
   awaitFactTaken,

@@ -8,7 +8,7 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { WatcherMetrics } from '../metrics.js';
-import type { Fact } from '../schemas/extension.js';
+import type { Fact } from '../../core/schemas/extension.js';
 import { keywordValue } from '../temporal/ids.js';
 import { ExpectationFactKey, ExpectationState } from '../temporal/search-attributes.js';
 import { quote, WORKFLOW_TYPE } from './records.js';

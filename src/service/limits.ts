@@ -5,8 +5,8 @@
  * path and carries the `limit`.
  */
 import { MAX_ITEMS, MAX_LENGTH } from '../../core/limits.js';
-import type { Expectation, ReportedFact } from '../schemas/extension.js';
-import type { Origin } from '../schemas/record.js';
+import type { Expectation, ReportedFact } from '../../core/schemas/extension.js';
+import type { Origin } from '../../core/schemas/record.js';
 import { joinPath, TooManyItemsError, type FieldError } from './errors.js';
 import type { Located } from './extract.js';
 

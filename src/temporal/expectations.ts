@@ -11,8 +11,8 @@ import {
   type Client,
 } from '@temporalio/client';
 import { shardOf } from '../../core/fact-shards.js';
-import type { Fact, Subject } from '../schemas/extension.js';
-import type { ExpectationRecord } from '../schemas/record.js';
+import type { Fact, Subject } from '../../core/schemas/extension.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { initialRecord } from '../../workflows/expectation-manager.js';

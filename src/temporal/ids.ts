@@ -3,7 +3,7 @@
  */
 import { createHash } from 'node:crypto';
 import { shardOf } from '../../core/fact-shards.js';
-import type { Subject } from '../schemas/extension.js';
+import type { Subject } from '../../core/schemas/extension.js';
 import type { ExpectationLinks } from '../../workflows/messages.js';
 
 /**

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenSha256 } from '../../src/auth/principals.js';
-import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
+import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import {

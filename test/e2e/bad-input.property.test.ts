@@ -12,7 +12,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ITEMS, MAX_LENGTH } from '../../core/limits.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';

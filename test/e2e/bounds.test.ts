@@ -11,7 +11,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_AGENT_SHARE, MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
 import { loadConfig } from '../../src/config.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
 import { ledgerOccupancyQuery, openExpectationsQuery } from '../../src/service/records.js';
 import { connectClient } from '../../src/temporal/connection.js';

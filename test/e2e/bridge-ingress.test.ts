@@ -3,7 +3,7 @@
  * Raising, reading, facts, re-delivery, conflicts and every rule of DESIGN 3.1, each answer checked to the byte.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import {
   artifactUpdate,

@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Expectation, Fact } from '../../src/schemas/extension.js';
-import type { ExpectationRecord } from '../../src/schemas/record.js';
+import type { Expectation, Fact } from '../../core/schemas/extension.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import {
   getExpectationRecord,
   recordFact,

@@ -20,7 +20,7 @@ import {
   type ListFilter,
 } from 'expectations-watcher/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { expectationRecordSchema } from '../../src/schemas/record.js';
+import { expectationRecordSchema } from '../../core/schemas/record.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { cardJson, problem, startBridgeApp, startBridgeEnv, startCardServer, UI_URL, unique, type BridgeEnv, type CardServer } from '../support/bridge.js';
 import { freePort } from '../support/net.js';

@@ -4,7 +4,7 @@
  * The origin of a raise on the watcher's own A2A endpoint is in watcher-agent.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { lapseOf, lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, dueExpectation, expectation, request, startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
 

@@ -8,7 +8,7 @@ import type { Server } from 'node:http';
 import express from 'express';
 import { WatcherClient } from 'expectations-watcher/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ExpectationRecord } from '../../src/schemas/record.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';

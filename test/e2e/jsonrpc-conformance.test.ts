@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_JSONRPC_PATH } from '../../src/a2a/agent-endpoint.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
 
 let env: BridgeEnv;

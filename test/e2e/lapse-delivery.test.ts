@@ -4,9 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Expectation } from '../../src/schemas/extension.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
-import type { ExpectationRecord } from '../../src/schemas/record.js';
+import type { Expectation } from '../../core/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';

@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lapseMessageId } from '../../core/message-id.js';
-import { EXTENSION_URI, type Fact } from '../../src/schemas/extension.js';
-import type { ExpectationRecord } from '../../src/schemas/record.js';
+import { EXTENSION_URI, type Fact } from '../../core/schemas/extension.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord, recordFact } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';

@@ -11,7 +11,7 @@ import { createPrincipalStore, roles, type Role } from '../../src/auth/principal
 import { loadConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { openApiDocument } from '../../src/http/openapi.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { connectClient, isReachable } from '../../src/temporal/connection.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExpectationRecord } from '../../src/schemas/record.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, expectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';

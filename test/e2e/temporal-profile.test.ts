@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { ExpectationRecord } from '../../src/schemas/record.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile } from '../support/agents.js';
 import { artifactUpdate, expectation, send, unique } from '../support/bridge.js';

@@ -16,7 +16,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createPrincipalStore } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
-import type { Expectation } from '../../src/schemas/extension.js';
+import type { Expectation } from '../../core/schemas/extension.js';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks, expectationWorkflowId } from '../../src/temporal/ids.js';

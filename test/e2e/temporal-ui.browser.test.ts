@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Expectation } from '../../src/schemas/extension.js';
-import type { ExpectationRecord } from '../../src/schemas/record.js';
+import type { Expectation } from '../../core/schemas/extension.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../src/temporal/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
 import { AGENT_JSONRPC_PATH, RECORD_SKILL, watcherAgentCard } from '../../src/a2a/agent-endpoint.js';
 import { createCardResolver } from '../../src/a2a/card.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { dueExpectation, expectation, startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';

@@ -18,7 +18,7 @@ import {
 } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { legacyAgentCardRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
-import { EXTENSION_URI, type ExpectationKind } from '../../src/schemas/extension.js';
+import { EXTENSION_URI, type ExpectationKind } from '../../core/schemas/extension.js';
 
 export interface ReceivedMessage {
   /** The A2A Message as the agent executor got it (SDK v1.0 shape: `parts[].content.$case`). */

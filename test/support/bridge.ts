@@ -12,7 +12,7 @@ import type { Expectation } from '../../core/types.js';
 import { createPrincipalStore } from '../../src/auth/principals.js';
 import { createApp, type AppDeps } from '../../src/http/app.js';
 import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { principalsFileOf, registerAgents, type PrincipalSpec } from './agents.js';
 import { deliveryExpectation } from './expectations.js';
 import { close, listen, urlOf } from './net.js';

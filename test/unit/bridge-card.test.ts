@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { createGuardedFetch } from '../../src/outbound/guarded-fetch.js';
 import { checkDeclaration, checkKind, isPlaceholder, PLACEHOLDER_WORDS } from '../../src/service/card-rules.js';
 import { CardUnreachableError } from '../../src/service/errors.js';
-import { EXTENSION_URI, type Expectation } from '../../src/schemas/extension.js';
+import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
 
 const params = {
   keepsTime: false,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseA2AEvent } from '../../src/schemas/a2a.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
 import { extractEvent } from '../../src/service/extract.js';
 

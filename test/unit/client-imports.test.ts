@@ -1,7 +1,7 @@
 /**
  * The client is what agent authors install: importing `expectations-watcher/client` must load no Temporal package,
  * no Express and nothing of the bridge. The lint room (eslint.config.js) checks src/client/'s own imports; this
- * follows the whole run-time graph, through src/schemas/ and what they import, as TypeScript emits it (type-only
+ * follows the whole run-time graph, through core/schemas/ and what they import, as TypeScript emits it (type-only
  * imports erased).
  */
 import { readFileSync } from 'node:fs';
@@ -43,13 +43,13 @@ describe('the client at run time', () => {
     expect(graph.files).toEqual([
       'core/duration-math.ts',
       'core/limits.ts',
+      'core/schemas/extension.ts',
       'src/client/builders.ts',
       'src/client/errors.ts',
       'src/client/index.ts',
       'src/client/lapse-task.ts',
       'src/client/retry.ts',
       'src/client/watcher-client.ts',
-      'src/schemas/extension.ts',
     ]);
   });
 

@@ -16,7 +16,7 @@ import {
 } from 'expectations-watcher/client';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { openApiDocument } from '../../src/http/openapi.js';
-import { lapseSchema } from '../../src/schemas/extension.js';
+import { lapseSchema } from '../../core/schemas/extension.js';
 import { validatorOf } from '../support/openapi.js';
 
 /** A lapse as a later watcher might send it: `abandoned` is none of the three this one raises. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Expectation } from '../../src/schemas/extension.js';
-import type { ExpectationRecord, LapseEntry } from '../../src/schemas/record.js';
+import type { Expectation } from '../../core/schemas/extension.js';
+import type { ExpectationRecord, LapseEntry } from '../../core/schemas/record.js';
 import {
   anchoredDueAt,
   dueChecks,

@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createDeliveryActivities, LAPSE_UNAVAILABLE, type DeliveryDeps } from '../../activities/deliver-lapse.js';
 import { LAPSE_REJECTED, type DeliverLapseInput } from '../../activities/types.js';
 import { createCardResolver } from '../../src/a2a/card.js';
-import { EXTENSION_URI, type Lapse } from '../../src/schemas/extension.js';
+import { EXTENSION_URI, type Lapse } from '../../core/schemas/extension.js';
 import { close, freePort } from '../support/net.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from '../support/agent.js';
 import { startCardServer, type CardServer } from '../support/bridge.js';

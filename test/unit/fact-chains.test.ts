@@ -3,7 +3,7 @@
  * subject, stay in one chain in the request's order; the others may go together.
  */
 import { describe, expect, it } from 'vitest';
-import type { Fact } from '../../src/schemas/extension.js';
+import type { Fact } from '../../core/schemas/extension.js';
 import { chainsOf } from '../../src/service/ingest.js';
 
 const fact = (factKey: string, subjectId?: string): Fact => ({

@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentCardInfo } from '../../src/a2a/card.js';
 import type { Principal } from '../../src/auth/principals.js';
-import type { Expectation } from '../../src/schemas/extension.js';
-import type { ExpectationRecord } from '../../src/schemas/record.js';
+import type { Expectation } from '../../core/schemas/extension.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
 import {
   needsCard,
   parseIngest,

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_AGENT_SHARE, MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
 import type { AgentCardInfo } from '../../src/a2a/card.js';
 import type { Principal } from '../../src/auth/principals.js';
-import type { Expectation } from '../../src/schemas/extension.js';
+import type { Expectation } from '../../core/schemas/extension.js';
 import { checkDeclaration } from '../../src/service/card-rules.js';
 import { RuleViolationError, TooManyItemsError, type FieldError } from '../../src/service/errors.js';
 import { parseIngest, planIngest, type IngestRequest, type Occupancy } from '../../src/service/ingest-plan.js';

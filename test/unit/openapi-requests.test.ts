@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { parseA2AEvent } from '../../src/schemas/a2a.js';
-import { reportedFactSchema } from '../../src/schemas/extension.js';
+import { reportedFactSchema } from '../../core/schemas/extension.js';
 import { listQuerySchema } from '../../src/schemas/http.js';
 import { validatorOf } from '../support/openapi.js';
 

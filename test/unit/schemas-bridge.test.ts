@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { expectationSchema, reportedFactSchema } from '../../src/schemas/extension.js';
+import { expectationSchema, reportedFactSchema } from '../../core/schemas/extension.js';
 import { factsBodySchema, listQuerySchema, withdrawBodySchema } from '../../src/schemas/http.js';
 import { joinPath } from '../../src/service/errors.js';
 

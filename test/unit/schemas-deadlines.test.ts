@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { expectationSchema } from '../../src/schemas/extension.js';
+import { expectationSchema } from '../../core/schemas/extension.js';
 
 const seed = {
   expectationId: 'e1',

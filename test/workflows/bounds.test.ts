@@ -11,7 +11,7 @@ import {
   MAX_ROUTER_CARRIED_BYTES,
   MAX_SUBJECT_LEDGER_SUBSCRIBERS,
 } from '../../core/limits.js';
-import type { Fact, Subject } from '../../src/schemas/extension.js';
+import type { Fact, Subject } from '../../core/schemas/extension.js';
 import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
 import { DEDUPE_WINDOW_UNAWAITED, type factRouterWorkflow } from '../../workflows/fact-router.js';

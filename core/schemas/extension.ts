@@ -2,8 +2,8 @@
  * Zod schemas mirroring `spec/expectations-v1.json` field by field. Every type of the extension comes from here.
  */
 import { z } from 'zod';
-import { addDurationParts, DURATION_PATTERN, LATEST_INSTANT_MS, matchDuration } from '../../core/duration-math.js';
-import { MAX_ITEMS } from '../../core/limits.js';
+import { addDurationParts, DURATION_PATTERN, LATEST_INSTANT_MS, matchDuration } from '../duration-math.js';
+import { MAX_ITEMS } from '../limits.js';
 
 /** The extension URI: the key of `metadata`, the value of the `A2A-Extensions` header. */
 export const EXTENSION_URI = 'https://rsaxb.com/a2a/expectations/v1';
