@@ -24,7 +24,7 @@ interface EarlySignals {
 }
 
 /** Error names whose message alone is what a user needs (a configuration or provisioning problem, not a bug). */
-const PLAIN_ERRORS = new Set(['ConfigError', 'ProvisionError', 'PostgresError', 'SearchAttributesError']);
+const PLAIN_ERRORS = new Set(['ConfigError', 'ProvisionError', 'PostgresError', 'PortInUseError', 'SearchAttributesError']);
 
 export class Lifecycle {
   private readonly pieces: Running[] = [];

@@ -1,6 +1,7 @@
 /**
- * The pieces every entry point composes: the embedded dev server, the worker, the bridge. Each start returns a
- * `stop` that ends it cleanly; nothing here keeps state a restart would lose (Temporal holds it).
+ * The pieces every entry point composes: the worker, the bridge (the embedded dev server `npm start` adds is dev/'s,
+ * dev/temporal/embedded.ts). Each start returns a `stop` that ends it cleanly; nothing here keeps state a restart
+ * would lose (Temporal holds it).
  */
 import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -10,10 +11,9 @@ import { ConfigError, heapLimitMiB, loadConfig, type Config } from './config.js'
 import { loadCodecKeys } from './temporal/codec-keys.js';
 import { connectionOptions, connectionSummary, connectClient, isReachable } from './temporal/connection.js';
 import { EncryptionCodec } from './temporal/encryption-codec.js';
-import { startDevServer, type DevServer } from './temporal/dev-server.js';
 import { createWatcherWorker } from './temporal/worker.js';
 import { ownWorkerReadiness, type WorkerReadiness } from './temporal/worker-readiness.js';
-import { describeRules } from './outbound/address-policy.js';
+import { describeRules } from '../activities/outbound/address-policy.js';
 import { discardedWorkflowSpans, tracingBundleOf } from './temporal/workflow-bundle.js';
 import { createApp } from './http/app.js';
 import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from './auth/principals.js';
@@ -57,20 +57,6 @@ export function prepareClusterProcess(lifecycle: Lifecycle, command: string): { 
   }
   logConnectionSettings(config, log);
   return { config, log, address };
-}
-
-/** Starts the embedded dev server with its SQLite file under the data directory. */
-export async function startEmbeddedTemporal(config: Config, log: Logger): Promise<DevServer> {
-  const dbFilename = path.join(config.dataDir, 'temporal.sqlite');
-  log.info({ dbFilename }, 'starting the embedded Temporal dev server');
-  const server = await startDevServer({
-    dbFilename,
-    port: config.temporal.embeddedPort,
-    uiPort: config.temporal.embeddedPort + 1000,
-    logFile: path.join(config.dataDir, 'temporal.log'),
-    log: (line) => log.info(line),
-  });
-  return server;
 }
 
 /** How often the bridge and the worker look for a changed principals file (rotated tokens, moved cards). */

@@ -3,10 +3,10 @@
  * (src/runtime.ts, as `npm start` runs them). `npm run cluster` and the cluster test tier both start it from here.
  */
 import path from 'node:path';
-import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
-import { createMetrics } from '../metrics.js';
-import { preparePrincipals, startBridge, startWorker, type Running } from '../runtime.js';
+import type { Config } from '../../src/config.js';
+import type { Logger } from '../../src/logger.js';
+import { createMetrics } from '../../src/metrics.js';
+import { preparePrincipals, startBridge, startWorker, type Running } from '../../src/runtime.js';
 import { startTemporalCluster, type TemporalCluster, type TemporalClusterOptions } from './temporal-cluster.js';
 
 export interface ClusterOptions extends Omit<TemporalClusterOptions, 'dir' | 'namespace'> {

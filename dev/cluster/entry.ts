@@ -1,14 +1,14 @@
 /**
- * What `npm run cluster` runs (src/cluster/main.ts loads it once its signal handlers are in place): the watcher on a
+ * What `npm run cluster` runs (dev/cluster/main.ts loads it once its signal handlers are in place): the watcher on a
  * real Temporal cluster (server 1.31.2 on PostgreSQL, four services, the UI), with two workers and two bridges,
  * everything under WATCHER_DATA_DIR/cluster. Prints where each piece is; Ctrl-C stops them all in order.
  */
 import path from 'node:path';
 import { pino } from 'pino';
-import { startCluster } from '../cluster/cluster.js';
-import { loadConfig } from '../config.js';
-import type { Lifecycle } from '../lifecycle.js';
-import { installTelemetry } from '../observability/telemetry.js';
+import { startCluster } from './cluster.js';
+import { loadConfig } from '../../src/config.js';
+import type { Lifecycle } from '../../src/lifecycle.js';
+import { installTelemetry } from '../../src/observability/telemetry.js';
 
 export async function startClusterProcess(lifecycle: Lifecycle): Promise<void> {
   const started = Date.now();

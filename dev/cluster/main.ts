@@ -1,8 +1,8 @@
 /**
- * `npm run cluster`: the watcher on a Temporal cluster of its own (src/entry/cluster.ts), signal handlers first (see
+ * `npm run cluster`: the watcher on a Temporal cluster of its own (dev/cluster/entry.ts), signal handlers first (see
  * src/main.ts).
  */
-import { Lifecycle } from '../lifecycle.js';
+import { Lifecycle } from '../../src/lifecycle.js';
 
 const lifecycle = Lifecycle.onSignals();
-await lifecycle.run(async () => (await import('../entry/cluster.js')).startClusterProcess(lifecycle));
+await lifecycle.run(async () => (await import('./entry.js')).startClusterProcess(lifecycle));

@@ -3,16 +3,42 @@
  */
 import net from 'node:net';
 
-/** True when a server can listen on 127.0.0.1:port right now (`port` 0: any), resolving the port it got. */
-function tryListen(port: number): Promise<number | undefined> {
+/** Listens on 127.0.0.1:port (`port` 0: any) and closes again: the port it got, or the error that refused it. */
+function listenOnce(port: number): Promise<{ port: number } | { error: NodeJS.ErrnoException }> {
   return new Promise((resolve) => {
     const server = net.createServer();
-    server.once('error', () => resolve(undefined));
+    server.once('error', (error: NodeJS.ErrnoException) => resolve({ error }));
     server.listen(port, '127.0.0.1', () => {
       const { port: bound } = server.address() as net.AddressInfo;
-      server.close(() => resolve(bound));
+      server.close(() => resolve({ port: bound }));
     });
   });
+}
+
+/** True when a server can listen on 127.0.0.1:port right now (`port` 0: any), resolving the port it got. */
+async function tryListen(port: number): Promise<number | undefined> {
+  const result = await listenOnce(port);
+  return 'port' in result ? result.port : undefined;
+}
+
+/** A port of the cluster that something else holds: starting anyway would talk to whatever that is. */
+export class PortInUseError extends Error {
+  override name = 'PortInUseError';
+}
+
+/**
+ * Resolves when a server of the cluster can listen on 127.0.0.1:port; otherwise rejects with a PortInUseError naming
+ * the port and what it is for (`what`, e.g. `frontend`). A wildcard listener (0.0.0.0, ::) holds it too.
+ */
+export async function ensurePortFree(port: number, what: string): Promise<void> {
+  const result = await listenOnce(port);
+  if ('port' in result) return;
+  if (result.error.code !== 'EADDRINUSE') {
+    throw new PortInUseError(`port ${port} (${what}) cannot be used: ${result.error.code ?? result.error.message}`);
+  }
+  throw new PortInUseError(
+    `port ${port} (${what}) is in use: something else listens on 127.0.0.1:${port} (another cluster or dev server?); stop it or choose another port`,
+  );
 }
 
 /**

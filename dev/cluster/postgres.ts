@@ -1,11 +1,13 @@
 /**
  * A PostgreSQL server of our own: its data directory under the watcher's data directory (created by initdb once and
  * kept), listening on 127.0.0.1 only, on a port chosen per start. PostgreSQL refuses to run as root, so as root it
- * runs as the `postgres` user (created as a system user where missing) and owns its directory.
+ * runs as the `postgres` user (created as a system user where missing) and owns its directory. The postmaster is our
+ * child (process.ts), not a daemon of pg_ctl's: it ends with us, and a pid file it left behind is cleared.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { logTail, managedProcess } from './process.js';
 
 export interface PostgresOptions {
   /** Binaries: initdb, pg_ctl, postgres. */
@@ -29,6 +31,11 @@ export interface Postgres {
   readonly dataDir: string;
   /** True when this start ran initdb (a new, empty cluster). */
   readonly created: boolean;
+  /** The postmaster's pid; undefined while it is stopped. */
+  readonly pid: number | undefined;
+  /** Starts it again, on the same directory and port, after `stop()` (the fault tests). */
+  start(): Promise<void>;
+  /** Fast shutdown (open sessions are ended, data is flushed); resolves once the postmaster has exited. */
   stop(): Promise<void>;
 }
 
@@ -106,14 +113,30 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
     if (init.status !== 0) throw failed('initdb', init);
   }
 
-  // A PostgreSQL left running by a run that was killed holds the directory: stop it, it is ours.
-  if (runAs(osUser, tool('pg_ctl'), ['status', '-D', options.dataDir]).status === 0) {
-    runAs(osUser, tool('pg_ctl'), ['stop', '-D', options.dataDir, '-m', 'fast', '-w']);
-  }
-  // TCP on the loopback only, no Unix socket (its path would have to fit 107 bytes and a directory we own).
-  const serverOptions = `-p ${options.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
-  const start = runAs(osUser, tool('pg_ctl'), ['start', '-D', options.dataDir, '-l', options.logFile, '-w', '-t', '60', '-o', serverOptions]);
-  if (start.status !== 0) throw failed('pg_ctl start', start, options.logFile);
+  const server = managedProcess({
+    name: 'postgres',
+    command: tool('postgres'),
+    // TCP on the loopback only, no Unix socket (its path would have to fit 107 bytes and a directory we own).
+    args: ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    logFile: options.logFile,
+    port: options.port,
+    // Immediate shutdown once we are gone: its children end too, and the next start recovers from the WAL.
+    deathSignal: 'SIGQUIT',
+    ...(owner ? { user: owner } : {}),
+  });
+  const start = async () => {
+    clearStalePostmasterPid(options.dataDir);
+    // A PostgreSQL still running on the directory (started by hand, or by an older version of this file): ours, stopped.
+    if (runAs(osUser, tool('pg_ctl'), ['status', '-D', options.dataDir]).status === 0) {
+      runAs(osUser, tool('pg_ctl'), ['stop', '-D', options.dataDir, '-m', 'fast', '-w', '-t', '60']);
+    }
+    await server.start();
+    if (!(await acceptsConnections(options.dataDir, server, 60_000))) {
+      await server.stop('SIGKILL');
+      throw new PostgresError(`PostgreSQL did not become ready within 60 s; its log, ${options.logFile}, ends:\n${logTail(options.logFile)}`);
+    }
+  };
+  await start();
 
   return {
     host: '127.0.0.1',
@@ -122,9 +145,52 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
     password,
     dataDir: options.dataDir,
     created,
-    stop: () => {
-      const stop = runAs(osUser, tool('pg_ctl'), ['stop', '-D', options.dataDir, '-m', 'fast', '-w', '-t', '60']);
-      return stop.status === 0 ? Promise.resolve() : Promise.reject(failed('pg_ctl stop', stop, options.logFile));
+    get pid() {
+      return server.pid;
     },
+    start,
+    stop: () => server.stop('SIGINT', 60_000),
   };
+}
+
+/** The postmaster's lock file: its pid on the first line, its state (`ready` once it accepts connections) on the eighth. */
+const lockFile = (dataDir: string) => path.join(dataDir, 'postmaster.pid');
+
+/** Resolves true once the postmaster of `server` says in its lock file that it is ready (as `pg_ctl start -w` waits). */
+async function acceptsConnections(dataDir: string, server: { pid: number | undefined }, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && server.pid !== undefined) {
+    const lines = existsSync(lockFile(dataDir)) ? readFileSync(lockFile(dataDir), 'utf8').split('\n') : [];
+    if (lines[0]?.trim() === String(server.pid) && lines[7]?.trim() === 'ready') return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
+
+/**
+ * Removes the lock file of a postmaster that is gone (killed with the machine, or by SIGKILL), or whose pid now
+ * belongs to another program: PostgreSQL would refuse to start on a pid it finds alive. True when it removed one.
+ */
+export function clearStalePostmasterPid(dataDir: string): boolean {
+  const file = lockFile(dataDir);
+  if (!existsSync(file)) return false;
+  const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
+  if (Number.isInteger(pid) && pid > 0 && isPostgres(pid)) return false;
+  rmSync(file, { force: true });
+  return true;
+}
+
+/** Whether `pid` is a running PostgreSQL process (on Linux by its name in /proc; elsewhere: whether it runs). */
+function isPostgres(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  if (process.platform !== 'linux') return true;
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+  } catch {
+    return false;
+  }
 }

@@ -1,11 +1,14 @@
 /**
  * A child process of the cluster: its output appended to a log file, started again on request (the fault tests
- * kill and restart services), stopped with SIGTERM and, after a grace period, SIGKILL.
+ * kill and restart services), stopped with SIGTERM and, after a grace period, SIGKILL. It never outlives this process,
+ * however this one ends (a `kill -9` included): on Linux it runs under `setpriv --pdeathsig`, so the kernel signals it
+ * when we are gone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { mkdirSync, openSync, closeSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { waitForPort } from '../temporal/provision.js';
+import { ensurePortFree } from './ports.js';
 
 export interface ProcessSpec {
   name: string;
@@ -14,9 +17,16 @@ export interface ProcessSpec {
   cwd?: string;
   env?: NodeJS.ProcessEnv;
   logFile: string;
-  /** The port that says it is up; `start()` resolves once something listens on it. */
+  /**
+   * The port that says it is up: `start()` refuses to run it while something else holds the port (a PortInUseError),
+   * and resolves once it listens on it.
+   */
   port?: number;
   startTimeoutMs?: number;
+  /** The signal the kernel sends it once this process is gone (default SIGKILL). */
+  deathSignal?: NodeJS.Signals;
+  /** The OS user to run it as (PostgreSQL refuses to run as root). */
+  user?: { uid: number; gid: number };
 }
 
 /** One process of the cluster. `start()` after `stop()` (or a kill) runs it again with the same spec. */
@@ -39,6 +49,27 @@ export function logTail(file: string, lines = 15): string {
   }
 }
 
+export class ProcessError extends Error {
+  override name = 'ProcessError';
+}
+
+/**
+ * How a child is started so that it ends with us: `setpriv --pdeathsig <signal> --` before its command (util-linux,
+ * on Linux; the setting survives the exec, and the uid change happens before it). Elsewhere, no parent-death signal
+ * exists: the child is started as it is, and only an orderly exit of ours stops it.
+ */
+function deathWatched(command: string, args: string[], signal: NodeJS.Signals, env: NodeJS.ProcessEnv): [string, string[]] {
+  if (process.platform !== 'linux') return [command, args];
+  const setpriv = (env.PATH ?? '')
+    .split(path.delimiter)
+    .map((dir) => path.join(dir, 'setpriv'))
+    .find((file) => existsSync(file));
+  if (!setpriv) {
+    throw new ProcessError('setpriv (util-linux) is not on PATH: the cluster needs it so that its processes end with it (apt-get install util-linux)');
+  }
+  return [setpriv, ['--pdeathsig', signal.replace(/^SIG/, ''), '--', command, ...args]];
+}
+
 /** Children still running when this process exits (an error, process.exit) are killed rather than left behind. */
 const orphans = new Set<ChildProcess>();
 process.once('exit', () => {
@@ -57,10 +88,18 @@ export function managedProcess(spec: ProcessSpec): ManagedProcess {
     },
     async start() {
       if (running()) return;
+      if (spec.port !== undefined) await ensurePortFree(spec.port, spec.name);
+      const [command, args] = deathWatched(spec.command, spec.args, spec.deathSignal ?? 'SIGKILL', spec.env ?? process.env);
       mkdirSync(path.dirname(spec.logFile), { recursive: true });
       const output = openSync(spec.logFile, 'a');
       // Its own process group: a Ctrl-C in the terminal reaches only us, and we stop the cluster in order.
-      const started = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['ignore', output, output], detached: true });
+      const started = spawn(command, args, {
+        cwd: spec.cwd,
+        env: spec.env,
+        stdio: ['ignore', output, output],
+        detached: true,
+        ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}),
+      });
       closeSync(output);
       child = started;
       orphans.add(started);
@@ -94,10 +133,11 @@ export function managedProcess(spec: ProcessSpec): ManagedProcess {
 }
 
 /** Runs a command to its end with its output appended to a log file; rejects with the log's tail when it fails. */
-export async function runToEnd(spec: Omit<ProcessSpec, 'port' | 'startTimeoutMs'> & { timeoutMs?: number }): Promise<void> {
+export async function runToEnd(spec: Omit<ProcessSpec, 'port' | 'startTimeoutMs' | 'user'> & { timeoutMs?: number }): Promise<void> {
+  const [command, args] = deathWatched(spec.command, spec.args, spec.deathSignal ?? 'SIGKILL', spec.env ?? process.env);
   mkdirSync(path.dirname(spec.logFile), { recursive: true });
   const output = openSync(spec.logFile, 'a');
-  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['ignore', output, output] });
+  const child = spawn(command, args, { cwd: spec.cwd, env: spec.env, stdio: ['ignore', output, output] });
   closeSync(output);
   const timer = setTimeout(() => child.kill('SIGKILL'), spec.timeoutMs ?? 300_000);
   const code = await new Promise<number | null>((resolve, reject) => {

@@ -8,9 +8,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
 import { ensureClusterBinaries, type ClusterBinaries } from '../temporal/provision-cluster.js';
-import { searchAttributeTypeName } from '../temporal/search-attributes.js';
+import { searchAttributeTypeName } from '../../src/temporal/search-attributes.js';
 import { ensureDevServer, ProvisionError } from '../temporal/provision.js';
-import { freePorts } from './ports.js';
+import { ensurePortFree, freePorts } from './ports.js';
 import { startPostgres, type Postgres } from './postgres.js';
 import { managedProcess, runToEnd, type ManagedProcess } from './process.js';
 import { TEMPORAL_SERVICES, temporalServerConfig, toYaml, type TemporalService } from './server-config.js';
@@ -89,6 +89,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     undefined,
     ...TEMPORAL_SERVICES.flatMap((name) => (name === 'frontend' ? [membership] : [undefined, membership])),
   ]);
+  // Before anything starts: a port asked for that something else holds (a dev server on the frontend's) is an error,
+  // not a cluster whose clients talk to that something. Each process checks its own again as it starts.
+  for (const [port, what] of [[postgresPort, 'postgres'], [frontendPort, 'frontend'], [uiPort, 'ui']] as const) {
+    await ensurePortFree(port!, what);
+  }
   const servicePorts = {} as Record<TemporalService, { grpc: number; membership: number }>;
   for (const name of TEMPORAL_SERVICES) {
     const grpc = name === 'frontend' ? frontendPort! : internal.shift()!;
@@ -130,6 +135,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
       },
       logFile: path.join(logDir, 'setup-schema.log'),
     });
+    await forgetMembers(binaries.postgresBinDir.path, postgres, { env, logFile: path.join(logDir, 'setup-schema.log'), log });
 
     const configFile = path.join(options.dir, 'temporal-server.yaml');
     const config = temporalServerConfig({
@@ -139,7 +145,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
       numHistoryShards: options.numHistoryShards ?? 4,
       dynamicConfigFile: path.join(deployDir, 'dynamicconfig', 'watcher.yaml'),
     });
-    writeFileSync(configFile, `# Written by expectations-watcher (src/cluster) at every start.\n${toYaml(config)}`);
+    writeFileSync(configFile, `# Written by expectations-watcher (dev/cluster) at every start.\n${toYaml(config)}`);
 
     const services = Object.fromEntries(
       TEMPORAL_SERVICES.map((name) => [
@@ -194,6 +200,30 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     await stopAll();
     throw error;
   }
+}
+
+/**
+ * Deletes the membership rows of the services of an earlier start, none of which runs now. The rows of a run that was
+ * killed look alive for 20 s more; a service that starts meanwhile tries to join them and waits out its 30 s join
+ * timeout, and the cluster answers UNAVAILABLE for a minute. Without psql beside the server, the rows stay.
+ */
+async function forgetMembers(
+  binDir: string,
+  postgres: Postgres,
+  { env, logFile, log }: { env: NodeJS.ProcessEnv; logFile: string; log: (line: string) => void },
+): Promise<void> {
+  const psql = path.join(binDir, 'psql');
+  if (!existsSync(psql)) {
+    log(`no ${psql}: the membership rows of an earlier start stay (after a kill, the next start waits up to a minute for them)`);
+    return;
+  }
+  await runToEnd({
+    name: 'psql (deleting the cluster_membership rows of an earlier start)',
+    command: psql,
+    args: ['-h', postgres.host, '-p', String(postgres.port), '-U', postgres.user, '-d', 'temporal', '-v', 'ON_ERROR_STOP=1', '-c', 'DELETE FROM cluster_membership'],
+    env: { ...env, PGPASSWORD: postgres.password },
+    logFile,
+  });
 }
 
 function devServerCli(env: NodeJS.ProcessEnv, log: (line: string) => void): string {

@@ -29,7 +29,7 @@ export function writeUiConfig(root: string, input: UiConfigInput): string {
     cors: { cookieInsecure: true, allowOrigins: [input.url] },
     auth: { enabled: false },
   };
-  writeFileSync(path.join(dir, 'base.yaml'), '# Written by expectations-watcher (src/cluster).\n');
-  writeFileSync(path.join(dir, 'cluster.yaml'), `# Written by expectations-watcher (src/cluster) at every start.\n${toYaml(config)}`);
+  writeFileSync(path.join(dir, 'base.yaml'), '# Written by expectations-watcher (dev/cluster).\n');
+  writeFileSync(path.join(dir, 'cluster.yaml'), `# Written by expectations-watcher (dev/cluster) at every start.\n${toYaml(config)}`);
   return root;
 }

@@ -10,7 +10,7 @@ import Long from 'long';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ensureDevServer, waitForPort, type ServerSource } from './provision.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
-import { devServerSearchAttributeFlags } from './search-attributes.js';
+import { devServerSearchAttributeFlags } from '../../src/temporal/search-attributes.js';
 
 export interface DevServerOptions {
   /** SQLite file; unset keeps everything in memory. */

@@ -1,28 +1,39 @@
 /**
- * What `npm start` runs (src/main.ts loads it once its signal handlers are in place): when neither TEMPORAL_ADDRESS
- * nor a Temporal profile names a cluster, the embedded Temporal dev server (SQLite under WATCHER_DATA_DIR, UI on 8233), then the worker, then the bridge; prints
- * where each is.
+ * The worker and the bridge in one process, loaded once the signal handlers are in place: by src/main.ts, on the
+ * cluster of TEMPORAL_ADDRESS or a Temporal profile, and by `npm start` (dev/start.ts), which hands in the embedded
+ * Temporal dev server (SQLite under WATCHER_DATA_DIR, UI on 8233) for when neither names a cluster; prints where each is.
  */
 import { mkdirSync } from 'node:fs';
-import { loadConfig } from '../config.js';
-import type { Lifecycle } from '../lifecycle.js';
-import { createLogger } from '../logger.js';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import type { Lifecycle, Running } from '../lifecycle.js';
+import { createLogger, type Logger } from '../logger.js';
 import { createMetrics } from '../metrics.js';
 import { installTelemetry } from '../observability/telemetry.js';
 import {
   logConnectionSettings,
   preparePrincipals,
   startBridge,
-  startEmbeddedTemporal,
   startTracingIfConfigured,
   startWorker,
   usesEmbeddedTemporal,
 } from '../runtime.js';
 
-export async function startWatcher(lifecycle: Lifecycle): Promise<void> {
+/** Starts a Temporal server of this process's own, for when the configuration names none (dev/temporal/embedded.ts). */
+export type StartEmbeddedTemporal = (config: Config, log: Logger) => Promise<Running & { address: string; uiUrl?: string }>;
+
+/**
+ * Starts the worker, then the bridge, on the configured cluster, or with `startEmbedded` on the server it starts
+ * first; without either, a ConfigError naming both ways to give a cluster.
+ */
+export async function startWatcher(lifecycle: Lifecycle, startEmbedded?: StartEmbeddedTemporal): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, undefined, config.logFormat);
   lifecycle.useLogger(log);
+  if (!config.temporal.address && !startEmbedded) {
+    throw new ConfigError(
+      'TEMPORAL_ADDRESS: required by src/main.ts, or a Temporal profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE); `npm start` runs the embedded server',
+    );
+  }
   // First: the embedded server and the worker both run on the Temporal runtime this installs.
   const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, metricsHost: config.listenHost, log });
   mkdirSync(config.dataDir, { recursive: true });
@@ -34,7 +45,8 @@ export async function startWatcher(lifecycle: Lifecycle): Promise<void> {
   const embedded = usesEmbeddedTemporal(config);
   if (!embedded) logConnectionSettings(config, log);
   if (!address) {
-    const server = await lifecycle.start(() => startEmbeddedTemporal(config, log));
+    // There is one: checked before anything started.
+    const server = await lifecycle.start(() => startEmbedded!(config, log));
     address = server.address;
     uiUrl ??= server.uiUrl;
   }

@@ -10,13 +10,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lapseMessageId } from '../../core/message-id.js';
-import { startCluster, type Cluster } from '../../src/cluster/cluster.js';
-import { startPostgres } from '../../src/cluster/postgres.js';
+import { startCluster, type Cluster } from '../../dev/cluster/cluster.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
-import { ensureClusterBinaries } from '../../src/temporal/provision-cluster.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { artifactUpdate, dueExpectation, send, unique } from '../support/bridge.js';
@@ -236,18 +234,12 @@ describe('faults on the cluster', () => {
     await raise([...toSatisfy, ...toLapse]);
     for (const e of [...toSatisfy, ...toLapse]) await recordWhen(e.expectationId, open);
 
-    const { postgres, logDir } = cluster.temporal;
+    const { postgres } = cluster.temporal;
     expect(Date.now(), 'still pending when PostgreSQL stops').toBeLessThan(Date.parse(toLapse[0]!.dueAt));
     await postgres.stop();
-    // Same directory and port: the services' configuration names them. The cluster's stop() stops this one too.
-    await startPostgres({
-      binDir: ensureClusterBinaries({ log: () => undefined }).postgresBinDir.path,
-      dataDir: postgres.dataDir,
-      port: postgres.port,
-      user: postgres.user,
-      password: postgres.password,
-      logFile: path.join(logDir, 'postgres.log'),
-    });
+    expect(postgres.pid).toBeUndefined();
+    // Same directory and port: the services' configuration names them. The cluster's stop() stops it again.
+    await postgres.start();
     await waitUntil('the facts to be accepted after the restart', () => report(toSatisfy).then(() => true), { timeoutMs: 60_000 });
     expect(Date.now(), 'the facts were reported before the due time').toBeLessThan(Date.parse(toLapse[0]!.dueAt));
 

@@ -46,10 +46,10 @@ describe('the npm scripts', () => {
 
     // tsx's own CLI relays signals to its child and exits 143 if the child has not answered within 60 ms;
     // src/early-signals.mjs keeps a signal that comes while Node and tsx start, before src/lifecycle.ts runs.
-    expect(scripts.start).toBe('node --import ./src/early-signals.mjs --import tsx src/main.ts');
+    expect(scripts.start).toBe('node --import ./src/early-signals.mjs --import tsx dev/start.ts');
     expect(scripts.worker).toBe('node --import ./src/early-signals.mjs --import tsx src/worker.ts');
     expect(scripts.bridge).toBe('node --import ./src/early-signals.mjs --import tsx src/bridge.ts');
-    expect(scripts.cluster).toBe('node --import ./src/early-signals.mjs --import tsx src/cluster/main.ts');
+    expect(scripts.cluster).toBe('node --import ./src/early-signals.mjs --import tsx dev/cluster/main.ts');
   });
 });
 
@@ -69,7 +69,7 @@ describe('npm start stopped by SIGTERM during start-up', () => {
     const bridgePort = await freePort();
     // What `npm start` runs, with the test's announcing preload between the early catcher and tsx.
     const watcher = spawnCommand(
-      [process.execPath, '--import', './src/early-signals.mjs', '--import', './test/support/preload/announce.mjs', '--import', 'tsx', 'src/main.ts'],
+      [process.execPath, '--import', './src/early-signals.mjs', '--import', './test/support/preload/announce.mjs', '--import', 'tsx', 'dev/start.ts'],
       {
         WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-start-signal-')),
         PORT: String(bridgePort),
@@ -96,7 +96,7 @@ describe('npm start (embedded dev server)', () => {
   it('starts Temporal with its UI, the worker and the bridge, and prints where they are', async () => {
     temporalPort = await freePortPair();
     bridgePort = await freePort();
-    const watcher = start('src/main.ts', {
+    const watcher = start('dev/start.ts', {
       WATCHER_DATA_DIR: dataDir,
       PORT: String(bridgePort),
       WATCHER_EMBEDDED_TEMPORAL_PORT: String(temporalPort),
@@ -135,7 +135,7 @@ describe('npm start (embedded dev server)', () => {
   });
 
   it('keeps what the first run recorded when started again on the same data directory', async () => {
-    const watcher = start('src/main.ts', {
+    const watcher = start('dev/start.ts', {
       WATCHER_DATA_DIR: dataDir,
       PORT: String(bridgePort),
       WATCHER_EMBEDDED_TEMPORAL_PORT: String(temporalPort),
@@ -158,7 +158,7 @@ describe('npm start when its worker stops', () => {
   it('answers /readyz 503 naming the stopped worker, while the bridge still runs and Temporal answers', async () => {
     const temporalPort = await freePortPair();
     const bridgePort = await freePort();
-    const watcher = start('src/main.ts', {
+    const watcher = start('dev/start.ts', {
       WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-start-worker-')),
       PORT: String(bridgePort),
       WATCHER_EMBEDDED_TEMPORAL_PORT: String(temporalPort),
@@ -257,5 +257,13 @@ describe('npm run bridge against an existing cluster', () => {
 
     expect(await worker.exited).toBe(1);
     expect(worker.output()).toMatch(/TEMPORAL_ADDRESS: required by `npm run worker`/);
+  });
+
+  it("refuses to start the product's whole watcher (src/main.ts) without TEMPORAL_ADDRESS: the embedded server is npm start's", async () => {
+    const watcher = start('src/main.ts', { WATCHER_DATA_DIR: os.tmpdir() });
+
+    expect(await watcher.exited).toBe(1);
+    expect(watcher.output()).toMatch(/TEMPORAL_ADDRESS: required by src\/main\.ts, .*`npm start` runs the embedded server/);
+    expect(watcher.output()).not.toContain('starting the embedded Temporal dev server');
   });
 });

@@ -125,7 +125,7 @@ describe('npm start with a profile', () => {
   it('starts no embedded server: its worker and bridge run on the cluster the profile names', async () => {
     const embeddedPort = await freePortPair();
     const port = await freePort();
-    const watcher = start('src/main.ts', { PORT: String(port), WATCHER_EMBEDDED_TEMPORAL_PORT: String(embeddedPort) });
+    const watcher = start('dev/start.ts', { PORT: String(port), WATCHER_EMBEDDED_TEMPORAL_PORT: String(embeddedPort) });
     await watcher.waitFor(/Ctrl-C stops everything/);
 
     expect(watcher.output()).toContain(`Temporal:    ${inject('temporalAddress')}  (namespace default)`);

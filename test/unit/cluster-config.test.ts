@@ -1,10 +1,10 @@
 /**
- * The generated configuration of the local cluster (src/cluster/server-config.ts), read back as the server reads
+ * The generated configuration of the local cluster (dev/cluster/server-config.ts), read back as the server reads
  * it: YAML text that parses to the object, with both stores on the one PostgreSQL and each service on its own ports.
  */
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { TEMPORAL_SERVICES, temporalServerConfig, toYaml } from '../../src/cluster/server-config.js';
+import { TEMPORAL_SERVICES, temporalServerConfig, toYaml } from '../../dev/cluster/server-config.js';
 
 const input = {
   postgres: { host: '127.0.0.1', port: 25432, user: 'temporal', password: 'p"w: #x' },
