@@ -1,5 +1,5 @@
 // Lint rules of STYLE 11: no floating promises, type-only imports where only types are used.
-// And the rooms of STYLE 1-2: what workflows/, core/, activities/ and src/client/ may import (test/unit/lint-rooms.test.ts).
+// And the rooms of STYLE 1-2: what workflows/, core/, activities/, src/ and src/client/ may import (test/unit/lint-rooms.test.ts).
 import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 /** Any Node built-in: `node:*`, or a bare name such as `fs`, `crypto`, `fs/promises`. */
 const escape = (name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 const nodeBuiltin = `^(node:.*|${builtinModules.map(escape).join('|')})$`;
-/** A relative import that climbs out of the folder into `src/`, `workflows/` or `activities/`. */
+/** A relative import that climbs out of the folder into `src/`, `workflows/`, `activities/` or `dev/`. */
 const into = (folder) => `^(\\.\\./)+${folder}(/|$)`;
 
 /** The rooms: each rule names what it keeps out and why; type-only imports (`import type`, inline `type`) pass. */
@@ -31,6 +31,11 @@ const rooms = {
     regex: into('activities'),
     allowTypeImports: true,
     message: 'Workflows reach activities through proxyActivities and import them as types only (STYLE 2).',
+  },
+  // Not even types: the image copies no dev/ (Dockerfile), and what the product needs of it belongs in src/.
+  dev: {
+    regex: into('dev'),
+    message: 'The product never imports dev/ (the dev server, provisioning, the local cluster), not even types: the image has no dev/.',
   },
   // A bare specifier (neither relative nor absolute) that is no Node built-in and not one of the two packages made
   // for workflow code.
@@ -78,7 +83,7 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [rooms.nodeBuiltin, rooms.src, rooms.activities, rooms.packages] },
+        { patterns: [rooms.nodeBuiltin, rooms.src, rooms.activities, rooms.packages, rooms.dev] },
       ],
     },
   },
@@ -94,10 +99,16 @@ export default tseslint.config(
             { ...rooms.src, message: 'core/ is the ground floor: it imports types only from src/.' },
             rooms.workflows,
             { ...rooms.activities, message: 'core/ is the ground floor: it imports types only from activities/.' },
+            rooms.dev,
           ],
         },
       ],
     },
+  },
+  {
+    // The product: nothing of the development machinery (dev/), which the image does not carry.
+    files: ['src/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [rooms.dev] }] },
   },
   {
     // The client agent authors install (src/client/): zod and core/ at run time, types from anywhere
@@ -114,23 +125,33 @@ export default tseslint.config(
               message: 'The client loads no package but zod at run time: no Temporal, Express or Node built-ins.',
             },
             {
-              regex: '^\\.\\./(?!\\.\\./core/)',
+              // dev/ left to its own room below, which refuses types too (a type import matching this one passes).
+              regex: '^\\.\\./(?!\\.\\./(core|dev)/)',
               allowTypeImports: true,
               message: 'The client imports only core/ (the schemas, the duration arithmetic) at run time: the bridge and Temporal stay out of it.',
             },
+            // This block replaces the src/ one for the client's files: that room again.
+            rooms.dev,
           ],
         },
       ],
     },
   },
   {
-    // Activities are effects behind the worker: they never see the HTTP layer, not even its types.
+    // Activities are the floor below the product (core ← workflows ← activities ← src): core/, workflows/ and their
+    // own folder, never src/, not even its types; the bridge and the worker import them, not the other way round.
     files: ['activities/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          patterns: [{ regex: into('src/http'), message: 'Activities do not import the HTTP layer (src/http/).' }],
+          patterns: [
+            {
+              regex: into('src'),
+              message: 'Activities stand below src/: they import core/, workflows/ and activities/ only, not even types from src/.',
+            },
+            rooms.dev,
+          ],
           paths: [{ name: 'express', message: 'Activities do not import the HTTP layer (express).' }],
         },
       ],

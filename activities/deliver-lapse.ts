@@ -12,11 +12,11 @@ import {
 } from '@a2a-js/sdk/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { MAX_LENGTH } from '../core/limits.js';
-import { createCardResolver, lapseSkillOf, type AgentCardRead, type CardResolver } from '../src/a2a/card.js';
-import { createGuardedFetch, outboundRefusalOf, type OutboundRefusedError } from '../src/outbound/guarded-fetch.js';
+import { createCardResolver, lapseSkillOf, type AgentCardRead, type CardResolver } from './agent-card/card.js';
+import { CardUnreachableError } from './agent-card/errors.js';
+import { createGuardedFetch, outboundRefusalOf, type OutboundRefusedError } from './outbound/guarded-fetch.js';
 import { EXTENSION_URI, type Lapse } from '../core/schemas/extension.js';
-import { CardUnreachableError } from '../src/service/errors.js';
-import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from './types.js';
+import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from '../workflows/activity-types.js';
 
 /** ApplicationFailure type of a delivery that may succeed later (network, timeout, 408, 429, 5xx): retried. */
 export const LAPSE_UNAVAILABLE = 'LapseDeliveryUnavailable';
@@ -39,7 +39,7 @@ export interface AgentDirectory {
 
 export interface DeliveryDeps {
   /**
-   * For the card and the SDK's transport alike. Default: the guarded fetch (src/outbound/guarded-fetch.ts) with no
+   * For the card and the SDK's transport alike. Default: the guarded fetch (./outbound/guarded-fetch.ts) with no
    * outbound allow list, so that a card naming a non-public address gets nothing sent.
    */
   fetch?: typeof fetch;
@@ -51,7 +51,7 @@ export interface DeliveryDeps {
   /** Per-attempt timeout; defaults to {@link DEFAULT_ATTEMPT_TIMEOUT_MS}. */
   attemptTimeoutMs?: number;
   /**
-   * The card reader the bridge uses too (src/a2a/card.ts), with WATCHER_CARD_CACHE_SECONDS; without one, each
+   * The card reader the bridge uses too (./agent-card/card.ts), with WATCHER_CARD_CACHE_SECONDS; without one, each
    * delivery reads the card afresh through `fetch`.
    */
   cards?: CardResolver;

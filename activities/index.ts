@@ -3,7 +3,7 @@
  * anchor calls, `fetch` and the card reader for lapse delivery.
  */
 import type { Client } from '@temporalio/client';
-import type { CardResolver } from '../src/a2a/card.js';
+import type { CardResolver } from './agent-card/card.js';
 import { createDeliveryActivities, type AgentDirectory } from './deliver-lapse.js';
 import { createLedgerActivities } from './ledgers.js';
 
@@ -12,7 +12,7 @@ export interface ActivityDeps {
   fetch?: typeof fetch;
   /** Agents' card URLs and credentials, from the principals file (never from Temporal). */
   agents?: AgentDirectory;
-  /** Reads agents' cards (src/a2a/card.ts, cached for WATCHER_CARD_CACHE_SECONDS). */
+  /** Reads agents' cards (./agent-card/card.ts, cached for WATCHER_CARD_CACHE_SECONDS). */
   cards?: CardResolver;
 }
 

@@ -6,11 +6,11 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { ExpectationRecord } from '../core/types.js';
-import { expectationWorkflowId } from '../src/temporal/ids.js';
+import { expectationWorkflowId } from '../core/ids.js';
 import type { temporal } from '@temporalio/proto';
-import { decodePayloads } from '../src/temporal/payloads.js';
+import { decodePayloads } from './payloads.js';
 import { registerDependentSignal, type SubjectFact, type Unsubscribe } from '../workflows/messages.js';
-import type { LedgerActivities, LinkAnchorInput, LinkAnchorResult, SubjectHeardInput } from './types.js';
+import type { LedgerActivities, LinkAnchorInput, LinkAnchorResult, SubjectHeardInput } from '../workflows/activity-types.js';
 
 /**
  * How many attempts wait for a superseding anchor that is not started yet (about a minute with the workflow's retry

@@ -14,7 +14,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
-import { ensureClusterBinaries, TEMPORAL_SERVER_VERSION } from '../src/temporal/provision-cluster.js';
+import { ensureClusterBinaries, TEMPORAL_SERVER_VERSION } from '../dev/temporal/provision-cluster.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { baselineWorkflowsPath } from './baseline/paths.js';
 import { stopOnSignals } from './lib/cleanup.js';

@@ -29,7 +29,7 @@ import { loopbackAgents } from '../test/support/outbound.js';
 import { lapseMessageId } from '../core/message-id.js';
 import { delay, progress, waitUntil } from './lib/progress.js';
 import { bundleTo, freePort, startServer, type BenchServer } from './lib/server.js';
-import { startDevServer } from '../src/temporal/dev-server.js';
+import { startDevServer } from '../dev/temporal/dev-server.js';
 
 interface Options {
   minutes: number;

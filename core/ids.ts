@@ -1,10 +1,10 @@
 /**
  * Workflow ids, built here and nowhere else (DESIGN 2). Ids are business keys an operator can type into the UI.
+ * Pure (the hash is core/sha256.ts, not node:crypto), so the bridge, the activities and the workflows share them.
  */
-import { createHash } from 'node:crypto';
-import { shardOf } from '../../core/fact-shards.js';
-import type { Subject } from '../../core/schemas/extension.js';
-import type { ExpectationLinks } from '../../workflows/messages.js';
+import { shardOf, utf8Length } from './fact-shards.js';
+import type { Subject } from './schemas/extension.js';
+import { sha256Hex as sha256 } from './sha256.js';
 
 /**
  * Longest id or keyword value kept as it is. As DESIGN 2 says, Temporal's SQL persistence (PostgreSQL,
@@ -12,8 +12,7 @@ import type { ExpectationLinks } from '../../workflows/messages.js';
  */
 export const MAX_KEY_BYTES = 255;
 
-const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
-const fits = (text: string): boolean => Buffer.byteLength(text, 'utf8') <= MAX_KEY_BYTES;
+const fits = (text: string): boolean => utf8Length(text) <= MAX_KEY_BYTES;
 
 /**
  * Keeps an id within MAX_KEY_BYTES: a longer one becomes `<prefix>:sha256:<hex of the whole original>`. That form
@@ -73,6 +72,17 @@ export function parseSubjectKey(key: string): Subject | undefined {
   if (slash <= 0) return undefined;
   const type = key.slice(0, slash).replace(/%(25|2F)/gi, (_, hex: string) => (hex === '25' ? '%' : '/'));
   return { type, id: key.slice(slash + 1) };
+}
+
+/** Workflow ids of everything the expectation talks to (its input's `links`, workflows/messages.ts). */
+export interface ExpectationLinks {
+  self: string;
+  factRouter: string;
+  subjectLedger: string;
+  /** expectationId → workflow id, for each id of `after`. */
+  after: Record<string, string>;
+  anchor?: string;
+  supersedes?: string;
 }
 
 /** Every workflow id an expectation talks to, on `taskQueue`. */

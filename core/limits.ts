@@ -8,7 +8,7 @@
  * converter spends at most 6 bytes on one (a control character becomes `\u001f`; `"` and `\` take 2, other BMP
  * characters up to 3, a surrogate pair 4 for its two units), so a field of length n costs at most 6n bytes.
  * Instants and durations are ASCII by their format (1 byte each). A principal id is at most 64 printable ASCII
- * characters (src/auth/principals.ts): 128 bytes. A workflow id is at most 255 UTF-8 bytes (src/temporal/ids.ts
+ * characters (src/auth/principals.ts): 128 bytes. A workflow id is at most 255 UTF-8 bytes (core/ids.ts
  * hashes longer ones): 1,530 bytes. Keys and punctuation are rounded up.
  *
  * - Subject: 128 × 6 + 256 × 6 + 20 = 2.3 KB. Fact as recorded: factKey 1,536 + observedAt 64 + source 128 +

@@ -5,9 +5,9 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import v8 from 'node:v8';
 import { z } from 'zod';
-import { DEFAULT_CARD_CACHE_SECONDS } from './a2a/card.js';
+import { DEFAULT_CARD_CACHE_SECONDS } from '../activities/agent-card/card.js';
 import { ConfigError } from './config-error.js';
-import { NAMED_RANGES, parseRangeList, type AddressRange, type OutboundRules } from './outbound/address-policy.js';
+import { NAMED_RANGES, parseRangeList, type AddressRange, type OutboundRules } from '../activities/outbound/address-policy.js';
 import { addDuration } from '../core/duration.js';
 import { isoDuration } from '../core/schemas/extension.js';
 import { resolveConnectionSettings, type ConnectionSettings } from './temporal/connection-settings.js';
@@ -184,7 +184,7 @@ export interface Config {
   /** Per-principal quotas of the bridge (429 with Retry-After past one); 0 turns one off. */
   quotas: { openExpectations: number; raisesPerMinute: number; factsPerMinute: number };
   /**
-   * Where the bridge and the worker may connect to read cards and deliver lapses (src/outbound/address-policy.ts).
+   * Where the bridge and the worker may connect to read cards and deliver lapses (activities/outbound/address-policy.ts).
    * Non-public ranges are denied unless WATCHER_OUTBOUND_ALLOW names them; its default is `loopback` when the watcher
    * runs Temporal itself (TEMPORAL_ADDRESS unset: `npm start`'s dev server, a development machine whose agents run
    * on it too) and nothing otherwise (any deployment on an existing cluster).

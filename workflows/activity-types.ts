@@ -1,8 +1,9 @@
 /**
- * Inputs and results of the activities, shared by workflows (as types) and the activity implementations.
+ * The activities as workflows see them: their inputs, results and interfaces, which the activity implementations
+ * (activities/) fulfil. Declared here, on the workflows' floor, so that workflows never import activities/.
  */
 import type { Lapse, Origin } from '../core/types.js';
-import type { AgentRef, SubjectFact } from '../workflows/messages.js';
+import type { AgentRef, SubjectFact } from './messages.js';
 
 export interface DeliverLapseInput {
   lapse: Lapse;

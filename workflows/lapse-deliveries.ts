@@ -6,7 +6,7 @@
  * An admin may have a lapse that failed delivered again: the same entry and messageId, a budget of its own.
  */
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
-import type { DeliveryActivities } from '../activities/types.js';
+import type { DeliveryActivities } from './activity-types.js';
 import { addDuration } from '../core/duration.js';
 import { LAPSE_REJECTED } from '../core/failures.js';
 import { lapseMessageId } from '../core/message-id.js';

@@ -1,10 +1,10 @@
 /**
  * Signals, queries and updates of the three workflow types, defined once and imported by workflows and clients.
- * Workflow ids are never built here: callers pass them in (see src/temporal/ids.ts).
+ * Workflow ids are never built here: callers pass them in (see core/ids.ts).
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Expectation, ExpectationRecord, Fact, LapseEntry, Origin } from '../core/types.js';
-import type { CarriedExpectationState } from './expectation-manager.js';
+import type { ExpectationLinks } from '../core/ids.js';
 
 // ── expectation workflow (`expectation:<id>`) ─────────────────────────────────────────────────────────────
 
@@ -27,16 +27,8 @@ export interface AgentRef {
   id: string;
 }
 
-/** Workflow ids of everything the expectation talks to, computed by src/temporal/ids.ts. */
-export interface ExpectationLinks {
-  self: string;
-  factRouter: string;
-  subjectLedger: string;
-  /** expectationId → workflow id, for each id of `after`. */
-  after: Record<string, string>;
-  anchor?: string;
-  supersedes?: string;
-}
+/** Workflow ids of everything the expectation talks to: declared with the ids that compute them (core/ids.ts). */
+export type { ExpectationLinks };
 
 /**
  * The expectation as the bridge raises it: it has subscribed it to its ledgers before it answered `raised`
@@ -55,8 +47,14 @@ export interface ExpectationInput {
   carried?: CarriedExpectationState;
 }
 
-/** Declared next to the state it carries (expectation-manager.ts); re-exported for clients of the input. */
-export type { CarriedExpectationState } from './expectation-manager.js';
+/** Everything an expectation keeps across continue-as-new: the fields so marked in ExpectationManager. */
+export interface CarriedExpectationState {
+  record: ExpectationRecord;
+  horizonChecked: boolean;
+  dependents: string[];
+  /** Workflow id of the anchor the expectation is currently linked to (it changes when the anchor is superseded). */
+  anchorLink?: string;
+}
 
 /** A fact forwarded by the fact ledger to an expectation waiting on its key. */
 export const factSignal = defineSignal<[Fact]>('fact');

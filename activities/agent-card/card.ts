@@ -4,7 +4,7 @@
  * reduced to what the watcher reads: the skill ids, the extension declaration (DESIGN 3.1) and the security
  * schemes. The card's JSON is kept too, for the SDK client that delivers lapses on it (DESIGN 3.8).
  * Cached for `cacheSeconds` (WATCHER_CARD_CACHE_SECONDS; a cache a restart may lose: it only saves fetches).
- * Fetched through the guarded fetch (src/outbound/guarded-fetch.ts) unless one is injected, and read up to a cap either
+ * Fetched through the guarded fetch (../outbound/guarded-fetch.ts) unless one is injected, and read up to a cap either
  * way; what a failure says is safe to show the agent: no resolved address, nothing of the body served.
  */
 import {
@@ -14,9 +14,9 @@ import {
   readCapped,
   type OutboundRefusedError,
 } from '../outbound/guarded-fetch.js';
-import { agentCardSchema, type SecuritySchemeInfo } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
-import { CardUnreachableError } from '../service/errors.js';
+import { CardUnreachableError } from './errors.js';
+import { agentCardSchema, type SecuritySchemeInfo } from './schema.js';
 
 export type { SecuritySchemeInfo };
 

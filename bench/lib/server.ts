@@ -1,7 +1,7 @@
 /**
  * The Temporal server a benchmark phase runs on: the embedded dev server with a SQLite file in a temp dir and free
  * ports (what `npm start` runs), a Temporal cluster of our own (`--server cluster`: server 1.31.2 on PostgreSQL,
- * four service processes, src/cluster/temporal-cluster.ts) in a temp dir on free ports, or the cluster at
+ * four service processes, dev/cluster/temporal-cluster.ts) in a temp dir on free ports, or the cluster at
  * TEMPORAL_ADDRESS.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -9,10 +9,10 @@ import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { Config } from '../../src/config.js';
 import { connectionOptions } from '../../src/temporal/connection.js';
-import { startTemporalCluster, type TemporalCluster } from '../../src/cluster/temporal-cluster.js';
-import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
-import { TEMPORAL_SERVER_VERSION } from '../../src/temporal/provision-cluster.js';
-import { ensureDevServer } from '../../src/temporal/provision.js';
+import { startTemporalCluster, type TemporalCluster } from '../../dev/cluster/temporal-cluster.js';
+import { startDevServer, type DevServer } from '../../dev/temporal/dev-server.js';
+import { TEMPORAL_SERVER_VERSION } from '../../dev/temporal/provision-cluster.js';
+import { ensureDevServer } from '../../dev/temporal/provision.js';
 import { freePort } from '../../test/support/net.js';
 import { treeCpuMs } from './proc.js';
 import { onInterrupt } from './cleanup.js';

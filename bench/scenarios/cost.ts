@@ -10,7 +10,7 @@
  */
 import proto from '@temporalio/proto';
 import { lapseOf } from '../../test/support/agent.js';
-import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import type { Expectation } from '../../core/schemas/extension.js';
 import { countEvents, eventsOf, shareOf } from '../lib/history.js';
 import { postJson } from '../lib/load.js';

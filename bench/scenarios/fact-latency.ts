@@ -6,7 +6,7 @@
  */
 import { recordQuery } from '../../workflows/messages.js';
 import proto from '@temporalio/proto';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { goSignal, signalledQuery } from '../baseline/workflows.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';

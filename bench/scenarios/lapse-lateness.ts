@@ -4,7 +4,7 @@
  * instant, then a no-op activity that records Date.now(). Each side's histories split the lateness into stages.
  */
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { historyEvents, type HistoryEvent } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, runPrefix } from '../lib/payloads.js';

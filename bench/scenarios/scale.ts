@@ -10,7 +10,7 @@ import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@tempo
 import type { Config } from '../../src/config.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
 import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
-import { expectationLinks } from '../../src/temporal/ids.js';
+import { expectationLinks } from '../../core/ids.js';
 import { startTestAgent } from '../../test/support/agent.js';
 import { spawnEntry, type Child } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';

@@ -6,7 +6,7 @@
  * workflow completed).
  */
 import type { Client } from '@temporalio/client';
-import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { countHistory, historyEvents, raiseStages, shareOf, type HistoryCount } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchOf, expectationFor, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';

@@ -15,7 +15,7 @@ import { JsonRpcRequestMalformedError } from '@a2a-js/sdk/errors';
 import { JsonRpcTransportHandler } from '@a2a-js/sdk/server';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
-import { illFormedStrings } from '../http/well-formed.js';
+import { illFormedStrings } from '../web/well-formed.js';
 
 /** JSON-RPC 2.0's own error codes. */
 export const JSON_RPC_ERROR = { parse: -32700, invalidRequest: -32600, invalidParams: -32602 } as const;

@@ -22,7 +22,7 @@ import {
   UnsupportedMediaTypeError,
 } from '../service/errors.js';
 import { PayloadDecryptionError } from '../temporal/encryption-codec.js';
-import { bearerPrincipal } from './auth.js';
+import { bearerPrincipal } from '../web/auth.js';
 
 /** Where the app mounts the router; the endpoint an operator gives the UI is `<bridge>/codec`. */
 export const CODEC_PATH = '/codec';

@@ -43,7 +43,7 @@ import {
   type OperationSpec,
   type ResponseSpec,
 } from './openapi-routes.js';
-import { PROBLEM_CONTENT_TYPE, problemKinds, problemType } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, problemKinds, problemType } from '../web/problem.js';
 
 type Json = Record<string, unknown>;
 type Side = 'input' | 'output';

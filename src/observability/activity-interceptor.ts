@@ -7,7 +7,7 @@
 import type { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
-import type { DeliverLapseInput, DeliverLapseResult } from '../../activities/types.js';
+import type { DeliverLapseInput, DeliverLapseResult } from '../../workflows/activity-types.js';
 import type { WatcherMetrics } from '../metrics.js';
 
 /**

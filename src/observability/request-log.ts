@@ -6,8 +6,8 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { principalOf } from '../http/auth.js';
-import { expectationWorkflowId } from '../temporal/ids.js';
+import { principalOf } from '../web/auth.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 
 const ONE_EXPECTATION = /^\/v1\/expectations\/([^/]+)(?:\/withdraw|\/lapses\/[^/]+\/resend)?$/;
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);

@@ -5,7 +5,7 @@
  * raise, with all its errors at once. Then a raised kind is declared, with the same basis.
  * Pure functions: the card comes in parsed, broken rules go out as field errors.
  */
-import type { AgentCardInfo } from '../a2a/card.js';
+import type { AgentCardInfo } from '../../activities/agent-card/card.js';
 import { declarationParamsSchema, EXTENSION_URI, type DeclarationParams, type Expectation } from '../../core/schemas/extension.js';
 import { joinPath, type FieldError } from './errors.js';
 

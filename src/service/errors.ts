@@ -1,6 +1,7 @@
 /**
- * Typed domain errors. The service throws these; the one error middleware (src/http/problem.ts) maps each to
- * its HTTP status and problem+json body. Nothing below the HTTP layer knows a status code.
+ * Typed domain errors. The service throws these; the one error middleware (src/web/problem.ts) maps each to
+ * its HTTP status and problem+json body. Nothing below the HTTP layer knows a status code. (An agent card that
+ * cannot be read is the card reader's own error: activities/agent-card/errors.ts.)
  */
 import type { z } from 'zod';
 import type { fieldErrorSchema } from '../schemas/http.js';
@@ -50,25 +51,6 @@ export class UnsupportedMediaTypeError extends DomainError {}
 
 /** A rule of DESIGN 3.1 broken (422). Each field error names its rule. */
 export class RuleViolationError extends DomainError {}
-
-/**
- * Why an agent's card could not be read; the worker retries a lapse delivery on some reasons and not on others. The
- * last three are the guarded fetch's refusals (src/outbound/guarded-fetch.ts): the outbound address policy, a
- * redirect, a card over the size cap.
- */
-export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card' | 'denied-address' | 'redirect' | 'too-large' | 'bad-url';
-
-/** The agent's card could not be fetched or read (502). Nothing was started. */
-export class CardUnreachableError extends DomainError {
-  constructor(
-    message: string,
-    readonly reason: CardFailure = 'network',
-    /** The HTTP status the card URL answered, when `reason` is `http`. */
-    readonly status?: number,
-  ) {
-    super(message);
-  }
-}
 
 /** Which per-principal quota a request would exceed (src/service/quotas.ts). */
 export type QuotaName = 'open-expectations' | 'raises-per-minute' | 'facts-per-minute';

@@ -9,7 +9,12 @@ import type { A2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_MEMBERS, EXTENSION_URI, extensionMetadataSchema } from '../../core/schemas/extension.js';
 import type { Origin } from '../../core/schemas/record.js';
 import { joinPath, type FieldError } from './errors.js';
-import type { OriginPaths } from './limits.js';
+
+/** Where the origin's ids are in the request body, so that an over-long one is named by its path. */
+export interface OriginPaths {
+  taskId?: PropertyKey[];
+  contextId?: PropertyKey[];
+}
 
 /** An item of the request with its path in the body. */
 export interface Located<T = unknown> {

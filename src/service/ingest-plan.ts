@@ -13,7 +13,7 @@ import {
   MAX_SUBJECT_LEDGER_SUBSCRIBERS,
   RACE_ROOM,
 } from '../../core/limits.js';
-import type { AgentCardInfo } from '../a2a/card.js';
+import type { AgentCardInfo } from '../../activities/agent-card/card.js';
 import { hasRole, type Principal } from '../auth/principals.js';
 import {
   expectationSchema,
@@ -35,8 +35,8 @@ import {
   summarise,
   type FieldError,
 } from './errors.js';
-import type { Located } from './extract.js';
-import { checkCounts, checkReferenceCount, fieldLimitErrors, type OriginPaths } from './limits.js';
+import type { Located, OriginPaths } from './extract.js';
+import { checkCounts, checkReferenceCount, fieldLimitErrors } from './limits.js';
 
 export interface IngestRequest {
   /** The A2A task the items came from (absent for `POST /v1/facts`). */

@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { WatcherMetrics } from '../metrics.js';
 import type { Fact } from '../../core/schemas/extension.js';
-import { keywordValue } from '../temporal/ids.js';
+import { keywordValue } from '../../core/ids.js';
 import { ExpectationFactKey, ExpectationState } from '../temporal/search-attributes.js';
 import { quote, WORKFLOW_TYPE } from './records.js';
 import type { TemporalCall } from './temporal-call.js';

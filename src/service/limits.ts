@@ -8,13 +8,7 @@ import { MAX_ITEMS, MAX_LENGTH } from '../../core/limits.js';
 import type { Expectation, ReportedFact } from '../../core/schemas/extension.js';
 import type { Origin } from '../../core/schemas/record.js';
 import { joinPath, TooManyItemsError, type FieldError } from './errors.js';
-import type { Located } from './extract.js';
-
-/** Where the origin's ids are in the request body, so that an over-long one is named by its path. */
-export interface OriginPaths {
-  taskId?: PropertyKey[];
-  contextId?: PropertyKey[];
-}
+import type { Located, OriginPaths } from './extract.js';
 
 /** What a request carries, before its items are parsed: only their number and places are read. */
 export interface Counted {

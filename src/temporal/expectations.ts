@@ -38,7 +38,7 @@ import {
   ExpectationSubject,
 } from '../../workflows/search-attributes.js';
 import { expectationDetails, expectationSummary } from '../../workflows/ui-text.js';
-import { expectationWorkflowId, factRouterWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from './ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { registerAllWithLedgers } from './registration.js';
 
 /**
@@ -96,7 +96,7 @@ export async function startExpectationWorkflow(
       taskQueue,
       args: [registered],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      // The id as raised, for lists (a long id's workflow id is a hash, src/temporal/ids.ts), and the record.
+      // The id as raised, for lists (a long id's workflow id is a hash, core/ids.ts), and the record.
       memo: { ...memo },
       typedSearchAttributes: [
         { key: ExpectationKind, value: e.kind },

@@ -8,7 +8,7 @@ import { EXPECTATION_ENDED, LAPSE_NOT_FOUND } from '../../core/failures.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import { resendLapseUpdate, type ResendLapseRequest, type ResendLapseResult } from '../../workflows/messages.js';
 import { getExpectationRecord } from './expectations.js';
-import { expectationWorkflowId } from './ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 
 /** What a resend came to: the workflow's answer, or why there was nothing to re-send (with a sentence saying so). */
 export type ResendOutcome =

@@ -6,9 +6,9 @@ import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { AgentDirectory } from '../../activities/deliver-lapse.js';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
-import { createCardResolver, DEFAULT_CARD_CACHE_SECONDS } from '../a2a/card.js';
-import type { OutboundRules } from '../outbound/address-policy.js';
-import { createGuardedFetch } from '../outbound/guarded-fetch.js';
+import { createCardResolver, DEFAULT_CARD_CACHE_SECONDS } from '../../activities/agent-card/card.js';
+import type { OutboundRules } from '../../activities/outbound/address-policy.js';
+import { createGuardedFetch } from '../../activities/outbound/guarded-fetch.js';
 import type { WatcherMetrics } from '../metrics.js';
 import { activityObservability } from '../observability/activity-interceptor.js';
 import type { ConnectionExtras } from './connection.js';
@@ -23,7 +23,7 @@ export interface WatcherWorkerOptions {
   taskQueue: string;
   /** A prebuilt bundle (tests build one per run); unset bundles `workflowsPath`. */
   workflowBundlePath?: string;
-  /** For cards and lapse delivery alike; default the guarded fetch of `outbound` (src/outbound/guarded-fetch.ts). */
+  /** For cards and lapse delivery alike; default the guarded fetch of `outbound` (activities/outbound/guarded-fetch.ts). */
   fetch?: ActivityDeps['fetch'];
   /**
    * WATCHER_OUTBOUND_ALLOW / _DENY: where an agent's card may send the worker. Default no allow list: loopback, link-local

@@ -7,8 +7,8 @@ import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { problemSchema } from '../schemas/http.js';
+import { CardUnreachableError } from '../../activities/agent-card/errors.js';
 import {
-  CardUnreachableError,
   ConflictError,
   DomainError,
   ExpectationEndedError,
@@ -41,8 +41,11 @@ export interface ProblemKind {
   title: string;
 }
 
+/** The errors that have a problem of their own: the domain's, and an agent card that cannot be read (activities/agent-card/). */
+type KnownError = DomainError | CardUnreachableError;
+
 /** Every problem the bridge answers, by error class. */
-const kinds = new Map<abstract new (...args: never[]) => DomainError, ProblemKind>([
+const kinds = new Map<abstract new (...args: never[]) => KnownError, ProblemKind>([
   [SchemaError, { slug: 'invalid-request', status: 400, title: 'The request does not match the schema' }],
   [MalformedBodyError, { slug: 'malformed-body', status: 400, title: 'The body is not valid JSON' }],
   [UnauthenticatedError, { slug: 'unauthenticated', status: 401, title: 'No valid bearer token' }],
@@ -106,7 +109,8 @@ function fromClientStatus(error: unknown): DomainError | undefined {
 
 /** The problem for an error; unknown errors are a 500 without internals. */
 export function toProblem(error: unknown): Problem {
-  const domain = error instanceof DomainError ? error : fromBodyParser(error);
+  const domain: KnownError | undefined =
+    error instanceof DomainError || error instanceof CardUnreachableError ? error : fromBodyParser(error);
   if (!domain) {
     return { type: problemType(internal.slug), title: internal.title, status: 500, detail: 'an unexpected error occurred' };
   }
@@ -118,7 +122,7 @@ export function toProblem(error: unknown): Problem {
     title: kind.title,
     status: kind.status,
     detail: domain.message,
-    ...(domain.errors.length > 0 ? { errors: domain.errors } : {}),
+    ...(domain instanceof DomainError && domain.errors.length > 0 ? { errors: domain.errors } : {}),
     ...(domain instanceof QuotaExceededError
       ? { quota: { name: domain.quota, limit: domain.limit, retryAfterSeconds: domain.retryAfterSeconds } }
       : {}),

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ITEMS, MAX_LENGTH } from '../../core/limits.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
-import { expectationWorkflowId, factRouterWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
 import { countWorkflows, useClient, useWatcherWorker } from '../support/watcher.js';

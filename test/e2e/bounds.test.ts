@@ -16,7 +16,7 @@ import { joinPath } from '../../src/service/errors.js';
 import { ledgerOccupancyQuery, openExpectationsQuery } from '../../src/service/records.js';
 import { connectClient } from '../../src/temporal/connection.js';
 import { dependentCount, getFactRouterMemo } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, factRouterWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { registerDependentSignal } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, expectation, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';

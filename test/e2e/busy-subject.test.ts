@@ -13,7 +13,7 @@ import {
   startExpectation,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { registerAgent } from '../support/agents.js';
 import { expectationInput } from '../support/expectations.js';

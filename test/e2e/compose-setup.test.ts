@@ -14,7 +14,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { ensureDevServer } from '../../src/temporal/provision.js';
+import { ensureDevServer } from '../../dev/temporal/provision.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
 
 const { IndexedValueType } = proto.temporal.api.enums.v1;

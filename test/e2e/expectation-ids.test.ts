@@ -5,7 +5,7 @@
  * remembers the id and it is raised afresh.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import {
   artifactUpdate,
   cardJson,

@@ -15,7 +15,7 @@ import {
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
 import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
-import { factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
 import { expectationInput } from '../support/expectations.js';

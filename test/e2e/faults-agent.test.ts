@@ -10,7 +10,7 @@ import { WatcherClient } from 'expectations-watcher/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';

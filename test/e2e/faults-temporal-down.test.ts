@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { connectClient, isReachable } from '../../src/temporal/connection.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';

@@ -10,7 +10,7 @@ import { lapseMessageId } from '../../core/message-id.js';
 import { EXTENSION_URI, type Fact } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord, recordFact } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import {
   artifactUpdate,

@@ -8,7 +8,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Expectation } from '../../core/schemas/extension.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
 import { expectationInput } from '../support/expectations.js';

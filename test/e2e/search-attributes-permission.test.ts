@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureDevServer } from '../../src/temporal/provision.js';
+import { ensureDevServer } from '../../dev/temporal/provision.js';
 import {
   allSearchAttributes,
   indexedValueType,

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { launchChromium, screenshotPath } from '../support/browser.js';
 import { registerAgent } from '../support/agents.js';

@@ -17,7 +17,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
 import { AGENT_JSONRPC_PATH, RECORD_SKILL, watcherAgentCard } from '../../src/a2a/agent-endpoint.js';
-import { createCardResolver } from '../../src/a2a/card.js';
+import { createCardResolver } from '../../activities/agent-card/card.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';

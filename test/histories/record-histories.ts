@@ -17,7 +17,7 @@ import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import proto from '@temporalio/proto';
 import type { Expectation, Fact } from '../../core/types.js';
-import { startDevServer } from '../../src/temporal/dev-server.js';
+import { startDevServer } from '../../dev/temporal/dev-server.js';
 import {
   awaitFactTaken,
   getExpectationRecord,
@@ -27,7 +27,7 @@ import {
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
 import { resendLapse } from '../../src/temporal/resend-lapse.js';
-import { expectationLinks, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationLinks, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import { resendLapseUpdate, type ExpectationInput } from '../../workflows/messages.js';

@@ -13,10 +13,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import Long from 'long';
-import { toYaml } from '../../src/cluster/server-config.js';
-import { freePorts } from '../../src/cluster/ports.js';
-import { managedProcess } from '../../src/cluster/process.js';
-import { ensureClusterBinaries } from '../../src/temporal/provision-cluster.js';
+import { toYaml } from '../../dev/cluster/server-config.js';
+import { freePorts } from '../../dev/cluster/ports.js';
+import { managedProcess } from '../../dev/cluster/process.js';
+import { ensureClusterBinaries } from '../../dev/temporal/provision-cluster.js';
 
 export interface AuthorizedServer {
   /** The frontend, host:port. */

@@ -2,7 +2,7 @@
  * Expectations the tests raise, and the input the bridge would hand the expectation workflow for one.
  */
 import type { Expectation, Origin } from '../../core/types.js';
-import { expectationLinks } from '../../src/temporal/ids.js';
+import { expectationLinks } from '../../core/ids.js';
 import type { AgentRef, ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
 
 /** A `delivery` expectation on shipment `S-<id>` (the test agent's default kind), due at `dueAt`. */

@@ -6,7 +6,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
+import { startDevServer, type DevServer } from '../../dev/temporal/dev-server.js';
 import { freePort } from './net.js';
 import { LOOPBACK_AGENTS_ENV } from './outbound.js';
 import { spawnEntry, type Spawned } from './processes.js';

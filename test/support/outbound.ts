@@ -4,8 +4,8 @@
  * starts allows loopback through that setting, as an operator would, and none through a code path of its own.
  */
 import { loadConfig } from '../../src/config.js';
-import type { OutboundRules } from '../../src/outbound/address-policy.js';
-import { createGuardedFetch } from '../../src/outbound/guarded-fetch.js';
+import type { OutboundRules } from '../../activities/outbound/address-policy.js';
+import { createGuardedFetch } from '../../activities/outbound/guarded-fetch.js';
 
 /** The setting, for a worker or bridge a test spawns as a process (`npm run worker`, `npm run bridge`). */
 export const LOOPBACK_AGENTS_ENV = { WATCHER_OUTBOUND_ALLOW: 'loopback' } as const;

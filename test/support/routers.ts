@@ -5,7 +5,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import { factRouterWorkflowId } from '../../src/temporal/ids.js';
+import { factRouterWorkflowId } from '../../core/ids.js';
 
 const { EventType } = proto.temporal.api.enums.v1;
 

@@ -5,7 +5,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { afterAll, beforeAll, inject } from 'vitest';
-import type { OutboundRules } from '../../src/outbound/address-policy.js';
+import type { OutboundRules } from '../../activities/outbound/address-policy.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
 import { agentsOf } from './agents.js';
 import { loopbackAgents } from './outbound.js';

@@ -4,7 +4,7 @@
  */
 import type { Context } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
-import type { DeliverLapseInput } from '../../activities/types.js';
+import type { DeliverLapseInput } from '../../workflows/activity-types.js';
 import { createMetrics } from '../../src/metrics.js';
 import { activityObservability } from '../../src/observability/activity-interceptor.js';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { watcherAgentCard, watcherAgentCardJson } from '../../src/a2a/agent-endpoint.js';
-import { createCardResolver, lapseSkillOf, parseAgentCard, type AgentCardInfo } from '../../src/a2a/card.js';
+import { createCardResolver, lapseSkillOf, parseAgentCard, type AgentCardInfo } from '../../activities/agent-card/card.js';
 import { loadConfig } from '../../src/config.js';
-import { createGuardedFetch } from '../../src/outbound/guarded-fetch.js';
+import { createGuardedFetch } from '../../activities/outbound/guarded-fetch.js';
 import { checkDeclaration, checkKind, isPlaceholder, PLACEHOLDER_WORDS } from '../../src/service/card-rules.js';
-import { CardUnreachableError } from '../../src/service/errors.js';
+import { CardUnreachableError } from '../../activities/agent-card/errors.js';
 import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
 
 const params = {

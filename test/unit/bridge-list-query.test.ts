@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { listQuerySchema } from '../../src/schemas/http.js';
 import { joinPath } from '../../src/service/errors.js';
 import { listQuery } from '../../src/service/records.js';
-import { parseSubjectKey, subjectKey, subjectTypePrefix } from '../../src/temporal/ids.js';
+import { parseSubjectKey, subjectKey, subjectTypePrefix } from '../../core/ids.js';
 
 function errors(schema: z.ZodType, value: unknown) {
   const parsed = schema.safeParse(value);

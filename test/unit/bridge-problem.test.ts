@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { problemType, retryAfterOf, toProblem } from '../../src/http/problem.js';
+import { problemType, retryAfterOf, toProblem } from '../../src/web/problem.js';
+import { CardUnreachableError } from '../../activities/agent-card/errors.js';
 import {
-  CardUnreachableError,
   ConflictError,
   ForbiddenError,
   MalformedBodyError,

@@ -1,5 +1,5 @@
 /**
- * The guarded fetch (src/outbound/guarded-fetch.ts) against real sockets on loopback: what the outbound address policy
+ * The guarded fetch (activities/outbound/guarded-fetch.ts) against real sockets on loopback: what the outbound address policy
  * stops before any connection, that the connection goes to the address that was checked, no redirect followed, the
  * size cap, the timeouts. Connections are counted by the listening sockets themselves.
  */
@@ -8,8 +8,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import type { OutboundRules } from '../../src/outbound/address-policy.js';
-import { createGuardedFetch, OutboundRefusedError, readCapped } from '../../src/outbound/guarded-fetch.js';
+import type { OutboundRules } from '../../activities/outbound/address-policy.js';
+import { createGuardedFetch, OutboundRefusedError, readCapped } from '../../activities/outbound/guarded-fetch.js';
 
 /** The rules WATCHER_OUTBOUND_ALLOW / _DENY give on an existing cluster. */
 const rules = (env: { WATCHER_OUTBOUND_ALLOW?: string; WATCHER_OUTBOUND_DENY?: string } = {}): OutboundRules =>

@@ -8,7 +8,7 @@ import {
   keywordValue,
   subjectKey,
   subjectLedgerWorkflowId,
-} from '../../src/temporal/ids.js';
+} from '../../core/ids.js';
 
 describe('workflow ids', () => {
   it('are the business keys of DESIGN 2', () => {

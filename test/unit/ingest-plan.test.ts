@@ -3,7 +3,7 @@
  * each refusal is checked to its error class, detail, and every field error (path, rule, message).
  */
 import { describe, expect, it } from 'vitest';
-import type { AgentCardInfo } from '../../src/a2a/card.js';
+import type { AgentCardInfo } from '../../activities/agent-card/card.js';
 import type { Principal } from '../../src/auth/principals.js';
 import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_AGENT_SHARE, MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
-import type { AgentCardInfo } from '../../src/a2a/card.js';
+import type { AgentCardInfo } from '../../activities/agent-card/card.js';
 import type { Principal } from '../../src/auth/principals.js';
 import type { Expectation } from '../../core/schemas/extension.js';
 import { checkDeclaration } from '../../src/service/card-rules.js';

@@ -1,5 +1,5 @@
 /**
- * The outbound address policy (src/outbound/address-policy.ts) and its two settings: which addresses an agent's card
+ * The outbound address policy (activities/outbound/address-policy.ts) and its two settings: which addresses an agent's card
  * may send the watcher to. IPv4, IPv6 and IPv6 that carries IPv4; CIDR parsing; the longest range deciding; the
  * settings' defaults and their errors, which name the variable.
  */
@@ -13,7 +13,7 @@ import {
   parseRangeList,
   STRICT_RULES,
   type OutboundRules,
-} from '../../src/outbound/address-policy.js';
+} from '../../activities/outbound/address-policy.js';
 
 /** The rules the two settings give, read as the watcher reads them (on an existing cluster). */
 function rulesOf(env: { WATCHER_OUTBOUND_ALLOW?: string; WATCHER_OUTBOUND_DENY?: string }): OutboundRules {

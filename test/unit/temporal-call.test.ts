@@ -10,7 +10,7 @@ import { Client, Connection, ServiceError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPrincipalStore } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
-import { retryAfterOf, toProblem } from '../../src/http/problem.js';
+import { retryAfterOf, toProblem } from '../../src/web/problem.js';
 import { TemporalBusyError } from '../../src/service/errors.js';
 import { createTemporalCall, temporalBusyReason } from '../../src/service/temporal-call.js';
 import { principalsFileOf } from '../support/agents.js';

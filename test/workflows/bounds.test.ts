@@ -12,7 +12,7 @@ import {
   MAX_SUBJECT_LEDGER_SUBSCRIBERS,
 } from '../../core/limits.js';
 import type { Fact, Subject } from '../../core/schemas/extension.js';
-import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
 import { DEDUPE_WINDOW_UNAWAITED, type factRouterWorkflow } from '../../workflows/fact-router.js';
 import {

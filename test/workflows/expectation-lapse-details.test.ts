@@ -8,7 +8,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { lapseMessageId } from '../../core/message-id.js';
 import { withdrawExpectation } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { ExpectationLate, ExpectationState } from '../../workflows/search-attributes.js';
 import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 

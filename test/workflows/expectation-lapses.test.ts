@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { getExpectationRecord, withdrawExpectation } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { historyText } from '../support/history-text.js';
 import { ExpectationDueAt, ExpectationState } from '../../workflows/search-attributes.js';

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { withdrawExpectation } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../src/temporal/ids.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { DAY, HOUR, reportFact, settings, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();

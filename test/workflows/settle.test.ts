@@ -5,7 +5,7 @@
  * after the lapse, however soon it arrives. On the time-skipping server, with facts stamped as a bridge stamps them.
  */
 import { describe, expect, it } from 'vitest';
-import { subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { subjectLedgerWorkflowId } from '../../core/ids.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { HOUR, reportFact, settings, shipmentExpectation, useHarness } from './support.js';
 
