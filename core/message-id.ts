@@ -27,8 +27,11 @@ export function utf8Bytes(text: string): Uint8Array {
 
 const rotl = (x: number, n: number): number => (x << n) | (x >>> (32 - n));
 
-/** SHA-1 digest (FIPS 180-4) of the bytes: 20 bytes. */
-export function sha1(message: Uint8Array): Uint8Array {
+/**
+ * The message padded as SHA-1 and SHA-256 both pad it (FIPS 180-4, 5.1.1): a 1 bit, zeros, and the length in bits as
+ * 64 big-endian bits, to a whole number of 64-byte blocks.
+ */
+export function padded64(message: Uint8Array): { padded: Uint8Array; view: DataView } {
   const bitLength = message.length * 8;
   const padded = new Uint8Array(Math.ceil((message.length + 9) / 64) * 64);
   padded.set(message);
@@ -36,6 +39,12 @@ export function sha1(message: Uint8Array): Uint8Array {
   const view = new DataView(padded.buffer);
   view.setUint32(padded.length - 8, Math.floor(bitLength / 2 ** 32));
   view.setUint32(padded.length - 4, bitLength >>> 0);
+  return { padded, view };
+}
+
+/** SHA-1 digest (FIPS 180-4) of the bytes: 20 bytes. */
+export function sha1(message: Uint8Array): Uint8Array {
+  const { padded, view } = padded64(message);
 
   let h0 = 0x67452301;
   let h1 = 0xefcdab89;

@@ -2,52 +2,17 @@
  * The state of one expectation workflow and everything that changes it: its message handlers, its decisions on
  * the watcher's clock, and the signals it sends. workflows/expectation.ts is only the loop around it.
  */
-import {
-  allHandlersFinished,
-  ApplicationFailure,
-  condition,
-  getExternalWorkflowHandle,
-  proxyActivities,
-  setCurrentDetails,
-  upsertMemo,
-  upsertSearchAttributes,
-  workflowInfo,
-  type SignalDefinition,
-} from '@temporalio/workflow';
-import type { LedgerActivities } from '../activities/types.js';
+import { allHandlersFinished, ApplicationFailure, condition, setCurrentDetails, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { addDuration } from '../core/duration.js';
 import { EXPECTATION_ENDED, INVALID_EXPECTATION, LAPSE_NOT_FOUND } from '../core/failures.js';
-import { MAX_DEPENDENTS, MAX_SATISFIED_AFTER } from '../core/limits.js';
+import { MAX_SATISFIED_AFTER } from '../core/limits.js';
 import type { ExpectationRecord, Fact, Lapse, LapseEntry, LapseKind } from '../core/types.js';
 import { anchoredDueAt, dueBefore, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline, type DueChecks } from './decisions.js';
+import { ExpectationLinks, ledgers } from './expectation-links.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
-import {
-  anchorMovedSignal,
-  anchorSatisfiedSignal,
-  skippedSignal,
-  unsubscribeSignal,
-  withdrawSignal,
-  type AnchorMoved,
-  type ExpectationMemo,
-  factTakenOf,
-  type FactTaken,
-  type ExpectationInput,
-  type ResendLapseRequest,
-  type ResendLapseResult,
-  type Skipped,
-  type SubjectFact,
-  type WithdrawRequest,
-} from './messages.js';
+import { type AnchorMoved, type CarriedExpectationState, type ExpectationMemo, factTakenOf, type FactTaken, type ExpectationInput, type ResendLapseRequest, type ResendLapseResult, type Skipped, type SubjectFact, type WithdrawRequest } from './messages.js';
 import { ExpectationDueAt, ExpectationLate, ExpectationState } from './search-attributes.js';
-import { currentDetails, linkAnchorSummary, stallCheckSummary } from './ui-text.js';
-
-const ledgers = proxyActivities<LedgerActivities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
-});
-
-/** How many superseded anchors a dependent follows in one go before it gives up (beyond any sane lineage). */
-const MAX_ANCHOR_HOPS = 100;
+import { currentDetails, stallCheckSummary } from './ui-text.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const nowIso = (): string => iso(Date.now());
@@ -83,24 +48,6 @@ export function initialRecord(input: ExpectationInput): ExpectationRecord {
   };
 }
 
-/** Signals another workflow; a closed or unknown target is not an error (it has nothing left to learn). */
-async function signalQuietly<T extends unknown[]>(workflowId: string, signal: SignalDefinition<T>, ...args: T) {
-  try {
-    await getExternalWorkflowHandle(workflowId).signal(signal, ...args);
-  } catch {
-    // The target closed: a closed expectation or ledger is not open, so there is nobody to tell.
-  }
-}
-
-/** Everything an expectation keeps across continue-as-new: the fields so marked in ExpectationManager. */
-export interface CarriedExpectationState {
-  record: ExpectationRecord;
-  horizonChecked: boolean;
-  dependents: string[];
-  /** Workflow id of the anchor the expectation is currently linked to (it changes when the anchor is superseded). */
-  anchorLink?: string;
-}
-
 /**
  * One expectation (DESIGN 3): the record and what the workflow needs to decide on it. Handlers change the state and
  * bump `changes`, which wakes the workflow's loop to decide again. Methods that the loop awaits return the
@@ -111,9 +58,8 @@ export class ExpectationManager {
   readonly record: ExpectationRecord;
   /** The horizon's stalled check is made once. */
   private horizonChecked: boolean;
-  /** Workflow ids of the expectations anchored on this one. */
-  private readonly dependents: Set<string>;
-  private anchorLink: string | undefined;
+  /** The anchor, the dependents and the successor, and what they are told (expectation-links.ts). */
+  private readonly links: ExpectationLinks;
 
   // ── this run only ──
   /** Bumped by every change that moves a deadline or the state, so the loop re-decides. */
@@ -131,8 +77,6 @@ export class ExpectationManager {
   private readonly held: Array<{ fact: Fact; from: 'router' | 'caller' } | { subjectFact: SubjectFact }> = [];
   /** Satisfied by its router's signal: the router dropped it then, so it need not unsubscribe there. */
   private satisfiedByRouter = false;
-  /** Workflow id of the expectation that superseded this one: its dependents follow it. It closes at once. */
-  private supersededByWorkflowId: string | undefined;
   private readonly deliveries: LapseDeliveries;
   /** How long past a deadline the expectation waits for facts a bridge received before it (DESIGN 3.2). */
   private readonly settleMs: number;
@@ -142,12 +86,11 @@ export class ExpectationManager {
    */
   private pendingSkip: { by: Array<{ id: string; receivedMs: number | undefined }>; decideAtMs: number } | undefined;
 
-  constructor(private readonly input: ExpectationInput) {
+  constructor(readonly input: ExpectationInput) {
     const { carried } = input;
     this.record = carried?.record ?? initialRecord(input);
     this.horizonChecked = carried?.horizonChecked ?? false;
-    this.dependents = new Set(carried?.dependents ?? []);
-    this.anchorLink = carried ? carried.anchorLink : input.links.anchor;
+    this.links = new ExpectationLinks(this, carried);
     this.settleMs = input.settings.settle ? addDuration(0, input.settings.settle) : 0;
     // The start (or the previous run) set the search attributes and the memo to these.
     const { state, dueAt, late } = this.record;
@@ -158,13 +101,13 @@ export class ExpectationManager {
 
   /** What the memo holds (ExpectationMemo): the record as it is now and how many dependents it has. */
   private memo(): ExpectationMemo {
-    return { expectationId: this.input.expectation.expectationId, record: this.record, dependents: this.dependents.size };
+    return { expectationId: this.input.expectation.expectationId, record: this.record, dependents: this.links.dependentCount };
   }
 
   /** What continue-as-new carries: exactly the fields marked so above (pending deliveries are on the record). */
   carry(): CarriedExpectationState {
-    const { record, horizonChecked, dependents, anchorLink } = this;
-    return { record, horizonChecked, dependents: [...dependents], anchorLink };
+    const { record, horizonChecked } = this;
+    return { record, horizonChecked, ...this.links.carry() };
   }
 
   /** The input of the next run: the same expectation, links and settings, and the carried state. */
@@ -202,7 +145,7 @@ export class ExpectationManager {
     }
     const memo = JSON.stringify(this.memo());
     if (memo !== this.memoWritten) {
-      upsertMemo({ record, dependents: this.dependents.size });
+      upsertMemo({ record, dependents: this.links.dependentCount });
       this.memoWritten = memo;
     }
     setCurrentDetails(currentDetails(record));
@@ -220,24 +163,7 @@ export class ExpectationManager {
    * withdrew the expectation it supersedes before it answered `raised` (docs/raise-path.md).
    */
   register(): Promise<unknown> {
-    return this.linkToAnchor();
-  }
-
-  /**
-   * Registers with the current anchor, following superseded anchors to the one that replaced them. `moved`: the
-   * current anchor superseded the one before, and may be a moment from its start (LinkAnchorInput.moved).
-   */
-  private async linkToAnchor(moved = false): Promise<void> {
-    for (let hop = 0; this.anchorLink && hop < MAX_ANCHOR_HOPS && isOpen(this.record.state); hop++) {
-      const link = this.anchorLink;
-      const result = await ledgers.linkAnchor.executeWithOptions({ summary: linkAnchorSummary(link) }, [
-        { anchorWorkflowId: link, dependentWorkflowId: this.input.links.self, ...(moved || hop > 0 ? { moved: true } : {}) },
-      ]);
-      if (result.satisfiedObservedAt) this.applyAnchor(result.satisfiedObservedAt);
-      // A moved signal may have re-linked us meanwhile; only follow our own answer if it is still current.
-      if (!result.movedTo || this.anchorLink !== link) return;
-      this.anchorLink = result.movedTo.workflowId;
-    }
+    return this.links.linkToAnchor();
   }
 
   // ── message handlers ──
@@ -301,7 +227,7 @@ export class ExpectationManager {
     record.withdrawnReason = request.reason;
     if (request.supersededBy) {
       record.supersededBy = request.supersededBy.expectationId;
-      this.supersededByWorkflowId = request.supersededBy.workflowId;
+      this.links.supersededBy(request.supersededBy.workflowId);
     }
     this.abandonDeliveries('the expectation was withdrawn before the lapse task was delivered');
     this.changed();
@@ -400,43 +326,18 @@ export class ExpectationManager {
   }
 
   /** The anchor was superseded: link to the one that superseded it. */
-  async followAnchor(moved: AnchorMoved): Promise<void> {
-    if (!isOpen(this.record.state) || this.anchorLink === moved.workflowId) return;
-    this.anchorLink = moved.workflowId;
-    await this.linkToAnchor(true);
+  followAnchor(moved: AnchorMoved): Promise<void> {
+    return this.links.followAnchor(moved);
   }
 
   /** How many expectations are anchored on this one. */
   get dependentCount(): number {
-    return this.dependents.size;
+    return this.links.dependentCount;
   }
 
-  /**
-   * A dependent registers; one that comes after the anchor was satisfied or superseded is told at once. One past
-   * MAX_DEPENDENTS is withdrawn instead (the bridge refuses such a raise first; this guards the carried state).
-   */
-  async registerDependent({ workflowId }: { workflowId: string }): Promise<void> {
-    const { record } = this;
-    const full = !this.dependents.has(workflowId) && this.dependents.size >= MAX_DEPENDENTS;
-    if (full) {
-      const self = this.input.expectation.expectationId;
-      const reason = `not anchored: expectation ${JSON.stringify(self)} already has ${MAX_DEPENDENTS} dependents, its bound; withdrawn, as its due time would never follow the anchor`;
-      await signalQuietly(workflowId, withdrawSignal, { reason });
-      return;
-    }
-    this.dependents.add(workflowId);
-    this.publish();
-    if (record.state === 'satisfied' && record.observedAt) {
-      await signalQuietly(workflowId, anchorSatisfiedSignal, {
-        anchorExpectationId: this.input.expectation.expectationId,
-        observedAt: record.observedAt,
-      });
-    } else if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {
-      await signalQuietly(workflowId, anchorMovedSignal, {
-        expectationId: record.supersededBy,
-        workflowId: this.supersededByWorkflowId,
-      });
-    }
+  /** A dependent registers (ExpectationLinks.registerDependent). */
+  registerDependent({ workflowId }: { workflowId: string }): Promise<void> {
+    return this.links.registerDependent(workflowId);
   }
 
   // ── decisions on the watcher's clock ──
@@ -561,34 +462,9 @@ export class ExpectationManager {
 
   // ── closing ──
 
-  /**
-   * Tells the others what the end means to them: a satisfied expectation its dependents (anchor satisfied) and the
-   * expectations it comes after (skipped); a superseded one its dependents (anchor moved); both ledgers to drop it.
-   */
+  /** Tells the others what the end means to them, and leaves both ledgers (ExpectationLinks.tellOnClose). */
   tellOnClose(): Promise<unknown> {
-    const { record } = this;
-    const { links } = this.input;
-    const self = this.input.expectation.expectationId;
-    const tell: Promise<void>[] = [];
-    if (record.state === 'satisfied' && record.observedAt) {
-      const observedAt = record.observedAt;
-      for (const dependent of this.dependents) {
-        tell.push(signalQuietly(dependent, anchorSatisfiedSignal, { anchorExpectationId: self, observedAt }));
-      }
-      for (const target of Object.values(links.after)) {
-        const receivedAt = record.satisfiedBy?.receivedAt;
-        tell.push(signalQuietly(target, skippedSignal, { satisfiedExpectationId: self, ...(receivedAt ? { receivedAt } : {}) }));
-      }
-    }
-    if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {
-      const moved = { expectationId: record.supersededBy, workflowId: this.supersededByWorkflowId };
-      for (const dependent of this.dependents) tell.push(signalQuietly(dependent, anchorMovedSignal, moved));
-    }
-    if (!this.satisfiedByRouter) tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
-    // Sent even when the ledger dropped us on the satisfying fact: whether it saw that fact after our subscription
-    // is not known here, and a ledger left with a closed subscriber would stay open until its next fact.
-    tell.push(signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self, ...this.heardOnSubject() }));
-    return Promise.all(tell);
+    return this.links.tellOnClose({ routerDroppedIt: this.satisfiedByRouter, ...this.heardOnSubject() });
   }
 
   /**

@@ -1,0 +1,313 @@
+/**
+ * What a fact router holds (workflows/fact-router.ts): each key's subscribers, latest fact and dedupe window, the
+ * forwards on their way, and the bounds that keep it all within what continue-as-new may carry. No Temporal call
+ * here but the memo and the outbox's signals; the workflow around it sets the handlers and runs the loop.
+ */
+import { upsertMemo } from '@temporalio/workflow';
+import { addDuration } from '../core/duration.js';
+import { utf8Length } from '../core/fact-shards.js';
+import {
+  DEDUPE_WINDOW,
+  MAX_FACT_LEDGER_SUBSCRIBERS,
+  MAX_RETAINED_FACTS_PER_ROUTER,
+  MAX_ROUTER_CARRIED_BYTES,
+  ROUTER_CROWDED_KEY,
+} from '../core/limits.js';
+import type { Fact } from '../core/types.js';
+import {
+  factSignal,
+  type FactRouterInput,
+  type FactRouterMemo,
+  type LedgerLoad,
+  type RecordFactAnswer,
+  type RecordFactOptions,
+  type RoutedKey,
+} from './messages.js';
+import { Outbox } from './outbox.js';
+import { refusals } from './refusals.js';
+
+/**
+ * A key nobody has waited on remembers fewer: only what its retained fact needs, as its state is carried for days. A
+ * key whose subscribers were sent their fact (and dropped) keeps the full window while it is kept, so that the facts
+ * re-sent after it are still answered `duplicate`.
+ */
+export const DEDUPE_WINDOW_UNAWAITED = 8;
+
+/** Every this many changes the router measures what it would carry (a JSON pass over its state). */
+const BUDGET_CHECK_EVERY = 200;
+
+/** How long a forward is held back for a caller that delivers the fact itself (twice the bridge's wait). */
+export const FORWARD_DEFERRAL_MS = 10_000;
+
+const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
+
+/** One key's state in its router. */
+export class KeyState {
+  readonly subscribers: Set<string>;
+  latest: Fact | undefined;
+  /** Workflow time (ms) at which the last observation reached the router: the retention runs from it. */
+  lastReceivedMs: number | undefined;
+  /** Some expectation waited on the key since it was last forgotten. */
+  awaited: boolean;
+  private readonly seen: string[];
+  /** When each of `seen` was first received (epoch ms), in the same order. */
+  private readonly seenAt: number[];
+  private readonly seenSet: Set<string>;
+
+  constructor(readonly factKey: string, carried?: RoutedKey) {
+    this.subscribers = new Set(carried?.subscribers ?? []);
+    this.latest = carried?.latest;
+    this.lastReceivedMs = carried?.lastReceivedAt === undefined ? undefined : Date.parse(carried.lastReceivedAt);
+    this.awaited = carried?.awaited === true || this.subscribers.size > 0;
+    this.seen = [...(carried?.seen ?? [])];
+    this.seenAt = [...(carried?.seenAt ?? [])];
+    this.seenSet = new Set(this.seen);
+  }
+
+  /**
+   * Remembers the fact's (observedAt, source), received at `receivedMs`; undefined when it is new, else when it was
+   * first received (NaN when that is not known: remembered by a run before the instants were).
+   */
+  remember(fact: Fact, receivedMs: number): number | undefined {
+    const key = dedupeKey(fact);
+    if (this.seenSet.has(key)) {
+      const at = this.seen.lastIndexOf(key) - (this.seen.length - this.seenAt.length);
+      return at >= 0 ? this.seenAt[at]! : Number.NaN;
+    }
+    this.seen.push(key);
+    this.seenAt.push(receivedMs);
+    this.seenSet.add(key);
+    this.trim();
+    return undefined;
+  }
+
+  /** Keeps the dedupe window within what the key's use needs, or within `window` when the router is short of room. */
+  trim(window = this.awaited ? DEDUPE_WINDOW : DEDUPE_WINDOW_UNAWAITED): void {
+    while (this.seen.length > window) this.seenSet.delete(this.seen.shift()!);
+    while (this.seenAt.length > this.seen.length) this.seenAt.shift();
+  }
+
+  get seenCount(): number {
+    return this.seen.length;
+  }
+
+  carry(): RoutedKey {
+    return {
+      factKey: this.factKey,
+      subscribers: [...this.subscribers],
+      ...(this.latest ? { latest: this.latest } : {}),
+      ...(this.lastReceivedMs === undefined ? {} : { lastReceivedAt: new Date(this.lastReceivedMs).toISOString() }),
+      seen: [...this.seen],
+      seenAt: [...this.seenAt],
+      ...(this.awaited ? { awaited: true } : {}),
+    };
+  }
+}
+
+
+/** A recorded fact's answer, or the change the caller waits for the loop to have sent its forwards through. */
+export type Recorded = { answer: RecordFactAnswer } | { change: number; answer: RecordFactAnswer };
+
+/** The router's keys and forwards. Handlers call it; the loop sends what it queued. */
+export class RouterState {
+  readonly keys: Map<string, KeyState>;
+  /** Subscriber → the key it waits on (an expectation waits on exactly one), for unsubscribe and for gone subscribers. */
+  private readonly keyOf = new Map<string, string>();
+  readonly outbox: Outbox<Fact>;
+  /** Forwards held back while the caller delivers the fact itself: subscriber → the fact and when it goes out anyway. */
+  readonly deferred = new Map<string, { fact: Fact; atMs: number }>();
+  /** Newcomers past a key's bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new. */
+  readonly refused = refusals();
+  changes = 0;
+  /** The last change whose forwards the main loop has sent (for recordFact's answer). */
+  forwardedThrough = 0;
+  private recordedFacts = 0;
+  private memoJson = '';
+  /** What the bridges say the retention is (RecordFactOptions.retention), carried over continue-as-new. */
+  retention: string;
+  /** Set when even the least the router can keep exceeds its budget: newcomers are then refused, not carried. */
+  private full = false;
+
+  constructor(input: FactRouterInput) {
+    this.keys = new Map((input.carried?.keys ?? []).map((k) => [k.factKey, new KeyState(k.factKey, k)]));
+    for (const state of this.keys.values()) for (const subscriber of state.subscribers) this.keyOf.set(subscriber, state.factKey);
+    this.outbox = new Outbox<Fact>(factSignal, (pending, next) => pending ?? next, input.carried?.outbox);
+    this.retention = input.retention;
+  }
+
+  private retained(state: KeyState): Fact | undefined {
+    const until = state.lastReceivedMs === undefined ? undefined : addDuration(state.lastReceivedMs, this.retention);
+    return state.latest && until !== undefined && Date.now() < until ? state.latest : undefined;
+  }
+
+  private stateOf(factKey: string): KeyState {
+    let state = this.keys.get(factKey);
+    if (!state) this.keys.set(factKey, (state = new KeyState(factKey)));
+    return state;
+  }
+
+  /** Drops a key that no one waits on and that retains nothing. */
+  private forgetIfIdle(state: KeyState): void {
+    if (state.subscribers.size === 0 && this.retained(state) === undefined) this.keys.delete(state.factKey);
+  }
+
+  /**
+   * Keeps the router's state within what continue-as-new may carry: idle keys go, and past
+   * MAX_RETAINED_FACTS_PER_ROUTER the keys nobody waits on go oldest first (their early fact with them).
+   */
+  prune(): void {
+    const unawaited: KeyState[] = [];
+    for (const state of this.keys.values()) {
+      this.forgetIfIdle(state);
+      if (this.keys.has(state.factKey) && state.subscribers.size === 0) unawaited.push(state);
+    }
+    if (unawaited.length > MAX_RETAINED_FACTS_PER_ROUTER) {
+      unawaited.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
+      for (const state of unawaited.slice(0, unawaited.length - MAX_RETAINED_FACTS_PER_ROUTER)) this.keys.delete(state.factKey);
+    }
+    this.keepWithinBudget();
+  }
+
+  /**
+   * Keeps what continue-as-new carries within MAX_ROUTER_CARRIED_BYTES, whatever the keys hold: first the keys nobody
+   * waits on go, oldest first; then the dedupe windows of the keys waited on shrink, longest first, to the least a
+   * key keeps. What remains (subscribers and the facts they wait for) is refused more of while it is over.
+   */
+  private keepWithinBudget(): void {
+    const bytesOf = (state: KeyState): number => utf8Length(JSON.stringify(state.carry()));
+    const sizes = new Map([...this.keys.values()].map((state) => [state, bytesOf(state)]));
+    let bytes = utf8Length(JSON.stringify(this.outbox.carry()));
+    for (const size of sizes.values()) bytes += size;
+    const byAge = [...sizes.keys()].filter((state) => state.subscribers.size === 0);
+    byAge.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
+    for (const state of byAge) {
+      if (bytes <= MAX_ROUTER_CARRIED_BYTES) break;
+      bytes -= sizes.get(state)!;
+      this.keys.delete(state.factKey);
+    }
+    const byWindow = [...this.keys.values()].filter((state) => state.seenCount > DEDUPE_WINDOW_UNAWAITED);
+    byWindow.sort((a, b) => b.seenCount - a.seenCount);
+    for (const state of byWindow) {
+      if (bytes <= MAX_ROUTER_CARRIED_BYTES) break;
+      state.trim(DEDUPE_WINDOW_UNAWAITED);
+      bytes -= sizes.get(state)! - bytesOf(state);
+    }
+    this.full = bytes > MAX_ROUTER_CARRIED_BYTES;
+  }
+
+  /** The memo the bridge reads before a raise (no worker, no action): the keys close to their bound. */
+  publishMemo(): void {
+    const crowded: Record<string, number> = {};
+    for (const state of this.keys.values()) if (state.subscribers.size >= ROUTER_CROWDED_KEY) crowded[state.factKey] = state.subscribers.size;
+    const memo: FactRouterMemo = { crowded };
+    const json = JSON.stringify(memo);
+    if (json === this.memoJson) return;
+    this.memoJson = json;
+    upsertMemo({ ...memo });
+  }
+
+  subscribe(workflowId: string, factKey: string): void {
+    const state = this.stateOf(factKey);
+    const newcomer = !state.subscribers.has(workflowId);
+    if ((newcomer && state.subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS) || (newcomer && this.full)) {
+      const reason = this.full
+        ? `not registered: the fact router of ${JSON.stringify(factKey)} holds as much as it may carry ` +
+          `(${MAX_ROUTER_CARRIED_BYTES} bytes); withdrawn, as no fact would reach it`
+        : `not registered: ${JSON.stringify(factKey)} already has ${MAX_FACT_LEDGER_SUBSCRIBERS} expectations waiting ` +
+          `on it, its bound; withdrawn, as no fact would reach it`;
+      this.refused.add(workflowId, { reason });
+      this.changes++;
+      return;
+    }
+    state.subscribers.add(workflowId);
+    state.awaited = true;
+    this.keyOf.set(workflowId, factKey);
+    const fact = this.retained(state);
+    if (fact) this.outbox.add(workflowId, fact);
+    this.changes++;
+  }
+
+  unsubscribe(workflowId: string): void {
+    const factKey = this.keyOf.get(workflowId);
+    this.keyOf.delete(workflowId);
+    this.outbox.delete(workflowId);
+    this.deferred.delete(workflowId);
+    const state = factKey === undefined ? undefined : this.keys.get(factKey);
+    if (state) {
+      state.subscribers.delete(workflowId);
+      state.trim();
+      this.forgetIfIdle(state);
+    }
+    // A router that refused newcomers for want of room takes them again once it has room.
+    if (this.full) this.keepWithinBudget();
+    this.changes++;
+  }
+
+  /**
+   * Records one observation: a re-delivery or a fact nobody waits on is answered at once; a fact with subscribers is
+   * queued to them (or held back for a caller that delivers it itself), and answered once the loop has sent it.
+   */
+  record(fact: Fact, options?: RecordFactOptions): Recorded {
+    if (options?.retention !== undefined) this.retention = options.retention;
+    const state = this.stateOf(fact.factKey);
+    const receivedMs = fact.receivedAt === undefined ? Date.now() : Date.parse(fact.receivedAt);
+    const firstReceivedMs = state.remember(fact, Number.isNaN(receivedMs) ? Date.now() : receivedMs);
+    if (firstReceivedMs !== undefined) {
+      if (!options?.tellFirstReceipt || Number.isNaN(firstReceivedMs)) return { answer: 'duplicate' };
+      return { answer: { result: 'duplicate', firstReceivedAt: new Date(firstReceivedMs).toISOString() } };
+    }
+    if (++this.recordedFacts % BUDGET_CHECK_EVERY === 0) this.keepWithinBudget();
+    // The fact retained for later subscribers is the one observed last, not the one that arrived last.
+    if (!state.latest || Date.parse(fact.observedAt) >= Date.parse(state.latest.observedAt)) state.latest = fact;
+    state.lastReceivedMs = Date.now();
+    const subscribers = [...state.subscribers];
+    if (subscribers.length === 0) {
+      // Nobody waits: kept for the retention (if any), forgotten otherwise. Nothing to forward, nothing to wait for.
+      this.forgetIfIdle(state);
+      if (this.keys.size > MAX_RETAINED_FACTS_PER_ROUTER * 1.1) this.prune();
+      return { answer: options?.tellUnawaited ? 'unawaited' : 'recorded' };
+    }
+    // The caller delivers the fact itself (the bridge's takeFact, for `wait=true`): our forwards wait FORWARD_DEFERRAL_MS,
+    // and go only to a subscriber that did not take it by then (it unsubscribes), so nothing depends on the caller.
+    if (options?.callerDelivers && options.listForwarded) {
+      const atMs = Date.now() + FORWARD_DEFERRAL_MS;
+      for (const subscriber of subscribers) if (!this.deferred.has(subscriber)) this.deferred.set(subscriber, { fact, atMs });
+    } else {
+      for (const subscriber of subscribers) this.outbox.add(subscriber, fact);
+    }
+    return { change: ++this.changes, answer: options?.listForwarded ? { result: 'recorded', forwardedTo: subscribers } : 'recorded' };
+  }
+
+  keyLoad(factKey: string): LedgerLoad {
+    const state = this.keys.get(factKey);
+    return {
+      subscribers: state?.subscribers.size ?? 0,
+      bound: MAX_FACT_LEDGER_SUBSCRIBERS,
+      outbox: [...(state?.subscribers ?? [])].filter((subscriber) => this.outbox.has(subscriber)).length,
+      seen: state?.seenCount ?? 0,
+    };
+  }
+
+  /** What continue-as-new carries; a held-back forward is carried as a due one (a subscriber that took it ignores it). */
+  carried(): NonNullable<FactRouterInput['carried']> {
+    this.prune();
+    return {
+      keys: [...this.keys.values()].map((state) => state.carry()),
+      outbox: [...this.outbox.carry(), ...[...this.deferred].map(([workflowId, { fact }]) => ({ workflowId, fact }))],
+    };
+  }
+
+  /** Moves the held-back forwards whose time has come to the outbox. */
+  releaseDeferred(): void {
+    for (const [workflowId, { fact, atMs }] of this.deferred) {
+      if (atMs > Date.now()) continue;
+      this.deferred.delete(workflowId);
+      this.outbox.add(workflowId, fact);
+    }
+  }
+
+  /** When the first held-back forward goes out, if any. */
+  nextDeferredAtMs(): number | undefined {
+    return this.deferred.size > 0 ? Math.min(...[...this.deferred.values()].map((forward) => forward.atMs)) : undefined;
+  }
+}
