@@ -7,11 +7,11 @@ import type { PayloadCodec } from '@temporalio/common';
 import express, { type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
-import { createCardResolver } from '../a2a/card.js';
+import { createCardResolver } from '../../activities/agent-card/card.js';
 import type { PrincipalStore } from '../auth/principals.js';
 import { DEFAULT_MAX_CLOCK_SKEW, type TrustProxy } from '../config.js';
-import type { OutboundRules } from '../outbound/address-policy.js';
-import { createGuardedFetch } from '../outbound/guarded-fetch.js';
+import type { OutboundRules } from '../../activities/outbound/address-policy.js';
+import { createGuardedFetch } from '../../activities/outbound/guarded-fetch.js';
 import { pollerReadiness, workflowPollersOf, type WorkerReadiness } from '../temporal/worker-readiness.js';
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
@@ -33,11 +33,11 @@ import { createLapseResendService } from '../service/lapse-resend.js';
 import type { QuotaSettings } from '../service/quotas.js';
 import { createRecordsService } from '../service/records.js';
 import { createTemporalCall, withRequestDeadline } from '../service/temporal-call.js';
-import { authenticate, principalOf } from './auth.js';
+import { authenticate, principalOf } from '../web/auth.js';
 import { CODEC_PATH, createCodecRouter } from './codec-routes.js';
 import { openApiDocument } from './openapi.js';
-import { problemMiddleware, sendProblem, toProblem } from './problem.js';
-import { wellFormedBody } from './well-formed.js';
+import { problemMiddleware, sendProblem, toProblem } from '../web/problem.js';
+import { wellFormedBody } from '../web/well-formed.js';
 
 export interface AppSettings {
   factRetention: string;
@@ -116,8 +116,8 @@ export interface AppDeps {
 const JSON_TYPES = ['application/json', 'application/a2a+json', 'application/*+json'];
 const BODY_LIMIT = '1mb';
 
-/** Builds the bridge app. */
-export function createApp(deps: AppDeps): express.Express {
+/** What the routes call: the services over Temporal, and the probes the readiness route and the calls share. */
+function createServices(deps: AppDeps) {
   const metrics = deps.metrics ?? createMetrics();
   const temporalWaitMs = deps.settings.temporalWaitMs ?? DEFAULT_TEMPORAL_WAIT_MS;
   const maxInFlight = deps.settings.maxRequestsInFlight ?? DEFAULT_MAX_REQUESTS_IN_FLIGHT;
@@ -170,12 +170,12 @@ export function createApp(deps: AppDeps): express.Express {
   });
   const resends = createLapseResendService({ client: deps.client, call });
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('query parser', 'simple');
-  // Behind a load balancer the socket's peer is the balancer: the client's address is in X-Forwarded-For.
-  app.set('trust proxy', deps.trustProxy ?? false);
+  return { metrics, temporalWaitMs, maxInFlight, isReachable, workerReadiness, ingest, records, resends };
+}
+type Services = ReturnType<typeof createServices>;
 
+/** The extension's echo, request metrics, and the bound on requests in flight with their deadline. */
+function useCommonMiddleware(app: express.Express, { metrics, temporalWaitMs, maxInFlight }: Services): void {
   // Echo the extension when the request activated it (DESIGN 4), on every answer including problems.
   app.use((req, res, next) => {
     const requested = (req.get('a2a-extensions') ?? '').split(',').map((uri) => uri.trim());
@@ -213,22 +213,25 @@ export function createApp(deps: AppDeps): express.Express {
   };
   app.use('/a2a', bounded);
   app.use('/v1', bounded);
+}
 
-  const auth = authenticate(deps.principals);
-  const json: RequestHandler[] = [
-    (req, _res, next) => {
-      // `req.is` is null without a body (then the schema says what is missing) and false for another type.
-      if (req.is(JSON_TYPES) === false) {
-        throw new UnsupportedMediaTypeError(
-          `Content-Type must be application/json (or application/a2a+json), not '${req.get('content-type') ?? 'none'}'`,
-        );
-      }
-      next();
-    },
-    express.json({ limit: BODY_LIMIT, type: JSON_TYPES, strict: false }),
-    wellFormedBody,
-  ];
+/** Content-Type, then the JSON body within its limit and well formed. */
+const json: RequestHandler[] = [
+  (req, _res, next) => {
+    // `req.is` is null without a body (then the schema says what is missing) and false for another type.
+    if (req.is(JSON_TYPES) === false) {
+      throw new UnsupportedMediaTypeError(
+        `Content-Type must be application/json (or application/a2a+json), not '${req.get('content-type') ?? 'none'}'`,
+      );
+    }
+    next();
+  },
+  express.json({ limit: BODY_LIMIT, type: JSON_TYPES, strict: false }),
+  wellFormedBody,
+];
 
+/** Liveness, readiness (Temporal and a worker), metrics and the OpenAPI document. */
+function mountProbes(app: express.Express, { metrics, isReachable, workerReadiness }: Services): void {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -252,7 +255,10 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
+}
 
+/** The API: A2A objects, facts, and the expectations' records, withdrawals and lapse resends. */
+function mountApi(app: express.Express, auth: RequestHandler, { ingest, records, resends }: Services): void {
   app.post('/a2a/events', auth, ...json, async (req, res) => {
     const parsed = parseA2AEvent(req.body);
     if (!parsed.success) throw schemaError(parsed.issues);
@@ -312,7 +318,20 @@ export function createApp(deps: AppDeps): express.Express {
     const answer = await resends.resend(principalOf(req), req.params.id, parsed.data.messageId);
     res.status(answer.result === 'resent' ? 202 : 200).json(answer);
   });
+}
 
+/** Builds the bridge app. */
+export function createApp(deps: AppDeps): express.Express {
+  const services = createServices(deps);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  // Behind a load balancer the socket's peer is the balancer: the client's address is in X-Forwarded-For.
+  app.set('trust proxy', deps.trustProxy ?? false);
+  useCommonMiddleware(app, services);
+  mountProbes(app, services);
+  mountApi(app, authenticate(deps.principals), services);
+  const { ingest } = services;
   if (deps.codec) {
     const { codec, corsOrigins } = deps.codec;
     app.use(CODEC_PATH, createCodecRouter({ codec, corsOrigins, namespace: deps.namespace, principals: deps.principals }));

@@ -14,8 +14,8 @@ import type { ExpectationState } from '../../core/schemas/extension.js';
 import type { expectationPageSchema, expectationSummarySchema, withdrawResultSchema } from '../schemas/http.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord, withdrawExpectation } from '../temporal/expectations.js';
-import { expectationWorkflowId, keywordValue, parseSubjectKey, subjectKey, subjectTypePrefix } from '../temporal/ids.js';
-import { decodePayloads } from '../temporal/payloads.js';
+import { expectationWorkflowId, keywordValue, parseSubjectKey, subjectKey, subjectTypePrefix } from '../../core/ids.js';
+import { decodePayloads } from '../../activities/payloads.js';
 import {
   ExpectationAgent,
   ExpectationDueAt,
@@ -193,39 +193,6 @@ export function createRecordsService(deps: RecordsDeps) {
     return (await decodePayloads(deps.client, [payload]))[0] as string | undefined;
   }
 
-  function summary(info: temporal.api.workflow.v1.IWorkflowExecutionInfo, memoId: string | undefined): ExpectationSummary {
-    const fields = info.searchAttributes?.indexedFields ?? {};
-    const read = (name: string): unknown => {
-      const payload = fields[name];
-      return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
-    };
-    const text = (name: string): string | undefined => {
-      const value = read(name);
-      return Array.isArray(value) ? (value[0] as string | undefined) : (value as string | undefined);
-    };
-    const workflowId = info.execution?.workflowId ?? '';
-    const expectationId =
-      memoId ??
-      (workflowId.startsWith(WORKFLOW_ID_PREFIX) ? workflowId.slice(WORKFLOW_ID_PREFIX.length) : workflowId);
-    const subject = text(ExpectationSubject.name);
-    const dueAt = text(ExpectationDueAt.name);
-    const late = read(ExpectationLate.name);
-    return withoutUndefined({
-      expectationId,
-      workflowId,
-      kind: text(ExpectationKind.name),
-      subject: subject !== undefined ? parseSubjectKey(subject) : undefined,
-      state: text(ExpectationStateKey.name),
-      agent: text(ExpectationAgent.name),
-      factKey: text(ExpectationFactKey.name),
-      dueAt: dueAt !== undefined ? new Date(dueAt).toISOString() : undefined,
-      late: typeof late === 'boolean' ? late : undefined,
-      raisedAt: timestamp(info.startTime),
-      closedAt: timestamp(info.closeTime),
-      links: withoutUndefined({ self: `/v1/expectations/${encodeURIComponent(expectationId)}`, temporalUi: temporalUi(workflowId) }),
-    });
-  }
-
   return {
     /** The record plus `links.temporalUi`. */
     async get(principal: Principal, expectationId: string): Promise<ExpectationRecord> {
@@ -245,27 +212,10 @@ export function createRecordsService(deps: RecordsDeps) {
       }
       const visibilityQuery = listQuery(query, agentFilter);
       const nextPageToken = query.pageToken ? decodePageToken(query.pageToken, visibilityQuery, pageTokenKey) : undefined;
-      const response = await deps.call(async () => {
-        try {
-          return await deps.client.workflowService.listWorkflowExecutions({
-            namespace: deps.namespace,
-            query: visibilityQuery,
-            pageSize: query.pageSize,
-            nextPageToken,
-          });
-        } catch (error) {
-          // INVALID_ARGUMENT: a well-formed token the visibility store no longer accepts.
-          if ((error as { code?: unknown }).code === 3) {
-            throw new SchemaError('the list request was refused by the visibility store', [
-              { path: 'pageToken', message: `not a page token from a previous answer (${(error as Error).message})` },
-            ]);
-          }
-          throw error;
-        }
-      });
+      const response = await deps.call(() => listExecutions(deps, visibilityQuery, query.pageSize, nextPageToken));
       const token = response.nextPageToken?.length ? encodePageToken(response.nextPageToken, visibilityQuery, pageTokenKey) : undefined;
       const items = await Promise.all(
-        response.executions.map(async (info) => summary(info, await memoText(info.memo?.fields?.expectationId))),
+        response.executions.map(async (info) => summaryOf(info, await memoText(info.memo?.fields?.expectationId), temporalUi)),
       );
       return { items, ...(token ? { nextPageToken: token } : {}) };
     },
@@ -283,6 +233,58 @@ export function createRecordsService(deps: RecordsDeps) {
       return { expectationId, result: outcome };
     },
   };
+}
+
+function summaryOf(
+info: temporal.api.workflow.v1.IWorkflowExecutionInfo,
+memoId: string | undefined,
+temporalUi: (workflowId: string) => string | undefined,
+): ExpectationSummary {
+  const fields = info.searchAttributes?.indexedFields ?? {};
+  const read = (name: string): unknown => {
+    const payload = fields[name];
+    return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
+  };
+  const text = (name: string): string | undefined => {
+    const value = read(name);
+    return Array.isArray(value) ? (value[0] as string | undefined) : (value as string | undefined);
+  };
+  const workflowId = info.execution?.workflowId ?? '';
+  const expectationId =
+    memoId ??
+    (workflowId.startsWith(WORKFLOW_ID_PREFIX) ? workflowId.slice(WORKFLOW_ID_PREFIX.length) : workflowId);
+  const subject = text(ExpectationSubject.name);
+  const dueAt = text(ExpectationDueAt.name);
+  const late = read(ExpectationLate.name);
+  return withoutUndefined({
+    expectationId,
+    workflowId,
+    kind: text(ExpectationKind.name),
+    subject: subject !== undefined ? parseSubjectKey(subject) : undefined,
+    state: text(ExpectationStateKey.name),
+    agent: text(ExpectationAgent.name),
+    factKey: text(ExpectationFactKey.name),
+    dueAt: dueAt !== undefined ? new Date(dueAt).toISOString() : undefined,
+    late: typeof late === 'boolean' ? late : undefined,
+    raisedAt: timestamp(info.startTime),
+    closedAt: timestamp(info.closeTime),
+    links: withoutUndefined({ self: `/v1/expectations/${encodeURIComponent(expectationId)}`, temporalUi: temporalUi(workflowId) }),
+  });
+}
+
+/** One page of the visibility store's executions; a token it no longer accepts is the caller's error (400). */
+async function listExecutions(deps: RecordsDeps, query: string, pageSize: number | undefined, nextPageToken: Uint8Array | undefined) {
+  try {
+    return await deps.client.workflowService.listWorkflowExecutions({ namespace: deps.namespace, query, pageSize, nextPageToken });
+  } catch (error) {
+    // INVALID_ARGUMENT: a well-formed token the visibility store no longer accepts.
+    if ((error as { code?: unknown }).code === 3) {
+      throw new SchemaError('the list request was refused by the visibility store', [
+        { path: 'pageToken', message: `not a page token from a previous answer (${(error as Error).message})` },
+      ]);
+    }
+    throw error;
+  }
 }
 
 export type RecordsService = ReturnType<typeof createRecordsService>;

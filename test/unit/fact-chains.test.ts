@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Fact } from '../../core/schemas/extension.js';
-import { chainsOf } from '../../src/service/ingest.js';
+import { chainsOf } from '../../src/service/ingest-apply.js';
 
 const fact = (factKey: string, subjectId?: string): Fact => ({
   factKey,

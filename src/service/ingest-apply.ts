@@ -1,0 +1,249 @@
+/**
+ * Applying an ingest plan (ingest.ts): the raises in waves, each wave's starts together and then its ledger
+ * subscriptions, then the facts in chains that keep a ledger's order, then the withdrawals. Idempotent, so a request
+ * retried after a 503 completes with nothing doubled.
+ */
+import type { Principal } from '../auth/principals.js';
+import type { Expectation, Fact } from '../../core/schemas/extension.js';
+import { FACT_WAIT_MS } from '../schemas/http.js';
+import type { ExpectationRecord, Origin } from '../../core/schemas/record.js';
+import type { ExpectationInput } from '../../workflows/messages.js';
+import { awaitFactTaken, recordFactRouted, registerExpectation, registerExpectations, startExpectationWorkflow, withdrawExpectation, withdrawSuperseded } from '../temporal/expectations.js';
+import { expectationLinks, subjectLedgerWorkflowId } from '../../core/ids.js';
+import { settled } from '../temporal/settled.js';
+import { ConflictError, joinPath } from './errors.js';
+import { type createLateFactCheck } from './late-facts.js';
+import { sameContent, type IngestPlan, type PlannedExpectation } from './ingest-plan.js';
+import { canRead } from './records.js';
+import type { IngestDeps, IngestResult, IngestSettings } from './ingest-types.js';
+import { factLoadKey } from './ledger-room.js';
+
+
+/**
+ * The indices of `facts` in chains, each in the request's order: two facts with a key or a subject in common are in
+ * one chain, so that they reach their router and their subject ledger in the order sent.
+ */
+export function chainsOf(facts: readonly Fact[]): number[][] {
+  const parent = facts.map((_, i) => i);
+  const root = (i: number): number => (parent[i] === i ? i : (parent[i] = root(parent[i]!)));
+  const firstOf = new Map<string, number>();
+  facts.forEach((fact, i) => {
+    // By key, not by router: the facts of one key keep their order; a router takes many keys' facts at once.
+    const ledgers = [factLoadKey(fact.factKey), ...(fact.subject ? [subjectLedgerWorkflowId(fact.subject)] : [])];
+    for (const ledger of ledgers) {
+      const first = firstOf.get(ledger);
+      if (first === undefined) firstOf.set(ledger, i);
+      else parent[root(i)] = root(first);
+    }
+  });
+  const chains = new Map<number, number[]>();
+  facts.forEach((_, i) => {
+    const chain = chains.get(root(i));
+    if (chain) chain.push(i);
+    else chains.set(root(i), [i]);
+  });
+  return [...chains.values()];
+}
+
+/**
+ * The request's expectations in waves, applied one after the other, the items of a wave together: an item goes in
+ * the wave after the last one holding an expectation it names (`after`, `anchor`, `supersedes`), since its workflow
+ * links to them when it starts. Within a wave the order of the request is kept.
+ */
+function wavesOf(items: readonly PlannedExpectation[]): PlannedExpectation[][] {
+  const waveOf = new Map<string, number>();
+  const waves: PlannedExpectation[][] = [];
+  for (const item of items) {
+    const e = item.expectation;
+    const named = [...(e.after ?? []), ...(e.anchor ? [e.anchor.expectationId] : []), ...(e.supersedes ? [e.supersedes] : [])];
+    const wave = Math.max(-1, ...named.map((id) => waveOf.get(id) ?? -1)) + 1;
+    waveOf.set(e.expectationId, wave);
+    (waves[wave] ??= []).push(item);
+  }
+  return waves;
+}
+
+/** The workflow input: the agent by its principal id only, never its card URL or credential (DESIGN 3.8). */
+function inputOf(
+  taskQueue: string,
+  settings: IngestSettings,
+  principal: Principal,
+  origin: Origin,
+  expectation: Expectation,
+  lineage: number,
+): ExpectationInput {
+  return {
+    expectation,
+    agent: { id: principal.id },
+    origin,
+    lineage,
+    links: expectationLinks(expectation, taskQueue),
+    settings: {
+      lateWindow: settings.lateWindow,
+      factRetention: settings.factRetention,
+      ...(settings.settle ? { settle: settings.settle } : {}),
+    },
+  };
+}
+
+/** What applying needs of the service: its Temporal calls, record lookups and this request's share of the starts. */
+export interface ApplyContext {
+  lookup: (id: string) => Promise<ExpectationRecord | undefined>;
+  lateFacts: ReturnType<typeof createLateFactCheck>;
+  /** How many starts, or chains of facts, this request runs at once. */
+  share: () => number;
+}
+
+export function createApplier(deps: IngestDeps, { lookup, lateFacts, share }: ApplyContext) {
+  /**
+   * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one
+   * signal-with-start per ledger. An id another request
+   * raised between our check and our start (concurrent re-delivery) is a no-op when it carried the same content from
+   * the same agent, a conflict otherwise. Every start is settled before an error is thrown, so nothing runs on
+   * after the answer.
+   */
+  async function raiseAll(
+    principal: Principal,
+    origin: Origin,
+    items: ReadonlyArray<PlannedExpectation & { action: 'raise' }>,
+  ): Promise<Array<'raised' | 'unchanged'>> {
+    const inputs = items.map((item) => inputOf(deps.taskQueue, deps.settings, principal, origin, item.expectation, item.lineage));
+    // Of concurrent supersedes of one expectation exactly one starts (withdrawSuperseded); the others are refused.
+    const replaced = await settled(inputs.map((input) => deps.call(() => withdrawSuperseded(deps.client, input))));
+    const started = await settled(
+      inputs.map((input, i) => replaced[i] ? deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input)) : Promise.resolve('lost' as const)),
+    );
+    const raised = inputs.filter((_, i) => started[i] === 'raised');
+    if (raised.length > 0) await deps.call(() => registerExpectations(deps.client, deps.taskQueue, raised));
+    return settled(
+      items.map(async (item, i) => {
+        const { expectation } = item;
+        if (started[i] === 'lost') {
+          const superseded = expectation.supersedes!;
+          const now = await lookup(superseded);
+          const by = now?.supersededBy ? `was superseded by '${now.supersededBy}'` : `is ${now?.state ?? 'gone'}`;
+          const message = `supersedes '${superseded}', which ${by} while this request was applied; '${expectation.expectationId}' was not raised`;
+          throw new ConflictError(message, [{ path: joinPath([...item.path, 'supersedes']), message }]);
+        }
+        if (started[i] === 'raised') {
+          deps.metrics?.expectationsRaised.inc({ kind: deps.metrics.kindLabel(expectation.kind) });
+          return 'raised' as const;
+        }
+        const existing = await lookup(expectation.expectationId);
+        if (existing && sameContent(existing, principal, expectation)) {
+          await reregister(principal, origin, existing);
+          return 'unchanged' as const;
+        }
+        const message = `expectation '${expectation.expectationId}' was raised concurrently with other content; it is immutable and its id is never reused`;
+        throw new ConflictError(message, [{ path: joinPath([...item.path, 'expectationId']), message }]);
+      }),
+    );
+  }
+
+  /**
+   * A raise sent again (push delivery is at-least-once, clients retry a 503) may follow one interrupted between its
+   * start and its ledger subscriptions: an open expectation is subscribed again (idempotent).
+   */
+  async function reregister(principal: Principal, origin: Origin, existing: ExpectationRecord | undefined) {
+    if (!existing || existing.closedAt || existing.state === 'satisfied' || existing.state === 'withdrawn') return;
+    const input = inputOf(deps.taskQueue, deps.settings, principal, origin, existing.expectation, existing.lineage);
+    await deps.call(() => registerExpectation(deps.client, deps.taskQueue, input));
+  }
+
+  /**
+   * `wait=true`: the expectations the ledger sent the fact on to, once they have taken it (at most FACT_WAIT_MS),
+   * those the principal may read. A ledger that nobody waited on names none (0); one of a worker from before
+   * `listForwarded` names none either, though some waited: then the answer says nothing about them (no fields).
+   */
+  async function takenBy(principal: Principal, fact: Fact, { awaited, forwardedTo = [] }: { awaited: boolean; forwardedTo?: string[] }) {
+    if (awaited && forwardedTo.length === 0) return {};
+    const deadline = (deps.now ?? Date.now)() + FACT_WAIT_MS;
+    const taken = forwardedTo.length > 0 ? await awaitFactTaken(deps.client, forwardedTo, fact, deadline) : [];
+    const readable = taken.filter(({ agentId }) => canRead(principal) || agentId === principal.id);
+    return {
+      expectations: readable.map(({ agentId: _agentId, ...expectation }) => expectation),
+      awaitedBy: forwardedTo.length,
+    };
+  }
+
+  /** Records one fact in its ledgers; with `wait`, names the expectations that took it. */
+  async function recordFact(principal: Principal, reported: Fact, wait: boolean, receivedAt: string): Promise<IngestResult['facts'][number]> {
+    // The watcher's clock for a fact is when this bridge accepted the request (DESIGN 3.2), whenever a workflow sees it.
+    const fact: Fact = { ...reported, receivedAt };
+    const { result: outcome, awaited, forwardedTo } = await deps.call(() =>
+      recordFactRouted(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }, { listForwarded: wait }),
+    );
+    if (outcome === 'recorded') deps.metrics?.factsRecorded.inc();
+    // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
+    if (!awaited) await lateFacts.afterUnawaited(fact);
+    const taken = wait && outcome === 'recorded' ? await takenBy(principal, fact, { awaited, forwardedTo }) : {};
+    return { factKey: fact.factKey, result: outcome, ...taken };
+  }
+
+  /**
+   * The request's facts, their results in its order. Facts that share a ledger (a key or a subject) are recorded
+   * one after the other in the request's order, so every ledger sees them as sent; the others go together, as many
+   * chains at once as the request's share of RAISES_IN_FLIGHT. After a failure no further fact is begun, and the
+   * error is thrown once the chains under way have stopped.
+   */
+  async function recordFacts(principal: Principal, facts: readonly Fact[], wait: boolean, receivedAt: string): Promise<IngestResult['facts']> {
+    const results: IngestResult['facts'] = [];
+    const chains = chainsOf(facts);
+    let next = 0;
+    let failed = false;
+    const runChains = async () => {
+      while (!failed && next < chains.length) {
+        for (const i of chains[next++]!) {
+          if (failed) return;
+          try {
+            results[i] = await recordFact(principal, facts[i]!, wait, receivedAt);
+          } catch (error) {
+            failed = true;
+            throw error;
+          }
+        }
+      }
+    };
+    const runners = Math.min(chains.length, share());
+    await settled(Array.from({ length: runners }, runChains));
+    return results;
+  }
+
+  /** Raises first, so that a fact in the same request finds the expectation that waits on it; then facts, withdraws. */
+  async function apply(
+    principal: Principal,
+    origin: Origin,
+    plan: IngestPlan,
+    records: Map<string, ExpectationRecord | undefined>,
+    receivedAt: string,
+    wait = false,
+  ): Promise<IngestResult> {
+    const result: IngestResult = { expectations: [], facts: [], withdrawn: [] };
+    const outcomes = new Map<string, 'raised' | 'unchanged'>();
+    for (const wave of wavesOf(plan.expectations)) {
+      for (let i = 0; i < wave.length; ) {
+        const group = wave.slice(i, (i += share()));
+        const raises = group.filter((item): item is PlannedExpectation & { action: 'raise' } => item.action === 'raise');
+        await settled(
+          group.filter((item) => item.action === 'unchanged').map((item) => reregister(principal, origin, records.get(item.expectation.expectationId))),
+        );
+        const raised = await raiseAll(principal, origin, raises);
+        raises.forEach((item, j) => outcomes.set(item.expectation.expectationId, raised[j]!));
+      }
+    }
+    for (const item of plan.expectations) {
+      const id = item.expectation.expectationId;
+      result.expectations.push({ expectationId: id, result: outcomes.get(id) ?? 'unchanged' });
+    }
+    result.facts = await recordFacts(principal, plan.facts, wait, receivedAt);
+    for (const { expectationId, reason } of plan.withdraw) {
+      const outcome = await deps.call(() => withdrawExpectation(deps.client, expectationId, { reason }));
+      if (outcome === 'withdrawn') deps.metrics?.withdrawals.inc();
+      result.withdrawn.push({ expectationId, result: outcome === 'withdrawn' ? 'withdrawn' : 'not-open' });
+    }
+    if (plan.warnings.length > 0) result.warnings = plan.warnings;
+    return result;
+  }
+
+  return { apply };
+}

@@ -1,0 +1,37 @@
+/** What the ingest service is made of and answers (ingest.ts, ledger-room.ts, ingest-apply.ts). */
+import type { Client } from '@temporalio/client';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { CardResolver } from '../../activities/agent-card/card.js';
+import type { WatcherMetrics } from '../metrics.js';
+import type { ingestResultSchema } from '../schemas/http.js';
+import type { QuotaSettings } from './quotas.js';
+import type { TemporalCall } from './temporal-call.js';
+
+export interface IngestSettings {
+  factRetention: string;
+  lateWindow: string;
+  maxLineage: number;
+  /** How far in the future a fact's `observedAt` may be (ISO 8601 duration, WATCHER_MAX_CLOCK_SKEW). */
+  maxClockSkew: string;
+  /** The workflows' settle interval (ExpectationSettings.settle): the bridge's request wait and a margin. */
+  settle?: string;
+}
+
+export interface IngestDeps {
+  client: Client;
+  taskQueue: string;
+  settings: IngestSettings;
+  cards: CardResolver;
+  call: TemporalCall;
+  metrics?: WatcherMetrics;
+  /** Where a fact that came after its expectation's late window is logged. */
+  logger?: Logger;
+  /** Per-principal quotas (src/service/quotas.ts); absent, none is kept. */
+  quotas?: QuotaSettings;
+  /** The watcher's clock (epoch ms); injected so a test can pin it. */
+  now?: () => number;
+}
+
+/** One result per item, in the order found; `warnings` only when there is one (the schema is the answer's, in http.ts). */
+export type IngestResult = z.infer<typeof ingestResultSchema>;

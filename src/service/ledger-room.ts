@@ -1,0 +1,149 @@
+/**
+ * Room on the ledgers before a raise (docs/raise-path.md, step 0): how full the fact keys, subjects and anchors of a
+ * request's new expectations are, read from what the server holds (router memos, the visibility store) with no worker
+ * and no billable action, plus the places this bridge's own requests hold (places.ts).
+ */
+import { MAX_AGENT_SHARE, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED_KEY } from '../../core/limits.js';
+import type { Expectation, Subject } from '../../core/schemas/extension.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
+import type { FactRouterMemo } from '../../workflows/messages.js';
+import { getFactRouterMemo, isRunning, dependentCount, workflowIdsOf } from '../temporal/expectations.js';
+import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
+import { settled } from '../temporal/settled.js';
+import { RuleViolationError } from './errors.js';
+import { type IngestPlan, type Occupancy } from './ingest-plan.js';
+import { Places } from './places.js';
+import { ledgerOccupancyQuery } from './records.js';
+import type { IngestDeps } from './ingest-types.js';
+
+
+/**
+ * How many expectations wait on each fact key (by factLoadKey; at most ROUTER_CROWDED_KEY - 1 where the key's router
+ * does not list it) and on each subject (by subject ledger workflow id) of a request's expectations.
+ */
+export type LedgerLoads = ReadonlyMap<string, Load>;
+/**
+ * What was read of a load: a count (from a memo, a visibility count, or the most a memo that does not list a key
+ * allows), or, near a bound, the workflow ids themselves, so that the places this bridge holds are not counted twice.
+ */
+type Load = number | ReadonlySet<string>;
+const sizeOf = (load: Load | undefined): number => (typeof load === 'object' ? load.size : (load ?? 0));
+export const factLoadKey = (factKey: string): string => `key:${factKey}`;
+/** The raising agent's own expectations among a load's (0 where it could not exceed its share). */
+const ownLoadKey = (loadKey: string): string => `own:${loadKey}`;
+
+/** Refused for a full fact key or subject: a bound that a stale read may have overstated. */
+export const refusedForRoom = (error: unknown): boolean =>
+  error instanceof RuleViolationError && error.errors.some((e) => e.rule === 'fact-key-subscribers' || e.rule === 'subject-subscribers');
+
+/** The places a plan's new expectations take on their fact keys and subjects. */
+export const placesOf = (plan: IngestPlan) =>
+  plan.expectations.flatMap((item) => {
+    if (item.action !== 'raise') return [];
+    const { expectation: e } = item;
+    const workflowId = expectationWorkflowId(e.expectationId);
+    return [
+      { loadKey: factLoadKey(e.satisfiedBy.factKey), workflowId },
+      { loadKey: subjectLedgerWorkflowId(e.subject), workflowId },
+    ];
+  });
+
+/** The ledger reads of one bridge, and the places its requests hold. */
+export function createLedgerRoom(deps: IngestDeps) {
+  const places = new Places(deps.now);
+  /** A load with the places this bridge's requests hold on it (see places.ts). */
+  const withHeld = (loadKey: string, load: Load | undefined): number => {
+    const held = places.holders(loadKey);
+    if (typeof load === 'object') return new Set([...load, ...held]).size;
+    return (load ?? 0) + held.length;
+  };
+
+  /**
+   * How full the fact keys and subject ledgers of the request's expectations are, in parallel, asked while their
+   * records are looked up, and none with a worker or a billable action. A key's router lists in its memo the keys
+   * with ROUTER_CROWDED_KEY waiting or more (one DescribeWorkflowExecution per router); a key it does not list has
+   * fewer, which is all the plan needs unless this request alone brings that key near its bound: then the visibility
+   * store counts it. A subject ledger that runs is counted there too. Its failure is thrown where it is awaited, never
+   * as an unhandled rejection.
+   */
+  function askLedgers(expectations: readonly Expectation[], agentId: string, exact = false): Promise<LedgerLoads> {
+    const bringing = new Map<string, number>();
+    const subjects = new Map<string, Subject>();
+    const onSubject = new Map<string, number>();
+    for (const e of expectations) {
+      bringing.set(e.satisfiedBy.factKey, (bringing.get(e.satisfiedBy.factKey) ?? 0) + 1);
+      const id = subjectLedgerWorkflowId(e.subject);
+      subjects.set(id, e.subject);
+      onSubject.set(id, (onSubject.get(id) ?? 0) + 1);
+    }
+    const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
+    const memoOf = (factKey: string) => {
+      const id = factRouterWorkflowId(factKey, deps.taskQueue);
+      if (!routers.has(id)) routers.set(id, deps.call(() => getFactRouterMemo(deps.client, id)));
+      return routers.get(id)!;
+    };
+    const countOf = (query: string) => deps.call(async () => (await deps.client.workflow.count(query)).count);
+    const idsOf = (query: string) => deps.call(() => workflowIdsOf(deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
+    // Near a bound (with what this request brings and the places held beside it), or when asked to be exact, the ids.
+    const near = (loadKey: string, estimate: number, brought: number) =>
+      exact || estimate + places.holders(loadKey).length + brought > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
+    const keyLoad = async (factKey: string): Promise<Load> => {
+      const estimate = (await memoOf(factKey))?.crowded[factKey] ?? ROUTER_CROWDED_KEY - 1;
+      const exactly = near(factLoadKey(factKey), estimate, bringing.get(factKey)!);
+      return exactly ? idsOf(ledgerOccupancyQuery(deps.taskQueue, { factKey })) : estimate;
+    };
+    // A subject ledger that is not running forwards to nobody: one point read by id, and a count only if it runs.
+    const subjectLoad = async (id: string, subject: Subject): Promise<Load> => {
+      if (!(await deps.call(() => isRunning(deps.client, id)))) return 0;
+      const count = await countOf(ledgerOccupancyQuery(deps.taskQueue, { subject }));
+      return near(id, count, onSubject.get(id)!) ? idsOf(ledgerOccupancyQuery(deps.taskQueue, { subject })) : count;
+    };
+    // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
+    // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount.
+    const ownLoad = async (load: Promise<Load>, brought: number, of: Parameters<typeof ledgerOccupancyQuery>[1], floor: number) => {
+      const all = sizeOf(await load);
+      return all + brought > MAX_AGENT_SHARE || all >= floor ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId)) : 0;
+    };
+    const asks: Array<[string, Promise<Load>]> = [];
+    for (const [factKey, brought] of bringing) {
+      const load = keyLoad(factKey);
+      const own = ownLoad(load, brought, { factKey }, ROUTER_CROWDED_KEY);
+      asks.push([factLoadKey(factKey), load], [ownLoadKey(factLoadKey(factKey)), own]);
+    }
+    for (const [id, subject] of subjects) {
+      const load = subjectLoad(id, subject);
+      asks.push([id, load], [ownLoadKey(id), ownLoad(load, onSubject.get(id)!, { subject }, Number.POSITIVE_INFINITY)]);
+    }
+    const asked = settled(asks.map(([, load]) => load)).then((counts) => new Map(asks.map(([id], i) => [id, counts[i]!])));
+    asked.catch(() => undefined);
+    return asked;
+  }
+
+  /**
+   * How full the ledgers and anchors of the new raises are. An anchor whose record says it has ended takes no more
+   * dependents anyway: it is not asked.
+   */
+  async function occupancyOf(
+    raises: Expectation[],
+    records: Map<string, ExpectationRecord | undefined>,
+    ledgers: LedgerLoads,
+  ): Promise<Occupancy> {
+    const running = (id: string) => {
+      const record = records.get(id);
+      return record === undefined ? true : record.closedAt === undefined;
+    };
+    const anchorIds = [...new Set(raises.flatMap((e) => (e.anchor && running(e.anchor.expectationId) ? [e.anchor.expectationId] : [])))];
+    const counts = await settled(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
+    const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
+    return {
+      // Read when the plan is made, with the places held by then (places.ts).
+      factKey: (factKey) => withHeld(factLoadKey(factKey), ledgers.get(factLoadKey(factKey))),
+      subject: (subject) => withHeld(subjectLedgerWorkflowId(subject), ledgers.get(subjectLedgerWorkflowId(subject))),
+      ownFactKey: (factKey) => sizeOf(ledgers.get(ownLoadKey(factLoadKey(factKey)))),
+      ownSubject: (subject) => sizeOf(ledgers.get(ownLoadKey(subjectLedgerWorkflowId(subject)))),
+      anchor: (id) => anchors.get(id) ?? 0,
+    };
+  }
+
+  return { askLedgers, occupancyOf, places };
+}
