@@ -18,14 +18,15 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Expectation, ExpectationRecord } from '../../core/types.js';
 import { agentDirectory, loadReloadingPrincipals, tokenSha256, type ReloadingPrincipalStore } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
-import { EXTENSION_URI } from '../../src/schemas/extension.js';
-import { expectationWorkflowId, subjectLedgerWorkflowId } from '../../src/temporal/ids.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
+import { expectationWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, request } from '../support/bridge.js';
 import { deliveryExpectation } from '../support/expectations.js';
 import { historyText } from '../support/history-text.js';
 import { close, listen, urlOf } from '../support/net.js';
+import { startNeighbour, type Neighbour } from '../support/neighbour.js';
 import { loopbackAgents } from '../support/outbound.js';
 
 /** Raises per scenario in `npm test`; `WATCHER_RACE_COUNT=1000 npx vitest run test/e2e/raise-path.test.ts` runs the issue's 1,000 alone. */
@@ -183,12 +184,16 @@ async function notCleanlySatisfied(stack: Stack, ids: string[]): Promise<string[
 const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}-${randomUUID().slice(0, 8)}`);
 
 for (const retention of ['PT0S', 'P7D']) {
-  describe(`no fact is missed after a raise, with retention ${retention}`, { timeout: 600_000 }, () => {
+  describe(`no fact is missed after a raise, with retention ${retention}, beside a neighbour`, { timeout: 600_000 }, () => {
     let stack: Stack;
+    // Other work on the machine and the server meanwhile: half a core and five workflow starts a second.
+    let neighbour: Neighbour;
     beforeAll(async () => {
       stack = await startStack(retention);
+      neighbour = startNeighbour(stack.client);
     });
     afterAll(async () => {
+      await neighbour?.stop();
       await stack?.close();
     });
 
@@ -209,6 +214,7 @@ for (const retention of ['PT0S', 'P7D']) {
 
       expect(controlRecord.lapses.map((l) => l.lapse.lapse)).toEqual(['overdue']);
       expect(bad).toEqual([]);
+      expect(neighbour.starts.made).toBeGreaterThan(10);
       const lapsedIds = new Set(stack.agent.received.map((m) => (m.message.metadata?.[EXTENSION_URI] as any)?.lapse?.expectationId));
       expect(raised.filter((id) => lapsedIds.has(id))).toEqual([]);
     });
