@@ -34,7 +34,7 @@ import {
   type Expectation,
   type Lapse,
 } from 'expectations-watcher/client';
-import { startDevServer } from '../src/temporal/dev-server.js';
+import { startDevServer } from '../dev/temporal/dev-server.js';
 import { freePort } from '../test/support/net.js';
 import { startDemoAgent } from './agent.js';
 
@@ -224,7 +224,8 @@ async function main(): Promise<void> {
               contextId: `carrier-${runId}`,
               taskId: '',
               role: Role.ROLE_USER,
-              parts: [],
+              // A2A requires a part; the fact itself is under metadata[URI].
+              parts: [{ content: { $case: 'text', value: `${shipmentId}: ${what}` }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
               metadata: undefined,
               extensions: [],
               referenceTaskIds: [],
