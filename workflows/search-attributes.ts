@@ -4,7 +4,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const ExpectationKind = defineSearchAttributeKey('ExpectationKind', SearchAttributeType.KEYWORD);
-/** `type/id` of the subject, the type with `%` and `/` percent-encoded (src/temporal/ids.ts `subjectKey`). */
+/** `type/id` of the subject, the type with `%` and `/` percent-encoded (core/ids.ts `subjectKey`). */
 export const ExpectationSubject = defineSearchAttributeKey('ExpectationSubject', SearchAttributeType.KEYWORD);
 export const ExpectationState = defineSearchAttributeKey('ExpectationState', SearchAttributeType.KEYWORD);
 export const ExpectationAgent = defineSearchAttributeKey('ExpectationAgent', SearchAttributeType.KEYWORD);

@@ -19,7 +19,7 @@ export function expectationSummary(expectation: Pick<Expectation, 'kind' | 'expe
 
 /**
  * The static details: the expectation as a markdown table, one row per field that is set. `subject` is the value of
- * the `ExpectationSubject` search attribute (`type/id`, hashed when long: src/temporal/ids.ts `subjectKey`).
+ * the `ExpectationSubject` search attribute (`type/id`, hashed when long: core/ids.ts `subjectKey`).
  */
 export function expectationDetails(input: ExpectationInput, subject: string): string {
   const e = input.expectation;
