@@ -35,7 +35,8 @@ const rooms = {
   // Not even types: the image copies no dev/ (Dockerfile), and what the product needs of it belongs in src/.
   dev: {
     regex: into('dev'),
-    message: 'The product never imports dev/ (the dev server, provisioning, the local cluster), not even types: the image has no dev/.',
+    message:
+      'The product never imports dev/ (the dev server, provisioning, the local cluster), not even types: the image has no dev/.',
   },
   // A bare specifier (neither relative nor absolute) that is no Node built-in and not one of the two packages made
   // for workflow code.
@@ -128,7 +129,8 @@ export default tseslint.config(
               // dev/ left to its own room below, which refuses types too (a type import matching this one passes).
               regex: '^\\.\\./(?!\\.\\./(core|dev)/)',
               allowTypeImports: true,
-              message: 'The client imports only core/ (the schemas, the duration arithmetic) at run time: the bridge and Temporal stay out of it.',
+              message:
+                'The client imports only core/ (the schemas, the duration arithmetic) at run time: the bridge and Temporal stay out of it.',
             },
             // This block replaces the src/ one for the client's files: that room again.
             rooms.dev,
@@ -148,7 +150,8 @@ export default tseslint.config(
           patterns: [
             {
               regex: into('src'),
-              message: 'Activities stand below src/: they import core/, workflows/ and activities/ only, not even types from src/.',
+              message:
+                'Activities stand below src/: they import core/, workflows/ and activities/ only, not even types from src/.',
             },
             rooms.dev,
           ],

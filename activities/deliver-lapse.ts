@@ -118,10 +118,20 @@ function bounded(message: string): string {
 }
 
 const retryable = (message: string, cause?: unknown) =>
-  ApplicationFailure.create({ type: LAPSE_UNAVAILABLE, nonRetryable: false, message: bounded(message), cause: asError(cause) });
+  ApplicationFailure.create({
+    type: LAPSE_UNAVAILABLE,
+    nonRetryable: false,
+    message: bounded(message),
+    cause: asError(cause),
+  });
 
 const rejected = (message: string, cause?: unknown) =>
-  ApplicationFailure.create({ type: LAPSE_REJECTED, nonRetryable: true, message: bounded(message), cause: asError(cause) });
+  ApplicationFailure.create({
+    type: LAPSE_REJECTED,
+    nonRetryable: true,
+    message: bounded(message),
+    cause: asError(cause),
+  });
 
 function asError(cause: unknown): Error | undefined {
   if (cause === undefined) return undefined;
@@ -181,7 +191,12 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       // The SDK reports HTTP failures only as text; this wrapper lets us classify by status and read headers.
       const observingFetch: typeof fetch = async (resource, init) => {
         const response = await baseFetch(resource, init);
-        seen.last = { url: urlOf(resource), status: response.status, statusText: response.statusText, headers: response.headers };
+        seen.last = {
+          url: urlOf(resource),
+          status: response.status,
+          statusText: response.statusText,
+          headers: response.headers,
+        };
         return response;
       };
       // A function, so that TypeScript does not narrow what the closure above assigns.
@@ -211,7 +226,10 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
         client = await factory.createFromAgentCard(rawCard as Parameters<ClientFactory['createFromAgentCard']>[0]);
       } catch (error) {
         cards.forget(location);
-        throw rejected(`agent ${agent.id}: its card at ${cardUrl} offers no usable JSON-RPC interface: ${describe(error)}`, error);
+        throw rejected(
+          `agent ${agent.id}: its card at ${cardUrl} offers no usable JSON-RPC interface: ${describe(error)}`,
+          error,
+        );
       }
 
       // 3. The message. The SDK sets A2A-Version from the interface and spells the extensions header per version.
@@ -251,11 +269,15 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
 
       const warnings: string[] = [];
       if (lapseSkill === undefined) {
-        warnings.push(`agent ${agent.id}'s card declares no lapseSkill that names a skill on it: the lapse task names none`);
+        warnings.push(
+          `agent ${agent.id}'s card declares no lapseSkill that names a skill on it: the lapse task names none`,
+        );
       }
       const response = lastResponse();
       if (!response || !echoedExtensions(response.headers).includes(EXTENSION_URI)) {
-        warnings.push(`agent ${agent.id} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`);
+        warnings.push(
+          `agent ${agent.id} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`,
+        );
       }
       if (isMessage(result)) {
         warnings.push(`agent ${agent.id} answered the lapse with a message, not a task: no lapse task id`);
@@ -263,7 +285,9 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       }
       // The task id is kept on the record: an agent's id past the bound of an id is not (core/limits.ts).
       if (result.id.length > MAX_LENGTH.id) {
-        warnings.push(`agent ${agent.id} answered with a task id of ${result.id.length} characters, over ${MAX_LENGTH.id}: not recorded`);
+        warnings.push(
+          `agent ${agent.id} answered with a task id of ${result.id.length} characters, over ${MAX_LENGTH.id}: not recorded`,
+        );
         return { warnings };
       }
       return { taskId: result.id, warnings };

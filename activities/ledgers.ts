@@ -10,7 +10,12 @@ import { expectationWorkflowId } from '../core/ids.js';
 import type { temporal } from '@temporalio/proto';
 import { decodePayloads } from './payloads.js';
 import { registerDependentSignal, type SubjectFact, type Unsubscribe } from '../workflows/messages.js';
-import type { LedgerActivities, LinkAnchorInput, LinkAnchorResult, SubjectHeardInput } from '../workflows/activity-types.js';
+import type {
+  LedgerActivities,
+  LinkAnchorInput,
+  LinkAnchorResult,
+  SubjectHeardInput,
+} from '../workflows/activity-types.js';
 
 /**
  * How many attempts wait for a superseding anchor that is not started yet (about a minute with the workflow's retry
@@ -41,7 +46,8 @@ export function createLedgerActivities(deps: { client: Client }): LedgerActiviti
       for (const event of history.events ?? []) {
         const signaled = event.workflowExecutionSignaledEventAttributes;
         // Recorded before the raise, it was received before it too: not one that counts.
-        const recordedMs = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
+        const recordedMs =
+          Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
         if (signaled?.signalName === 'subjectObserved' && recordedMs >= input.sinceMs) {
           consider((await decoded(signaled.input?.payloads))[0] as SubjectFact | undefined);
         }
@@ -51,8 +57,11 @@ export function createLedgerActivities(deps: { client: Client }): LedgerActiviti
         }
         const started = event.workflowExecutionStartedEventAttributes;
         if (started) {
-          const [ledgerInput] = (await decoded(started.input?.payloads)) as Array<{ carried?: { outbox?: Array<{ workflowId: string; fact: SubjectFact }> } }>;
-          for (const entry of ledgerInput?.carried?.outbox ?? []) if (entry.workflowId === input.expectationWorkflowId) consider(entry.fact);
+          const [ledgerInput] = (await decoded(started.input?.payloads)) as Array<{
+            carried?: { outbox?: Array<{ workflowId: string; fact: SubjectFact }> };
+          }>;
+          for (const entry of ledgerInput?.carried?.outbox ?? [])
+            if (entry.workflowId === input.expectationWorkflowId) consider(entry.fact);
         }
       }
       return latest;
@@ -74,15 +83,25 @@ export function createLedgerActivities(deps: { client: Client }): LedgerActiviti
       try {
         record = (await handle.result()) as ExpectationRecord;
       } catch (error) {
-        if (error instanceof WorkflowNotFoundError && input.moved && Context.current().info.attempt < MOVED_ANCHOR_ATTEMPTS) {
-          throw ApplicationFailure.retryable(`superseding anchor ${input.anchorWorkflowId} is not started yet`, 'AnchorNotStarted');
+        if (
+          error instanceof WorkflowNotFoundError &&
+          input.moved &&
+          Context.current().info.attempt < MOVED_ANCHOR_ATTEMPTS
+        ) {
+          throw ApplicationFailure.retryable(
+            `superseding anchor ${input.anchorWorkflowId} is not started yet`,
+            'AnchorNotStarted',
+          );
         }
-        if (error instanceof WorkflowNotFoundError || error instanceof WorkflowFailedError) return { closedUnsatisfied: true };
+        if (error instanceof WorkflowNotFoundError || error instanceof WorkflowFailedError)
+          return { closedUnsatisfied: true };
         throw error;
       }
       if (record.state === 'satisfied' && record.observedAt) return { satisfiedObservedAt: record.observedAt };
       if (record.supersededBy) {
-        return { movedTo: { expectationId: record.supersededBy, workflowId: expectationWorkflowId(record.supersededBy) } };
+        return {
+          movedTo: { expectationId: record.supersededBy, workflowId: expectationWorkflowId(record.supersededBy) },
+        };
       }
       return { closedUnsatisfied: true };
     },

@@ -5,7 +5,10 @@
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 
-export async function decodePayloads(client: Client, payloads: temporal.api.common.v1.IPayload[] | null | undefined): Promise<unknown[]> {
+export async function decodePayloads(
+  client: Client,
+  payloads: temporal.api.common.v1.IPayload[] | null | undefined,
+): Promise<unknown[]> {
   const { payloadCodecs, payloadConverter } = client.options.loadedDataConverter;
   let raw = payloads ?? [];
   for (const codec of [...payloadCodecs].reverse()) raw = await codec.decode(raw);

@@ -83,24 +83,28 @@ function parseArgs(argv: string[]): Options {
     else if (key === '--server') {
       // `--server cluster` and `--server=cluster`.
       const kind = value ?? argv[++i];
-      if (kind !== 'dev' && kind !== 'cluster') throw new Error(`--server: dev (the default) or cluster, not '${kind ?? ''}'`);
+      if (kind !== 'dev' && kind !== 'cluster')
+        throw new Error(`--server: dev (the default) or cluster, not '${kind ?? ''}'`);
       options.server = kind;
-    }
-    else if (key === '--no-write') options.write = false;
+    } else if (key === '--no-write') options.write = false;
     else if (key === '--only' && value) {
       const names = value.split(',').map((s) => s.trim());
-      for (const name of names) if (!SCENARIOS.includes(name as Scenario)) throw new Error(`--only: unknown scenario '${name}' (${SCENARIOS.join(', ')})`);
+      for (const name of names)
+        if (!SCENARIOS.includes(name as Scenario))
+          throw new Error(`--only: unknown scenario '${name}' (${SCENARIOS.join(', ')})`);
       options.only = new Set(names as Scenario[]);
     } else if (key === '--scale-via' && (value === 'bridge' || value === 'direct')) options.scaleVia = value;
     else if (key === '--concurrency' && value && Number(value) > 0) options.concurrency = Number(value);
     else if (key === '--scale-sides' && value) {
       const sides = value.split(',');
-      if (!sides.every((side) => side === 'ours' || side === 'raw')) throw new Error(`--scale-sides: ours and/or raw, not '${value}'`);
+      if (!sides.every((side) => side === 'ours' || side === 'raw'))
+        throw new Error(`--scale-sides: ours and/or raw, not '${value}'`);
       options.scaleSides = new Set(sides as Array<'ours' | 'raw'>);
     } else if (key === '--lapse-workers' && (value === 'stack' || value === 'processes')) options.lapseWorkers = value;
     else if (key === '--stack-worker' && value) {
       const parsed: unknown = JSON.parse(value);
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('--stack-worker: a JSON object of Worker options');
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        throw new Error('--stack-worker: a JSON object of Worker options');
       options.stackWorker = parsed as Record<string, unknown>;
     } else if (key === '--worker-env' && value) {
       for (const pair of value.split(';')) {
@@ -114,7 +118,8 @@ function parseArgs(argv: string[]): Options {
       options.scaleSegments = { dir: '', ...options.scaleSegments, budgetMs: Number(value) * 60_000 };
     } else if (key === '--traffic-rates' && value) {
       const rates = value.split(',').map(Number);
-      if (!rates.every((rate) => rate > 0)) throw new Error(`--traffic-rates: raises a second separated by commas, not '${value}'`);
+      if (!rates.every((rate) => rate > 0))
+        throw new Error(`--traffic-rates: raises a second separated by commas, not '${value}'`);
       options.trafficRates = rates;
     } else if (key === '--set' && value) {
       for (const pair of value.split(',')) {
@@ -124,20 +129,53 @@ function parseArgs(argv: string[]): Options {
       }
     } else throw new Error(`unknown option ${arg}; see the comment at the top of bench/run.ts`);
   }
-  if (options.scaleSegments && !options.scaleSegments.dir) throw new Error('--scale-budget: only with --scale-state=<dir>, where the run keeps what it raised');
+  if (options.scaleSegments && !options.scaleSegments.dir)
+    throw new Error('--scale-budget: only with --scale-state=<dir>, where the run keeps what it raised');
   if (options.scaleSegments && (options.only.size !== 1 || !options.only.has('scale'))) {
-    throw new Error('--scale-state: with --only=scale alone (a run over several invocations writes its results at its last)');
+    throw new Error(
+      '--scale-state: with --only=scale alone (a run over several invocations writes its results at its last)',
+    );
   }
   return options;
 }
 
 /** How much of each scenario a quick and a full run do. */
 const SIZES = {
-  quick: { singles: 400, batches: 60, rawStarts: 600, latencySamples: 100, lapses: [200], scale: 10_000, costSamples: 3, scaling: 1_000, trafficStepSec: 45 },
-  full: { singles: 2_000, batches: 300, rawStarts: 3_000, latencySamples: 500, lapses: [200, 1_000], scale: 100_000, costSamples: 10, scaling: 10_000, trafficStepSec: 90 },
+  quick: {
+    singles: 400,
+    batches: 60,
+    rawStarts: 600,
+    latencySamples: 100,
+    lapses: [200],
+    scale: 10_000,
+    costSamples: 3,
+    scaling: 1_000,
+    trafficStepSec: 45,
+  },
+  full: {
+    singles: 2_000,
+    batches: 300,
+    rawStarts: 3_000,
+    latencySamples: 500,
+    lapses: [200, 1_000],
+    scale: 100_000,
+    costSamples: 10,
+    scaling: 10_000,
+    trafficStepSec: 90,
+  },
 };
 type SizeKey = Exclude<keyof (typeof SIZES)['quick'], 'lapses'> | 'lapse';
-const SIZE_KEYS: SizeKey[] = ['singles', 'batches', 'rawStarts', 'latencySamples', 'lapse', 'scale', 'costSamples', 'scaling', 'trafficStepSec'];
+const SIZE_KEYS: SizeKey[] = [
+  'singles',
+  'batches',
+  'rawStarts',
+  'latencySamples',
+  'lapse',
+  'scale',
+  'costSamples',
+  'scaling',
+  'trafficStepSec',
+];
 
 /**
  * Scenario 7's ramp and its bounds: a step's tail (answers still outstanding after its schedule), the wait for the
@@ -171,9 +209,13 @@ async function main(): Promise<void> {
   }
   const serverName = describeServer(options.server, config.temporal.address);
   progress(`${mode} run of ${[...options.only].join(', ')} on the ${serverName}; work directory ${dir}`);
-  const machine = describeMachine(config.temporal.address || options.server === 'cluster' ? undefined : temporalCliPath());
+  const machine = describeMachine(
+    config.temporal.address || options.server === 'cluster' ? undefined : temporalCliPath(),
+  );
   if (options.server === 'cluster' && !config.temporal.address) machine.temporal = clusterVersions();
-  progress(`machine: ${machine.cpus} cores, ${machine.memoryGiB} GiB, node ${machine.node}, ${machine.temporal.split('\n')[0]}`);
+  progress(
+    `machine: ${machine.cpus} cores, ${machine.memoryGiB} GiB, node ${machine.node}, ${machine.temporal.split('\n')[0]}`,
+  );
 
   progress('bundling the watcher workflows and the baseline workflows');
   const bundles = {
@@ -247,11 +289,18 @@ async function main(): Promise<void> {
       if (options.only.has('lapse')) {
         partial.lapse = [];
         const rig =
-          options.lapseWorkers === 'processes' ? await startProcessRig(server, stack.client, path.join(dir, 'lapse'), bundles.baseline) : undefined;
+          options.lapseWorkers === 'processes'
+            ? await startProcessRig(server, stack.client, path.join(dir, 'lapse'), bundles.baseline)
+            : undefined;
         try {
           for (const count of size.lapses) {
             await attempt(`scenario 3 (lapse lateness, ${count})`, async () => {
-              const lapse = await runLapseLateness(rig ?? stackRig(stack), { count, concurrency: options.concurrency, raisePerSec, rawPerSec });
+              const lapse = await runLapseLateness(rig ?? stackRig(stack), {
+                count,
+                concurrency: options.concurrency,
+                raisePerSec,
+                rawPerSec,
+              });
               partial.lapse!.push(lapse);
             });
           }
@@ -294,7 +343,7 @@ async function main(): Promise<void> {
       await server.stop();
     }
     partial.notes.push(
-      'Scenario 7: the watcher\'s worker, its bridge and the raw worker each ran in a process of their own (the worker with compose\'s heap bound); the agents, the feed and the load in the benchmark\'s process. Per-principal quotas were off (as in scenarios 4 and 6), so no 429 was expected.',
+      "Scenario 7: the watcher's worker, its bridge and the raw worker each ran in a process of their own (the worker with compose's heap bound); the agents, the feed and the load in the benchmark's process. Per-principal quotas were off (as in scenarios 4 and 6), so no 429 was expected.",
     );
   }
 
@@ -313,12 +362,16 @@ async function main(): Promise<void> {
     });
     const { ours, raw } = partial.scale ?? {};
     if (ours?.segments || raw?.segments) {
-      const sides = [ours && `ours ${ours.segments ?? 1}`, raw && `raw ${raw.segments ?? 1}`].filter(Boolean).join(', ');
+      const sides = [ours && `ours ${ours.segments ?? 1}`, raw && `raw ${raw.segments ?? 1}`]
+        .filter(Boolean)
+        .join(', ');
       partial.notes.push(
         `Scenario 4 ran over several invocations (\`--scale-state\`): ${sides}. Raising and waiting to settle are each the sum over them; peak RSS the highest of any; the rest was read after the last.`,
       );
     }
-    partial.notes.push(`Scenario 4's worker ran with ${JSON.stringify({ NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS, ...options.workerEnv })} (the heap bound of docker-compose.yml's worker unless overridden).`);
+    partial.notes.push(
+      `Scenario 4's worker ran with ${JSON.stringify({ NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS, ...options.workerEnv })} (the heap bound of docker-compose.yml's worker unless overridden).`,
+    );
     if (partial.scale?.ours?.wentIdle === false || partial.scale?.raw?.wentIdle === false) {
       partial.notes.push('Scenario 4: a worker never went idle after raising; its figures were read anyway.');
     }
@@ -335,11 +388,13 @@ async function main(): Promise<void> {
     });
   }
 
-  if (Object.keys(options.stackWorker).length > 0) partial.notes.push(`Scenarios 1–3's watcher worker ran with ${JSON.stringify(options.stackWorker)}.`);
+  if (Object.keys(options.stackWorker).length > 0)
+    partial.notes.push(`Scenarios 1–3's watcher worker ran with ${JSON.stringify(options.stackWorker)}.`);
   partial.notes.push(...failures);
   partial.sdkWarnings = sdkWarnings();
   if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);
-  if (options.trafficRates) partial.notes.push(`Scenario 7's rates overridden: ${options.trafficRates.join(', ')} raises/s.`);
+  if (options.trafficRates)
+    partial.notes.push(`Scenario 7's rates overridden: ${options.trafficRates.join(', ')} raises/s.`);
   if (unfinished) {
     progress(`scenario 4 is not finished, so nothing is written: ${unfinished}`);
     rmSync(dir, { recursive: true, force: true });
@@ -366,7 +421,9 @@ function clusterVersions(): string {
   const binaries = ensureClusterBinaries({ log: (line) => progress(line) });
   let postgres = 'PostgreSQL';
   try {
-    postgres = execFileSync(path.join(binaries.postgresBinDir.path, 'postgres'), ['--version'], { encoding: 'utf8' }).trim();
+    postgres = execFileSync(path.join(binaries.postgresBinDir.path, 'postgres'), ['--version'], {
+      encoding: 'utf8',
+    }).trim();
   } catch {
     // The version is for the report only.
   }

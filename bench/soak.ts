@@ -121,7 +121,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'expectations-soak-'));
   const server =
-    !options.sqlite && !config.temporal.address ? await startInMemoryServer(dir) : await startServer(config, path.join(dir, 'server'), 'soak');
+    !options.sqlite && !config.temporal.address
+      ? await startInMemoryServer(dir)
+      : await startServer(config, path.join(dir, 'server'), 'soak');
   const run = randomUUID().slice(0, 8);
   const taskQueue = `soak-${run}`;
   const bundle = await bundleTo(workflowsPath, path.join(dir, 'workflows.js'));
@@ -205,16 +207,22 @@ async function main(): Promise<void> {
       artifactUpdate: {
         taskId: `task-${plan.id}`,
         contextId: `ctx-${plan.id}`,
-        artifact: { artifactId: `a-${plan.id}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: { expectations: [expectation] } } },
+        artifact: {
+          artifactId: `a-${plan.id}`,
+          parts: [{ text: 'plan' }],
+          metadata: { [EXTENSION_URI]: { expectations: [expectation] } },
+        },
       },
     };
     const answer = await post(`${bridgeUrl}/a2a/events`, tokens.agent, body, 'raise');
-    if (answer && answer.expectations?.[0]?.result !== 'raised') errors.push(`raise of ${plan.id}: ${JSON.stringify(answer)}`);
+    if (answer && answer.expectations?.[0]?.result !== 'raised')
+      errors.push(`raise of ${plan.id}: ${JSON.stringify(answer)}`);
     if (!answer || plan.fate !== 'satisfied') return;
     await delay(between(FACT_DELAY_MS));
     const fact = { factKey: plan.factKey, observedAt: new Date().toISOString(), subject: expectation.subject };
     const reported = await post(`${bridgeUrl}/v1/facts`, tokens.feed, { facts: [fact] }, 'fact');
-    if (reported && reported.facts?.[0]?.result !== 'recorded') errors.push(`fact of ${plan.id}: ${JSON.stringify(reported)}`);
+    if (reported && reported.facts?.[0]?.result !== 'recorded')
+      errors.push(`fact of ${plan.id}: ${JSON.stringify(reported)}`);
   };
 
   // Memory: this process (worker, bridge and agent) and the dev server, every 10 s.
@@ -255,7 +263,9 @@ async function main(): Promise<void> {
   sample();
   const loadSeconds = (Date.now() - loadStarted) / 1000;
   clearInterval(sampler);
-  progress(`load done: ${planned.length} raised in ${loadSeconds.toFixed(0)} s; waiting for the last answers and lapses`);
+  progress(
+    `load done: ${planned.length} raised in ${loadSeconds.toFixed(0)} s; waiting for the last answers and lapses`,
+  );
   await Promise.all([...inFlight]);
 
   // Every expectation in the state it should be in, and one lapse task per lapsed expectation.
@@ -281,7 +291,8 @@ async function main(): Promise<void> {
     if (plan.fate === 'lapsed' && (record.lapses.length !== 1 || record.lapses[0]!.delivery.status !== 'delivered')) {
       return `${plan.id}: lapses ${JSON.stringify(record.lapses.map((l) => l.delivery.status))}`;
     }
-    if (plan.fate === 'satisfied' && record.lapses.length !== 0) return `${plan.id}: satisfied but lapsed ${record.lapses.length} times`;
+    if (plan.fate === 'satisfied' && record.lapses.length !== 0)
+      return `${plan.id}: satisfied but lapsed ${record.lapses.length} times`;
     return undefined;
   };
   let pending = planned;
@@ -301,13 +312,16 @@ async function main(): Promise<void> {
       await delay(2_000);
     }
   }
-  for (const plan of pending) wrong.push(check(plan, await getExpectationRecord(client, plan.id).catch(() => undefined)) ?? plan.id);
+  for (const plan of pending)
+    wrong.push(check(plan, await getExpectationRecord(client, plan.id).catch(() => undefined)) ?? plan.id);
   const received = lapsesReceived();
   for (const plan of planned) {
     const ids = received.get(plan.id) ?? [];
-    if (plan.fate === 'satisfied' && ids.length > 0) wrong.push(`${plan.id}: satisfied, yet the agent got ${ids.length} lapse(s)`);
+    if (plan.fate === 'satisfied' && ids.length > 0)
+      wrong.push(`${plan.id}: satisfied, yet the agent got ${ids.length} lapse(s)`);
     if (plan.fate === 'lapsed' && ids.length !== 1) wrong.push(`${plan.id}: the agent got ${ids.length} lapse tasks`);
-    if (ids.some((messageId) => messageId !== lapseMessageId(plan.id, 'overdue', plan.dueAt))) wrong.push(`${plan.id}: unexpected messageId`);
+    if (ids.some((messageId) => messageId !== lapseMessageId(plan.id, 'overdue', plan.dueAt)))
+      wrong.push(`${plan.id}: unexpected messageId`);
   }
 
   // Memory: the last third of the load against the middle third (the first third is warm-up).
@@ -321,7 +335,9 @@ async function main(): Promise<void> {
     startedAt: new Date(loadStarted).toISOString(),
     options,
     settings: SETTINGS,
-    temporal: server.embedded ? { embedded: true, dbFile: server.embedded.dbFile } : { embedded: false, address: server.address },
+    temporal: server.embedded
+      ? { embedded: true, dbFile: server.embedded.dbFile }
+      : { embedded: false, address: server.address },
     machine: { cpus: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.release()}` },
     load: {
       seconds: Math.round(loadSeconds),
@@ -332,8 +348,18 @@ async function main(): Promise<void> {
       raisesPerSecond: Math.round((planned.length / loadSeconds) * 10) / 10,
     },
     latencyMs: {
-      raise: { p50: Math.round(percentile(latency.raise, 50)), p95: Math.round(percentile(latency.raise, 95)), p99: Math.round(percentile(latency.raise, 99)), max: Math.round(Math.max(0, ...latency.raise)) },
-      fact: { p50: Math.round(percentile(latency.fact, 50)), p95: Math.round(percentile(latency.fact, 95)), p99: Math.round(percentile(latency.fact, 99)), max: Math.round(Math.max(0, ...latency.fact)) },
+      raise: {
+        p50: Math.round(percentile(latency.raise, 50)),
+        p95: Math.round(percentile(latency.raise, 95)),
+        p99: Math.round(percentile(latency.raise, 99)),
+        max: Math.round(Math.max(0, ...latency.raise)),
+      },
+      fact: {
+        p50: Math.round(percentile(latency.fact, 50)),
+        p95: Math.round(percentile(latency.fact, 95)),
+        p99: Math.round(percentile(latency.fact, 99)),
+        max: Math.round(Math.max(0, ...latency.fact)),
+      },
     },
     errors: { count: errors.length, first: errors.slice(0, 20) },
     states: { wrong: wrong.length, first: wrong.slice(0, 20) },

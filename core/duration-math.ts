@@ -26,7 +26,15 @@ export function matchDuration(iso: string): DurationParts | undefined {
   const match = DURATION_PATTERN.exec(iso);
   if (!match) return undefined;
   const [, y, mo, w, d, h, mi, s] = match;
-  return { years: num(y), months: num(mo), weeks: num(w), days: num(d), hours: num(h), minutes: num(mi), seconds: num(s) };
+  return {
+    years: num(y),
+    months: num(mo),
+    weeks: num(w),
+    days: num(d),
+    hours: num(h),
+    minutes: num(mi),
+    seconds: num(s),
+  };
 }
 
 const DAY_MS = 86_400_000;
@@ -34,7 +42,11 @@ const DAY_MS = 86_400_000;
 /** The exact part (weeks to seconds) in milliseconds, rounded to the millisecond. */
 function exactMs(parts: DurationParts): number {
   return Math.round(
-    parts.weeks * 7 * DAY_MS + parts.days * DAY_MS + parts.hours * 3_600_000 + parts.minutes * 60_000 + parts.seconds * 1000,
+    parts.weeks * 7 * DAY_MS +
+      parts.days * DAY_MS +
+      parts.hours * 3_600_000 +
+      parts.minutes * 60_000 +
+      parts.seconds * 1000,
   );
 }
 

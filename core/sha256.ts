@@ -22,7 +22,9 @@ const rotr = (x: number, n: number): number => (x >>> n) | (x << (32 - n));
 export function sha256(message: Uint8Array): Uint8Array {
   const { padded, view } = padded64(message);
 
-  const h = Uint32Array.from([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+  const h = Uint32Array.from([
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+  ]);
   const w = new Uint32Array(64);
   for (let block = 0; block < padded.length; block += 64) {
     for (let t = 0; t < 16; t++) w[t] = view.getUint32(block + t * 4);

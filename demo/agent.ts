@@ -26,7 +26,12 @@ import {
 export const LAPSE_SKILL = 'handle-lapse';
 
 export const demoKinds: ExpectationKind[] = [
-  { kind: 'pickup', subjectType: 'shipment', basis: 'observed', describes: 'The carrier collects the shipment from the shipper' },
+  {
+    kind: 'pickup',
+    subjectType: 'shipment',
+    basis: 'observed',
+    describes: 'The carrier collects the shipment from the shipper',
+  },
   { kind: 'transit', subjectType: 'shipment', basis: 'contract', describes: 'The shipment leaves the origin hub' },
   { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The consignee receives the shipment' },
 ];
@@ -41,7 +46,9 @@ function card(url: string): AgentCard {
   return {
     name: 'Demo shipping agent',
     description: 'Promises deliveries to its users and keeps no clock: the watcher tells it when a step is late.',
-    supportedInterfaces: [{ url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    supportedInterfaces: [
+      { url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+    ],
     provider: { organization: 'expectations-watcher demo', url },
     version: '1.0.0',
     capabilities: {
@@ -87,14 +94,20 @@ export interface DemoAgentOptions {
   onLapse(lapse: Lapse, message: Message, taskId: string): void;
 }
 
-const text = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+const text = (value: string): Part => ({
+  content: { $case: 'text', value },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'text/plain',
+});
 
 /** What a message asks for: a lapse from the watcher, or a shipment to plan (a data part `{shipmentId}`). */
 function readRequest(message: Message): { lapse: Lapse } | { shipmentId: string } | undefined {
   const lapse = (message.metadata?.[EXTENSION_URI] as { lapse?: Lapse } | undefined)?.lapse;
   if (lapse) return { lapse };
   for (const part of message.parts) {
-    if (part.content?.$case === 'data' && typeof part.content.value?.shipmentId === 'string') return { shipmentId: part.content.value.shipmentId };
+    if (part.content?.$case === 'data' && typeof part.content.value?.shipmentId === 'string')
+      return { shipmentId: part.content.value.shipmentId };
   }
   return undefined;
 }
@@ -119,7 +132,13 @@ export async function startDemoAgent(options: DemoAgentOptions): Promise<DemoAge
       artifactUpdateEvent({
         taskId,
         contextId,
-        artifact: { artifactId: artifact.artifactId, name: artifact.name, parts: [{ text: 'plan' }], metadata: artifact.metadata, extensions: artifact.extensions },
+        artifact: {
+          artifactId: artifact.artifactId,
+          name: artifact.name,
+          parts: [{ text: 'plan' }],
+          metadata: artifact.metadata,
+          extensions: artifact.extensions,
+        },
       }),
     );
 

@@ -43,7 +43,10 @@ const started = Date.now();
 const say = (line = '') => process.stdout.write(`${line}\n`);
 const step = (line: string) => say(`[+${((Date.now() - started) / 1000).toFixed(1).padStart(4)}s] ${line}`);
 /** `HH:MM:SS` today, `YYYY-MM-DD HH:MM:SS` otherwise (UTC). */
-const clock = (iso: string) => (iso.slice(0, 10) === new Date().toISOString().slice(0, 10) ? iso.slice(11, 19) : `${iso.slice(0, 10)} ${iso.slice(11, 19)}`);
+const clock = (iso: string) =>
+  iso.slice(0, 10) === new Date().toISOString().slice(0, 10)
+    ? iso.slice(11, 19)
+    : `${iso.slice(0, 10)} ${iso.slice(11, 19)}`;
 /** An instant `ms` from now, whole seconds, as the extension writes it. */
 const inMs = (ms: number) => new Date(Math.ceil((Date.now() + ms) / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
@@ -122,21 +125,32 @@ async function main(): Promise<void> {
     let uiUrl = process.env.TEMPORAL_UI_URL;
     if (!address) {
       step('starting the embedded Temporal dev server (in memory, with its UI)');
-      const server = await startDevServer({ port: await freePort(), uiPort: await freePort(), logFile: path.join(dir, 'temporal.log') });
+      const server = await startDevServer({
+        port: await freePort(),
+        uiPort: await freePort(),
+        logFile: path.join(dir, 'temporal.log'),
+      });
       pieces.unshift({ stop: () => server.stop() });
       address = server.address;
       uiUrl = server.uiUrl;
     }
-    const tokens = { agent: randomBytes(16).toString('hex'), carrier: randomBytes(16).toString('hex'), ops: randomBytes(16).toString('hex') };
+    const tokens = {
+      agent: randomBytes(16).toString('hex'),
+      carrier: randomBytes(16).toString('hex'),
+      ops: randomBytes(16).toString('hex'),
+    };
     const bridgePort = await freePort();
     const watcherUrl = `http://127.0.0.1:${bridgePort}`;
 
     let lapseArrived: (value: { lapse: Lapse; message: Message; taskId: string }) => void = () => undefined;
-    const lapseTask = new Promise<{ lapse: Lapse; message: Message; taskId: string }>((resolve) => (lapseArrived = resolve));
+    const lapseTask = new Promise<{ lapse: Lapse; message: Message; taskId: string }>(
+      (resolve) => (lapseArrived = resolve),
+    );
     const agent = await startDemoAgent({
       watcher: { url: watcherUrl, token: tokens.agent },
       planFor: (id) => planFor(id, runId),
-      onPlanDelivered: (result, taskId) => step(`agent → watcher (POST /a2a/events, artifact of task ${taskId}): ${JSON.stringify(result)}`),
+      onPlanDelivered: (result, taskId) =>
+        step(`agent → watcher (POST /a2a/events, artifact of task ${taskId}): ${JSON.stringify(result)}`),
       onLapse: (lapse, message, taskId) => lapseArrived({ lapse, message, taskId }),
     });
     pieces.unshift({ stop: () => agent.close() });
@@ -146,7 +160,12 @@ async function main(): Promise<void> {
       principalsFile,
       JSON.stringify({
         principals: [
-          { id: 'demo-shipping-agent', tokenSha256: tokenSha256(tokens.agent), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
+          {
+            id: 'demo-shipping-agent',
+            tokenSha256: tokenSha256(tokens.agent),
+            roles: ['agent'],
+            agent: { cardUrl: agent.cardUrl },
+          },
           { id: 'carrier-feed', tokenSha256: tokenSha256(tokens.carrier), roles: ['reporter'] },
           { id: 'ops', tokenSha256: tokenSha256(tokens.ops), roles: ['reader', 'admin'] },
         ],
@@ -175,7 +194,11 @@ async function main(): Promise<void> {
     // The operator reads records with the client (GET /v1/expectations/{id}); a refusal throws a WatcherProblemError.
     const ops = new WatcherClient({ baseUrl: watcherUrl, token: tokens.ops });
     const read = (id: string) => ops.getExpectation(id);
-    const [pickup, transit, delivery] = planFor(shipmentId, runId).map((e) => e.expectationId) as [string, string, string];
+    const [pickup, transit, delivery] = planFor(shipmentId, runId).map((e) => e.expectationId) as [
+      string,
+      string,
+      string,
+    ];
 
     // ── 1. the user asks the agent; the agent raises its plan with the watcher ─────────────────────────────────
     const contextId = `conversation-${runId}`;
@@ -188,7 +211,14 @@ async function main(): Promise<void> {
         contextId,
         taskId: '',
         role: Role.ROLE_USER,
-        parts: [{ content: { $case: 'data', value: { shipmentId } }, metadata: undefined, filename: '', mediaType: 'application/json' }],
+        parts: [
+          {
+            content: { $case: 'data', value: { shipmentId } },
+            metadata: undefined,
+            filename: '',
+            mediaType: 'application/json',
+          },
+        ],
         metadata: undefined,
         extensions: [],
         referenceTaskIds: [],
@@ -225,12 +255,27 @@ async function main(): Promise<void> {
               taskId: '',
               role: Role.ROLE_USER,
               // A2A requires a part; the fact itself is under metadata[URI].
-              parts: [{ content: { $case: 'text', value: `${shipmentId}: ${what}` }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+              parts: [
+                {
+                  content: { $case: 'text', value: `${shipmentId}: ${what}` },
+                  metadata: undefined,
+                  filename: '',
+                  mediaType: 'text/plain',
+                },
+              ],
               metadata: undefined,
               extensions: [],
               referenceTaskIds: [],
             },
-            { facts: [fact({ factKey: `shipment/${shipmentId}/${what}`, observedAt, subject: { type: 'shipment', id: shipmentId } })] },
+            {
+              facts: [
+                fact({
+                  factKey: `shipment/${shipmentId}/${what}`,
+                  observedAt,
+                  subject: { type: 'shipment', id: shipmentId },
+                }),
+              ],
+            },
           ),
           configuration: undefined,
           metadata: undefined,
@@ -238,14 +283,18 @@ async function main(): Promise<void> {
         { serviceParameters: parameters },
       )) as Task;
       const text = receipt.status?.message?.parts[0]?.content;
-      step(`carrier feed → watcher (A2A SendMessage) ${what} observed ${clock(observedAt)}: ${text?.$case === 'text' ? text.value : JSON.stringify(receipt.status)}`);
+      step(
+        `carrier feed → watcher (A2A SendMessage) ${what} observed ${clock(observedAt)}: ${text?.$case === 'text' ? text.value : JSON.stringify(receipt.status)}`,
+      );
     };
     await report('picked-up');
     const reanchored = await until('the transit step to follow its anchor', async () => {
       const record = await read(transit);
       return record.dueAt !== record.projectedDueAt ? record : undefined;
     });
-    step(`watcher: ${pickup} satisfied; ${transit} now due ${clock(reanchored.dueAt)} (pickup + 15 s; projected ${clock(reanchored.projectedDueAt)})`);
+    step(
+      `watcher: ${pickup} satisfied; ${transit} now due ${clock(reanchored.dueAt)} (pickup + 15 s; projected ${clock(reanchored.projectedDueAt)})`,
+    );
     say();
 
     // ── 3. nobody reports the transit: it lapses and the agent gets the lapse task ─────────────────────────────
@@ -256,7 +305,9 @@ async function main(): Promise<void> {
     ]);
     step(`watcher → agent (A2A SendMessage): lapse task ${received.taskId}`);
     const { message } = received;
-    say(`           contextId ${message.contextId} (the user's conversation), referenceTaskIds [${message.referenceTaskIds.join(', ')}] (the plan's task)`);
+    say(
+      `           contextId ${message.contextId} (the user's conversation), referenceTaskIds [${message.referenceTaskIds.join(', ')}] (the plan's task)`,
+    );
     for (const part of message.parts) {
       if (part.content?.$case === 'text') say(`           text: ${part.content.value}`);
       if (part.content?.$case === 'data') say(`           data: ${JSON.stringify(part.content.value)}`);
@@ -270,7 +321,9 @@ async function main(): Promise<void> {
       const record = await read(transit);
       return record.state === 'satisfied' ? record : undefined;
     });
-    step(`watcher: ${transit} satisfied late (late: ${String(late.late)}); its lapse task was ${late.lapses[0]?.lapseTaskId} (${late.lapses[0]?.delivery.status})`);
+    step(
+      `watcher: ${transit} satisfied late (late: ${String(late.late)}); its lapse task was ${late.lapses[0]?.lapseTaskId} (${late.lapses[0]?.delivery.status})`,
+    );
     const next = await read(delivery);
     step(`watcher: ${delivery} now due ${clock(next.dueAt)} (transit + P2D)`);
     say();
@@ -279,16 +332,20 @@ async function main(): Promise<void> {
     say('Records (GET /v1/expectations/{id}):');
     for (const id of [pickup, transit, delivery]) {
       const record = await read(id);
-      const lapses = record.lapses.map((entry) => `${entry.lapse.lapse} → ${entry.delivery.status}`).join(', ') || 'none';
+      const lapses =
+        record.lapses.map((entry) => `${entry.lapse.lapse} → ${entry.delivery.status}`).join(', ') || 'none';
       say(`  ${id.padEnd(28)} ${record.state.padEnd(10)} due ${record.dueAt}  lapses: ${lapses}`);
     }
     say();
     if (uiUrl) {
       const query = encodeURIComponent(`ExpectationSubject="shipment/${shipmentId}"`);
-      say('In the Temporal UI (each expectation is a workflow; open "User Metadata" for its summary and current details):');
+      say(
+        'In the Temporal UI (each expectation is a workflow; open "User Metadata" for its summary and current details):',
+      );
       say(`  the shipment's steps: ${uiUrl}/namespaces/${config.temporal.namespace}/workflows?query=${query}`);
       for (const id of [pickup, transit, delivery]) say(`  ${id}: ${(await read(id)).links?.temporalUi ?? ''}`);
-      if (!keep && !process.env.TEMPORAL_ADDRESS) say('  (the embedded server stops with the demo: run `npm run demo -- --keep` to browse these)');
+      if (!keep && !process.env.TEMPORAL_ADDRESS)
+        say('  (the embedded server stops with the demo: run `npm run demo -- --keep` to browse these)');
     }
     say();
 

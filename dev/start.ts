@@ -7,6 +7,9 @@ import { Lifecycle } from '../src/lifecycle.js';
 
 const lifecycle = Lifecycle.onSignals();
 await lifecycle.run(async () => {
-  const [{ startWatcher }, { startEmbeddedTemporal }] = await Promise.all([import('../src/entry/watcher.js'), import('./temporal/embedded.js')]);
+  const [{ startWatcher }, { startEmbeddedTemporal }] = await Promise.all([
+    import('../src/entry/watcher.js'),
+    import('./temporal/embedded.js'),
+  ]);
   return startWatcher(lifecycle, startEmbeddedTemporal);
 });

@@ -7,7 +7,12 @@ import v8 from 'node:v8';
 import { z } from 'zod';
 import { DEFAULT_CARD_CACHE_SECONDS } from '../activities/agent-card/card.js';
 import { ConfigError } from './config-error.js';
-import { NAMED_RANGES, parseRangeList, type AddressRange, type OutboundRules } from '../activities/outbound/address-policy.js';
+import {
+  NAMED_RANGES,
+  parseRangeList,
+  type AddressRange,
+  type OutboundRules,
+} from '../activities/outbound/address-policy.js';
 import { addDuration } from '../core/duration.js';
 import { isoDuration } from '../core/schemas/extension.js';
 import { resolveConnectionSettings, type ConnectionSettings } from './temporal/connection-settings.js';
@@ -54,8 +59,12 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
   const entries = text.split(',').map((entry) => entry.trim());
   const bad = entries.filter((entry) => !PROXY_NAMES.has(entry) && !isProxyAddress(entry));
   if (bad.length > 0) {
-    const allowed = 'true, false, a hop count, or a comma-separated list of loopback, linklocal, uniquelocal, addresses and CIDR ranges';
-    ctx.addIssue({ code: 'custom', message: `must be ${allowed} (not ${bad.map((entry) => `'${entry}'`).join(', ')})` });
+    const allowed =
+      'true, false, a hop count, or a comma-separated list of loopback, linklocal, uniquelocal, addresses and CIDR ranges';
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be ${allowed} (not ${bad.map((entry) => `'${entry}'`).join(', ')})`,
+    });
     return z.NEVER;
   }
   return entries;
@@ -67,7 +76,10 @@ const addressRanges = z.string().transform((value, ctx): AddressRange[] => {
   if ('ranges' in parsed) return parsed.ranges;
   const names = Object.keys(NAMED_RANGES).join(', ');
   const allowed = `a comma-separated list of IPv4/IPv6 addresses, CIDR ranges (10.0.0.0/8, fd00::/8), either with one port (10.1.0.5:8443, [fd00::/8]:8443), and ${names}; or none`;
-  ctx.addIssue({ code: 'custom', message: `must be ${allowed} (not ${parsed.bad.map((entry) => `'${entry}'`).join(', ')})` });
+  ctx.addIssue({
+    code: 'custom',
+    message: `must be ${allowed} (not ${parsed.bad.map((entry) => `'${entry}'`).join(', ')})`,
+  });
   return z.NEVER;
 });
 
@@ -76,18 +88,25 @@ const addressRanges = z.string().transform((value, ctx): AddressRange[] => {
  * endpoint, comma-separated. No `*`: the UI sends its credentials, which a wildcard origin cannot carry.
  */
 const corsOrigins = z.string().transform((value, ctx): string[] => {
-  const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   const origins: string[] = [];
   for (const entry of entries) {
     let origin: string | undefined;
     try {
       const url = new URL(entry);
-      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === entry.replace(/\/$/, '')) origin = url.origin;
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === entry.replace(/\/$/, ''))
+        origin = url.origin;
     } catch {
       // not a URL: reported below
     }
     if (!origin) {
-      ctx.addIssue({ code: 'custom', message: `'${entry}' is not an origin (scheme://host[:port], e.g. http://localhost:8080)` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `'${entry}' is not an origin (scheme://host[:port], e.g. http://localhost:8080)`,
+      });
       return z.NEVER;
     }
     origins.push(origin);
@@ -111,7 +130,9 @@ const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   WATCHER_LISTEN_HOST: z
     .string()
-    .refine((value) => isIP(value) !== 0, { message: 'must be an IP address to listen on: 127.0.0.1, 0.0.0.0, ::, or one interface\'s address' })
+    .refine((value) => isIP(value) !== 0, {
+      message: "must be an IP address to listen on: 127.0.0.1, 0.0.0.0, ::, or one interface's address",
+    })
     .optional(),
   WATCHER_DATA_DIR: z.string().min(1).default('.data'),
   WATCHER_PRINCIPALS_FILE: z.string().min(1).optional(),
@@ -120,14 +141,15 @@ const envSchema = z.object({
   WATCHER_MAX_LINEAGE: z.coerce.number().int().min(0).default(10),
   WATCHER_MAX_CLOCK_SKEW: isoDuration.default(DEFAULT_MAX_CLOCK_SKEW),
   WATCHER_CARD_CACHE_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_CARD_CACHE_SECONDS),
-  WATCHER_TEMPORAL_WAIT: isoDuration
-    .default('PT30S')
-    .refine((value) => {
-      const ms = addDuration(0, value);
-      return ms >= 1_000 && ms <= 600_000;
-    }, 'must be between PT1S and PT10M (how long a request waits for a slow Temporal; the workflows settle a deadline as long)'),
+  WATCHER_TEMPORAL_WAIT: isoDuration.default('PT30S').refine((value) => {
+    const ms = addDuration(0, value);
+    return ms >= 1_000 && ms <= 600_000;
+  }, 'must be between PT1S and PT10M (how long a request waits for a slow Temporal; the workflows settle a deadline as long)'),
   WATCHER_MAX_REQUESTS_IN_FLIGHT: z.coerce.number().int().min(1).default(256),
-  WATCHER_PAGE_TOKEN_SECRET: z.string().min(32, 'must be at least 32 characters (it signs the list page tokens)').optional(),
+  WATCHER_PAGE_TOKEN_SECRET: z
+    .string()
+    .min(32, 'must be at least 32 characters (it signs the list page tokens)')
+    .optional(),
   WATCHER_TRUST_PROXY: trustProxy.default(false),
   WATCHER_QUOTA_OPEN_EXPECTATIONS: quota(DEFAULT_QUOTAS.openExpectations),
   WATCHER_QUOTA_RAISES_PER_MINUTE: quota(DEFAULT_QUOTAS.raisesPerMinute),
@@ -287,7 +309,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allow: e.WATCHER_OUTBOUND_ALLOW ?? (e.TEMPORAL_ADDRESS ? [] : [...NAMED_RANGES.loopback!]),
       deny: e.WATCHER_OUTBOUND_DENY ?? [],
     },
-    workerMetrics: { port: e.WATCHER_WORKER_METRICS_PORT ?? 9464, required: e.WATCHER_WORKER_METRICS_PORT !== undefined },
+    workerMetrics: {
+      port: e.WATCHER_WORKER_METRICS_PORT ?? 9464,
+      required: e.WATCHER_WORKER_METRICS_PORT !== undefined,
+    },
     tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }
       : undefined,

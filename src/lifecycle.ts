@@ -24,7 +24,13 @@ interface EarlySignals {
 }
 
 /** Error names whose message alone is what a user needs (a configuration or provisioning problem, not a bug). */
-const PLAIN_ERRORS = new Set(['ConfigError', 'ProvisionError', 'PostgresError', 'PortInUseError', 'SearchAttributesError']);
+const PLAIN_ERRORS = new Set([
+  'ConfigError',
+  'ProvisionError',
+  'PostgresError',
+  'PortInUseError',
+  'SearchAttributesError',
+]);
 
 export class Lifecycle {
   private readonly pieces: Running[] = [];
@@ -48,7 +54,9 @@ export class Lifecycle {
     process.on('SIGINT', handler);
     process.on('SIGTERM', handler);
     // A signal that came before this module ran, while Node and tsx were starting (src/early-signals.mjs kept it).
-    const early = (globalThis as Record<symbol, EarlySignals | undefined>)[Symbol.for('expectations-watcher.early-signals')];
+    const early = (globalThis as Record<symbol, EarlySignals | undefined>)[
+      Symbol.for('expectations-watcher.early-signals')
+    ];
     early?.remove();
     if (early?.signal) handler(early.signal);
     return lifecycle;

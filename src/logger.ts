@@ -38,7 +38,8 @@ export function prettyLine(json: string, color = false): string {
     .map(([key, value]) => `${key}=${typeof value === 'string' && !/\s/.test(value) ? value : JSON.stringify(value)}`);
   const paint = (code: number, text: string) => (color ? `\u001b[${code}m${text}\u001b[0m` : text);
   const levelText = level.padEnd(5);
-  const shownLevel = Number(entry.level) >= 50 ? paint(31, levelText) : Number(entry.level) >= 40 ? paint(33, levelText) : levelText;
+  const shownLevel =
+    Number(entry.level) >= 50 ? paint(31, levelText) : Number(entry.level) >= 40 ? paint(33, levelText) : levelText;
   let line = [paint(2, time), shownLevel, String(entry.msg ?? ''), ...fields.map((field) => paint(2, field))].join(' ');
   const err = entry.err as { stack?: unknown; message?: unknown } | undefined;
   if (err) line += `\n  ${String(err.stack ?? err.message ?? inspect(err)).replace(/\n/g, '\n  ')}`;

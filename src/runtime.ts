@@ -45,7 +45,10 @@ export function logConnectionSettings(config: Config, log: Logger): void {
  * the lifecycle, so that a failure later is logged by it), the address (a ConfigError naming both ways to give one
  * when there is none), and where the connection settings came from.
  */
-export function prepareClusterProcess(lifecycle: Lifecycle, command: string): { config: Config; log: Logger; address: string } {
+export function prepareClusterProcess(
+  lifecycle: Lifecycle,
+  command: string,
+): { config: Config; log: Logger; address: string } {
   const config = loadConfig();
   const log = createLogger(config.logLevel, undefined, config.logFormat);
   lifecycle.useLogger(log);
@@ -74,7 +77,8 @@ export async function preparePrincipals(config: Config): Promise<{ file: string;
 /** The principals of a file, reloaded when it changes; a broken change is logged and the last good one kept. */
 const followPrincipals = (file: string, log: Logger) =>
   loadReloadingPrincipals(file, {
-    onError: (error) => log.error({ err: error }, 'the principals file changed but cannot be read; keeping the last good one'),
+    onError: (error) =>
+      log.error({ err: error }, 'the principals file changed but cannot be read; keeping the last good one'),
     onReload: () => log.info({ file }, 'principals file reloaded'),
   });
 
@@ -112,7 +116,10 @@ function workflowBundleOf(config: Config, tracing: boolean): string | undefined 
 function payloadCodecOf(config: Config, log: Logger): EncryptionCodec | undefined {
   if (!config.codec) return undefined;
   const keys = loadCodecKeys(config.codec.keysFile);
-  log.info({ keysFile: config.codec.keysFile, encryptWith: keys.current, keyIds: [...keys.keys.keys()] }, 'payloads are encrypted');
+  log.info(
+    { keysFile: config.codec.keysFile, encryptWith: keys.current, keyIds: [...keys.keys.keys()] },
+    'payloads are encrypted',
+  );
   return new EncryptionCodec(keys);
 }
 
@@ -127,7 +134,10 @@ export async function startWorker(
   options: { metrics?: WatcherMetrics; tracing?: Tracing } = {},
 ): Promise<RunningWorker> {
   const bundle = workflowBundleOf(config, options.tracing !== undefined);
-  log.info({ taskQueue: config.temporal.taskQueue, workflowBundle: bundle ?? 'bundled at start' }, 'starting the worker');
+  log.info(
+    { taskQueue: config.temporal.taskQueue, workflowBundle: bundle ?? 'bundled at start' },
+    'starting the worker',
+  );
   const codec = payloadCodecOf(config, log);
   const principals = await followPrincipals(workerPrincipalsFile(config), log);
   const watcher = await createWatcherWorker({
@@ -150,7 +160,8 @@ export async function startWorker(
   });
   const found = watcher.searchAttributes;
   if (found.result === 'unchecked') log.warn({ namespace: config.temporal.namespace }, found.warning);
-  else if (found.result === 'registered') log.info({ namespace: config.temporal.namespace, added: found.added }, 'search attributes registered');
+  else if (found.result === 'registered')
+    log.info({ namespace: config.temporal.namespace, added: found.added }, 'search attributes registered');
   else log.info({ namespace: config.temporal.namespace }, 'search attributes present');
   let stopping = false;
   let failure: unknown;
@@ -179,7 +190,12 @@ export async function startWorker(
     'worker running',
   );
   return {
-    readiness: () => ownWorkerReadiness(config.temporal.taskQueue, () => watcher.worker.getState(), () => failure),
+    readiness: () =>
+      ownWorkerReadiness(
+        config.temporal.taskQueue,
+        () => watcher.worker.getState(),
+        () => failure,
+      ),
     stop: () => {
       stopping = true;
       return watcher.shutdown().finally(() => principals.close());
@@ -239,7 +255,9 @@ export async function startBridge(
   served.use(requestLog(log.child({ component: 'bridge' })));
   served.use(app);
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = config.listenHost ? served.listen(config.port, config.listenHost, () => resolve(s)) : served.listen(config.port, () => resolve(s));
+    const s = config.listenHost
+      ? served.listen(config.port, config.listenHost, () => resolve(s))
+      : served.listen(config.port, () => resolve(s));
     s.once('error', reject);
   });
   const url = `http://localhost:${config.port}`;
@@ -260,7 +278,11 @@ export async function startBridge(
  * OpenTelemetry tracing when the configuration asks for it (OTEL_EXPORTER_OTLP_ENDPOINT), as a piece to stop last
  * (its stop flushes the spans); undefined otherwise.
  */
-export function startTracingIfConfigured(config: Config, defaultServiceName: string, log: Logger): (Running & { tracing: Tracing }) | undefined {
+export function startTracingIfConfigured(
+  config: Config,
+  defaultServiceName: string,
+  log: Logger,
+): (Running & { tracing: Tracing }) | undefined {
   if (!config.tracing) return undefined;
   const serviceName = config.tracing.serviceName ?? defaultServiceName;
   const tracing = startTracing({ endpoint: config.tracing.endpoint, serviceName });

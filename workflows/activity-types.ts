@@ -66,7 +66,6 @@ export interface LedgerActivities {
   subjectHeard(input: SubjectHeardInput): Promise<SubjectFact | undefined>;
 }
 
-
 /** The lapse delivery activity (activities/deliver-lapse.ts), as workflows see it. */
 export interface DeliveryActivities {
   deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult>;

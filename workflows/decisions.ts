@@ -59,7 +59,8 @@ export function pendingDeadlines(inputs: DeadlineInputs): Deadline[] {
   if (!isOpen(record.state)) return [];
   const decidedAt = (deadlineMs: number) => Math.max(deadlineMs, Date.parse(record.raisedAt)) + (inputs.settleMs ?? 0);
   const deadlines: Deadline[] = [];
-  if (!hasLapse(record, 'overdue', record.dueAt)) deadlines.push({ kind: 'overdue', atMs: decidedAt(overdueAtMs(record)) });
+  if (!hasLapse(record, 'overdue', record.dueAt))
+    deadlines.push({ kind: 'overdue', atMs: decidedAt(overdueAtMs(record)) });
   if (!inputs.horizonChecked && record.expectation.horizon) {
     deadlines.push({ kind: 'stalled', atMs: decidedAt(Date.parse(record.expectation.horizon)) });
   }

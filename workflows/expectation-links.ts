@@ -93,7 +93,11 @@ export class ExpectationLinks {
     for (let hop = 0; this.anchorLink && hop < MAX_ANCHOR_HOPS && isOpen(owner.record.state); hop++) {
       const link = this.anchorLink;
       const result = await ledgers.linkAnchor.executeWithOptions({ summary: linkAnchorSummary(link) }, [
-        { anchorWorkflowId: link, dependentWorkflowId: owner.input.links.self, ...(moved || hop > 0 ? { moved: true } : {}) },
+        {
+          anchorWorkflowId: link,
+          dependentWorkflowId: owner.input.links.self,
+          ...(moved || hop > 0 ? { moved: true } : {}),
+        },
       ]);
       if (result.satisfiedObservedAt) owner.applyAnchor(result.satisfiedObservedAt);
       // A moved signal may have re-linked us meanwhile; only follow our own answer if it is still current.
@@ -124,9 +128,15 @@ export class ExpectationLinks {
     this.dependents.add(workflowId);
     this.owner.publish();
     if (record.state === 'satisfied' && record.observedAt) {
-      await signalQuietly(workflowId, anchorSatisfiedSignal, { anchorExpectationId: self, observedAt: record.observedAt });
+      await signalQuietly(workflowId, anchorSatisfiedSignal, {
+        anchorExpectationId: self,
+        observedAt: record.observedAt,
+      });
     } else if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {
-      await signalQuietly(workflowId, anchorMovedSignal, { expectationId: record.supersededBy, workflowId: this.supersededByWorkflowId });
+      await signalQuietly(workflowId, anchorMovedSignal, {
+        expectationId: record.supersededBy,
+        workflowId: this.supersededByWorkflowId,
+      });
     }
   }
 
@@ -146,7 +156,9 @@ export class ExpectationLinks {
       }
       const receivedAt = record.satisfiedBy?.receivedAt;
       for (const target of Object.values(links.after)) {
-        tell.push(signalQuietly(target, skippedSignal, { satisfiedExpectationId: self, ...(receivedAt ? { receivedAt } : {}) }));
+        tell.push(
+          signalQuietly(target, skippedSignal, { satisfiedExpectationId: self, ...(receivedAt ? { receivedAt } : {}) }),
+        );
       }
     }
     if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {
@@ -156,7 +168,9 @@ export class ExpectationLinks {
     if (!routerDroppedIt) tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
     // Sent even when the ledger dropped us on the satisfying fact: whether it saw that fact after our subscription
     // is not known here, and a ledger left with a closed subscriber would stay open until its next fact.
-    tell.push(signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self, ...(heard ? { heard } : {}) }));
+    tell.push(
+      signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self, ...(heard ? { heard } : {}) }),
+    );
     return Promise.all(tell);
   }
 }

@@ -2,15 +2,46 @@
  * The state of one expectation workflow and everything that changes it: its message handlers, its decisions on
  * the watcher's clock, and the signals it sends. workflows/expectation.ts is only the loop around it.
  */
-import { allHandlersFinished, ApplicationFailure, condition, setCurrentDetails, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  setCurrentDetails,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { addDuration } from '../core/duration.js';
 import { EXPECTATION_ENDED, INVALID_EXPECTATION, LAPSE_NOT_FOUND } from '../core/failures.js';
 import { MAX_SATISFIED_AFTER } from '../core/limits.js';
 import type { ExpectationRecord, Fact, Lapse, LapseEntry, LapseKind } from '../core/types.js';
-import { anchoredDueAt, dueBefore, dueChecks, isLate, isOpen, mayClose, maySkip, nextDeadline, type Deadline, type DueChecks } from './decisions.js';
+import {
+  anchoredDueAt,
+  dueBefore,
+  dueChecks,
+  isLate,
+  isOpen,
+  mayClose,
+  maySkip,
+  nextDeadline,
+  type Deadline,
+  type DueChecks,
+} from './decisions.js';
 import { ExpectationLinks, ledgers } from './expectation-links.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
-import { type AnchorMoved, type CarriedExpectationState, type ExpectationMemo, factTakenOf, type FactTaken, type ExpectationInput, type ResendLapseRequest, type ResendLapseResult, type Skipped, type SubjectFact, type WithdrawRequest } from './messages.js';
+import {
+  type AnchorMoved,
+  type CarriedExpectationState,
+  type ExpectationMemo,
+  factTakenOf,
+  type FactTaken,
+  type ExpectationInput,
+  type ResendLapseRequest,
+  type ResendLapseResult,
+  type Skipped,
+  type SubjectFact,
+  type WithdrawRequest,
+} from './messages.js';
 import { ExpectationDueAt, ExpectationLate, ExpectationState } from './search-attributes.js';
 import { currentDetails, stallCheckSummary } from './ui-text.js';
 
@@ -22,11 +53,18 @@ const normalized = (instant: string): string => iso(Date.parse(instant));
 export function initialRecord(input: ExpectationInput): ExpectationRecord {
   const dueMs = Date.parse(input.expectation.dueAt);
   if (Number.isNaN(dueMs)) {
-    throw ApplicationFailure.create({ type: INVALID_EXPECTATION, message: 'dueAt is not an instant', nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: INVALID_EXPECTATION,
+      message: 'dueAt is not an instant',
+      nonRetryable: true,
+    });
   }
   // The bridge refuses these (core/schemas/extension.ts); a caller that skips it gets a failure, not a RangeError loop.
   const { grace, anchor } = input.expectation;
-  for (const [field, duration] of [['grace', grace], ['anchor.offset', anchor?.offset]] as const) {
+  for (const [field, duration] of [
+    ['grace', grace],
+    ['anchor.offset', anchor?.offset],
+  ] as const) {
     if (duration !== undefined && !Number.isFinite(new Date(addDuration(dueMs, duration)).getTime())) {
       throw ApplicationFailure.create({
         type: INVALID_EXPECTATION,
@@ -101,7 +139,11 @@ export class ExpectationManager {
 
   /** What the memo holds (ExpectationMemo): the record as it is now and how many dependents it has. */
   private memo(): ExpectationMemo {
-    return { expectationId: this.input.expectation.expectationId, record: this.record, dependents: this.links.dependentCount };
+    return {
+      expectationId: this.input.expectation.expectationId,
+      record: this.record,
+      dependents: this.links.dependentCount,
+    };
   }
 
   /** What continue-as-new carries: exactly the fields marked so above (pending deliveries are on the record). */
@@ -188,7 +230,8 @@ export class ExpectationManager {
     record.observedAt = normalized(fact.observedAt);
     record.satisfiedBy = fact;
     record.late = isLate(fact.observedAt, record.dueAt);
-    if (record.lastFactAt === undefined || Date.parse(record.observedAt) > Date.parse(record.lastFactAt)) record.lastFactAt = record.observedAt;
+    if (record.lastFactAt === undefined || Date.parse(record.observedAt) > Date.parse(record.lastFactAt))
+      record.lastFactAt = record.observedAt;
     this.satisfiedByRouter = from === 'router';
     this.abandonDeliveries('the expectation was satisfied before the lapse task was delivered');
     this.changed();
@@ -293,7 +336,10 @@ export class ExpectationManager {
     this.pendingSkip ??= { by: [], decideAtMs: Date.now() + this.settleMs };
     const known = this.pendingSkip.by.some((entry) => entry.id === satisfiedExpectationId);
     if (!known && this.pendingSkip.by.length < MAX_SATISFIED_AFTER) {
-      this.pendingSkip.by.push({ id: satisfiedExpectationId, receivedMs: Number.isNaN(receivedMs) ? undefined : receivedMs });
+      this.pendingSkip.by.push({
+        id: satisfiedExpectationId,
+        receivedMs: Number.isNaN(receivedMs) ? undefined : receivedMs,
+      });
     }
     this.changed();
   }
@@ -307,9 +353,14 @@ export class ExpectationManager {
     if (!pending) return;
     this.pendingSkip = undefined;
     const ownMs = ownFactReceivedAt === undefined ? Number.NaN : Date.parse(ownFactReceivedAt);
-    const before = pending.by.filter((entry) => Number.isNaN(ownMs) || entry.receivedMs === undefined || entry.receivedMs <= ownMs);
+    const before = pending.by.filter(
+      (entry) => Number.isNaN(ownMs) || entry.receivedMs === undefined || entry.receivedMs <= ownMs,
+    );
     if (before.length > 0 && maySkip(this.record)) {
-      this.raiseLapse('skipped', before.map((entry) => entry.id));
+      this.raiseLapse(
+        'skipped',
+        before.map((entry) => entry.id),
+      );
       this.changed();
     }
   }
@@ -367,7 +418,12 @@ export class ExpectationManager {
       this.stallCheck = 'reading';
       const { links } = this.input;
       const heard = await ledgers.subjectHeard.executeWithOptions({ summary: stallCheckSummary(links.subjectLedger) }, [
-        { ledgerWorkflowId: links.subjectLedger, expectationWorkflowId: links.self, sinceMs: Date.parse(record.raisedAt), untilMs: Date.parse(horizon) },
+        {
+          ledgerWorkflowId: links.subjectLedger,
+          expectationWorkflowId: links.self,
+          sinceMs: Date.parse(record.raisedAt),
+          untilMs: Date.parse(horizon),
+        },
       ]);
       this.stallCheck = 'done';
       if (heard) this.observeSubjectFact(heard);
@@ -452,7 +508,9 @@ export class ExpectationManager {
    * retry unless the next run takes it over.
    */
   mayContinueAsNew(): boolean {
-    return workflowInfo().continueAsNewSuggested && allHandlersFinished() && this.held.length === 0 && !this.pendingSkip;
+    return (
+      workflowInfo().continueAsNewSuggested && allHandlersFinished() && this.held.length === 0 && !this.pendingSkip
+    );
   }
 
   /** No delivery and no handler still running: the workflow may return. */
@@ -477,7 +535,13 @@ export class ExpectationManager {
     if (record.state !== 'satisfied' || !fact || !record.observedAt) return {};
     const own = this.input.expectation.subject;
     if (fact.subject && fact.subject.type === own.type && fact.subject.id === own.id) return {};
-    return { heard: { factKey: fact.factKey, observedAt: record.observedAt, receivedAt: fact.receivedAt ?? record.satisfiedAt ?? nowIso() } };
+    return {
+      heard: {
+        factKey: fact.factKey,
+        observedAt: record.observedAt,
+        receivedAt: fact.receivedAt ?? record.satisfiedAt ?? nowIso(),
+      },
+    };
   }
 
   /**

@@ -54,7 +54,10 @@ export class KeyState {
   private readonly seenAt: number[];
   private readonly seenSet: Set<string>;
 
-  constructor(readonly factKey: string, carried?: RoutedKey) {
+  constructor(
+    readonly factKey: string,
+    carried?: RoutedKey,
+  ) {
     this.subscribers = new Set(carried?.subscribers ?? []);
     this.latest = carried?.latest;
     this.lastReceivedMs = carried?.lastReceivedAt === undefined ? undefined : Date.parse(carried.lastReceivedAt);
@@ -104,7 +107,6 @@ export class KeyState {
   }
 }
 
-
 /** A recorded fact's answer, or the change the caller waits for the loop to have sent its forwards through. */
 export type Recorded = { answer: RecordFactAnswer } | { change: number; answer: RecordFactAnswer };
 
@@ -130,7 +132,8 @@ export class RouterState {
 
   constructor(input: FactRouterInput) {
     this.keys = new Map((input.carried?.keys ?? []).map((k) => [k.factKey, new KeyState(k.factKey, k)]));
-    for (const state of this.keys.values()) for (const subscriber of state.subscribers) this.keyOf.set(subscriber, state.factKey);
+    for (const state of this.keys.values())
+      for (const subscriber of state.subscribers) this.keyOf.set(subscriber, state.factKey);
     this.outbox = new Outbox<Fact>(factSignal, (pending, next) => pending ?? next, input.carried?.outbox);
     this.retention = input.retention;
   }
@@ -163,7 +166,8 @@ export class RouterState {
     }
     if (unawaited.length > MAX_RETAINED_FACTS_PER_ROUTER) {
       unawaited.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
-      for (const state of unawaited.slice(0, unawaited.length - MAX_RETAINED_FACTS_PER_ROUTER)) this.keys.delete(state.factKey);
+      for (const state of unawaited.slice(0, unawaited.length - MAX_RETAINED_FACTS_PER_ROUTER))
+        this.keys.delete(state.factKey);
     }
     this.keepWithinBudget();
   }
@@ -198,7 +202,8 @@ export class RouterState {
   /** The memo the bridge reads before a raise (no worker, no action): the keys close to their bound. */
   publishMemo(): void {
     const crowded: Record<string, number> = {};
-    for (const state of this.keys.values()) if (state.subscribers.size >= ROUTER_CROWDED_KEY) crowded[state.factKey] = state.subscribers.size;
+    for (const state of this.keys.values())
+      if (state.subscribers.size >= ROUTER_CROWDED_KEY) crowded[state.factKey] = state.subscribers.size;
     const memo: FactRouterMemo = { crowded };
     const json = JSON.stringify(memo);
     if (json === this.memoJson) return;
@@ -271,11 +276,15 @@ export class RouterState {
     // and go only to a subscriber that did not take it by then (it unsubscribes), so nothing depends on the caller.
     if (options?.callerDelivers && options.listForwarded) {
       const atMs = Date.now() + FORWARD_DEFERRAL_MS;
-      for (const subscriber of subscribers) if (!this.deferred.has(subscriber)) this.deferred.set(subscriber, { fact, atMs });
+      for (const subscriber of subscribers)
+        if (!this.deferred.has(subscriber)) this.deferred.set(subscriber, { fact, atMs });
     } else {
       for (const subscriber of subscribers) this.outbox.add(subscriber, fact);
     }
-    return { change: ++this.changes, answer: options?.listForwarded ? { result: 'recorded', forwardedTo: subscribers } : 'recorded' };
+    return {
+      change: ++this.changes,
+      answer: options?.listForwarded ? { result: 'recorded', forwardedTo: subscribers } : 'recorded',
+    };
   }
 
   keyLoad(factKey: string): LedgerLoad {

@@ -68,7 +68,8 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
   );
   setHandler(keyLoadQuery, (factKey) => router.keyLoad(factKey));
 
-  const mayContinueAsNew = () => workflowInfo().continueAsNewSuggested && allHandlersFinished() && router.refused.size === 0;
+  const mayContinueAsNew = () =>
+    workflowInfo().continueAsNewSuggested && allHandlersFinished() && router.refused.size === 0;
 
   for (;;) {
     if (router.refused.size > 0) {
@@ -77,7 +78,11 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
     }
     // Checked before every batch, so that a router that is never idle still continues as new (outbox and all).
     if (mayContinueAsNew()) {
-      await continueAsNew<typeof factRouterWorkflow>({ ...input, retention: router.retention, carried: router.carried() });
+      await continueAsNew<typeof factRouterWorkflow>({
+        ...input,
+        retention: router.retention,
+        carried: router.carried(),
+      });
     }
     router.releaseDeferred();
     if (router.outbox.size > 0) {
@@ -94,7 +99,9 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
     const wake = () => router.changes !== before || mayContinueAsNew();
     const atMs = router.nextDeferredAtMs();
     if (atMs !== undefined) {
-      await condition(wake, Math.max(atMs - Date.now(), 1), { summary: `held-back forwards go out at ${new Date(atMs).toISOString()}` });
+      await condition(wake, Math.max(atMs - Date.now(), 1), {
+        summary: `held-back forwards go out at ${new Date(atMs).toISOString()}`,
+      });
     } else {
       await condition(wake);
     }

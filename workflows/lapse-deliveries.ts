@@ -20,7 +20,12 @@ export const DELIVERY_BUDGET = 'P7D';
 const delivery = proxyActivities<DeliveryActivities>({
   startToCloseTimeout: '30s',
   scheduleToCloseTimeout: '7 days',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10m', nonRetryableErrorTypes: [LAPSE_REJECTED] },
+  retry: {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumInterval: '10m',
+    nonRetryableErrorTypes: [LAPSE_REJECTED],
+  },
 });
 
 const nowIso = (): string => new Date(Date.now()).toISOString();
@@ -109,7 +114,11 @@ export class LapseDeliveries {
     const leftMs = addDuration(Date.parse(resentAt ?? entry.lapse.lapsedAt), DELIVERY_BUDGET) - Date.now();
     if (leftMs <= 0) {
       const since = resentAt ? 'the resend' : 'the lapse';
-      entry.delivery = { ...entry.delivery, status: 'failed', error: `not delivered within ${DELIVERY_BUDGET} of ${since}` };
+      entry.delivery = {
+        ...entry.delivery,
+        status: 'failed',
+        error: `not delivered within ${DELIVERY_BUDGET} of ${since}`,
+      };
       return;
     }
     const summary = deliverLapseSummary(entry.lapse.lapse, agent.id, resends);
@@ -121,7 +130,9 @@ export class LapseDeliveries {
       ...(resends ? { resend: resends } : {}),
     };
     try {
-      const result = await delivery.deliverLapse.executeWithOptions({ summary, scheduleToCloseTimeout: leftMs }, [input]);
+      const result = await delivery.deliverLapse.executeWithOptions({ summary, scheduleToCloseTimeout: leftMs }, [
+        input,
+      ]);
       entry.delivery = { ...entry.delivery, status: 'delivered', deliveredAt: nowIso(), warnings: result.warnings };
       if (result.taskId) entry.lapseTaskId = result.taskId;
     } catch (error) {

@@ -8,4 +8,5 @@ import { Outbox } from './outbox.js';
 import { withdrawSignal, type WithdrawRequest } from './messages.js';
 
 /** The withdrawals a ledger owes the subscribers it refused, one per subscriber, sent by its main loop. */
-export const refusals = (): Outbox<WithdrawRequest> => new Outbox<WithdrawRequest>(withdrawSignal, (pending, next) => pending ?? next);
+export const refusals = (): Outbox<WithdrawRequest> =>
+  new Outbox<WithdrawRequest>(withdrawSignal, (pending, next) => pending ?? next);

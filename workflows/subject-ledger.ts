@@ -24,7 +24,8 @@ import { refusals } from './refusals.js';
 export function latestObserved(pending: SubjectFact | undefined, next: SubjectFact): SubjectFact {
   if (!pending) return next;
   const latest = Date.parse(pending.observedAt) >= Date.parse(next.observedAt) ? pending : next;
-  const receivedAt = Date.parse(pending.receivedAt) <= Date.parse(next.receivedAt) ? pending.receivedAt : next.receivedAt;
+  const receivedAt =
+    Date.parse(pending.receivedAt) <= Date.parse(next.receivedAt) ? pending.receivedAt : next.receivedAt;
   return { ...latest, receivedAt };
 }
 
@@ -34,14 +35,18 @@ export function latestObserved(pending: SubjectFact | undefined, next: SubjectFa
  */
 export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<void> {
   // Subscriber → the fact key that satisfies it, given for those that leave with it (no horizon, see subscribe).
-  const subscribers = new Map<string, string | undefined>((input.carried?.subscribers ?? []).map((s) => [s.workflowId, s.factKey]));
+  const subscribers = new Map<string, string | undefined>(
+    (input.carried?.subscribers ?? []).map((s) => [s.workflowId, s.factKey]),
+  );
   let lastFactAt = input.carried?.lastFactAt;
   const outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
   // Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
   const refused = refusals();
   let changes = 0;
 
-  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) => workflowIds.forEach((id, i) => subscribe(id, factKeys[i] ?? undefined)));
+  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) =>
+    workflowIds.forEach((id, i) => subscribe(id, factKeys[i] ?? undefined)),
+  );
 
   /**
    * A subscriber given with its fact key leaves when a fact with that key reaches us: the same fact satisfies it
@@ -105,7 +110,9 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
       await continueAsNew<typeof subjectLedgerWorkflow>({
         ...input,
         carried: {
-          subscribers: [...subscribers].map(([workflowId, factKey]) => (factKey === undefined ? { workflowId } : { workflowId, factKey })),
+          subscribers: [...subscribers].map(([workflowId, factKey]) =>
+            factKey === undefined ? { workflowId } : { workflowId, factKey },
+          ),
           lastFactAt,
           outbox: outbox.carry(),
         },

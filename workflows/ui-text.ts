@@ -41,13 +41,16 @@ export function expectationDetails(input: ExpectationInput, subject: string): st
     ['origin task', input.origin.taskId],
     ['origin context', input.origin.contextId],
   ];
-  const body = rows.filter(([, value]) => value !== undefined && value !== '').map(([k, v]) => `| ${k} | ${cell(v!)} |`);
+  const body = rows
+    .filter(([, value]) => value !== undefined && value !== '')
+    .map(([k, v]) => `| ${k} | ${cell(v!)} |`);
   return ['| field | value |', '|---|---|', ...body].join('\n');
 }
 
 /** The current details in markdown: state, current due, satisfaction or withdrawal, and one line per lapse. */
 export function currentDetails(record: ExpectationRecord): string {
-  const due = record.dueAt === record.projectedDueAt ? record.dueAt : `${record.dueAt} (projected ${record.projectedDueAt})`;
+  const due =
+    record.dueAt === record.projectedDueAt ? record.dueAt : `${record.dueAt} (projected ${record.projectedDueAt})`;
   const paragraphs = [`**${record.state}** · due ${due}`];
   if (record.satisfiedBy) {
     const late = record.late ? ' (late)' : '';
@@ -86,7 +89,8 @@ export const subscribeSummary = (ledgerWorkflowId: string): string => `subscribe
 export const linkAnchorSummary = (anchorWorkflowId: string): string => `link to anchor ${anchorWorkflowId}`;
 
 /** The summary of the activity that reads a subject ledger's history before a stalled lapse. */
-export const stallCheckSummary = (ledgerWorkflowId: string): string => `read ${ledgerWorkflowId} for facts not yet sent on, before a stall`;
+export const stallCheckSummary = (ledgerWorkflowId: string): string =>
+  `read ${ledgerWorkflowId} for facts not yet sent on, before a stall`;
 
 /** The summary of the activity that delivers a lapse task (`resend`: which resend an admin asked for, if one). */
 export const deliverLapseSummary = (lapse: LapseKind, agentId: string, resend?: number): string =>

@@ -150,8 +150,12 @@ export function createCardResolver(options: CardResolverOptions): CardResolver {
       const refused = outboundRefusalOf(error);
       if (refused) throw refusedCard(refused);
       // Not the parser's message: it quotes the body, and whatever the URL served is none of the agent's business.
-      if (error instanceof SyntaxError) throw new CardUnreachableError(`the agent card at ${cardUrl} is not JSON`, 'not-json');
-      throw new CardUnreachableError(`the agent card at ${cardUrl} could not be read whole: ${describe(error)}`, 'network');
+      if (error instanceof SyntaxError)
+        throw new CardUnreachableError(`the agent card at ${cardUrl} is not JSON`, 'not-json');
+      throw new CardUnreachableError(
+        `the agent card at ${cardUrl} could not be read whole: ${describe(error)}`,
+        'network',
+      );
     }
     return { json, info: parseAgentCard(json, cardUrl) };
   }

@@ -7,7 +7,8 @@
  * Why an agent's card could not be read. The last four are the guarded fetch's refusals (../outbound/guarded-fetch.ts):
  * the outbound address policy, a redirect, a card over the size cap, a URL it cannot fetch.
  */
-export type CardFailure = 'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card' | 'denied-address' | 'redirect' | 'too-large' | 'bad-url';
+export type CardFailure =
+  'network' | 'timeout' | 'http' | 'not-json' | 'not-a-card' | 'denied-address' | 'redirect' | 'too-large' | 'bad-url';
 
 /** The agent's card could not be fetched or read; its message is safe to show the agent (no address, nothing served). */
 export class CardUnreachableError extends Error {

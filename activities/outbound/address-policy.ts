@@ -105,7 +105,8 @@ function parseIPv6(text: string): bigint | undefined {
   const [head = '', rest] = body.split('::');
   const left = head ? head.split(':') : [];
   const right = rest ? rest.split(':') : [];
-  const groups = rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  const groups =
+    rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
   return groups.reduce((value, group) => (value << 16n) | BigInt(parseInt(group, 16)), 0n);
 }
 
@@ -151,11 +152,20 @@ function contains(r: AddressRange, address: { family: 4 | 6; value: bigint }, po
 }
 
 /** The range with the longest prefix that holds the address (one with a port before one without, on a tie). */
-function longest(ranges: readonly AddressRange[], address: { family: 4 | 6; value: bigint }, port?: number): AddressRange | undefined {
+function longest(
+  ranges: readonly AddressRange[],
+  address: { family: 4 | 6; value: bigint },
+  port?: number,
+): AddressRange | undefined {
   let best: AddressRange | undefined;
   for (const r of ranges) {
     if (!contains(r, address, port)) continue;
-    if (!best || r.prefix > best.prefix || (r.prefix === best.prefix && r.port !== undefined && best.port === undefined)) best = r;
+    if (
+      !best ||
+      r.prefix > best.prefix ||
+      (r.prefix === best.prefix && r.port !== undefined && best.port === undefined)
+    )
+      best = r;
   }
   return best;
 }
@@ -176,7 +186,8 @@ export function decideAddress(rules: OutboundRules, text: string, port?: number)
   const shown = address.family === 4 ? formatAddress(address) : text.replace(/^\[|\]$/g, '');
   const allow = longest(rules.allow, address, port);
   const deny = longest(rules.deny, address, port);
-  if (deny && (!allow || deny.prefix >= allow.prefix)) return { allowed: false, address: shown, range: deny, by: 'deny' };
+  if (deny && (!allow || deny.prefix >= allow.prefix))
+    return { allowed: false, address: shown, range: deny, by: 'deny' };
   if (allow) return { allowed: true, address: shown, range: allow, by: 'allow' };
   const builtIn = longest(NON_PUBLIC_RANGES, address);
   if (builtIn) return { allowed: false, address: shown, range: builtIn, by: 'built-in' };
@@ -219,7 +230,10 @@ function parseEntry(entry: string): Omit<AddressRange, 'name'> | undefined {
 /** One line for the start-up log: what the policy lets through beyond the public internet, and what it stops. */
 export function describeRules(rules: OutboundRules): string {
   const list = (ranges: readonly AddressRange[]) => [...new Set(ranges.map((r) => r.text))].join(', ');
-  const allow = rules.allow.length > 0 ? `allowed beyond the public internet: ${list(rules.allow)}` : 'nothing allowed beyond the public internet';
+  const allow =
+    rules.allow.length > 0
+      ? `allowed beyond the public internet: ${list(rules.allow)}`
+      : 'nothing allowed beyond the public internet';
   const deny = rules.deny.length > 0 ? `; denied: ${list(rules.deny)}` : '';
   return `${allow}${deny}; loopback, link-local, private (RFC 1918, ULA), CGNAT and reserved addresses denied otherwise`;
 }

@@ -106,7 +106,9 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): typeof fe
     try {
       signal.throwIfAborted();
       const host = url.hostname.replace(/^\[|\]$/g, '');
-      const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await untilAborted(resolve(host), signal);
+      const addresses = isIP(host)
+        ? [{ address: host, family: isIP(host) }]
+        : await untilAborted(resolve(host), signal);
       checkAddresses(rules, url, host, addresses);
       const body = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
       return await exchange({ url, host, addresses, request, body, signal, maxBytes, connectTimeoutMs, where });
@@ -129,13 +131,18 @@ function checkAddresses(rules: OutboundRules, url: URL, host: string, addresses:
 }
 
 function whyDenied(decision: AddressDecision): string {
-  const range = decision.range ? `${decision.range.text}${decision.range.name ? ` ${decision.range.name}` : ''}` : 'not an IP address';
+  const range = decision.range
+    ? `${decision.range.text}${decision.range.name ? ` ${decision.range.name}` : ''}`
+    : 'not an IP address';
   if (decision.by === 'deny') return `in ${range}, which WATCHER_OUTBOUND_DENY denies`;
   return `in ${range}, a non-public range WATCHER_OUTBOUND_ALLOW does not allow`;
 }
 
 const tooLargeError = (where: string, maxBytes: number) =>
-  new OutboundRefusedError('too-large', `the answer of ${where} is over the ${maxBytes}-byte cap: the watcher stopped reading it`);
+  new OutboundRefusedError(
+    'too-large',
+    `the answer of ${where} is over the ${maxBytes}-byte cap: the watcher stopped reading it`,
+  );
 
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -158,7 +165,17 @@ interface Exchange {
 }
 
 /** One request on a connection of its own to the checked addresses, its answer read whole up to the cap. */
-function exchange({ url, host, addresses, request, body, signal, maxBytes, connectTimeoutMs, where }: Exchange): Promise<Response> {
+function exchange({
+  url,
+  host,
+  addresses,
+  request,
+  body,
+  signal,
+  maxBytes,
+  connectTimeoutMs,
+  where,
+}: Exchange): Promise<Response> {
   const headers: Record<string, string> = {};
   request.headers.forEach((value, name) => {
     headers[name] = value;
@@ -211,7 +228,12 @@ function exchange({ url, host, addresses, request, body, signal, maxBytes, conne
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
       if (REDIRECTS.has(status)) {
-        fail(new OutboundRefusedError('redirect', `${where} answered HTTP ${status}, a redirect: the watcher follows none`));
+        fail(
+          new OutboundRefusedError(
+            'redirect',
+            `${where} answered HTTP ${status}, a redirect: the watcher follows none`,
+          ),
+        );
         return;
       }
       if (Number(res.headers['content-length'] ?? 0) > maxBytes) {

@@ -8,7 +8,8 @@ import { createBaselineActivities } from './activities.js';
 
 async function main(): Promise<void> {
   const [address, namespace, taskQueue, bundle, firedFile] = process.argv.slice(2);
-  if (!address || !namespace || !taskQueue || !bundle) throw new Error('usage: worker.ts <address> <namespace> <taskQueue> <bundle.js>');
+  if (!address || !namespace || !taskQueue || !bundle)
+    throw new Error('usage: worker.ts <address> <namespace> <taskQueue> <bundle.js>');
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const connection = await NativeConnection.connect({ address });
   const worker = await Worker.create({

@@ -19,12 +19,22 @@ export interface Child {
 }
 
 /** Runs a TypeScript entry point of the repository with `env` on top of this process's environment. */
-export function spawnEntry(script: string, args: string[], env: Record<string, string>, logFile: string, nodeArgs: string[] = []): Child {
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(repoRoot, script), ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export function spawnEntry(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  logFile: string,
+  nodeArgs: string[] = [],
+): Child {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', path.join(repoRoot, script), ...args],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const log = createWriteStream(logFile, { flags: 'a' });
   let tail = '';
   const listeners = new Set<() => void>();
@@ -53,8 +63,14 @@ export function spawnEntry(script: string, args: string[], env: Record<string, s
           else resolve();
         };
         const check = () => pattern.test(tail) && done();
-        const onExit = () => done(new Error(`${script} exited (${child.exitCode}) before ${pattern}; see ${logFile}:\n${tail.slice(-2000)}`));
-        const timer = setTimeout(() => done(new Error(`${script}: no ${pattern} within ${timeoutMs} ms; see ${logFile}`)), timeoutMs);
+        const onExit = () =>
+          done(
+            new Error(`${script} exited (${child.exitCode}) before ${pattern}; see ${logFile}:\n${tail.slice(-2000)}`),
+          );
+        const timer = setTimeout(
+          () => done(new Error(`${script}: no ${pattern} within ${timeoutMs} ms; see ${logFile}`)),
+          timeoutMs,
+        );
         listeners.add(check);
         child.once('exit', onExit);
         check();

@@ -27,11 +27,15 @@ export function stopOnSignals(): void {
   const handler = (signal: NodeJS.Signals) => {
     if (firstAt !== undefined) {
       if (Date.now() - firstAt < RELAYED_WITHIN_MS) return;
-      progress(`${signal} again: exiting without waiting; ${pending.size} process(es) may still run (dev servers, PostgreSQL under the run's data directory)`);
+      progress(
+        `${signal} again: exiting without waiting; ${pending.size} process(es) may still run (dev servers, PostgreSQL under the run's data directory)`,
+      );
       process.exit(130);
     }
     firstAt = Date.now();
-    progress(`${signal}: stopping ${pending.size} process(es) (a second Ctrl-C after ${RELAYED_WITHIN_MS / 1000} s exits at once)`);
+    progress(
+      `${signal}: stopping ${pending.size} process(es) (a second Ctrl-C after ${RELAYED_WITHIN_MS / 1000} s exits at once)`,
+    );
     void Promise.allSettled([...pending].map((stop) => stop())).then(() => process.exit(130));
   };
   process.on('SIGINT', handler);

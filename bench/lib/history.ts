@@ -96,7 +96,11 @@ export function countEvents(workflowId: string, events: HistoryEvent[]): History
 }
 
 /** Milliseconds between the first event of type `from` and the first of type `to` after it, if both exist. */
-function between(events: HistoryEvent[], from: (e: HistoryEvent) => boolean, to: (e: HistoryEvent) => boolean): number | undefined {
+function between(
+  events: HistoryEvent[],
+  from: (e: HistoryEvent) => boolean,
+  to: (e: HistoryEvent) => boolean,
+): number | undefined {
   const start = events.find(from);
   if (!start) return undefined;
   const end = events.find((e) => e.id > start.id && to(e));
@@ -113,8 +117,11 @@ const is = (type: string, activityType?: string) => (e: HistoryEvent) =>
 export function raiseStages(events: HistoryEvent[]): Record<string, number | undefined> {
   const activity = (type: string) => {
     const scheduled = events.find(is('ACTIVITY_TASK_SCHEDULED', type));
-    const started = scheduled && events.find((e) => e.type === 'EVENT_TYPE_ACTIVITY_TASK_STARTED' && e.scheduledEventId === scheduled.id);
-    const completed = started && events.find((e) => e.id > started.id && e.type === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
+    const started =
+      scheduled &&
+      events.find((e) => e.type === 'EVENT_TYPE_ACTIVITY_TASK_STARTED' && e.scheduledEventId === scheduled.id);
+    const completed =
+      started && events.find((e) => e.id > started.id && e.type === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
     return {
       queue: started && scheduled ? started.timeMs - scheduled.timeMs : undefined,
       run: completed && started ? completed.timeMs - started.timeMs : undefined,
@@ -149,9 +156,15 @@ export interface HistoryTotals {
  * Lists every workflow `query` matches (visibility), reads the histories of at most `cap` of them, evenly spread
  * over the list, and scales their sums to the whole list.
  */
-export async function historyTotals(client: Client, query: string, cap: number, concurrency = 8): Promise<HistoryTotals> {
+export async function historyTotals(
+  client: Client,
+  query: string,
+  cap: number,
+  concurrency = 8,
+): Promise<HistoryTotals> {
   const listed: Array<{ workflowId: string; runId: string }> = [];
-  for await (const execution of client.workflow.list({ query })) listed.push({ workflowId: execution.workflowId, runId: execution.runId });
+  for await (const execution of client.workflow.list({ query }))
+    listed.push({ workflowId: execution.workflowId, runId: execution.runId });
   const step = Math.max(1, listed.length / cap);
   const sample = Array.from({ length: Math.min(cap, listed.length) }, (_, i) => listed[Math.floor(i * step)]!);
   const sums = { events: 0, bytes: 0, workflowTasks: 0, actions: 0 };
@@ -181,7 +194,10 @@ export async function historyTotals(client: Client, query: string, cap: number, 
  * whose payloads name one of `mentions` (its fact key, its workflow id), and the three events of each workflow task
  * that handled one (an upper bound: a router handles many in one task). Bytes are the encoded size of those events.
  */
-export function shareOf(history: proto.temporal.api.history.v1.IHistory, mentions: readonly string[]): { count: HistoryCount; bytes: number } {
+export function shareOf(
+  history: proto.temporal.api.history.v1.IHistory,
+  mentions: readonly string[],
+): { count: HistoryCount; bytes: number } {
   const kept: proto.temporal.api.history.v1.IHistoryEvent[] = [];
   let related = false;
   let pendingTask: proto.temporal.api.history.v1.IHistoryEvent[] = [];
@@ -203,6 +219,9 @@ export function shareOf(history: proto.temporal.api.history.v1.IHistory, mention
       related = true;
     }
   }
-  const bytes = kept.reduce((sum, event) => sum + proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length, 0);
+  const bytes = kept.reduce(
+    (sum, event) => sum + proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length,
+    0,
+  );
   return { count: countEvents('share', eventsOf({ events: kept })), bytes };
 }

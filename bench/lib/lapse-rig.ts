@@ -93,7 +93,14 @@ export async function startProcessRig(
     const worker = spawnEntry('src/worker.ts', [], env, path.join(dir, 'worker.log'));
     children.push(worker);
     await worker.waitFor(/worker running/);
-    const { port, firedFile } = await spawnBridgeAndRawWorker({ server, env, dir, rawQueue: baselineQueue, baselineBundle, children });
+    const { port, firedFile } = await spawnBridgeAndRawWorker({
+      server,
+      env,
+      dir,
+      rawQueue: baselineQueue,
+      baselineBundle,
+      children,
+    });
     const expected = { facts: 0, subjects: 0 };
     return {
       workers: 'processes of their own',
@@ -106,7 +113,11 @@ export async function startProcessRig(
       async expectLedgers(facts, subjects) {
         expected.facts += facts;
         expected.subjects += subjects;
-        await waitLedgersStarted(client, queue, expected, { label: 'lapse lateness', timeoutMs: 600_000, intervalMs: 500 });
+        await waitLedgersStarted(client, queue, expected, {
+          label: 'lapse lateness',
+          timeoutMs: 600_000,
+          intervalMs: 500,
+        });
       },
       workerCardFetches: () => undefined,
       close,

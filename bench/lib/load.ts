@@ -42,7 +42,12 @@ export async function runPool(
   count: number,
   concurrency: number,
   task: (index: number) => Promise<unknown>,
-  options: { maxErrors?: number; onProgress?: (done: number) => void; onDone?: (index: number) => void; stop?: () => boolean } = {},
+  options: {
+    maxErrors?: number;
+    onProgress?: (done: number) => void;
+    onDone?: (index: number) => void;
+    stop?: () => boolean;
+  } = {},
 ): Promise<PoolResult> {
   const latenciesMs = new Array<number>(count).fill(Number.NaN);
   const errors: string[] = [];

@@ -96,7 +96,10 @@ export async function runOpenLoop<T extends { atMs: number }>(
       entry.attempts++;
       let attempt: Attempt;
       try {
-        attempt = await send(entry.request, AbortSignal.any([stop.signal, AbortSignal.timeout(options.attemptTimeoutMs)]));
+        attempt = await send(
+          entry.request,
+          AbortSignal.any([stop.signal, AbortSignal.timeout(options.attemptTimeoutMs)]),
+        );
       } catch (error) {
         attempt = { answer: 'none', detail: error instanceof Error ? error.message : String(error) };
       }
@@ -116,8 +119,12 @@ export async function runOpenLoop<T extends { atMs: number }>(
         if (details.length < 5 && attempt.detail) details.push(attempt.detail.slice(0, 300));
         return;
       }
-      if (refusals.length < 3 && attempt.detail && (attempt.answer === '429' || attempt.answer === '503')) refusals.push(attempt.detail.slice(0, 300));
-      const waitMs = attempt.answer === 'none' ? RETRY_WITHOUT_ANSWER_MS : Math.min(attempt.retryAfterMs ?? RETRY_WITHOUT_ANSWER_MS, MAX_RETRY_AFTER_MS);
+      if (refusals.length < 3 && attempt.detail && (attempt.answer === '429' || attempt.answer === '503'))
+        refusals.push(attempt.detail.slice(0, 300));
+      const waitMs =
+        attempt.answer === 'none'
+          ? RETRY_WITHOUT_ANSWER_MS
+          : Math.min(attempt.retryAfterMs ?? RETRY_WITHOUT_ANSWER_MS, MAX_RETRY_AFTER_MS);
       if (entry.attempts >= options.maxAttempts) return;
       try {
         await sleep(waitMs, undefined, { signal: stop.signal });
@@ -141,7 +148,10 @@ export async function runOpenLoop<T extends { atMs: number }>(
 
   const tailEnds = options.t0 + options.durationMs + options.tailMs;
   const tail = new AbortController();
-  await Promise.race([Promise.all(outstanding), sleep(Math.max(0, tailEnds - Date.now()), undefined, { signal: tail.signal }).catch(() => {})]);
+  await Promise.race([
+    Promise.all(outstanding),
+    sleep(Math.max(0, tailEnds - Date.now()), undefined, { signal: tail.signal }).catch(() => {}),
+  ]);
   tail.abort();
   stop.abort();
   await Promise.all(outstanding);

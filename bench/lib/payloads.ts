@@ -11,7 +11,8 @@ export const runPrefix = `bench-${randomUUID().slice(0, 8)}`;
 const DAY_MS = 24 * 3600 * 1000;
 
 /** An RFC 3339 UTC instant without milliseconds. */
-export const instant = (ms: number): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+export const instant = (ms: number): string =>
+  new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
 /** Due about six months from now: never lapses during a run. */
 export const monthsAhead = (): string => instant(Date.now() + 182 * DAY_MS);

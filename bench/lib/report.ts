@@ -65,7 +65,13 @@ export function judgeTargets(results: Omit<BenchResults, 'targets'>): Target[] {
     });
   }
   const f = results.factLatency;
-  if (f) targets.push({ name: 'Fact to satisfied p99', target: '≤ 250 ms', measured: `${f.oursMs.p99} ms`, hit: f.oursMs.p99 <= 250 });
+  if (f)
+    targets.push({
+      name: 'Fact to satisfied p99',
+      target: '≤ 250 ms',
+      measured: `${f.oursMs.p99} ms`,
+      hit: f.oursMs.p99 <= 250,
+    });
   const at200 = results.lapse?.find((l) => l.count === 200);
   if (at200) {
     targets.push({
@@ -132,7 +138,9 @@ export function markdown(results: BenchResults): string {
     lines.push(
       `| Fact → satisfied, p50 / p95 / p99 (${f.samples} samples) | ${ms(f.oursMs)} | signal → result ${ms(f.rawMs)} | p50 ${f.ratios.p50}, p99 ${f.ratios.p99} | p99 ≤ 250 ms | ${verdict(targetOf('Fact to satisfied p99')?.hit)} |`,
       ...(f.rawQueryMs
-        ? [`| Fact → satisfied, against the raw signal read the same way (query polled) | ${ms(f.oursMs)} | signal → query sees it ${ms(f.rawQueryMs)} | p50 ${f.ratios.queryP50}, p99 ${f.ratios.queryP99} | | |`]
+        ? [
+            `| Fact → satisfied, against the raw signal read the same way (query polled) | ${ms(f.oursMs)} | signal → query sees it ${ms(f.rawQueryMs)} | p50 ${f.ratios.queryP50}, p99 ${f.ratios.queryP99} | | |`,
+          ]
         : []),
     );
   }
@@ -182,10 +190,16 @@ export function markdown(results: BenchResults): string {
   if (tr) {
     const top = Math.max(...tr.options.rates);
     const knee = (rate: number | undefined) =>
-      rate === undefined ? `below ${Math.min(...tr.options.rates)} raises/s` : rate === top ? `≥ ${rate} raises/s (the ramp's top)` : `${rate} raises/s`;
+      rate === undefined
+        ? `below ${Math.min(...tr.options.rates)} raises/s`
+        : rate === top
+          ? `≥ ${rate} raises/s (the ramp's top)`
+          : `${rate} raises/s`;
     // Raw unbroken at the ramp's top: its knee is higher, so the ratio is at most this.
     const kneeRatio =
-      tr.knee.ours !== undefined && tr.knee.raw !== undefined ? `${tr.knee.raw === top ? '≤ ' : ''}${(tr.knee.ours / tr.knee.raw).toFixed(2)}` : '—';
+      tr.knee.ours !== undefined && tr.knee.raw !== undefined
+        ? `${tr.knee.raw === top ? '≤ ' : ''}${(tr.knee.ours / tr.knee.raw).toFixed(2)}`
+        : '—';
     lines.push(
       `| Traffic, open loop at ${tr.options.rates.join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee(tr.knee.ours)} | ${knee(tr.knee.raw)} | ${kneeRatio} | | |`,
     );
@@ -199,7 +213,8 @@ export function markdown(results: BenchResults): string {
     const db = t.single.cpuMsPerItem.database !== undefined;
     const cpuCell = (c: { node: number; server?: number; database?: number }) =>
       `${c.node} / ${c.server ?? '—'}${db ? ` / ${c.database ?? '—'}` : ''} ms`;
-    const sum = (key: 'events' | 'workflowTasks' | 'actions') => t.histories.ours.reduce((total, h) => total + h[key], 0);
+    const sum = (key: 'events' | 'workflowTasks' | 'actions') =>
+      t.histories.ours.reduce((total, h) => total + h[key], 0);
     lines.push(
       `| Workflows per raise (1 per request) | 2: expectation, subject ledger (and a share of a fact router) | 1 |`,
       `| History events per raise (expectation + its share of the fact router + subject ledger) | ${sum('events')} (${expectation!.events} + ${factRouter!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
@@ -229,14 +244,20 @@ export function markdown(results: BenchResults): string {
   if (f) {
     lines.push(
       `| Fact POST ?wait=true answered (bridge + ledger update + the expectation's takeFact) p50 / p95 / p99 | ${ms(f.postMs)} | |`,
-      ...(f.answeredSatisfied === undefined ? [] : [`| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`]),
+      ...(f.answeredSatisfied === undefined
+        ? []
+        : [
+            `| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`,
+          ]),
       `| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`,
       `| Queries per sample until satisfied, p50 / p99 | ${f.pollsPerSample.p50} / ${f.pollsPerSample.p99} | |`,
     );
   }
   for (const l of results.lapse ?? []) {
     lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
-    lines.push(`| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses ?? '— (worker in its own process)'} | |`);
+    lines.push(
+      `| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses ?? '— (worker in its own process)'} | |`,
+    );
     if (l.workers) lines.push(`| Lapse ${n(l.count)}: where the workers ran | ${l.workers} | the same |`);
   }
   if (results.cost) lines.push('', ...costRows(results.cost));
@@ -270,7 +291,7 @@ function costRows(cost: CostResult): string[] {
   rows.push(
     '',
     `- Raised through a bridge with fact retention ${cost.settings.factRetention} and late window ${cost.settings.lateWindow}, so that every ledger closes within the run; longer settings move the last timer, not what is written. Bytes: the histories as the server serves them (protobuf). Actions: Temporal Cloud's billable actions, counted from the histories.`,
-    '- Superseded: its subject ledger is shared with the replacement (the same shipment) and counted here whole; the replacement\'s own expectation and fact ledger are not.',
+    "- Superseded: its subject ledger is shared with the replacement (the same shipment) and counted here whole; the replacement's own expectation and fact ledger are not.",
   );
   return rows;
 }
@@ -292,7 +313,8 @@ export function trafficRows(traffic: TrafficResult): string[] {
   for (const step of traffic.steps) {
     for (const s of [step.ours, step.raw]) {
       const a = s.answers;
-      const settled = s.settledPerSec === undefined ? `not within ${(o.settleMs / 1000).toFixed(0)} s` : `${s.settledPerSec}`;
+      const settled =
+        s.settledPerSec === undefined ? `not within ${(o.settleMs / 1000).toFixed(0)} s` : `${s.settledPerSec}`;
       rows.push(
         `| ${s.rate} | ${side(s)} | ${s.offeredPerSec.items} (${s.offeredPerSec.raises} + ${s.offeredPerSec.facts}) | ${s.acceptedPerSec} / ${settled} | ${a['200']} / ${a['429']} / ${a['503']} / ${a.other} / ${a.none} | ${s.lostRequests} (${s.lostItems}; ${s.abandonedRequests}) | ${p50p99(s.answerMs)} | ${s.backlogAtStart ?? '—'} / ${s.otherBacklogAtStart ?? '—'} |`,
       );
@@ -319,7 +341,7 @@ export function trafficRows(traffic: TrafficResult): string[] {
     '',
     `- Open loop: each request is sent at its instant whatever is outstanding; a 429 or 503 is resent after its Retry-After, a request without an answer (${o.attemptTimeoutMs / 1000} s) after 1 s, ${o.maxAttempts} attempts at most; lost: never answered 200 (refused on every attempt, or still unanswered ${o.tailMs / 1000} s after the step's schedule: abandoned). Accepted: items of requests answered 200 over max(step, last 200); settled: until the side's task queues had no backlog (twice, 0.5 s apart), waited for ${o.settleMs / 1000} s at most. Answer time: first send → 200, resends included (raw: requests that made a call).`,
     `- Mix per step, from ${traffic.agents} agents and one feed: ${traffic.steps.map((step) => mixOf(step.rate, step.ours.mix)).join('; ')}. The 80 on one key and the 10 on the hot subject come first out of each step's raises, so a low rate has few of the others.`,
-    '- Caused by the backlog: an overdue lapse of an expectation whose fact the bridge had answered 200 before the deadline (dueAt + grace), a stall although a fact on the subject was answered after the raise and before the horizon, a skip although the skipped step\'s fact was answered before its successor\'s was sent. Raw does the least: a timer and a signal per expectation, no stall or skip, so only its timers can lapse; a raw lapse is the backlog\'s when its signal had been answered before the deadline.',
+    "- Caused by the backlog: an overdue lapse of an expectation whose fact the bridge had answered 200 before the deadline (dueAt + grace), a stall although a fact on the subject was answered after the raise and before the horizon, a skip although the skipped step's fact was answered before its successor's was sent. Raw does the least: a timer and a signal per expectation, no stall or skip, so only its timers can lapse; a raw lapse is the backlog's when its signal had been answered before the deadline.",
     `- Actions and history bytes: every workflow the step started on the side's task queue (visibility), from up to ${n(o.historyCap)} histories read at the end and scaled; actions as Temporal Cloud bills them (bench/lib/history.ts). Records read at the end: ${traffic.recordsRead} (${traffic.recordErrors} failed).`,
   );
   return rows;

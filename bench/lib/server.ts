@@ -54,7 +54,12 @@ export function temporalCliPath(): string | undefined {
 }
 
 /** Starts a fresh embedded dev server or cluster under `dir`, or connects to the configured cluster. */
-export async function startServer(config: Config, dir: string, label: string, kind: ServerKind = 'dev'): Promise<BenchServer> {
+export async function startServer(
+  config: Config,
+  dir: string,
+  label: string,
+  kind: ServerKind = 'dev',
+): Promise<BenchServer> {
   const options = connectionOptions(config.temporal);
   if (config.temporal.address) {
     progress(`${label}: using the Temporal cluster at ${config.temporal.address}`);
@@ -79,7 +84,9 @@ export async function startServer(config: Config, dir: string, label: string, ki
   });
   if (devServer.pid === undefined) {
     await devServer.stop();
-    throw new Error('the embedded dev server runs inside the SDK (no temporal CLI): its memory cannot be measured apart');
+    throw new Error(
+      'the embedded dev server runs inside the SDK (no temporal CLI): its memory cannot be measured apart',
+    );
   }
   progress(`${label}: embedded dev server on ${devServer.address} (pid ${devServer.pid}, SQLite ${dbFile})`);
   const unregister = onInterrupt(() => devServer.stop());
@@ -102,7 +109,11 @@ function postmasterPid(dataDir: string): number {
 }
 
 /** A fresh cluster under `dir` (PostgreSQL data, logs, configuration), every port a free one. */
-async function startCluster(dir: string, label: string, options: BenchServer['connectionOptions']): Promise<BenchServer> {
+async function startCluster(
+  dir: string,
+  label: string,
+  options: BenchServer['connectionOptions'],
+): Promise<BenchServer> {
   const t0 = Date.now();
   let started: TemporalCluster | undefined;
   // Stopped on Ctrl-C even while it is still starting (startTemporalCluster stops what it started when it fails).
@@ -114,7 +125,8 @@ async function startCluster(dir: string, label: string, options: BenchServer['co
     throw error;
   }
   const cluster = started;
-  const pids = () => Object.values(cluster.services).flatMap((service) => (service.pid === undefined ? [] : [service.pid]));
+  const pids = () =>
+    Object.values(cluster.services).flatMap((service) => (service.pid === undefined ? [] : [service.pid]));
   progress(
     `${label}: Temporal cluster on ${cluster.address} in ${((Date.now() - t0) / 1000).toFixed(1)} s (services ${pids().join(', ')}, PostgreSQL 127.0.0.1:${cluster.postgres.port}, UI ${cluster.uiUrl}, logs ${cluster.logDir})`,
   );

@@ -94,7 +94,12 @@ export async function startStack(
   const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
   const principals = createPrincipalStore({
     principals: [
-      { id: 'bench-agent', tokenSha256: tokenSha256(tokens.agent), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
+      {
+        id: 'bench-agent',
+        tokenSha256: tokenSha256(tokens.agent),
+        roles: ['agent'],
+        agent: { cardUrl: agent.cardUrl },
+      },
       // A feed that may read: its facts' answers (wait=true) list the expectations they satisfied.
       { id: 'bench-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter', 'reader'] },
     ],
@@ -162,11 +167,16 @@ export async function startStack(
     counters,
     expected,
     async waitSettled(timeoutMs = 600_000) {
-      await waitLedgersStarted(client, watcherQueue, { facts: expected.factLedgers, subjects: expected.subjectLedgers }, {
-        label: 'settling',
-        timeoutMs,
-        intervalMs: 500,
-      });
+      await waitLedgersStarted(
+        client,
+        watcherQueue,
+        { facts: expected.factLedgers, subjects: expected.subjectLedgers },
+        {
+          label: 'settling',
+          timeoutMs,
+          intervalMs: 500,
+        },
+      );
     },
     async openBridge(settings) {
       const other = await listenOnLoopback(bridgeOn({ ...defaults, ...settings }));

@@ -103,7 +103,8 @@ export function sendsOf(plan: StepPlan, sent: readonly Sent<TrafficRequest>[]): 
       push(sends.byKey, fact.factKey, send);
       const subjects = new Set<string>(fact.subject ? [subjectKey(fact.subject)] : []);
       // A fact that satisfies an expectation is also a fact on that expectation's subject (DESIGN 3.2).
-      for (const id of plan.waiting.get(fact.factKey) ?? []) subjects.add(subjectKey(plan.expectations.get(id)!.expectation.subject));
+      for (const id of plan.waiting.get(fact.factKey) ?? [])
+        subjects.add(subjectKey(plan.expectations.get(id)!.expectation.subject));
       for (const subject of subjects) push(sends.bySubject, subject, send);
     }
   }
@@ -112,7 +113,9 @@ export function sendsOf(plan: StepPlan, sent: readonly Sent<TrafficRequest>[]): 
 
 /** The earliest answer before `ms`, if any. */
 const answeredBefore = (sends: Send[] | undefined, ms: number) =>
-  (sends ?? []).filter((s) => s.answeredAt !== undefined && s.answeredAt < ms).sort((a, b) => a.answeredAt! - b.answeredAt!)[0];
+  (sends ?? [])
+    .filter((s) => s.answeredAt !== undefined && s.answeredAt < ms)
+    .sort((a, b) => a.answeredAt! - b.answeredAt!)[0];
 const firstAnswered = (sends: Send[] | undefined) =>
   (sends ?? []).filter((s) => s.answeredAt !== undefined).sort((a, b) => a.answeredAt! - b.answeredAt!)[0];
 const firstSent = (sends: Send[] | undefined) => Math.min(...(sends ?? []).map((s) => s.sentAt));
@@ -162,7 +165,9 @@ export function judgeOurLapses(
       deadline = Date.parse(e.horizon);
       judgedOn = deadline;
       const raisedAt = sends.raiseAnsweredAt.get(e.expectationId);
-      const after = (sends.bySubject.get(subjectKey(e.subject)) ?? []).filter((s) => raisedAt !== undefined && s.sentAt >= raisedAt);
+      const after = (sends.bySubject.get(subjectKey(e.subject)) ?? []).filter(
+        (s) => raisedAt !== undefined && s.sentAt >= raisedAt,
+      );
       prevented = answeredBefore(after, deadline);
     } else if (l.lapse === 'skipped') {
       const after = l.satisfiedAfter?.[0] ? plan.expectations.get(l.satisfiedAfter[0]) : undefined;
@@ -206,7 +211,9 @@ export function judgeOurLapses(
     }
     if (e.horizon && Date.parse(e.horizon) < judgedBy) {
       const horizon = Date.parse(e.horizon);
-      const fed = (sends.bySubject.get(subjectKey(e.subject)) ?? []).some((s) => s.sentAt < horizon && (s.answeredAt ?? Infinity) > sends.raiseSentAt.get(id)!);
+      const fed = (sends.bySubject.get(subjectKey(e.subject)) ?? []).some(
+        (s) => s.sentAt < horizon && (s.answeredAt ?? Infinity) > sends.raiseSentAt.get(id)!,
+      );
       if (!fed) {
         due++;
         if (!lapsed.has(`${id}|stalled`)) missing++;
@@ -240,7 +247,12 @@ export function judgeOurLapses(
 }
 
 /** Judges raw Temporal's lapses of one step (its timers' activities: workflow id → epoch ms), seen by `endMs`. */
-export function judgeRawLapses(plan: StepPlan, sends: Sends, firedAt: ReadonlyMap<string, number>, endMs: number): LapseReport {
+export function judgeRawLapses(
+  plan: StepPlan,
+  sends: Sends,
+  firedAt: ReadonlyMap<string, number>,
+  endMs: number,
+): LapseReport {
   const examples: BacklogExample[] = [];
   const byKind = zeroKinds();
   const backlog = zeroKinds();

@@ -155,7 +155,13 @@ export function planStep(options: PlanOptions): StepPlan {
     return { expectation, graceMs, deadlineMs, rawDeadlineMs: rawDeadlineMs ?? deadlineMs ?? farMs };
   };
   const raise = (atMs: number, list: PlannedExpectation[]) => {
-    requests.push({ kind: 'raise', atMs, agent: agent++ % options.agents, taskId: `${options.prefix}-task-${requests.length}`, expectations: list });
+    requests.push({
+      kind: 'raise',
+      atMs,
+      agent: agent++ % options.agents,
+      taskId: `${options.prefix}-task-${requests.length}`,
+      expectations: list,
+    });
     for (const p of list) {
       expectations.set(p.expectation.expectationId, p);
       const key = p.expectation.satisfiedBy.factKey;
@@ -168,7 +174,10 @@ export function planStep(options: PlanOptions): StepPlan {
   /** The satisfying fact of `e` at `atMs`, with its subject four times in five. */
   const satisfy = (atMs: number, e: Expectation) => {
     if (atMs >= D) return;
-    satisfying.push({ atMs: inStep(atMs), fact: { factKey: e.satisfiedBy.factKey, ...(random() < 0.8 ? { subject: e.subject } : {}) } });
+    satisfying.push({
+      atMs: inStep(atMs),
+      fact: { factKey: e.satisfiedBy.factKey, ...(random() < 0.8 ? { subject: e.subject } : {}) },
+    });
   };
   const deadlineSoon = (offsetMs: number, low: number, high: number) => at(offsetMs + between(low, high));
 
@@ -177,7 +186,10 @@ export function planStep(options: PlanOptions): StepPlan {
   const hotKeyFactMs = D / 2;
   for (let b = 0; b < HOT_KEY_WAITERS / 10; b++) {
     const list = Array.from({ length: 10 }, (_, i) =>
-      planned({ ...expectationFor(`${options.prefix}-k${b}-${i}`, `${options.prefix}-K${b}`, at(hotKeyFactMs + 8_000), GRACE), satisfiedBy: { factKey: hotKey } }),
+      planned({
+        ...expectationFor(`${options.prefix}-k${b}-${i}`, `${options.prefix}-K${b}`, at(hotKeyFactMs + 8_000), GRACE),
+        satisfiedBy: { factKey: hotKey },
+      }),
     );
     raise((b * 0.2 * D) / 8, list);
     pool.push({ atMs: (b * 0.2 * D) / 8 + 1_000, subject: shipment(`${options.prefix}-K${b}`) });
@@ -191,7 +203,8 @@ export function planStep(options: PlanOptions): StepPlan {
     planned({ ...expectationFor(`${options.prefix}-h${i}`, hotSubject.id, far), horizon: at(hotRaiseMs + 10_000) }),
   );
   raise(hotRaiseMs, onHot);
-  for (const p of onHot) satisfying.push({ atMs: 0.8 * D, fact: { factKey: p.expectation.satisfiedBy.factKey, subject: hotSubject } });
+  for (const p of onHot)
+    satisfying.push({ atMs: 0.8 * D, fact: { factKey: p.expectation.satisfiedBy.factKey, subject: hotSubject } });
 
   // The steady mix, spread over the step in a shuffled order.
   const rest = Math.max(0, total - mix.raises);
@@ -210,7 +223,18 @@ export function planStep(options: PlanOptions): StepPlan {
       const id = `${options.prefix}-s${k}`;
       const subject = `${options.prefix}-S${k}`;
       const draw = random();
-      let fate = draw < 0.35 ? 'soon' : draw < 0.5 ? 'open' : draw < 0.75 ? 'fact-before-deadline' : draw < 0.85 ? 'no-fact' : draw < 0.95 ? 'fed' : 'starved';
+      let fate =
+        draw < 0.35
+          ? 'soon'
+          : draw < 0.5
+            ? 'open'
+            : draw < 0.75
+              ? 'fact-before-deadline'
+              : draw < 0.85
+                ? 'no-fact'
+                : draw < 0.95
+                  ? 'fed'
+                  : 'starved';
       // A deadline or horizon that would fall past the step's end: satisfied soon instead.
       if ((fate === 'fact-before-deadline' || fate === 'no-fact') && t > D - DEADLINE_ROOM_MS) fate = 'soon';
       if ((fate === 'fed' || fate === 'starved') && t > D - HORIZON_ROOM_MS) fate = 'soon';
@@ -235,7 +259,10 @@ export function planStep(options: PlanOptions): StepPlan {
         const p = planned({ ...expectationFor(id, subject, far), horizon: at(horizonMs) });
         raise(t, [p]);
         if (fate === 'fed') {
-          loose.push({ atMs: inStep(t + between(2_000, horizonMs - t - 3_000)), fact: { factKey: `${options.prefix}/evt-fed-${k}`, subject: shipment(subject) } });
+          loose.push({
+            atMs: inStep(t + between(2_000, horizonMs - t - 3_000)),
+            fact: { factKey: `${options.prefix}/evt-fed-${k}`, subject: shipment(subject) },
+          });
           pool.push({ atMs: t + 1_000, subject: shipment(subject) });
         }
       }
@@ -245,7 +272,12 @@ export function planStep(options: PlanOptions): StepPlan {
       const inRun = random() < 0.5 && t <= D - DEADLINE_ROOM_MS;
       const horizon = random() < 1 / 3 && t <= D - HORIZON_ROOM_MS ? { horizon: at(t + 12_000) } : {};
       const dueAt = inRun ? deadlineSoon(t, 12_000, 20_000) : far;
-      const list = Array.from({ length: 10 }, (_, i) => planned({ ...expectationFor(`${options.prefix}-b${k}-${i}`, subject, dueAt, inRun ? GRACE : undefined), ...horizon }));
+      const list = Array.from({ length: 10 }, (_, i) =>
+        planned({
+          ...expectationFor(`${options.prefix}-b${k}-${i}`, subject, dueAt, inRun ? GRACE : undefined),
+          ...horizon,
+        }),
+      );
       raise(t, list);
       list.forEach((p, i) => {
         if (inRun && i < 7) {
@@ -253,7 +285,11 @@ export function planStep(options: PlanOptions): StepPlan {
           mix.factBeforeDeadline++;
         } else if (!inRun && i < 5) satisfy(t + between(2_000, 15_000), p.expectation);
       });
-      if (horizon.horizon) loose.push({ atMs: inStep(t + between(3_000, 9_000)), fact: { factKey: `${options.prefix}/evt-batch-${k}`, subject: shipment(subject) } });
+      if (horizon.horizon)
+        loose.push({
+          atMs: inStep(t + between(3_000, 9_000)),
+          fact: { factKey: `${options.prefix}/evt-batch-${k}`, subject: shipment(subject) },
+        });
       pool.push({ atMs: t + 1_000, subject: shipment(subject) });
     }
   });
@@ -268,7 +304,11 @@ export function planStep(options: PlanOptions): StepPlan {
     const pickupFactMs = random() < 0.75 ? t + between(3_000, 6_000) : undefined;
     const transitProjected = at(t + 20_000);
     const transit = planned(
-      { ...expectationFor(id('b'), subject, transitProjected, GRACE), after: [id('a')], anchor: { expectationId: id('a'), offset: 'PT10S' } },
+      {
+        ...expectationFor(id('b'), subject, transitProjected, GRACE),
+        after: [id('a')],
+        anchor: { expectationId: id('a'), offset: 'PT10S' },
+      },
       pickupFactMs === undefined ? undefined : options.t0 + pickupFactMs + 10_000 + GRACE_MS,
     );
     const delivery = planned({ ...expectationFor(id('c'), subject, far), after: [id('b')] });
@@ -295,7 +335,8 @@ export function planStep(options: PlanOptions): StepPlan {
   const repeats = Math.max(0, Math.round(factTotal / 5) - satisfying.length);
   for (let i = 0; i < repeats && firstSends.length > 0; i++) {
     const original = firstSends[Math.floor(random() * firstSends.length)]!;
-    if (original.atMs + 1_000 < D) loose.push({ atMs: inStep(original.atMs + between(1_000, 8_000)), fact: original.fact });
+    if (original.atMs + 1_000 < D)
+      loose.push({ atMs: inStep(original.atMs + between(1_000, 8_000)), fact: original.fact });
   }
 
   // The unexpected rest: a fifth of all facts on the hot subject, the others with a subject five times in six.
@@ -312,7 +353,10 @@ export function planStep(options: PlanOptions): StepPlan {
   };
   const hotFacts = Math.round(factTotal / 5);
   for (let i = 0; i < hotFacts; i++) {
-    loose.push({ atMs: random() * D, fact: { factKey: `${options.prefix}/hot-evt-${Math.floor(random() * Math.max(total, 1))}`, subject: hotSubject } });
+    loose.push({
+      atMs: random() * D,
+      fact: { factKey: `${options.prefix}/hot-evt-${Math.floor(random() * Math.max(total, 1))}`, subject: hotSubject },
+    });
   }
   const planSoFar = satisfying.length + loose.length;
   const unexpected = Math.max(0, factTotal - planSoFar);

@@ -63,7 +63,12 @@ export async function startTrafficRig(
       principalsFile,
       JSON.stringify({
         principals: [
-          ...agents.map((agent, i) => ({ id: `traffic-agent-${i + 1}`, tokenSha256: sha256(agentTokens[i]!), roles: ['agent'], agent: { cardUrl: agent.cardUrl } })),
+          ...agents.map((agent, i) => ({
+            id: `traffic-agent-${i + 1}`,
+            tokenSha256: sha256(agentTokens[i]!),
+            roles: ['agent'],
+            agent: { cardUrl: agent.cardUrl },
+          })),
           { id: 'traffic-feed', tokenSha256: sha256(feedToken), roles: ['reporter', 'reader'] },
         ],
       }),
@@ -72,12 +77,24 @@ export async function startTrafficRig(
     const worker = spawnEntry(
       'src/worker.ts',
       [],
-      { ...env, WATCHER_WORKFLOW_BUNDLE: bundles.watcher, WATCHER_WORKER_METRICS_PORT: '0', NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS },
+      {
+        ...env,
+        WATCHER_WORKFLOW_BUNDLE: bundles.watcher,
+        WATCHER_WORKER_METRICS_PORT: '0',
+        NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS,
+      },
       path.join(dir, 'worker.log'),
     );
     children.push(worker);
     await worker.waitFor(/worker running/);
-    const { bridge, raw, port, firedFile } = await spawnBridgeAndRawWorker({ server, env, dir, rawQueue, baselineBundle: bundles.baseline, children });
+    const { bridge, raw, port, firedFile } = await spawnBridgeAndRawWorker({
+      server,
+      env,
+      dir,
+      rawQueue,
+      baselineBundle: bundles.baseline,
+      children,
+    });
     connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
     return {
       server,

@@ -36,7 +36,12 @@ export function watcherEnv(server: BenchServer, queue: string, dataDir: string):
  */
 export function writeAgentPrincipals(file: string, cardUrl: string): string {
   const token = `agent-${randomUUID()}`;
-  writeFileSync(file, JSON.stringify({ principals: [{ id: 'bench-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl } }] }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      principals: [{ id: 'bench-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl } }],
+    }),
+  );
   return token;
 }
 
@@ -50,7 +55,8 @@ export async function waitLedgersStarted(
   expected: { facts: number; subjects: number },
   options: { label: string; timeoutMs: number; intervalMs?: number },
 ): Promise<void> {
-  const countOf = async (type: string) => (await client.workflow.count(`WorkflowType = '${type}' AND TaskQueue = '${queue}'`)).count;
+  const countOf = async (type: string) =>
+    (await client.workflow.count(`WorkflowType = '${type}' AND TaskQueue = '${queue}'`)).count;
   let facts = 0;
   let subjects = 0;
   await waitUntil(
@@ -64,7 +70,10 @@ export async function waitLedgersStarted(
     {
       timeoutMs: options.timeoutMs,
       intervalMs: options.intervalMs ?? 1_000,
-      onTick: () => progress(`  ${options.label}: ledgers started: fact ${facts}/${expected.facts}, subject ${subjects}/${expected.subjects}`),
+      onTick: () =>
+        progress(
+          `  ${options.label}: ledgers started: fact ${facts}/${expected.facts}, subject ${subjects}/${expected.subjects}`,
+        ),
     },
   );
 }

@@ -19,7 +19,12 @@ import { progress, waitUntil } from '../lib/progress.js';
 import type { Stack } from '../lib/stack.js';
 import { goSignal } from '../baseline/workflows.js';
 
-export type Lifecycle = 'satisfied' | 'overdue, then a late fact' | 'stalled, overdue, closed by its late window' | 'superseded' | 'withdrawn';
+export type Lifecycle =
+  | 'satisfied'
+  | 'overdue, then a late fact'
+  | 'stalled, overdue, closed by its late window'
+  | 'superseded'
+  | 'withdrawn';
 
 export interface WorkflowCost {
   events: number;
@@ -75,27 +80,42 @@ async function costOf(stack: Stack, workflowId: string): Promise<WorkflowCost> {
  * and never closes, so the share is read once the expectation has left it: its unsubscribe (sent as it closed) or the
  * fact the router sent it (after which the router drops it) is in the history, and no task of the router is pending.
  */
-async function routerCostOf(stack: Stack, routerId: string, factKey: string, expectationWorkflow: string): Promise<WorkflowCost> {
+async function routerCostOf(
+  stack: Stack,
+  routerId: string,
+  factKey: string,
+  expectationWorkflow: string,
+): Promise<WorkflowCost> {
   const handle = stack.client.workflow.getHandle(routerId);
   const left = (history: proto.temporal.api.history.v1.IHistory) => {
     const events = history.events ?? [];
     const { EventType } = proto.temporal.api.enums.v1;
-    const tasks = [EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED];
+    const tasks = [
+      EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    ];
     const lastTask = events.filter((event) => tasks.includes(event.eventType ?? 0)).at(-1);
     const idle = lastTask?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
     const gone = events.some(
       (event) =>
         (event.workflowExecutionSignaledEventAttributes?.signalName === 'unsubscribe' &&
-          Buffer.from(event.workflowExecutionSignaledEventAttributes.input?.payloads?.[0]?.data ?? []).toString().includes(expectationWorkflow)) ||
+          Buffer.from(event.workflowExecutionSignaledEventAttributes.input?.payloads?.[0]?.data ?? [])
+            .toString()
+            .includes(expectationWorkflow)) ||
         event.externalWorkflowExecutionSignaledEventAttributes?.workflowExecution?.workflowId === expectationWorkflow,
     );
     return idle && gone;
   };
   let history = await handle.fetchHistory();
-  await waitUntil(`${expectationWorkflow} to leave ${routerId}`, async () => left((history = await handle.fetchHistory())), {
-    timeoutMs: 60_000,
-    intervalMs: 250,
-  });
+  await waitUntil(
+    `${expectationWorkflow} to leave ${routerId}`,
+    async () => left((history = await handle.fetchHistory())),
+    {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    },
+  );
   const { count, bytes } = shareOf(history, [JSON.stringify(factKey), expectationWorkflow]);
   return { events: count.events, bytes, workflowTasks: count.workflowTasks, actions: count.actions };
 }
@@ -111,7 +131,12 @@ const mean = (costs: WorkflowCost[]): WorkflowCost => {
   const sum = costs.reduce(add, zero());
   const n = Math.max(costs.length, 1);
   const round = (v: number) => Number((v / n).toFixed(1));
-  return { events: round(sum.events), bytes: round(sum.bytes), workflowTasks: round(sum.workflowTasks), actions: round(sum.actions) };
+  return {
+    events: round(sum.events),
+    bytes: round(sum.bytes),
+    workflowTasks: round(sum.workflowTasks),
+    actions: round(sum.actions),
+  };
 };
 
 /** Done driving: every workflow of `expectation` closes by itself from here, and is then counted. */
@@ -131,7 +156,8 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
     postJson(`${bridge}/v1/facts`, stack.tokens.feed, {
       facts: [{ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: e.subject }],
     });
-  const lapsesOf = (e: Expectation) => stack.agent.received.filter((m) => lapseOf(m)?.expectationId === e.expectationId).length;
+  const lapsesOf = (e: Expectation) =>
+    stack.agent.received.filter((m) => lapseOf(m)?.expectationId === e.expectationId).length;
   const fresh = (name: string, i: number, dueAt: string, extra: Partial<Expectation> = {}): Expectation => ({
     ...expectationFor(`${prefix}-${name}-${i}`, `${prefix}-${name}-S${i}`, dueAt),
     ...extra,
@@ -147,7 +173,10 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
     'overdue, then a late fact': async (i) => {
       const e = fresh('late', i, secondsAhead(2), { grace: 'PT0S' });
       await raise([e]);
-      await waitUntil('the overdue lapse to reach the agent', async () => lapsesOf(e) >= 1, { timeoutMs: 60_000, intervalMs: 100 });
+      await waitUntil('the overdue lapse to reach the agent', async () => lapsesOf(e) >= 1, {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
       await report(e);
       return { expectation: e };
     },
@@ -168,7 +197,9 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
     withdrawn: async (i) => {
       const e = fresh('wd', i, secondsAhead(3600));
       await raise([e]);
-      await postJson(`${bridge}/v1/expectations/${encodeURIComponent(e.expectationId)}/withdraw`, stack.tokens.agent, { reason: 'cancelled' });
+      await postJson(`${bridge}/v1/expectations/${encodeURIComponent(e.expectationId)}/withdraw`, stack.tokens.agent, {
+        reason: 'cancelled',
+      });
       return { expectation: e };
     },
   };
@@ -177,7 +208,11 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
   const rawSignal: WorkflowCost[] = [];
   const rawTimer: WorkflowCost[] = [];
   for (let i = 0; i < samples; i++) {
-    const signalled = await stack.client.workflow.start('signalWorkflow', { workflowId: `${prefix}-raw-signal-${i}`, taskQueue: stack.baselineQueue, args: [] });
+    const signalled = await stack.client.workflow.start('signalWorkflow', {
+      workflowId: `${prefix}-raw-signal-${i}`,
+      taskQueue: stack.baselineQueue,
+      args: [],
+    });
     await signalled.signal(goSignal);
     rawSignal.push(await costOf(stack, signalled.workflowId));
     const timed = await stack.client.workflow.start('timerWorkflow', {
@@ -194,11 +229,21 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
     progress(`cost per expectation: ${lifecycle}, ${samples} sample(s)`);
     // Driven all at once, counted once every workflow has closed.
     const driven = await Promise.all(Array.from({ length: samples }, (_, i) => drive(i)));
-    const per = { expectation: [] as WorkflowCost[], factRouter: [] as WorkflowCost[], subjectLedger: [] as WorkflowCost[], total: [] as WorkflowCost[] };
+    const per = {
+      expectation: [] as WorkflowCost[],
+      factRouter: [] as WorkflowCost[],
+      subjectLedger: [] as WorkflowCost[],
+      total: [] as WorkflowCost[],
+    };
     for (const { expectation: e } of driven) {
       const [x, f, s] = await Promise.all([
         costOf(stack, expectationWorkflowId(e.expectationId)),
-        routerCostOf(stack, factRouterWorkflowId(factKeyOf(e.expectationId), stack.watcherQueue), factKeyOf(e.expectationId), expectationWorkflowId(e.expectationId)),
+        routerCostOf(
+          stack,
+          factRouterWorkflowId(factKeyOf(e.expectationId), stack.watcherQueue),
+          factKeyOf(e.expectationId),
+          expectationWorkflowId(e.expectationId),
+        ),
         costOf(stack, subjectLedgerWorkflowId(e.subject)),
       ]);
       per.expectation.push(x);
@@ -207,7 +252,10 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
       per.total.push(add(add(x, f), s));
     }
     const total = mean(per.total);
-    const rawKind = lifecycle === 'satisfied' || lifecycle === 'withdrawn' || lifecycle === 'superseded' ? 'signal' : 'timer + activity';
+    const rawKind =
+      lifecycle === 'satisfied' || lifecycle === 'withdrawn' || lifecycle === 'superseded'
+        ? 'signal'
+        : 'timer + activity';
     const base = rawKind === 'signal' ? raw.signal : raw.timerActivity;
     lifecycles.push({
       lifecycle,
@@ -217,9 +265,14 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
       subjectLedger: mean(per.subjectLedger),
       total,
       raw: rawKind,
-      ratios: { events: Number((total.events / base.events).toFixed(2)), bytes: Number((total.bytes / base.bytes).toFixed(2)) },
+      ratios: {
+        events: Number((total.events / base.events).toFixed(2)),
+        bytes: Number((total.bytes / base.bytes).toFixed(2)),
+      },
     });
-    progress(`  ${lifecycle}: ${total.events} events, ${total.bytes} bytes, ${total.actions} actions (raw ${rawKind}: ${base.events} events, ${base.bytes} bytes)`);
+    progress(
+      `  ${lifecycle}: ${total.events} events, ${total.bytes} bytes, ${total.actions} actions (raw ${rawKind}: ${base.events} events, ${base.bytes} bytes)`,
+    );
   }
   return { settings: SETTINGS, raw, lifecycles };
 }

@@ -45,13 +45,21 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
   progress(`fact to satisfied: raising ${batches * 10} expectations and starting ${samples} signal workflows`);
   const dueAt = monthsAhead();
   const raised = await runPool(batches, concurrency, (b) =>
-    postJson(`${stack.bridgeUrl}/a2a/events`, stack.tokens.agent, artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`)),
+    postJson(
+      `${stack.bridgeUrl}/a2a/events`,
+      stack.tokens.agent,
+      artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`),
+    ),
   );
   if (raised.errors.length > 0) throw new Error(`fact to satisfied: raising failed: ${raised.errors[0]}`);
   stack.expected.factLedgers += batches * 10;
   stack.expected.subjectLedgers += batches;
   const started = await runPool(samples, concurrency, (i) =>
-    stack.client.workflow.start('signalWorkflow', { workflowId: `${prefix}-raw-${i}`, taskQueue: stack.baselineQueue, args: [] }),
+    stack.client.workflow.start('signalWorkflow', {
+      workflowId: `${prefix}-raw-${i}`,
+      taskQueue: stack.baselineQueue,
+      args: [],
+    }),
   );
   if (started.errors.length > 0) throw new Error(`fact to satisfied: raw starts failed: ${started.errors[0]}`);
   await stack.waitSettled();
@@ -65,7 +73,11 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
   const rawQuery: number[] = [];
   let answeredSatisfied = 0;
   const startRaw = (i: number) =>
-    stack.client.workflow.start('signalWorkflow', { workflowId: `${prefix}-rawq-${i}`, taskQueue: stack.baselineQueue, args: [] });
+    stack.client.workflow.start('signalWorkflow', {
+      workflowId: `${prefix}-rawq-${i}`,
+      taskQueue: stack.baselineQueue,
+      args: [],
+    });
   const rawQueried = await runPool(samples, concurrency, startRaw);
   if (rawQueried.errors.length > 0) throw new Error(`fact to satisfied: raw starts failed: ${rawQueried.errors[0]}`);
   for (let i = 0; i < samples; i++) {
@@ -73,14 +85,24 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
     const handle = stack.client.workflow.getHandle(expectationWorkflowId(id));
     // Ours too must be waiting (its first task done, its deadline timer started: 5 events) before the clock starts:
     // a query before then waits behind the worker's backlog of first tasks, and on the cluster timed out at 30 s.
-    await waitUntil('the expectation to wait on its deadline', async () => (await handle.describe()).historyLength >= 5, {
-      timeoutMs: 300_000,
-      intervalMs: 50,
-    });
+    await waitUntil(
+      'the expectation to wait on its deadline',
+      async () => (await handle.describe()).historyLength >= 5,
+      {
+        timeoutMs: 300_000,
+        intervalMs: 50,
+      },
+    );
     const wall0 = Date.now();
     const t0 = performance.now();
     const answer = await postJson<FactsAnswer>(`${stack.bridgeUrl}/v1/facts?wait=true`, stack.tokens.feed, {
-      facts: [{ factKey: factKeyOf(id), observedAt: new Date(wall0).toISOString(), subject: { type: 'shipment', id: `${prefix}-S${Math.floor(i / 10)}` } }],
+      facts: [
+        {
+          factKey: factKeyOf(id),
+          observedAt: new Date(wall0).toISOString(),
+          subject: { type: 'shipment', id: `${prefix}-S${Math.floor(i / 10)}` },
+        },
+      ],
     });
     post.push(performance.now() - t0);
     const taken = answer.facts[0]?.expectations?.find((expectation) => expectation.expectationId === id);
@@ -98,14 +120,20 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
 
     const rawHandle = stack.client.workflow.getHandle(`${prefix}-raw-${i}`);
     // The raw workflow must be waiting (its first task done) before the clock starts.
-    await waitUntil('the signal workflow to wait', async () => (await rawHandle.describe()).historyLength >= 4, { timeoutMs: 60_000, intervalMs: 20 });
+    await waitUntil('the signal workflow to wait', async () => (await rawHandle.describe()).historyLength >= 4, {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+    });
     const r0 = performance.now();
     await rawHandle.signal(goSignal);
     await rawHandle.result();
     raw.push(performance.now() - r0);
 
     const queried = stack.client.workflow.getHandle(`${prefix}-rawq-${i}`);
-    await waitUntil('the signal workflow to wait', async () => (await queried.describe()).historyLength >= 4, { timeoutMs: 60_000, intervalMs: 20 });
+    await waitUntil('the signal workflow to wait', async () => (await queried.describe()).historyLength >= 4, {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+    });
     const q0 = performance.now();
     await queried.signal(goSignal);
     while (!(await queried.query(signalledQuery))) {
@@ -162,6 +190,10 @@ async function waitDrained(stack: Stack): Promise<void> {
       calm = backlog === 0 ? calm + 1 : 0;
       return calm >= 2;
     },
-    { timeoutMs: 600_000, intervalMs: 500, onTick: () => progress(`  fact to satisfied: watcher workflow task backlog ${backlog}`) },
+    {
+      timeoutMs: 600_000,
+      intervalMs: 500,
+      onTick: () => progress(`  fact to satisfied: watcher workflow task backlog ${backlog}`),
+    },
   );
 }

@@ -45,8 +45,12 @@ const ceilSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
 
 function stagesOf(events: HistoryEvent[], dueMs: number, activityType: string, arrivedMs: number | undefined) {
   const fired = events.find((e) => e.type === 'EVENT_TYPE_TIMER_FIRED');
-  const scheduled = events.find((e) => e.type === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' && e.activityType === activityType);
-  const started = scheduled && events.find((e) => e.type === 'EVENT_TYPE_ACTIVITY_TASK_STARTED' && e.scheduledEventId === scheduled.id);
+  const scheduled = events.find(
+    (e) => e.type === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' && e.activityType === activityType,
+  );
+  const started =
+    scheduled &&
+    events.find((e) => e.type === 'EVENT_TYPE_ACTIVITY_TASK_STARTED' && e.scheduledEventId === scheduled.id);
   if (!fired || !scheduled || !started || arrivedMs === undefined) return undefined;
   return {
     timer: fired.timeMs - dueMs,
@@ -89,15 +93,24 @@ export async function runLapseLateness(
   const leadMs = Math.max(20_000, Math.round(((batches * 10) / options.raisePerSec) * 2_000) + 10_000);
   const dueMs = ceilSecond(Date.now() + leadMs);
   const dueAt = new Date(dueMs).toISOString().replace('.000Z', 'Z');
-  progress(`lapse lateness: raising ${batches * 10} expectations due at ${dueAt} (in ${Math.round(leadMs / 1000)} s), no grace`);
+  progress(
+    `lapse lateness: raising ${batches * 10} expectations due at ${dueAt} (in ${Math.round(leadMs / 1000)} s), no grace`,
+  );
   const raised = await runPool(batches, concurrency, (b) =>
-    postJson(`${rig.bridgeUrl}/a2a/events`, rig.agentToken, artifactUpdate(batchOf(prefix, b, 10, dueAt, 'PT0S'), `${prefix}-task-${b}`)),
+    postJson(
+      `${rig.bridgeUrl}/a2a/events`,
+      rig.agentToken,
+      artifactUpdate(batchOf(prefix, b, 10, dueAt, 'PT0S'), `${prefix}-task-${b}`),
+    ),
   );
   if (raised.errors.length > 0) throw new Error(`lapse lateness: raising failed: ${raised.errors[0]}`);
   await rig.expectLedgers(batches * 10, batches);
   const settledBeforeDueMs = dueMs - Date.now();
-  progress(`  lapse lateness: settled ${Math.round(settledBeforeDueMs / 1000)} s before the due instant; waiting for ${batches * 10} lapse tasks`);
-  if (settledBeforeDueMs < 0) progress('  WARNING: raising was not finished by the due instant; lateness includes raising');
+  progress(
+    `  lapse lateness: settled ${Math.round(settledBeforeDueMs / 1000)} s before the due instant; waiting for ${batches * 10} lapse tasks`,
+  );
+  if (settledBeforeDueMs < 0)
+    progress('  WARNING: raising was not finished by the due instant; lateness includes raising');
 
   const attempts0 = rig.agent.attempts.length;
   const cards0 = rig.workerCardFetches();
@@ -106,10 +119,13 @@ export async function runLapseLateness(
   await waitUntil('every lapse task to reach the agent', () => mine().length >= batches * 10, {
     timeoutMs: dueMs - Date.now() + 600_000,
     intervalMs: 100,
-    onTick: () => Date.now() > dueMs && progress(`  lapse lateness: ${mine().length}/${batches * 10} lapse tasks received`),
+    onTick: () =>
+      Date.now() > dueMs && progress(`  lapse lateness: ${mine().length}/${batches * 10} lapse tasks received`),
   });
   const received = mine();
-  const arrivedAt = new Map(received.map((r) => [expectationWorkflowId(lapseIdOf(r.message)!), r.receivedAt.getTime()]));
+  const arrivedAt = new Map(
+    received.map((r) => [expectationWorkflowId(lapseIdOf(r.message)!), r.receivedAt.getTime()]),
+  );
   const oursMs = summarise(received.map((r) => r.receivedAt.getTime() - dueMs));
   const deliveryAttempts = rig.agent.attempts.length - attempts0;
   const cards1 = rig.workerCardFetches();
@@ -122,19 +138,29 @@ export async function runLapseLateness(
   progress(`lapse lateness: starting ${count} raw timer workflows due in ${Math.round(rawLeadMs / 1000)} s`);
   const rawIds = Array.from({ length: count }, (_, i) => `${prefix}-raw-${i}`);
   const started = await runPool(count, concurrency, (i) =>
-    rig.client.workflow.start('timerWorkflow', { workflowId: rawIds[i]!, taskQueue: rig.baselineQueue, args: [rawIds[i]!, rawDueMs] }),
+    rig.client.workflow.start('timerWorkflow', {
+      workflowId: rawIds[i]!,
+      taskQueue: rig.baselineQueue,
+      args: [rawIds[i]!, rawDueMs],
+    }),
   );
   if (started.errors.length > 0) throw new Error(`lapse lateness: raw starts failed: ${started.errors[0]}`);
   let firedAt = rig.firedAt();
-  await waitUntil('every raw timer to fire its activity', () => rawIds.every((id) => (firedAt = rig.firedAt()).has(id)), {
-    timeoutMs: rawDueMs - Date.now() + 600_000,
-    intervalMs: 100,
-  });
+  await waitUntil(
+    'every raw timer to fire its activity',
+    () => rawIds.every((id) => (firedAt = rig.firedAt()).has(id)),
+    {
+      timeoutMs: rawDueMs - Date.now() + 600_000,
+      intervalMs: 100,
+    },
+  );
   const rawMs = summarise(rawIds.map((id) => firedAt.get(id)! - rawDueMs));
   progress(`  lapse lateness (raw timers): p50 ${rawMs.p50} / p99 ${rawMs.p99} / max ${rawMs.max} ms`);
 
   progress('  lapse lateness: reading histories for the stage breakdown');
-  const oursStages = await stageSummary(rig.client, [...arrivedAt.keys()], dueMs, 'deliverLapse', (id) => arrivedAt.get(id));
+  const oursStages = await stageSummary(rig.client, [...arrivedAt.keys()], dueMs, 'deliverLapse', (id) =>
+    arrivedAt.get(id),
+  );
   const rawStages = await stageSummary(rig.client, rawIds, rawDueMs, 'fired', (id) => firedAt.get(id));
   return {
     count: batches * 10,

@@ -125,7 +125,15 @@ function openProgress(file: string | undefined, fresh: Pick<SideProgress, 'kind'
     }
     return kept;
   }
-  return { ...fresh, prefix: `${runPrefix}-scale`, dueAt: monthsAhead(), done: 0, raiseMs: 0, growth: [], segments: [] };
+  return {
+    ...fresh,
+    prefix: `${runPrefix}-scale`,
+    dueAt: monthsAhead(),
+    done: 0,
+    raiseMs: 0,
+    growth: [],
+    segments: [],
+  };
 }
 
 function saveProgress(file: string | undefined, state: SideProgress): void {
@@ -188,19 +196,42 @@ function startSegment(state: SideProgress): SegmentStart {
   return { from: state.done, startedAt: new Date().toISOString(), raiseMsBefore: state.raiseMs, settleMs: 0 };
 }
 
-function segmentRecord(state: SideProgress, start: SegmentStart, peakMiB: Record<string, number>, raiseMs = state.raiseMs): SegmentRecord {
+function segmentRecord(
+  state: SideProgress,
+  start: SegmentStart,
+  peakMiB: Record<string, number>,
+  raiseMs = state.raiseMs,
+): SegmentRecord {
   const { from, startedAt, raiseMsBefore, settleMs } = start;
   const settled = settleMs > 0 ? { settleSec: Math.round(settleMs / 1000) } : {};
-  return { startedAt, from, to: state.done, raiseSec: Math.round((raiseMs - raiseMsBefore) / 1000), ...settled, peakMiB };
+  return {
+    startedAt,
+    from,
+    to: state.done,
+    raiseSec: Math.round((raiseMs - raiseMsBefore) / 1000),
+    ...settled,
+    peakMiB,
+  };
 }
 
 /** The progress to save as it goes: this invocation's part as `current`, with each process's peak RSS so far. */
 function progressSnapshot(state: SideProgress, start: SegmentStart, pids: Record<string, number>) {
-  return (raiseMs: number): SideProgress => ({ ...state, raiseMs, current: segmentRecord(state, start, memoryOf(pids, 'peak'), raiseMs) });
+  return (raiseMs: number): SideProgress => ({
+    ...state,
+    raiseMs,
+    current: segmentRecord(state, start, memoryOf(pids, 'peak'), raiseMs),
+  });
 }
 
 /** Records a segment that ended at its budget, with each process's peak RSS, and says how to go on. */
-function endSegment(state: SideProgress, file: string, side: string, start: SegmentStart, pids: Record<string, number>, unitSize: number): never {
+function endSegment(
+  state: SideProgress,
+  file: string,
+  side: string,
+  start: SegmentStart,
+  pids: Record<string, number>,
+  unitSize: number,
+): never {
   state.segments.push(segmentRecord(state, start, memoryOf(pids, 'peak')));
   saveProgress(file, state);
   throw new SegmentEnded(
@@ -256,7 +287,9 @@ function doneBefore(side: string, result: ScaleSide): ScaleSide {
 
 /** Records the segment that measured the side, and gives each process the highest peak RSS of any segment. */
 function closeSegment(state: SideProgress, start: SegmentStart, costs: Record<string, ProcessCost>): void {
-  state.segments.push(segmentRecord(state, start, Object.fromEntries(Object.entries(costs).map(([name, cost]) => [name, cost.peakMiB]))));
+  state.segments.push(
+    segmentRecord(state, start, Object.fromEntries(Object.entries(costs).map(([name, cost]) => [name, cost.peakMiB]))),
+  );
   for (const [name, cost] of Object.entries(costs)) {
     for (const segment of state.segments) cost.peakMiB = Math.max(cost.peakMiB, segment.peakMiB[name] ?? 0);
   }
@@ -291,7 +324,9 @@ async function waitIdle(pid: number, what: string, timeoutMs: number, thresholdM
     calm = used < thresholdMs ? calm + 1 : 0;
     // A worker works through the workflow tasks the raises left queued for minutes: say so, not silence.
     if (Date.now() - lastTick >= 30_000) {
-      progress(`  waiting for ${what} to go idle (${Math.round((Date.now() - started) / 1000)} s): ${Math.round(used)} ms CPU in the last 2 s`);
+      progress(
+        `  waiting for ${what} to go idle (${Math.round((Date.now() - started) / 1000)} s): ${Math.round(used)} ms CPU in the last 2 s`,
+      );
       lastTick = Date.now();
     }
   }
@@ -299,7 +334,10 @@ async function waitIdle(pid: number, what: string, timeoutMs: number, thresholdM
 }
 
 /** RSS now, peak, and CPU over the idle window, for every process at once. */
-async function measure(pids: Record<string, number>, empty: Record<string, number>): Promise<Record<string, ProcessCost>> {
+async function measure(
+  pids: Record<string, number>,
+  empty: Record<string, number>,
+): Promise<Record<string, ProcessCost>> {
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
   await delay(IDLE_WINDOW_MS);
   const costs: Record<string, ProcessCost> = {};
@@ -371,17 +409,29 @@ async function oursSide(
       ...workerEnv,
       WATCHER_PRINCIPALS_FILE: principalsFile,
     };
-    for (const name of ['WATCHER_WORKFLOW_BUNDLE', 'NODE_OPTIONS']) if (workerVars[name] === '') delete workerVars[name];
+    for (const name of ['WATCHER_WORKFLOW_BUNDLE', 'NODE_OPTIONS'])
+      if (workerVars[name] === '') delete workerVars[name];
     // Node flags NODE_OPTIONS refuses (e.g. `--cpu-prof --cpu-prof-dir=…` to profile the worker), space-separated.
     const nodeArgs = (workerVars.WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
     delete workerVars.WORKER_NODE_ARGS;
     const workerBundle = workerVars.WATCHER_WORKFLOW_BUNDLE ? 'prebuilt' : 'bundled at start';
     progress(`scale (ours): starting the worker process (src/worker.ts, workflows ${workerBundle})`);
-    const worker = spawnEntry('src/worker.ts', [], { ...env, ...workerVars }, path.join(dir, 'ours', 'worker.log'), nodeArgs);
+    const worker = spawnEntry(
+      'src/worker.ts',
+      [],
+      { ...env, ...workerVars },
+      path.join(dir, 'ours', 'worker.log'),
+      nodeArgs,
+    );
     children.push(worker);
     await worker.waitFor(/worker running/);
     const port = await freePort();
-    const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile }, path.join(dir, 'ours', 'bridge.log'));
+    const bridge = spawnEntry(
+      'src/bridge.ts',
+      [],
+      { ...env, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile },
+      path.join(dir, 'ours', 'bridge.log'),
+    );
     children.push(bridge);
     await bridge.waitFor(/bridge listening/);
     const pids: Record<string, number> = { worker: worker.pid, bridge: bridge.pid };
@@ -401,14 +451,25 @@ async function oursSide(
     const report = (done: number) => {
       reportRate(done - from);
       if (done * 4 < tasks * (state.growth.length + 1)) return;
-      const sample = { raised: done * unitSize, workerMiB: memoryMiB(worker.pid).rss, bridgeMiB: memoryMiB(bridge.pid).rss };
+      const sample = {
+        raised: done * unitSize,
+        workerMiB: memoryMiB(worker.pid).rss,
+        bridgeMiB: memoryMiB(bridge.pid).rss,
+      };
       state.growth.push(sample);
       // Printed as taken, so that a run stopped before its end keeps them in its log.
-      progress(`scale (ours): ${sample.raised} raised, worker ${sample.workerMiB} MiB RSS, bridge ${sample.bridgeMiB} MiB`);
+      progress(
+        `scale (ours): ${sample.raised} raised, worker ${sample.workerMiB} MiB RSS, bridge ${sample.bridgeMiB} MiB`,
+      );
     };
     const raise =
       via === 'bridge'
-        ? (b: number) => postJson(`http://127.0.0.1:${port}/a2a/events`, token, artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`))
+        ? (b: number) =>
+            postJson(
+              `http://127.0.0.1:${port}/a2a/events`,
+              token,
+              artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`),
+            )
         : (i: number) => {
             const expectation = batchOf(prefix, Math.floor(i / 10), 10, dueAt)[i % 10]!;
             return startExpectation(client, queue, {
@@ -426,10 +487,17 @@ async function oursSide(
     if (!all) endSegment(state, progressFile!, 'ours', segment, pids, unitSize);
     // At 100,000 the worker works through its backlog for hours on 2 cores: the waits grow with the count.
     const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, snapshot, async () => {
-      await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) });
+      await waitLedgersStarted(
+        client,
+        queue,
+        { facts: batches * 10, subjects: batches },
+        { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) },
+      );
       return waitIdle(worker.pid, 'the worker', idleTimeoutMs(count));
     });
-    progress(`scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
+    progress(
+      `scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`,
+    );
     const costs = await measure(pids, state.emptyRssMiB);
     closeSegment(state, segment, costs);
     return keepResult(progressFile, state, {
@@ -472,7 +540,12 @@ async function rawSide(
   const client = await connect(server);
   let worker: Child | undefined;
   try {
-    worker = spawnEntry('bench/baseline/worker.ts', [server.address, server.namespace, queue, bundle], {}, path.join(dir, 'raw', 'worker.log'));
+    worker = spawnEntry(
+      'bench/baseline/worker.ts',
+      [server.address, server.namespace, queue, bundle],
+      {},
+      path.join(dir, 'raw', 'worker.log'),
+    );
     await worker.waitFor(/baseline worker running/);
     const workerPid = worker.pid;
     const pids: Record<string, number> = { worker: workerPid };
@@ -481,15 +554,21 @@ async function rawSide(
     const dueMs = Date.parse(state.dueAt);
     const segment = startSegment(state);
     const { from } = segment;
-    progress(`scale (raw): starting ${count} workflows sleeping until ${state.dueAt}${from > 0 ? `, going on from ${from}` : ''}`);
+    progress(
+      `scale (raw): starting ${count} workflows sleeping until ${state.dueAt}${from > 0 ? `, going on from ${from}` : ''}`,
+    );
     const start = (i: number) =>
-      client.workflow.start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] }).catch((error: unknown) => {
-        // Started by the segment before, which stopped before it could count it.
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-      });
+      client.workflow
+        .start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] })
+        .catch((error: unknown) => {
+          // Started by the segment before, which stopped before it could count it.
+          if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        });
     const reportRate = rateReporter('scale (raw) started', count - from);
     const snapshot = progressSnapshot(state, segment, pids);
-    const all = await raiseUnits(state, progressFile, snapshot, count, concurrency, segments?.budgetMs, start, (done) => reportRate(done - from));
+    const all = await raiseUnits(state, progressFile, snapshot, count, concurrency, segments?.budgetMs, start, (done) =>
+      reportRate(done - from),
+    );
     if (!all) endSegment(state, progressFile!, 'raw', segment, pids, 1);
     const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, snapshot, () =>
       waitIdle(workerPid, 'the baseline worker', idleTimeoutMs(count)),

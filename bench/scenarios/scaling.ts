@@ -40,14 +40,26 @@ async function countOf(client: Client, query: string): Promise<number> {
   return (await client.workflow.count(query)).count;
 }
 
-async function oursPhase(server: BenchServer, client: Client, dir: string, workers: number, count: number, concurrency: number, cardUrl: string) {
+async function oursPhase(
+  server: BenchServer,
+  client: Client,
+  dir: string,
+  workers: number,
+  count: number,
+  concurrency: number,
+  cardUrl: string,
+) {
   const queue = `${runPrefix}-scaling-${workers}`;
   const phaseDir = path.join(dir, `ours-${workers}`);
   mkdirSync(phaseDir, { recursive: true });
   const principalsFile = path.join(phaseDir, 'principals.json');
   const token = writeAgentPrincipals(principalsFile, cardUrl);
   // Two workers in one phase: none serves metrics on the fixed default port.
-  const env = { ...watcherEnv(server, queue, phaseDir), WATCHER_PRINCIPALS_FILE: principalsFile, WATCHER_WORKER_METRICS_PORT: '0' };
+  const env = {
+    ...watcherEnv(server, queue, phaseDir),
+    WATCHER_PRINCIPALS_FILE: principalsFile,
+    WATCHER_WORKER_METRICS_PORT: '0',
+  };
   const children: Child[] = [];
   try {
     progress(`scaling (ours): ${workers} worker(s) and ${workers} bridge(s) on ${queue}`);
@@ -59,7 +71,12 @@ async function oursPhase(server: BenchServer, client: Client, dir: string, worke
     const ports: number[] = [];
     for (let b = 0; b < workers; b++) {
       const port = await freePort();
-      const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(phaseDir, `bridge-${b}.log`));
+      const bridge = spawnEntry(
+        'src/bridge.ts',
+        [],
+        { ...env, PORT: String(port) },
+        path.join(phaseDir, `bridge-${b}.log`),
+      );
       children.push(bridge);
       await bridge.waitFor(/bridge listening/);
       ports.push(port);
@@ -70,11 +87,20 @@ async function oursPhase(server: BenchServer, client: Client, dir: string, worke
     const t0 = performance.now();
     // Batch b goes to bridge b mod the bridges: the load is split evenly, as a load balancer would.
     const pool = await runPool(batches, concurrency, (b) =>
-      postJson(`http://127.0.0.1:${ports[b % ports.length]}/a2a/events`, token, artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`)),
+      postJson(
+        `http://127.0.0.1:${ports[b % ports.length]}/a2a/events`,
+        token,
+        artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`),
+      ),
     );
     if (pool.errors.length > 0) throw new Error(`scaling (ours, ${workers}): raising failed: ${pool.errors[0]}`);
     const acceptedMs = performance.now() - t0;
-    await waitLedgersStarted(client, queue, { facts: batches * 10, subjects: batches }, { label: `scaling (ours, ${workers})`, timeoutMs: 1_800_000, intervalMs: 500 });
+    await waitLedgersStarted(
+      client,
+      queue,
+      { facts: batches * 10, subjects: batches },
+      { label: `scaling (ours, ${workers})`, timeoutMs: 1_800_000, intervalMs: 500 },
+    );
     const settledMs = performance.now() - t0;
     const phase: ScalingPhase = {
       workers,
@@ -90,12 +116,25 @@ async function oursPhase(server: BenchServer, client: Client, dir: string, worke
   }
 }
 
-async function rawPhase(server: BenchServer, client: Client, dir: string, workers: number, count: number, concurrency: number, bundle: string) {
+async function rawPhase(
+  server: BenchServer,
+  client: Client,
+  dir: string,
+  workers: number,
+  count: number,
+  concurrency: number,
+  bundle: string,
+) {
   const queue = `${runPrefix}-scaling-raw-${workers}`;
   const children: Child[] = [];
   try {
     for (let w = 0; w < workers; w++) {
-      const worker = spawnEntry('bench/baseline/worker.ts', [server.address, server.namespace, queue, bundle], {}, path.join(dir, `raw-${workers}-worker-${w}.log`));
+      const worker = spawnEntry(
+        'bench/baseline/worker.ts',
+        [server.address, server.namespace, queue, bundle],
+        {},
+        path.join(dir, `raw-${workers}-worker-${w}.log`),
+      );
       children.push(worker);
       await worker.waitFor(/baseline worker running/);
     }
@@ -112,7 +151,11 @@ async function rawPhase(server: BenchServer, client: Client, dir: string, worker
         completed = await countOf(client, `TaskQueue = '${queue}' AND ExecutionStatus = 'Completed'`);
         return completed >= count;
       },
-      { timeoutMs: 1_800_000, intervalMs: 500, onTick: () => progress(`  scaling (raw, ${workers}): completed ${completed}/${count}`) },
+      {
+        timeoutMs: 1_800_000,
+        intervalMs: 500,
+        onTick: () => progress(`  scaling (raw, ${workers}): completed ${completed}/${count}`),
+      },
     );
     const settledMs = performance.now() - t0;
     const phase: ScalingPhase = {
@@ -144,7 +187,9 @@ export async function runScaling(
     const raw: ScalingPhase[] = [];
     for (const workers of [1, 2]) {
       ours.push(await oursPhase(server, client, dir, workers, options.count, options.concurrency, agent.cardUrl));
-      raw.push(await rawPhase(server, client, dir, workers, options.count, options.concurrency, options.baselineBundle));
+      raw.push(
+        await rawPhase(server, client, dir, workers, options.count, options.concurrency, options.baselineBundle),
+      );
     }
     const gain = (phases: ScalingPhase[]) => Number((phases[1]!.settledPerSec / phases[0]!.settledPerSec).toFixed(2));
     return { ours, raw, gain: { ours: gain(ours), raw: gain(raw) } };

@@ -112,13 +112,23 @@ async function rawPhase(stack: Stack, options: ThroughputOptions, label: string)
     errors: pool.errors,
     cpuMsPerItem: meter(options.rawStarts),
   };
-  progress(`  ${label}: ${phase.acceptedPerSec}/s accepted, ${phase.settledPerSec}/s settled, p99 ${phase.latencyMs.p99} ms`);
+  progress(
+    `  ${label}: ${phase.acceptedPerSec}/s accepted, ${phase.settledPerSec}/s settled, p99 ${phase.latencyMs.p99} ms`,
+  );
   return phase;
 }
 
-async function oursPhase(stack: Stack, options: ThroughputOptions, label: string, size: number, requests: number): Promise<Phase> {
+async function oursPhase(
+  stack: Stack,
+  options: ThroughputOptions,
+  label: string,
+  size: number,
+  requests: number,
+): Promise<Phase> {
   const prefix = `${runPrefix}-${label}`;
-  progress(`throughput: ${label}: ${requests} requests of ${size} expectation(s) at concurrency ${options.concurrency}`);
+  progress(
+    `throughput: ${label}: ${requests} requests of ${size} expectation(s) at concurrency ${options.concurrency}`,
+  );
   const dueAt = monthsAhead();
   const meter = cpuMeter(stack);
   const t0 = performance.now();
@@ -126,8 +136,13 @@ async function oursPhase(stack: Stack, options: ThroughputOptions, label: string
     requests,
     options.concurrency,
     (i) => {
-      const expectations = size === 1 ? [expectationFor(`${prefix}-${i}`, `${prefix}-S${i}`, dueAt)] : batchOf(prefix, i, size, dueAt);
-      return postJson(`${stack.bridgeUrl}/a2a/events`, stack.tokens.agent, artifactUpdate(expectations, `${prefix}-task-${i}`));
+      const expectations =
+        size === 1 ? [expectationFor(`${prefix}-${i}`, `${prefix}-S${i}`, dueAt)] : batchOf(prefix, i, size, dueAt);
+      return postJson(
+        `${stack.bridgeUrl}/a2a/events`,
+        stack.tokens.agent,
+        artifactUpdate(expectations, `${prefix}-task-${i}`),
+      );
     },
     { onProgress: (done) => progress(`  ${label}: ${done}/${requests} requests answered`) },
   );
@@ -150,7 +165,9 @@ async function oursPhase(stack: Stack, options: ThroughputOptions, label: string
     cpuMsPerItem: meter(expectations),
   };
   if (pool.errors.length > 0) progress(`  ${label}: ${pool.errors.length} errors, first: ${pool.errors[0]}`);
-  progress(`  ${label}: ${phase.acceptedPerSec}/s accepted, ${phase.settledPerSec}/s settled, request p99 ${phase.latencyMs.p99} ms`);
+  progress(
+    `  ${label}: ${phase.acceptedPerSec}/s accepted, ${phase.settledPerSec}/s settled, request p99 ${phase.latencyMs.p99} ms`,
+  );
   return phase;
 }
 
@@ -172,7 +189,13 @@ async function raiseHistories(client: Client, queue: string, singleId: string, r
 export async function runThroughput(stack: Stack, options: ThroughputOptions): Promise<ThroughputResult> {
   // Warm-up: the bridge fetches the card once, both workers have their bundles loaded.
   await oursPhase(stack, { ...options, concurrency: 4 }, 'warmup', 1, 8);
-  await runPool(8, 4, (i) => stack.client.workflow.execute('noopWorkflow', { workflowId: `${runPrefix}-rawwarm-${i}`, taskQueue: stack.baselineQueue, args: [] }));
+  await runPool(8, 4, (i) =>
+    stack.client.workflow.execute('noopWorkflow', {
+      workflowId: `${runPrefix}-rawwarm-${i}`,
+      taskQueue: stack.baselineQueue,
+      args: [],
+    }),
+  );
   rawStarted += 8;
 
   const rawBefore = await rawPhase(stack, options, 'raw-before');
@@ -182,7 +205,12 @@ export async function runThroughput(stack: Stack, options: ThroughputOptions): P
 
   const rawAcceptedPerSec = Number(((rawBefore.acceptedPerSec + rawAfter.acceptedPerSec) / 2).toFixed(1));
   const rawSettledPerSec = Number(((rawBefore.settledPerSec + rawAfter.settledPerSec) / 2).toFixed(1));
-  const histories = await raiseHistories(stack.client, stack.watcherQueue, `${runPrefix}-single-0`, `${runPrefix}-raw-before-0`);
+  const histories = await raiseHistories(
+    stack.client,
+    stack.watcherQueue,
+    `${runPrefix}-single-0`,
+    `${runPrefix}-raw-before-0`,
+  );
   progress('throughput: reading expectation histories for the stages of a raise');
   const step = Math.max(1, Math.floor(options.singles / 100));
   const rows: Record<string, number | undefined>[] = [];

@@ -109,7 +109,8 @@ interface StepRun {
 const ACCEPTED_SHARE = 0.95;
 
 /** The items (expectations, facts) of a request. */
-const itemsOf = (request: TrafficRequest) => (request.kind === 'raise' ? request.expectations.length : request.facts.length);
+const itemsOf = (request: TrafficRequest) =>
+  request.kind === 'raise' ? request.expectations.length : request.facts.length;
 
 /** The gRPC status code of an error or one of its causes. */
 function grpcCode(error: unknown): number | undefined {
@@ -164,24 +165,30 @@ function rawSender(rig: TrafficRig, plan: StepPlan) {
   return async (request: TrafficRequest, signal: AbortSignal): Promise<Attempt> => {
     const calls: Array<() => Promise<unknown>> =
       request.kind === 'raise'
-        ? request.expectations.map((p) => () =>
-            rig.client.workflow
-              .start('deadlineWorkflow', { workflowId: p.expectation.expectationId, taskQueue: rig.rawQueue, args: [p.expectation.expectationId, p.rawDeadlineMs] })
-              .catch((error: unknown) => {
-                // A resend of a start that went through.
-                if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-              }),
+        ? request.expectations.map(
+            (p) => () =>
+              rig.client.workflow
+                .start('deadlineWorkflow', {
+                  workflowId: p.expectation.expectationId,
+                  taskQueue: rig.rawQueue,
+                  args: [p.expectation.expectationId, p.rawDeadlineMs],
+                })
+                .catch((error: unknown) => {
+                  // A resend of a start that went through.
+                  if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+                }),
           )
         : request.facts
             .flatMap((fact) => plan.waiting.get(fact.factKey) ?? [])
-            .map((id) => () =>
-              rig.client.workflow
-                .getHandle(id)
-                .signal(goSignal)
-                .catch((error: unknown) => {
-                  // Closed already (satisfied or lapsed): the fact is a no-op, as for ours.
-                  if (!(error instanceof WorkflowNotFoundError)) throw error;
-                }),
+            .map(
+              (id) => () =>
+                rig.client.workflow
+                  .getHandle(id)
+                  .signal(goSignal)
+                  .catch((error: unknown) => {
+                    // Closed already (satisfied or lapsed): the fact is a no-op, as for ours.
+                    if (!(error instanceof WorkflowNotFoundError)) throw error;
+                  }),
             );
     if (calls.length === 0) return { answer: '200', calls: 0 };
     try {
@@ -221,7 +228,10 @@ function cpuNow(rig: TrafficRig, side: Side) {
   return {
     worker: cpuMs(side === 'ours' ? rig.pids.worker : rig.pids.rawWorker),
     bridge: side === 'ours' ? cpuMs(rig.pids.bridge) : undefined,
-    server: rig.server.serverPids().length > 0 ? rig.server.serverPids().reduce((sum, pid) => sum + cpuMs(pid), 0) : undefined,
+    server:
+      rig.server.serverPids().length > 0
+        ? rig.server.serverPids().reduce((sum, pid) => sum + cpuMs(pid), 0)
+        : undefined,
     database: rig.server.databaseCpuMs?.(),
     load: (usage.user + usage.system) / 1000,
   };
@@ -230,7 +240,13 @@ function cpuNow(rig: TrafficRig, side: Side) {
 const perItem = (before: number | undefined, after: number | undefined, items: number) =>
   before === undefined || after === undefined ? undefined : Number(((after - before) / Math.max(items, 1)).toFixed(2));
 
-async function runStep(rig: TrafficRig, side: Side, rate: number, index: number, options: TrafficOptions): Promise<StepRun> {
+async function runStep(
+  rig: TrafficRig,
+  side: Side,
+  rate: number,
+  index: number,
+  options: TrafficOptions,
+): Promise<StepRun> {
   const queue = side === 'ours' ? rig.watcherQueue : rig.rawQueue;
   const backlogAtStart = await backlogOf(rig, queue);
   const otherBacklogAtStart = await backlogOf(rig, side === 'ours' ? rig.rawQueue : rig.watcherQueue);
@@ -245,7 +261,9 @@ async function runStep(rig: TrafficRig, side: Side, rate: number, index: number,
   });
   progress(
     `traffic: ${side} at ${rate} raises/s for ${options.stepMs / 1000} s: ${plan.mix.raises} expectations in ${plan.mix.raiseRequests} requests, ${plan.mix.facts} facts in ${plan.mix.factRequests}` +
-      (backlogAtStart || otherBacklogAtStart ? ` (backlog at start: ${backlogAtStart} here, ${otherBacklogAtStart} on the other side's queue)` : ''),
+      (backlogAtStart || otherBacklogAtStart
+        ? ` (backlog at start: ${backlogAtStart} here, ${otherBacklogAtStart} on the other side's queue)`
+        : ''),
   );
   await delay(Math.max(0, t0 - Date.now()));
   const cpu0 = cpuNow(rig, side);
@@ -309,7 +327,8 @@ async function observedLapses(
 ): Promise<{ lapses: ObservedLapse[]; records: Map<string, RecordSummary>; read: number; errors: number }> {
   const records = new Map<string, RecordSummary>();
   const byKey = new Map<string, ObservedLapse>();
-  const keyOf = (l: { expectationId: string; lapse: string; dueAt: string }) => `${l.expectationId}|${l.lapse}|${l.dueAt}`;
+  const keyOf = (l: { expectationId: string; lapse: string; dueAt: string }) =>
+    `${l.expectationId}|${l.lapse}|${l.dueAt}`;
   for (const agent of rig.agents) {
     for (const received of agent.received) {
       const lapse = lapseOf(received) as ObservedLapse | undefined;
@@ -319,7 +338,11 @@ async function observedLapses(
   }
   const ids = runs
     .filter((run) => run.side === 'ours')
-    .flatMap((run) => [...run.plan.expectations.values()].filter((p) => p.deadlineMs !== undefined || p.expectation.horizon).map((p) => p.expectation.expectationId));
+    .flatMap((run) =>
+      [...run.plan.expectations.values()]
+        .filter((p) => p.deadlineMs !== undefined || p.expectation.horizon)
+        .map((p) => p.expectation.expectationId),
+    );
   let read = 0;
   let errors = 0;
   let next = 0;
@@ -338,7 +361,12 @@ async function observedLapses(
         }
         read++;
         const record = (await response.json()) as RecordSummary & { lapses?: Array<{ lapse: ObservedLapse }> };
-        records.set(id, { state: record.state, satisfiedAt: record.satisfiedAt, observedAt: record.observedAt, late: record.late });
+        records.set(id, {
+          state: record.state,
+          satisfiedAt: record.satisfiedAt,
+          observedAt: record.observedAt,
+          late: record.late,
+        });
         for (const entry of record.lapses ?? []) {
           if (!byKey.has(keyOf(entry.lapse))) byKey.set(keyOf(entry.lapse), pick(entry.lapse));
         }
@@ -369,7 +397,11 @@ async function reportStep(
   const queue = run.side === 'ours' ? rig.watcherQueue : rig.rawQueue;
   const iso = (ms: number) => new Date(ms).toISOString();
   progress(`  traffic: reading the histories of ${run.side}'s workflows at ${run.rate}/s`);
-  const history = await historyTotals(rig.client, `TaskQueue = '${queue}' AND StartTime >= '${iso(window.start)}' AND StartTime < '${iso(window.end)}'`, options.historyCap);
+  const history = await historyTotals(
+    rig.client,
+    `TaskQueue = '${queue}' AND StartTime >= '${iso(window.start)}' AND StartTime < '${iso(window.end)}'`,
+    options.historyCap,
+  );
   const rate = (n: number, ms: number) => Number((n / (Math.max(ms, options.stepMs) / 1000)).toFixed(1));
   return {
     side: run.side,
@@ -389,7 +421,10 @@ async function reportStep(
     lostRequests: lost.length,
     lostItems: lost.reduce((sum, s) => sum + itemsOf(s.request), 0),
     abandonedRequests: loop.abandoned,
-    answerMs: summarise(loop.sent.filter((s) => s.answeredAt !== undefined && s.calls > 0).map((s) => s.answeredAt! - s.sentAt), 0),
+    answerMs: summarise(
+      loop.sent.filter((s) => s.answeredAt !== undefined && s.calls > 0).map((s) => s.answeredAt! - s.sentAt),
+      0,
+    ),
     launchLagMs: loop.launchLagMs,
     backlogAtStart: run.backlogAtStart,
     otherBacklogAtStart: run.otherBacklogAtStart,
@@ -409,7 +444,11 @@ async function reportStep(
 /** Offered rate of the knee: the highest at which the side took what was offered. */
 function kneeOf(steps: TrafficStep[]): number | undefined {
   const kept = steps.filter(
-    (s) => s.acceptedPerSec >= ACCEPTED_SHARE * s.offeredPerSec.items && s.answers['503'] === 0 && s.answers['429'] === 0 && s.lostRequests === 0,
+    (s) =>
+      s.acceptedPerSec >= ACCEPTED_SHARE * s.offeredPerSec.items &&
+      s.answers['503'] === 0 &&
+      s.answers['429'] === 0 &&
+      s.lostRequests === 0,
   );
   return kept.length === 0 ? undefined : Math.max(...kept.map((s) => s.rate));
 }
@@ -420,19 +459,39 @@ async function warmUp(rig: TrafficRig): Promise<void> {
   const ours = oursSender(rig);
   for (let agent = 0; agent < rig.agents.length; agent++) {
     const id = `${runPrefix}-twarm-${agent}`;
-    const raised = await ours({ kind: 'raise', atMs: 0, agent, taskId: `${id}-task`, expectations: [{ expectation: expectationFor(id, `${id}-S`, dueAt), graceMs: 0, rawDeadlineMs: 0 }] }, AbortSignal.timeout(60_000));
-    if (raised.answer !== '200') throw new Error(`traffic: the warm-up raise was answered ${raised.answer}: ${raised.detail ?? ''}`);
-    const fact = await ours({ kind: 'facts', atMs: 0, facts: [{ factKey: factKeyOf(id) }] }, AbortSignal.timeout(60_000));
-    if (fact.answer !== '200') throw new Error(`traffic: the warm-up fact was answered ${fact.answer}: ${fact.detail ?? ''}`);
+    const raised = await ours(
+      {
+        kind: 'raise',
+        atMs: 0,
+        agent,
+        taskId: `${id}-task`,
+        expectations: [{ expectation: expectationFor(id, `${id}-S`, dueAt), graceMs: 0, rawDeadlineMs: 0 }],
+      },
+      AbortSignal.timeout(60_000),
+    );
+    if (raised.answer !== '200')
+      throw new Error(`traffic: the warm-up raise was answered ${raised.answer}: ${raised.detail ?? ''}`);
+    const fact = await ours(
+      { kind: 'facts', atMs: 0, facts: [{ factKey: factKeyOf(id) }] },
+      AbortSignal.timeout(60_000),
+    );
+    if (fact.answer !== '200')
+      throw new Error(`traffic: the warm-up fact was answered ${fact.answer}: ${fact.detail ?? ''}`);
   }
   const id = `${runPrefix}-twarm-raw`;
-  const handle = await rig.client.workflow.start('deadlineWorkflow', { workflowId: id, taskQueue: rig.rawQueue, args: [id, Date.parse(dueAt)] });
+  const handle = await rig.client.workflow.start('deadlineWorkflow', {
+    workflowId: id,
+    taskQueue: rig.rawQueue,
+    args: [id, Date.parse(dueAt)],
+  });
   await handle.signal(goSignal);
   await handle.result();
 }
 
 export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Promise<TrafficResult> {
-  progress(`traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise), ours then raw at each; ${rig.agents.length} agents`);
+  progress(
+    `traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise), ours then raw at each; ${rig.agents.length} agents`,
+  );
   await warmUp(rig);
   const runs: StepRun[] = [];
   for (const [index, rate] of options.rates.entries()) {
@@ -441,7 +500,13 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
   }
 
   // The lapses still due: until every deadline of the run has passed and a few seconds went by without one.
-  const lastDeadline = Math.max(...runs.flatMap((run) => [...run.plan.expectations.values()].map((p) => Math.max(p.deadlineMs ?? 0, p.expectation.horizon ? Date.parse(p.expectation.horizon) : 0))));
+  const lastDeadline = Math.max(
+    ...runs.flatMap((run) =>
+      [...run.plan.expectations.values()].map((p) =>
+        Math.max(p.deadlineMs ?? 0, p.expectation.horizon ? Date.parse(p.expectation.horizon) : 0),
+      ),
+    ),
+  );
   const waitEnds = Date.now() + options.lapseWaitMs;
   const lapseCount = () => rig.agents.reduce((sum, agent) => sum + agent.received.length, 0) + rig.rawFiredAt().size;
   let count = lapseCount();
@@ -464,10 +529,19 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
     const [ours, raw] = await Promise.all(
       [runs[i]!, runs[i + 1]!].map((run, k) => {
         const sends = sendsOf(run.plan, run.loop.sent);
-        const lapses = run.side === 'ours' ? judgeOurLapses(run.plan, sends, observed.lapses, endMs, observed.records) : judgeRawLapses(run.plan, sends, fired, endMs);
+        const lapses =
+          run.side === 'ours'
+            ? judgeOurLapses(run.plan, sends, observed.lapses, endMs, observed.records)
+            : judgeRawLapses(run.plan, sends, fired, endMs);
         // A step's workflows: those its side's queue started from its start to the side's next step.
         const next = runs[i + 2 + k];
-        return reportStep(rig, run, lapses, { start: run.t0 - 1_000, end: next ? next.t0 - 1_000 : endMs + 60_000 }, options);
+        return reportStep(
+          rig,
+          run,
+          lapses,
+          { start: run.t0 - 1_000, end: next ? next.t0 - 1_000 : endMs + 60_000 },
+          options,
+        );
       }),
     );
     steps.push({ rate: ours!.rate, ours: ours!, raw: raw! });

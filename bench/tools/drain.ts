@@ -44,12 +44,17 @@ interface Options {
 function parseArgs(argv: string[]): Options {
   const options: Options = { raises: 1000, bundle: 'plain', raw: false, workerNodeArgs: [] };
   for (const arg of argv) {
-    const [key, value] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const [key, value] = arg.includes('=')
+      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+      : [arg, undefined];
     if (key === '--raises' && Number(value) >= 10 && Number(value) % 10 === 0) options.raises = Number(value);
     else if (key === '--bundle' && (value === 'plain' || value === 'tracing')) options.bundle = value;
     else if (key === '--raw') options.raw = true;
     else if (key === '--worker-node-args' && value) options.workerNodeArgs = value.split(' ').filter(Boolean);
-    else throw new Error(`unknown or bad option '${arg}': --raises=<a multiple of 10>, --bundle=plain|tracing, --raw, --worker-node-args='…'`);
+    else
+      throw new Error(
+        `unknown or bad option '${arg}': --raises=<a multiple of 10>, --bundle=plain|tracing, --raw, --worker-node-args='…'`,
+      );
   }
   return options;
 }
@@ -71,7 +76,12 @@ function report(label: string, { tasks, seconds, workerCpuMs, serverCpuMs }: Dra
 }
 
 /** Starts `worker` on tasks already queued and resolves once `done()` says they have all run. */
-async function timeDrain(server: BenchServer, start: () => Promise<Child>, tasks: number, done: (worker: Child) => Promise<boolean>): Promise<Drained> {
+async function timeDrain(
+  server: BenchServer,
+  start: () => Promise<Child>,
+  tasks: number,
+  done: (worker: Child) => Promise<boolean>,
+): Promise<Drained> {
   const worker = await start();
   try {
     const t0 = performance.now();
@@ -105,13 +115,22 @@ async function drainOurs(server: BenchServer, dir: string, options: Options): Pr
   const bundleFile = path.join(dir, `workflow-bundle.${options.bundle}.js`);
   writeFileSync(bundleFile, await bundleWorkflows({ tracing: options.bundle === 'tracing' }));
   const port = await freePort();
-  const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile }, path.join(dir, 'bridge.log'));
+  const bridge = spawnEntry(
+    'src/bridge.ts',
+    [],
+    { ...env, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile },
+    path.join(dir, 'bridge.log'),
+  );
   try {
     await bridge.waitFor(/bridge listening/);
     const dueAt = monthsAhead();
     progress(`raising ${options.raises} expectations through the bridge, no worker polling`);
     const pool = await runPool(options.raises / 10, 16, (b) =>
-      postJson(`http://127.0.0.1:${port}/a2a/events`, token, artifactUpdate(batchOf(`${runPrefix}-d`, b, 10, dueAt), `${runPrefix}-t-${b}`)),
+      postJson(
+        `http://127.0.0.1:${port}/a2a/events`,
+        token,
+        artifactUpdate(batchOf(`${runPrefix}-d`, b, 10, dueAt), `${runPrefix}-t-${b}`),
+      ),
     );
     if (pool.errors.length > 0) throw new Error(`raising failed: ${pool.errors[0]}`);
     const tasks = options.raises * 2 + options.raises / 10;
@@ -132,7 +151,8 @@ async function drainOurs(server: BenchServer, dir: string, options: Options): Pr
     const ranAll = async () => {
       const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       let ran = 0;
-      for (const line of metrics.split('\n')) if (line.startsWith('temporal_workflow_task_execution_latency_count')) ran += Number(line.split(' ').pop());
+      for (const line of metrics.split('\n'))
+        if (line.startsWith('temporal_workflow_task_execution_latency_count')) ran += Number(line.split(' ').pop());
       return ran >= tasks;
     };
     return await timeDrain(server, start, tasks, ranAll);
@@ -150,10 +170,17 @@ async function drainRaw(server: BenchServer, dir: string, tasks: number): Promis
     const bundle = await bundleTo(baselineWorkflowsPath, path.join(dir, 'baseline-bundle.js'));
     const dueMs = Date.parse(monthsAhead());
     progress(`starting ${tasks} sleepWorkflows, no worker polling`);
-    const pool = await runPool(tasks, 16, (i) => client.workflow.start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] }));
+    const pool = await runPool(tasks, 16, (i) =>
+      client.workflow.start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] }),
+    );
     if (pool.errors.length > 0) throw new Error(`starts failed: ${pool.errors[0]}`);
     const start = async () => {
-      const worker = spawnEntry('bench/baseline/worker.ts', [server.address, server.namespace, queue, bundle], {}, path.join(dir, 'raw-worker.log'));
+      const worker = spawnEntry(
+        'bench/baseline/worker.ts',
+        [server.address, server.namespace, queue, bundle],
+        {},
+        path.join(dir, 'raw-worker.log'),
+      );
       await worker.waitFor(/baseline worker running/);
       return worker;
     };

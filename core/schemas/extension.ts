@@ -9,7 +9,9 @@ import { MAX_ITEMS } from '../limits.js';
 export const EXTENSION_URI = 'https://rsaxb.com/a2a/expectations/v1';
 
 /** RFC 3339 instant in UTC (`Z`), as the seed's `date-time` fields require. */
-export const utcDateTime = z.iso.datetime({ message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' });
+export const utcDateTime = z.iso.datetime({
+  message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z',
+});
 
 /**
  * ISO 8601 duration such as `PT6H` or `P30D`: the JSON Schema `duration` format (RFC 3339 Appendix A: weeks stand
@@ -81,27 +83,30 @@ export const declarationParamsSchema = z.object({
 });
 export type DeclarationParams = z.infer<typeof declarationParamsSchema>;
 
-export const expectationSchema = z.object({
-  expectationId: identifier('expectationId'),
-  kind: identifier('kind'),
-  subject: subjectSchema,
-  expects: nonEmpty('expects'),
-  satisfiedBy: z.object({ factKey: identifier('satisfiedBy.factKey') }),
-  dueAt: utcDateTime,
-  grace: isoDuration.optional(),
-  anchor: z.object({ expectationId: identifier('anchor.expectationId'), offset: isoDuration }).optional(),
-  after: z.array(identifier('after[]')).optional(),
-  horizon: utcDateTime.optional(),
-  basis: z.string(),
-  supersedes: identifier('supersedes').optional(),
-}).superRefine((e, ctx) => {
-  // A deadline no clock can reach would lapse at once or never; refuse it here rather than start such a workflow.
-  const beyond = 'dueAt plus this duration must fall no later than 9999-12-31T23:59:59.999Z';
-  if (e.grace !== undefined && !reachable(e.dueAt, e.grace)) ctx.addIssue({ code: 'custom', path: ['grace'], message: beyond });
-  if (e.anchor && !reachable(e.dueAt, e.anchor.offset)) {
-    ctx.addIssue({ code: 'custom', path: ['anchor', 'offset'], message: beyond });
-  }
-});
+export const expectationSchema = z
+  .object({
+    expectationId: identifier('expectationId'),
+    kind: identifier('kind'),
+    subject: subjectSchema,
+    expects: nonEmpty('expects'),
+    satisfiedBy: z.object({ factKey: identifier('satisfiedBy.factKey') }),
+    dueAt: utcDateTime,
+    grace: isoDuration.optional(),
+    anchor: z.object({ expectationId: identifier('anchor.expectationId'), offset: isoDuration }).optional(),
+    after: z.array(identifier('after[]')).optional(),
+    horizon: utcDateTime.optional(),
+    basis: z.string(),
+    supersedes: identifier('supersedes').optional(),
+  })
+  .superRefine((e, ctx) => {
+    // A deadline no clock can reach would lapse at once or never; refuse it here rather than start such a workflow.
+    const beyond = 'dueAt plus this duration must fall no later than 9999-12-31T23:59:59.999Z';
+    if (e.grace !== undefined && !reachable(e.dueAt, e.grace))
+      ctx.addIssue({ code: 'custom', path: ['grace'], message: beyond });
+    if (e.anchor && !reachable(e.dueAt, e.anchor.offset)) {
+      ctx.addIssue({ code: 'custom', path: ['anchor', 'offset'], message: beyond });
+    }
+  });
 export type Expectation = z.infer<typeof expectationSchema>;
 
 /**

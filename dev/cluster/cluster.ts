@@ -54,15 +54,23 @@ export async function startCluster(config: Config, log: Logger, options: Cluster
     const metrics = createMetrics({ defaultMetrics: true });
     const workerCount = options.workers ?? 2;
     for (let i = 0; i < workerCount; i++) {
-      const worker = await startWorker(shared, temporal.address, log.child({ component: `worker-${i + 1}` }), { metrics });
+      const worker = await startWorker(shared, temporal.address, log.child({ component: `worker-${i + 1}` }), {
+        metrics,
+      });
       pieces.unshift({ name: `worker ${i + 1}`, stop: () => worker.stop() });
     }
     const bridges: Array<{ url: string; port: number }> = [];
     for (let i = 0; i < (options.bridges ?? 2); i++) {
       const port = config.port + i;
-      const bridge = await startBridge({ ...shared, port }, temporal.address, log.child({ component: `bridge-${i + 1}` }), uiUrl, {
-        metrics,
-      });
+      const bridge = await startBridge(
+        { ...shared, port },
+        temporal.address,
+        log.child({ component: `bridge-${i + 1}` }),
+        uiUrl,
+        {
+          metrics,
+        },
+      );
       pieces.unshift({ name: `bridge ${i + 1}`, stop: () => bridge.stop() });
       bridges.push({ url: bridge.url, port });
     }

@@ -17,8 +17,16 @@ export async function startClusterProcess(lifecycle: Lifecycle): Promise<void> {
   const watcherLog = path.join(dir, 'logs', 'watcher.log');
   // The terminal shows the progress and the summary; the four watcher pieces' JSON lines go to their own file
   // (written synchronously: the process ends with process.exit, which would drop buffered lines).
-  const log = pino({ name: 'expectations-watcher', level: config.logLevel }, pino.destination({ dest: watcherLog, mkdir: true, sync: true }));
-  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, metricsHost: config.listenHost, log });
+  const log = pino(
+    { name: 'expectations-watcher', level: config.logLevel },
+    pino.destination({ dest: watcherLog, mkdir: true, sync: true }),
+  );
+  const telemetry = installTelemetry({
+    metricsPort: config.workerMetrics.port,
+    metricsRequired: config.workerMetrics.required,
+    metricsHost: config.listenHost,
+    log,
+  });
   lifecycle.useLogger(log);
   const cluster = await lifecycle.start(() =>
     startCluster(config, log, {
@@ -30,10 +38,14 @@ export async function startClusterProcess(lifecycle: Lifecycle): Promise<void> {
   const lines = [
     '',
     `expectations-watcher is running on a Temporal cluster (started in ${((Date.now() - started) / 1000).toFixed(1)} s)`,
-    ...cluster.bridges.map((bridge, i) => `  bridge ${i + 1}:    ${bridge.url}  (GET /readyz, POST /a2a/events, GET /v1/expectations)`),
+    ...cluster.bridges.map(
+      (bridge, i) => `  bridge ${i + 1}:    ${bridge.url}  (GET /readyz, POST /a2a/events, GET /v1/expectations)`,
+    ),
     `  workers:     ${cluster.workers} on task queue ${config.temporal.taskQueue}${telemetry.metricsUrl ? ` (metrics ${telemetry.metricsUrl})` : ''}`,
     `  Temporal:    ${temporal.address}  (namespace ${temporal.namespace})`,
-    ...Object.values(temporal.services).map((service) => `    ${service.name.padEnd(17)} pid ${service.pid}  log ${service.logFile}`),
+    ...Object.values(temporal.services).map(
+      (service) => `    ${service.name.padEnd(17)} pid ${service.pid}  log ${service.logFile}`,
+    ),
     `  Temporal UI: ${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows`,
     `  PostgreSQL:  ${temporal.postgres.host}:${temporal.postgres.port}  user ${temporal.postgres.user}  data ${temporal.postgres.dataDir}`,
     `  logs:        ${temporal.logDir}  (watcher.log: workers and bridges)`,

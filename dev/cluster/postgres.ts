@@ -60,15 +60,20 @@ function ensureOsUser(osUser: string): { uid: number; gid: number } | undefined 
   };
   const existing = id();
   if (existing) return existing;
-  const created = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', osUser], { encoding: 'utf8' });
+  const created = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', osUser], {
+    encoding: 'utf8',
+  });
   const ids = id();
-  if (created.status !== 0 || !ids) throw new PostgresError(`cannot create the system user ${osUser} for PostgreSQL: ${created.stderr}`);
+  if (created.status !== 0 || !ids)
+    throw new PostgresError(`cannot create the system user ${osUser} for PostgreSQL: ${created.stderr}`);
   return ids;
 }
 
 function failed(what: string, result: SpawnSyncReturns<string>, logFile?: string): PostgresError {
   const output = `${result.stderr ?? ''}${result.stdout ?? ''}`.trim();
-  return new PostgresError(`${what} failed (exit ${result.status})${output ? `: ${output}` : ''}${logFile ? `; see ${logFile}` : ''}`);
+  return new PostgresError(
+    `${what} failed (exit ${result.status})${output ? `: ${output}` : ''}${logFile ? `; see ${logFile}` : ''}`,
+  );
 }
 
 /** Starts PostgreSQL on the data directory, running initdb first when the directory holds no cluster yet. */
@@ -117,7 +122,16 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
     name: 'postgres',
     command: tool('postgres'),
     // TCP on the loopback only, no Unix socket (its path would have to fit 107 bytes and a directory we own).
-    args: ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    args: [
+      '-D',
+      options.dataDir,
+      '-p',
+      String(options.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+    ],
     logFile: options.logFile,
     port: options.port,
     // Immediate shutdown once we are gone: its children end too, and the next start recovers from the WAL.
@@ -133,7 +147,9 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
     await server.start();
     if (!(await acceptsConnections(options.dataDir, server, 60_000))) {
       await server.stop('SIGKILL');
-      throw new PostgresError(`PostgreSQL did not become ready within 60 s; its log, ${options.logFile}, ends:\n${logTail(options.logFile)}`);
+      throw new PostgresError(
+        `PostgreSQL did not become ready within 60 s; its log, ${options.logFile}, ends:\n${logTail(options.logFile)}`,
+      );
     }
   };
   await start();
@@ -157,7 +173,11 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
 const lockFile = (dataDir: string) => path.join(dataDir, 'postmaster.pid');
 
 /** Resolves true once the postmaster of `server` says in its lock file that it is ready (as `pg_ctl start -w` waits). */
-async function acceptsConnections(dataDir: string, server: { pid: number | undefined }, timeoutMs: number): Promise<boolean> {
+async function acceptsConnections(
+  dataDir: string,
+  server: { pid: number | undefined },
+  timeoutMs: number,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && server.pid !== undefined) {
     const lines = existsSync(lockFile(dataDir)) ? readFileSync(lockFile(dataDir), 'utf8').split('\n') : [];

@@ -58,14 +58,21 @@ export class ProcessError extends Error {
  * on Linux; the setting survives the exec, and the uid change happens before it). Elsewhere, no parent-death signal
  * exists: the child is started as it is, and only an orderly exit of ours stops it.
  */
-function deathWatched(command: string, args: string[], signal: NodeJS.Signals, env: NodeJS.ProcessEnv): [string, string[]] {
+function deathWatched(
+  command: string,
+  args: string[],
+  signal: NodeJS.Signals,
+  env: NodeJS.ProcessEnv,
+): [string, string[]] {
   if (process.platform !== 'linux') return [command, args];
   const setpriv = (env.PATH ?? '')
     .split(path.delimiter)
     .map((dir) => path.join(dir, 'setpriv'))
     .find((file) => existsSync(file));
   if (!setpriv) {
-    throw new ProcessError('setpriv (util-linux) is not on PATH: the cluster needs it so that its processes end with it (apt-get install util-linux)');
+    throw new ProcessError(
+      'setpriv (util-linux) is not on PATH: the cluster needs it so that its processes end with it (apt-get install util-linux)',
+    );
   }
   return [setpriv, ['--pdeathsig', signal.replace(/^SIG/, ''), '--', command, ...args]];
 }
@@ -89,7 +96,12 @@ export function managedProcess(spec: ProcessSpec): ManagedProcess {
     async start() {
       if (running()) return;
       if (spec.port !== undefined) await ensurePortFree(spec.port, spec.name);
-      const [command, args] = deathWatched(spec.command, spec.args, spec.deathSignal ?? 'SIGKILL', spec.env ?? process.env);
+      const [command, args] = deathWatched(
+        spec.command,
+        spec.args,
+        spec.deathSignal ?? 'SIGKILL',
+        spec.env ?? process.env,
+      );
       mkdirSync(path.dirname(spec.logFile), { recursive: true });
       const output = openSync(spec.logFile, 'a');
       // Its own process group: a Ctrl-C in the terminal reaches only us, and we stop the cluster in order.
@@ -133,7 +145,9 @@ export function managedProcess(spec: ProcessSpec): ManagedProcess {
 }
 
 /** Runs a command to its end with its output appended to a log file; rejects with the log's tail when it fails. */
-export async function runToEnd(spec: Omit<ProcessSpec, 'port' | 'startTimeoutMs' | 'user'> & { timeoutMs?: number }): Promise<void> {
+export async function runToEnd(
+  spec: Omit<ProcessSpec, 'port' | 'startTimeoutMs' | 'user'> & { timeoutMs?: number },
+): Promise<void> {
   const [command, args] = deathWatched(spec.command, spec.args, spec.deathSignal ?? 'SIGKILL', spec.env ?? process.env);
   mkdirSync(path.dirname(spec.logFile), { recursive: true });
   const output = openSync(spec.logFile, 'a');

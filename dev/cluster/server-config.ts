@@ -59,7 +59,10 @@ export function temporalServerConfig(input: ServerConfigInput): { [key: string]:
       defaultStore: 'postgres-default',
       visibilityStore: 'postgres-visibility',
       numHistoryShards: input.numHistoryShards,
-      datastores: { 'postgres-default': store(databases.default, 20), 'postgres-visibility': store(databases.visibility, 10) },
+      datastores: {
+        'postgres-default': store(databases.default, 20),
+        'postgres-visibility': store(databases.visibility, 10),
+      },
     },
     global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
     services: Object.fromEntries(TEMPORAL_SERVICES.map((name) => [name, service(name)])),
@@ -68,7 +71,9 @@ export function temporalServerConfig(input: ServerConfigInput): { [key: string]:
       failoverVersionIncrement: 10,
       masterClusterName: 'active',
       currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: frontend } },
+      clusterInformation: {
+        active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: frontend },
+      },
     },
     dcRedirectionPolicy: { policy: 'noop' },
     // Where the worker service (system workflows) and internal clients reach the frontend.

@@ -91,7 +91,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
   ]);
   // Before anything starts: a port asked for that something else holds (a dev server on the frontend's) is an error,
   // not a cluster whose clients talk to that something. Each process checks its own again as it starts.
-  for (const [port, what] of [[postgresPort, 'postgres'], [frontendPort, 'frontend'], [uiPort, 'ui']] as const) {
+  for (const [port, what] of [
+    [postgresPort, 'postgres'],
+    [frontendPort, 'frontend'],
+    [uiPort, 'ui'],
+  ] as const) {
     await ensurePortFree(port!, what);
   }
   const servicePorts = {} as Record<TemporalService, { grpc: number; membership: number }>;
@@ -99,7 +103,10 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     const grpc = name === 'frontend' ? frontendPort! : internal.shift()!;
     servicePorts[name] = { grpc, membership: internal.shift()! };
   }
-  const scriptPath = toolsDir(path.join(options.dir, 'bin'), { temporal: cli, 'temporal-sql-tool': binaries.sqlTool.path });
+  const scriptPath = toolsDir(path.join(options.dir, 'bin'), {
+    temporal: cli,
+    'temporal-sql-tool': binaries.sqlTool.path,
+  });
   const scriptEnv = { ...env, PATH: `${scriptPath}${path.delimiter}${env.PATH ?? ''}` };
 
   const stops: Array<{ name: string; stop: () => Promise<void> }> = [];
@@ -135,7 +142,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
       },
       logFile: path.join(logDir, 'setup-schema.log'),
     });
-    await forgetMembers(binaries.postgresBinDir.path, postgres, { env, logFile: path.join(logDir, 'setup-schema.log'), log });
+    await forgetMembers(binaries.postgresBinDir.path, postgres, {
+      env,
+      logFile: path.join(logDir, 'setup-schema.log'),
+      log,
+    });
 
     const configFile = path.join(options.dir, 'temporal-server.yaml');
     const config = temporalServerConfig({
@@ -182,7 +193,12 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     });
 
     const uiUrl = `http://127.0.0.1:${uiPort}`;
-    const uiRoot = writeUiConfig(path.join(options.dir, 'ui'), { frontend: address, port: uiPort!, namespace, url: uiUrl });
+    const uiRoot = writeUiConfig(path.join(options.dir, 'ui'), {
+      frontend: address,
+      port: uiPort!,
+      namespace,
+      url: uiUrl,
+    });
     const ui = managedProcess({
       name: 'temporal ui',
       command: binaries.uiServer.path,
@@ -214,13 +230,28 @@ async function forgetMembers(
 ): Promise<void> {
   const psql = path.join(binDir, 'psql');
   if (!existsSync(psql)) {
-    log(`no ${psql}: the membership rows of an earlier start stay (after a kill, the next start waits up to a minute for them)`);
+    log(
+      `no ${psql}: the membership rows of an earlier start stay (after a kill, the next start waits up to a minute for them)`,
+    );
     return;
   }
   await runToEnd({
     name: 'psql (deleting the cluster_membership rows of an earlier start)',
     command: psql,
-    args: ['-h', postgres.host, '-p', String(postgres.port), '-U', postgres.user, '-d', 'temporal', '-v', 'ON_ERROR_STOP=1', '-c', 'DELETE FROM cluster_membership'],
+    args: [
+      '-h',
+      postgres.host,
+      '-p',
+      String(postgres.port),
+      '-U',
+      postgres.user,
+      '-d',
+      'temporal',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-c',
+      'DELETE FROM cluster_membership',
+    ],
     env: { ...env, PGPASSWORD: postgres.password },
     logFile,
   });

@@ -30,6 +30,9 @@ export function writeUiConfig(root: string, input: UiConfigInput): string {
     auth: { enabled: false },
   };
   writeFileSync(path.join(dir, 'base.yaml'), '# Written by expectations-watcher (dev/cluster).\n');
-  writeFileSync(path.join(dir, 'cluster.yaml'), `# Written by expectations-watcher (dev/cluster) at every start.\n${toYaml(config)}`);
+  writeFileSync(
+    path.join(dir, 'cluster.yaml'),
+    `# Written by expectations-watcher (dev/cluster) at every start.\n${toYaml(config)}`,
+  );
   return root;
 }

@@ -94,7 +94,11 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   return server;
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<unknown>, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+async function stopChild(
+  child: ChildProcess,
+  exited: Promise<unknown>,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill(signal);
   const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

@@ -8,11 +8,16 @@ import { ensureDevServer, ensureTestServer, ProvisionError } from './provision.j
 async function main(): Promise<void> {
   const started = Date.now();
   const dev = ensureDevServer({ allowDownload: process.env.CI !== 'true' });
-  console.log(`dev server: ${dev.type === 'existing-path' ? `${dev.path} (${dev.origin})` : 'SDK download at first use'}`);
+  console.log(
+    `dev server: ${dev.type === 'existing-path' ? `${dev.path} (${dev.origin})` : 'SDK download at first use'}`,
+  );
   const test = await ensureTestServer({ allowDownload: process.env.CI !== 'true' });
-  console.log(`test server: ${test.type === 'existing-path' ? `${test.path} (${test.origin})` : 'SDK download at first use'}`);
+  console.log(
+    `test server: ${test.type === 'existing-path' ? `${test.path} (${test.origin})` : 'SDK download at first use'}`,
+  );
   const cluster = ensureClusterBinaries();
-  for (const [piece, found] of Object.entries(cluster)) console.log(`cluster ${piece}: ${found.path} (${found.origin})`);
+  for (const [piece, found] of Object.entries(cluster))
+    console.log(`cluster ${piece}: ${found.path} (${found.origin})`);
   console.log(`provisioned in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 

@@ -90,13 +90,17 @@ function goInstall(targets: string[], binDir: string, env: NodeJS.ProcessEnv, lo
   // -p 1: the server's dependency graph is large; two parallel compiles on two cores run out of memory before time.
   const goEnv = { ...env, GOTOOLCHAIN: 'local', GOBIN: binDir, GOFLAGS: `${env.GOFLAGS ?? ''} -trimpath`.trim() };
   const run = (extra: NodeJS.ProcessEnv) =>
-    spawnSync(go, ['install', '-p', '1', ...targets], { env: { ...goEnv, ...extra }, stdio: ['ignore', 'inherit', 'inherit'] });
+    spawnSync(go, ['install', '-p', '1', ...targets], {
+      env: { ...goEnv, ...extra },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
   let result = run({});
   if (result.status !== 0) {
     log('go install failed; retrying with GOSUMDB=off in case the checksum database is unreachable from here');
     result = run({ GOSUMDB: 'off' });
   }
-  if (result.status !== 0) throw new ProvisionError(`go install ${targets.join(' ')} failed (exit ${result.status}); see above`);
+  if (result.status !== 0)
+    throw new ProvisionError(`go install ${targets.join(' ')} failed (exit ${result.status}); see above`);
   log(`built ${what} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
@@ -107,7 +111,10 @@ function goInstall(targets: string[], binDir: string, env: NodeJS.ProcessEnv, lo
 function ensureServerAndSqlTool(env: NodeJS.ProcessEnv, log: Log, home: string): { server: Found; sqlTool: Found } {
   const binDir = path.join(home, 'bin');
   const find = () => ({
-    server: fromEnv(env, 'TEMPORAL_SERVER_BIN') ?? found(onPath('temporal-server', env), 'PATH') ?? found(cachedFile(binDir, 'server'), 'cache'),
+    server:
+      fromEnv(env, 'TEMPORAL_SERVER_BIN') ??
+      found(onPath('temporal-server', env), 'PATH') ??
+      found(cachedFile(binDir, 'server'), 'cache'),
     sqlTool:
       fromEnv(env, 'TEMPORAL_SQL_TOOL') ??
       found(onPath('temporal-sql-tool', env), 'PATH') ??
@@ -116,14 +123,18 @@ function ensureServerAndSqlTool(env: NodeJS.ProcessEnv, log: Log, home: string):
   const first = find();
   if (first.server && first.sqlTool) return { server: first.server, sqlTool: first.sqlTool };
   goInstall(
-    [`go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`, `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`],
+    [
+      `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`,
+      `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`,
+    ],
     binDir,
     env,
     log,
     `the Temporal server ${TEMPORAL_SERVER_VERSION} and its SQL tool`,
   );
   const built = find();
-  if (!built.server || !built.sqlTool) throw new ProvisionError(`go install did not produce server and sql in ${binDir}`);
+  if (!built.server || !built.sqlTool)
+    throw new ProvisionError(`go install did not produce server and sql in ${binDir}`);
   return {
     server: built.server.origin === 'cache' ? { ...built.server, origin: 'go install' } : built.server,
     sqlTool: built.sqlTool.origin === 'cache' ? { ...built.sqlTool, origin: 'go install' } : built.sqlTool,
@@ -157,7 +168,8 @@ function ensureSchemaDir(env: NodeJS.ProcessEnv, log: Log, home: string): Found 
   const cached = path.join(home, 'schema', 'postgresql', 'v12');
   if (existsSync(path.join(cached, 'temporal', 'versioned'))) return { path: cached, origin: 'cache' };
   const modCache = goModCache(env);
-  const source = modCache && path.join(modCache, `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}`, 'schema', 'postgresql', 'v12');
+  const source =
+    modCache && path.join(modCache, `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}`, 'schema', 'postgresql', 'v12');
   if (!source || !existsSync(source)) {
     throw new ProvisionError(
       `no PostgreSQL schema of the Temporal server ${TEMPORAL_SERVER_VERSION}: set TEMPORAL_SCHEMA_DIR to its schema/postgresql/v12, ` +
@@ -179,7 +191,13 @@ function ensureUiServer(env: NodeJS.ProcessEnv, log: Log): Found {
   const cached = () => cachedFile(binDir, 'server') && linkAs(binDir, 'temporal-ui-server', 'server');
   const hit = cached();
   if (hit) return { path: hit, origin: 'cache' };
-  goInstall([`github.com/temporalio/ui-server/v2/cmd/server@${UI_SERVER_VERSION}`], binDir, env, log, `the Temporal UI server ${UI_SERVER_VERSION}`);
+  goInstall(
+    [`github.com/temporalio/ui-server/v2/cmd/server@${UI_SERVER_VERSION}`],
+    binDir,
+    env,
+    log,
+    `the Temporal UI server ${UI_SERVER_VERSION}`,
+  );
   const built = cached();
   if (!built) throw new ProvisionError(`go install did not produce the UI server in ${binDir}`);
   return { path: built, origin: 'go install' };
@@ -195,7 +213,9 @@ function postgresDir(dir: string): string | undefined {
 function debianPostgres(): string | undefined {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
-  const majors = readdirSync(root).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a));
+  const majors = readdirSync(root)
+    .filter((name) => /^\d+$/.test(name))
+    .sort((a, b) => Number(b) - Number(a));
   for (const major of majors) {
     const dir = postgresDir(path.join(root, major, 'bin'));
     if (dir) return dir;
@@ -232,7 +252,10 @@ function ensurePostgres(env: NodeJS.ProcessEnv, log: Log): Found {
   log('installing PostgreSQL with apt-get (the cluster stores its data in it)');
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
   spawnSync(aptGet, ['update', '-qq'], { env: aptEnv, stdio: ['ignore', 'inherit', 'inherit'] });
-  const result = spawnSync(aptGet, ['install', '-y', '-qq', 'postgresql'], { env: aptEnv, stdio: ['ignore', 'inherit', 'inherit'] });
+  const result = spawnSync(aptGet, ['install', '-y', '-qq', 'postgresql'], {
+    env: aptEnv,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   const installed = findPostgres(env);
   if (result.status !== 0 || !installed) throw new ProvisionError('apt-get install postgresql failed; see above');
   return { ...installed, origin: 'apt-get' };

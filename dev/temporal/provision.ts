@@ -50,7 +50,9 @@ function runStreaming(command: string, args: string[], options: { cwd?: string; 
  * The dev server: `TEMPORAL_CLI`, else `temporal` on PATH, else a cached build, else `go install` into the cache,
  * else the SDK's download (for laptops with internet and no Go).
  */
-export function ensureDevServer(options: { env?: NodeJS.ProcessEnv; log?: Log; allowDownload?: boolean } = {}): ServerSource {
+export function ensureDevServer(
+  options: { env?: NodeJS.ProcessEnv; log?: Log; allowDownload?: boolean } = {},
+): ServerSource {
   const env = options.env ?? process.env;
   const log = options.log ?? defaultLog;
   if (env.TEMPORAL_CLI) {
@@ -153,7 +155,9 @@ export async function ensureTestServer(
   const mvn = onPath('mvn', env);
   if (java && mvn) {
     const lib = path.join(home, 'lib');
-    log(`fetching io.temporal:temporal-test-server:${TEST_SERVER_VERSION} and its classpath from Maven Central into ${lib}`);
+    log(
+      `fetching io.temporal:temporal-test-server:${TEST_SERVER_VERSION} and its classpath from Maven Central into ${lib}`,
+    );
     rmSync(home, { recursive: true, force: true });
     mkdirSync(home, { recursive: true });
     writeFileSync(path.join(home, 'pom.xml'), TEST_SERVER_POM);

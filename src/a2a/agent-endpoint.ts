@@ -93,7 +93,11 @@ export function watcherAgentCard(baseUrl: string): AgentCard {
       bearer: {
         scheme: {
           $case: 'httpAuthSecurityScheme',
-          value: { description: 'The bearer token of a principal (agent or reporter).', scheme: 'Bearer', bearerFormat: '' },
+          value: {
+            description: 'The bearer token of a principal (agent or reporter).',
+            scheme: 'Bearer',
+            bearerFormat: '',
+          },
         },
       },
     },
@@ -146,7 +150,12 @@ class PrincipalUser implements User {
   }
 }
 
-const textPart = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+const textPart = (value: string): Part => ({
+  content: { $case: 'text', value },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'text/plain',
+});
 const dataPart = (value: unknown): Part => ({
   content: { $case: 'data', value },
   metadata: undefined,
@@ -174,8 +183,12 @@ function locate(message: Message) {
     return found;
   }
   // `origin` is this endpoint's own member (see raiseOriginOf); elsewhere it would be unknown.
-  found.notApplied.push(...unknownMembers(payload, base).filter((error) => error.path !== joinPath([...base, 'origin'])));
-  parsed.data.expectations?.forEach((value, i) => found.expectations.push({ path: [...base, 'expectations', i], value }));
+  found.notApplied.push(
+    ...unknownMembers(payload, base).filter((error) => error.path !== joinPath([...base, 'origin'])),
+  );
+  parsed.data.expectations?.forEach((value, i) =>
+    found.expectations.push({ path: [...base, 'expectations', i], value }),
+  );
   parsed.data.facts?.forEach((value, i) => found.facts.push({ path: [...base, 'facts', i], value }));
   parsed.data.withdraw?.forEach((value, i) => found.withdraw.push({ path: [...base, 'withdraw', i], value }));
   return found;
@@ -200,23 +213,32 @@ export function raiseOriginOf(message: Message, raises: boolean): { origin: Orig
     const originAt = [...at, 'metadata', EXTENSION_URI, 'origin'];
     const parsed = explicitOriginSchema.safeParse(explicit);
     if (!parsed.success) {
-      const errors = parsed.error.issues.map((issue) => ({ path: joinPath([...originAt, ...issue.path]), message: issue.message }));
+      const errors = parsed.error.issues.map((issue) => ({
+        path: joinPath([...originAt, ...issue.path]),
+        message: issue.message,
+      }));
       throw new SchemaError(`${joinPath(originAt)} must be {taskId, contextId?}: the agent's own task`, errors);
     }
-    return { origin: parsed.data, originPaths: { taskId: [...originAt, 'taskId'], contextId: [...originAt, 'contextId'] } };
+    return {
+      origin: parsed.data,
+      originPaths: { taskId: [...originAt, 'taskId'], contextId: [...originAt, 'contextId'] },
+    };
   }
   const taskId = message.referenceTaskIds[0];
   if (raises && !taskId) {
     const path = joinPath([...at, 'referenceTaskIds']);
-    throw new RuleViolationError(`a raise names the agent's own task, which its lapses will reference: ${path} is empty`, [
-      {
-        path,
-        rule: 'origin-task',
-        message:
-          "required for a raise: the id of the agent's own task first in referenceTaskIds (with its contextId in " +
-          `params.message.contextId), or metadata["${EXTENSION_URI}"].origin = {taskId, contextId}`,
-      },
-    ]);
+    throw new RuleViolationError(
+      `a raise names the agent's own task, which its lapses will reference: ${path} is empty`,
+      [
+        {
+          path,
+          rule: 'origin-task',
+          message:
+            "required for a raise: the id of the agent's own task first in referenceTaskIds (with its contextId in " +
+            `params.message.contextId), or metadata["${EXTENSION_URI}"].origin = {taskId, contextId}`,
+        },
+      ],
+    );
   }
   return {
     origin: { ...(taskId ? { taskId } : {}), ...(message.contextId ? { contextId: message.contextId } : {}) },
@@ -234,13 +256,45 @@ export function receiptText(result: IngestResult): string {
   };
   const ids = <T extends { result: string }>(items: T[], outcome: string, id: (item: T) => string) =>
     items.filter((item) => item.result === outcome).map(id);
-  add(result.expectations, 'expectation', 'raised', ids(result.expectations, 'raised', (e) => e.expectationId));
-  add(result.expectations, 'expectation', 'unchanged', ids(result.expectations, 'unchanged', (e) => e.expectationId));
-  add(result.facts, 'fact', 'recorded', ids(result.facts, 'recorded', (f) => f.factKey));
-  add(result.facts, 'fact', 'already known', ids(result.facts, 'duplicate', (f) => f.factKey));
-  add(result.withdrawn, 'expectation', 'withdrawn', ids(result.withdrawn, 'withdrawn', (w) => w.expectationId));
-  add(result.withdrawn, 'expectation', 'not open (nothing to withdraw)', ids(result.withdrawn, 'not-open', (w) => w.expectationId));
-  const warnings = result.warnings?.length ? ` Warnings: ${result.warnings.map((w) => `${w.path}: ${w.message}`).join('; ')}.` : '';
+  add(
+    result.expectations,
+    'expectation',
+    'raised',
+    ids(result.expectations, 'raised', (e) => e.expectationId),
+  );
+  add(
+    result.expectations,
+    'expectation',
+    'unchanged',
+    ids(result.expectations, 'unchanged', (e) => e.expectationId),
+  );
+  add(
+    result.facts,
+    'fact',
+    'recorded',
+    ids(result.facts, 'recorded', (f) => f.factKey),
+  );
+  add(
+    result.facts,
+    'fact',
+    'already known',
+    ids(result.facts, 'duplicate', (f) => f.factKey),
+  );
+  add(
+    result.withdrawn,
+    'expectation',
+    'withdrawn',
+    ids(result.withdrawn, 'withdrawn', (w) => w.expectationId),
+  );
+  add(
+    result.withdrawn,
+    'expectation',
+    'not open (nothing to withdraw)',
+    ids(result.withdrawn, 'not-open', (w) => w.expectationId),
+  );
+  const warnings = result.warnings?.length
+    ? ` Warnings: ${result.warnings.map((w) => `${w.path}: ${w.message}`).join('; ')}.`
+    : '';
   return `Recorded: ${groups.join('; ')}.${warnings}`;
 }
 
@@ -291,9 +345,10 @@ export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest'
         const found = locate(requestContext.userMessage);
         if (found.expectations.length + found.facts.length + found.withdraw.length + found.schemaErrors.length === 0) {
           const at = joinPath(['params', 'message', 'metadata', EXTENSION_URI]);
-          throw new SchemaError(`the message carries nothing to record: put facts, expectations or withdraw under ${at}`, [
-            { path: at, message: 'required: {facts, expectations, withdraw}' },
-          ]);
+          throw new SchemaError(
+            `the message carries nothing to record: put facts, expectations or withdraw under ${at}`,
+            [{ path: at, message: 'required: {facts, expectations, withdraw}' }],
+          );
         }
         // The message as the agent sent it: the SDK fills in a contextId of its own where the agent gave none.
         const sent = { ...requestContext.userMessage, contextId: user.sentContextId ?? '' };
@@ -305,20 +360,27 @@ export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest'
         );
         const text = receiptText(result);
         eventBus.publish(
-          receipt(requestContext, TaskState.TASK_STATE_COMPLETED, [textPart(text)], [
-            {
-              artifactId: 'receipt',
-              name: 'receipt',
-              description: 'One result per item of the message: raised/unchanged, recorded/duplicate, withdrawn/not-open.',
-              parts: [dataPart(result), textPart(text)],
-              metadata: undefined,
-              extensions: [EXTENSION_URI],
-            },
-          ]),
+          receipt(
+            requestContext,
+            TaskState.TASK_STATE_COMPLETED,
+            [textPart(text)],
+            [
+              {
+                artifactId: 'receipt',
+                name: 'receipt',
+                description:
+                  'One result per item of the message: raised/unchanged, recorded/duplicate, withdrawn/not-open.',
+                parts: [dataPart(result), textPart(text)],
+                metadata: undefined,
+                extensions: [EXTENSION_URI],
+              },
+            ],
+          ),
         );
       } catch (error) {
         const problem = toProblem(error);
-        if (problem.status >= 500) deps.logger?.[problem.status === 500 ? 'error' : 'warn']({ err: error }, problem.detail);
+        if (problem.status >= 500)
+          deps.logger?.[problem.status === 500 ? 'error' : 'warn']({ err: error }, problem.detail);
         refuse(requestContext, eventBus, problem);
       } finally {
         eventBus.finished();
@@ -371,7 +433,8 @@ export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
 
 /** `params.message.contextId` of a JSON-RPC body (v1.0 `SendMessage` and v0.3 `message/send` alike), if a string. */
 function sentContextIdOf(body: unknown): string | undefined {
-  const contextId: unknown = (body as { params?: { message?: { contextId?: unknown } } } | undefined)?.params?.message?.contextId;
+  const contextId: unknown = (body as { params?: { message?: { contextId?: unknown } } } | undefined)?.params?.message
+    ?.contextId;
   return typeof contextId === 'string' && contextId !== '' ? contextId : undefined;
 }
 

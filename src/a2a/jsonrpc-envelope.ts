@@ -37,8 +37,10 @@ class EnvelopeError extends Error {
   }
 }
 
-const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
-const describe = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`);
+const isObject = (value: unknown): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const describe = (value: unknown): string =>
+  Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`;
 
 /** v0.3 when the request names no version or 0.3, as the SDK's compatibility layer decides. */
 const isLegacy = (req: Request): boolean => (req.get(A2A_VERSION_HEADER) || '0.3') === '0.3';
@@ -55,7 +57,9 @@ function sendError(req: Request, res: Response, id: JsonRpcId, error: EnvelopeEr
   if (error.code === JSON_RPC_ERROR.invalidParams && !isLegacy(req)) {
     // The SDK's own shape for v1.0: data holds a google.rpc.ErrorInfo (reason INVALID_PARAMS), here with the field.
     const metadata = error.field ? { field: error.field } : undefined;
-    body = JsonRpcTransportHandler.mapToJSONRPCError(new JsonRpcRequestMalformedError({ message: error.message, metadata }));
+    body = JsonRpcTransportHandler.mapToJSONRPCError(
+      new JsonRpcRequestMalformedError({ message: error.message, metadata }),
+    );
   } else {
     body = { code: error.code, message: error.message };
   }
@@ -94,10 +98,12 @@ function checkWellFormed(body: unknown): void {
 function checkRequest(body: unknown): asserts body is JsonObject & { method: string } {
   const invalid = (field: string | undefined, rule: string) =>
     new EnvelopeError(JSON_RPC_ERROR.invalidRequest, `Invalid Request: ${rule}`, field);
-  if (Array.isArray(body)) throw invalid(undefined, 'the body must be one request object; batches (arrays) are not supported');
+  if (Array.isArray(body))
+    throw invalid(undefined, 'the body must be one request object; batches (arrays) are not supported');
   if (!isObject(body)) throw invalid(undefined, `the body must be a request object, not ${describe(body)}`);
   if (body.jsonrpc !== '2.0') throw invalid('jsonrpc', 'jsonrpc must be exactly "2.0"');
-  if (typeof body.method !== 'string' || body.method === '') throw invalid('method', 'method must be a non-empty string');
+  if (typeof body.method !== 'string' || body.method === '')
+    throw invalid('method', 'method must be a non-empty string');
   if ('id' in body) {
     const id = body.id;
     if (!(id === null || typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)))) {
@@ -106,7 +112,11 @@ function checkRequest(body: unknown): asserts body is JsonObject & { method: str
   }
   if ('params' in body && !isObject(body.params)) {
     if (Array.isArray(body.params)) {
-      throw new EnvelopeError(JSON_RPC_ERROR.invalidParams, 'Invalid params: params must be an object (A2A params are named)', 'params');
+      throw new EnvelopeError(
+        JSON_RPC_ERROR.invalidParams,
+        'Invalid params: params must be an object (A2A params are named)',
+        'params',
+      );
     }
     throw invalid('params', `params must be an object, not ${describe(body.params)}`);
   }
@@ -143,7 +153,8 @@ const ROLES = { v1: ['ROLE_USER', 'ROLE_AGENT', 1, 2], legacy: ['user', 'agent']
 
 function checkMessage(params: JsonObject, legacy: boolean): void {
   const message = params.message;
-  if (!isObject(message)) throw invalidParams('params.message', `is required: a Message object, not ${describe(message)}`);
+  if (!isObject(message))
+    throw invalidParams('params.message', `is required: a Message object, not ${describe(message)}`);
   const roles: readonly unknown[] = legacy ? ROLES.legacy : ROLES.v1;
   if (!roles.includes(message.role)) {
     const allowed = legacy ? '"user" or "agent"' : 'ROLE_USER or ROLE_AGENT';
@@ -171,7 +182,10 @@ function checkListTasks(params: JsonObject): void {
   if (present(params, 'pageSize')) {
     const n = integerOf(params.pageSize);
     if (n === undefined || n < 1 || n > MAX_PAGE_SIZE) {
-      throw invalidParams('params.pageSize', `must be an integer from 1 to ${MAX_PAGE_SIZE}, not ${shown(params.pageSize)}`);
+      throw invalidParams(
+        'params.pageSize',
+        `must be an integer from 1 to ${MAX_PAGE_SIZE}, not ${shown(params.pageSize)}`,
+      );
     }
   }
   checkHistoryLength(params);
@@ -180,7 +194,10 @@ function checkListTasks(params: JsonObject): void {
     throw invalidParams('params.statusTimestampAfter', `${rule}, not ${shown(params.statusTimestampAfter)}`);
   }
   if (present(params, 'status') && !isTaskState(params.status)) {
-    throw invalidParams('params.status', `must be a task state (${TASK_STATE_NAMES.join(', ')}), not ${shown(params.status)}`);
+    throw invalidParams(
+      'params.status',
+      `must be a task state (${TASK_STATE_NAMES.join(', ')}), not ${shown(params.status)}`,
+    );
   }
   if (present(params, 'pageToken') && typeof params.pageToken !== 'string') {
     const rule = 'must be a string (the nextPageToken of an earlier answer)';

@@ -92,7 +92,8 @@ export class RecentTaskStore implements TaskStore {
     const tasks = page.map(({ task }) => {
       const copy = structuredClone(task);
       if (!params.includeArtifacts) copy.artifacts = [];
-      if (params.historyLength !== undefined) copy.history = params.historyLength > 0 ? copy.history.slice(-params.historyLength) : [];
+      if (params.historyLength !== undefined)
+        copy.history = params.historyLength > 0 ? copy.history.slice(-params.historyLength) : [];
       return copy;
     });
     const nextPageToken = rest.length > pageSize ? this.token(owner, page[page.length - 1]!.seq) : '';
@@ -127,4 +128,3 @@ export class RecentTaskStore implements TaskStore {
 
 const ownerOf = (context: ServerCallContext): string => (context.user?.isAuthenticated ? context.user.userName : '');
 const keyOf = (owner: string, taskId: string): string => `${owner}\u0000${taskId}`;
-

@@ -48,10 +48,10 @@ export const principalsFileSchema = z
     message: 'principal ids must be unique',
     path: ['principals'],
   })
-  .refine(
-    (file) => new Set(file.principals.map((p) => p.tokenSha256.toLowerCase())).size === file.principals.length,
-    { message: 'two principals share one token', path: ['principals'] },
-  );
+  .refine((file) => new Set(file.principals.map((p) => p.tokenSha256.toLowerCase())).size === file.principals.length, {
+    message: 'two principals share one token',
+    path: ['principals'],
+  });
 export type PrincipalsFile = z.infer<typeof principalsFileSchema>;
 
 /** An authenticated caller. */
@@ -159,7 +159,8 @@ export async function loadReloadingPrincipals(
     } catch (error) {
       if (now !== undefined && now === failed) return;
       failed = now;
-      const wrapped = error instanceof PrincipalsFileError ? error : new PrincipalsFileError(`${file}: ${(error as Error).message}`);
+      const wrapped =
+        error instanceof PrincipalsFileError ? error : new PrincipalsFileError(`${file}: ${(error as Error).message}`);
       options.onError?.(wrapped);
     }
   }
@@ -214,7 +215,9 @@ export function agentDirectory(store: PrincipalStore | ReloadingPrincipalStore) 
     async contact(agentId: string): Promise<{ cardUrl?: string; authorization?: string } | undefined> {
       if ('refresh' in store) await store.refresh();
       const principal = store.byId(agentId);
-      return principal ? { cardUrl: principal.agent?.cardUrl, authorization: principal.agent?.authorization } : undefined;
+      return principal
+        ? { cardUrl: principal.agent?.cardUrl, authorization: principal.agent?.authorization }
+        : undefined;
     },
   };
 }

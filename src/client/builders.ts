@@ -5,9 +5,21 @@
  * `artifactUpdateEvent` for the push body `POST /a2a/events` takes.
  */
 import type { z } from 'zod';
-import { EXTENSION_URI, expectationSchema, extensionMetadataSchema, reportedFactSchema } from '../../core/schemas/extension.js';
+import {
+  EXTENSION_URI,
+  expectationSchema,
+  extensionMetadataSchema,
+  reportedFactSchema,
+} from '../../core/schemas/extension.js';
 import { WatcherValidationError } from './errors.js';
-import type { ArtifactUpdateInput, Expectation, ExpectationInput, FactInput, FieldError, ReportedFact } from './types.js';
+import type {
+  ArtifactUpdateInput,
+  Expectation,
+  ExpectationInput,
+  FactInput,
+  FieldError,
+  ReportedFact,
+} from './types.js';
 
 /** The extension payload found under `metadata[EXTENSION_URI]`, each list checked. */
 export interface ExtensionPayload {
@@ -38,12 +50,18 @@ function collect<S extends z.ZodType>(
 ): z.infer<S> | undefined {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  for (const issue of parsed.error.issues) errors.push({ path: joinPath([...prefix, ...issue.path]), message: issue.message });
+  for (const issue of parsed.error.issues)
+    errors.push({ path: joinPath([...prefix, ...issue.path]), message: issue.message });
   return undefined;
 }
 
 /** `value` parsed by `schema`, or a WatcherValidationError naming each bad field under `prefix` (lapse-task.ts too). */
-export function check<S extends z.ZodType>(what: string, schema: S, value: unknown, prefix: readonly PropertyKey[] = []): z.infer<S> {
+export function check<S extends z.ZodType>(
+  what: string,
+  schema: S,
+  value: unknown,
+  prefix: readonly PropertyKey[] = [],
+): z.infer<S> {
   const errors: FieldError[] = [];
   const parsed = collect(schema, value, prefix, errors);
   if (errors.length > 0) throw new WatcherValidationError(what, errors);
@@ -73,7 +91,9 @@ export function extensionPayload(input: ExtensionPayloadInput): ExtensionPayload
   const errors: FieldError[] = [];
   const payload: ExtensionPayload = {};
   if (input.expectations !== undefined) {
-    payload.expectations = input.expectations.map((e, i) => collect(expectationSchema, e, ['expectations', i], errors)!);
+    payload.expectations = input.expectations.map((e, i) =>
+      collect(expectationSchema, e, ['expectations', i], errors)!,
+    );
   }
   if (input.facts !== undefined) {
     payload.facts = input.facts.map((f, i) => collect(reportedFactSchema, f, ['facts', i], errors)!);

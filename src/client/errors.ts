@@ -45,7 +45,10 @@ export class WatcherProblemError extends Error {
 
   constructor(
     request: ProblemRequest,
-    problem: { status: number; type: string; title: string; detail?: string; errors?: FieldError[] } & Record<string, unknown>,
+    problem: { status: number; type: string; title: string; detail?: string; errors?: FieldError[] } & Record<
+      string,
+      unknown
+    >,
     retryAfter?: number,
     attempts = 1,
   ) {
@@ -121,7 +124,9 @@ export function parseRetryAfter(value: string | null, now: number): number | und
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -6,14 +6,7 @@
  */
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { WatcherProblemError, type ProblemRequest } from './errors.js';
-import {
-  isDroppedConnection,
-  nextWait,
-  RETRIED_STATUSES,
-  retryPolicy,
-  sleep,
-  type RetryOptions,
-} from './retry.js';
+import { isDroppedConnection, nextWait, RETRIED_STATUSES, retryPolicy, sleep, type RetryOptions } from './retry.js';
 import type {
   A2AEventBody,
   EventResult,
@@ -136,7 +129,10 @@ export class WatcherClient {
 
   /** `POST /v1/expectations/{id}/withdraw`; a closed expectation answers `not-open`. */
   withdraw(expectationId: string, reason: string, options?: CallOptions): Promise<WithdrawResult> {
-    return this.#call('POST', `/v1/expectations/${encodeURIComponent(expectationId)}/withdraw`, { body: { reason }, ...options });
+    return this.#call('POST', `/v1/expectations/${encodeURIComponent(expectationId)}/withdraw`, {
+      body: { reason },
+      ...options,
+    });
   }
 
   /**

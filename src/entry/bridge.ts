@@ -10,6 +10,8 @@ export async function startBridgeProcess(lifecycle: Lifecycle): Promise<void> {
   const { config, log, address } = prepareClusterProcess(lifecycle, 'npm run bridge');
   const traced = startTracingIfConfigured(config, 'expectations-watcher-bridge', log);
   if (traced) lifecycle.add(traced);
-  const bridge = await lifecycle.start(() => startBridge(config, address, log, undefined, { tracing: traced?.tracing }));
+  const bridge = await lifecycle.start(() =>
+    startBridge(config, address, log, undefined, { tracing: traced?.tracing }),
+  );
   if (bridge.generatedToken) process.stdout.write(`admin token: ${bridge.generatedToken} (shown once)\n`);
 }

@@ -19,7 +19,10 @@ import {
 } from '../runtime.js';
 
 /** Starts a Temporal server of this process's own, for when the configuration names none (dev/temporal/embedded.ts). */
-export type StartEmbeddedTemporal = (config: Config, log: Logger) => Promise<Running & { address: string; uiUrl?: string }>;
+export type StartEmbeddedTemporal = (
+  config: Config,
+  log: Logger,
+) => Promise<Running & { address: string; uiUrl?: string }>;
 
 /**
  * Starts the worker, then the bridge, on the configured cluster, or with `startEmbedded` on the server it starts
@@ -35,7 +38,12 @@ export async function startWatcher(lifecycle: Lifecycle, startEmbedded?: StartEm
     );
   }
   // First: the embedded server and the worker both run on the Temporal runtime this installs.
-  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, metricsHost: config.listenHost, log });
+  const telemetry = installTelemetry({
+    metricsPort: config.workerMetrics.port,
+    metricsRequired: config.workerMetrics.required,
+    metricsHost: config.listenHost,
+    log,
+  });
   mkdirSync(config.dataDir, { recursive: true });
   const traced = startTracingIfConfigured(config, 'expectations-watcher', log);
   if (traced) lifecycle.add(traced);
@@ -57,7 +65,9 @@ export async function startWatcher(lifecycle: Lifecycle, startEmbedded?: StartEm
   const metrics = createMetrics({ defaultMetrics: true });
   const worker = await lifecycle.start(() => startWorker(shared, address, log, { metrics, tracing: traced?.tracing }));
   // The bridge's /readyz fails once this worker is no longer running: nothing else would run what it accepts.
-  const bridge = await lifecycle.start(() => startBridge(shared, address, log, uiUrl, { metrics, tracing: traced?.tracing, worker }));
+  const bridge = await lifecycle.start(() =>
+    startBridge(shared, address, log, uiUrl, { metrics, tracing: traced?.tracing, worker }),
+  );
 
   const lines = [
     '',

@@ -9,7 +9,12 @@ import { prepareClusterProcess, startTracingIfConfigured, startWorker } from '..
 
 export async function startWorkerProcess(lifecycle: Lifecycle): Promise<void> {
   const { config, log, address } = prepareClusterProcess(lifecycle, 'npm run worker');
-  const telemetry = installTelemetry({ metricsPort: config.workerMetrics.port, metricsRequired: config.workerMetrics.required, metricsHost: config.listenHost, log });
+  const telemetry = installTelemetry({
+    metricsPort: config.workerMetrics.port,
+    metricsRequired: config.workerMetrics.required,
+    metricsHost: config.listenHost,
+    log,
+  });
   const traced = startTracingIfConfigured(config, 'expectations-watcher-worker', log);
   if (traced) lifecycle.add(traced);
   await lifecycle.start(() => startWorker(config, address, log, { tracing: traced?.tracing }));

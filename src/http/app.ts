@@ -16,7 +16,13 @@ import { pollerReadiness, workflowPollersOf, type WorkerReadiness } from '../tem
 import { createMetrics, type WatcherMetrics } from '../metrics.js';
 import { parseA2AEvent } from '../schemas/a2a.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
-import { factsBodySchema, factsQuerySchema, listQuerySchema, resendParamsSchema, withdrawBodySchema } from '../schemas/http.js';
+import {
+  factsBodySchema,
+  factsQuerySchema,
+  listQuerySchema,
+  resendParamsSchema,
+  withdrawBodySchema,
+} from '../schemas/http.js';
 import {
   BridgeBusyError,
   joinPath,
@@ -135,10 +141,16 @@ function createServices(deps: AppDeps) {
     });
   const workerReadiness =
     deps.workerReadiness ??
-    pollerReadiness({ taskQueue: deps.taskQueue, pollers: workflowPollersOf(deps.client, deps.namespace, deps.taskQueue, quickCall) });
+    pollerReadiness({
+      taskQueue: deps.taskQueue,
+      pollers: workflowPollersOf(deps.client, deps.namespace, deps.taskQueue, quickCall),
+    });
   // Given up early only when waiting is pointless: Temporal does not answer at all, or no worker would serve the call.
   const probe = async (): Promise<Error | undefined> => {
-    if (!(await isReachable())) return new TemporalUnavailableError('Temporal does not answer; nothing was half-applied that a retry of the same request would not complete');
+    if (!(await isReachable()))
+      return new TemporalUnavailableError(
+        'Temporal does not answer; nothing was half-applied that a retry of the same request would not complete',
+      );
     const worker = await workerReadiness();
     return worker.ready ? undefined : new WorkerUnavailableError(worker.reason);
   };
@@ -196,7 +208,9 @@ function useCommonMiddleware(app: express.Express, { metrics, temporalWaitMs, ma
   let inFlight = 0;
   const bounded: RequestHandler = (_req, res, next) => {
     if (inFlight >= maxInFlight) {
-      throw new BridgeBusyError(`the bridge is serving ${inFlight} requests, its bound (WATCHER_MAX_REQUESTS_IN_FLIGHT); nothing was done, send it again after Retry-After`);
+      throw new BridgeBusyError(
+        `the bridge is serving ${inFlight} requests, its bound (WATCHER_MAX_REQUESTS_IN_FLIGHT); nothing was done, send it again after Retry-After`,
+      );
     }
     inFlight++;
     metrics.requestsInFlight.set(inFlight);
@@ -334,7 +348,10 @@ export function createApp(deps: AppDeps): express.Express {
   const { ingest } = services;
   if (deps.codec) {
     const { codec, corsOrigins } = deps.codec;
-    app.use(CODEC_PATH, createCodecRouter({ codec, corsOrigins, namespace: deps.namespace, principals: deps.principals }));
+    app.use(
+      CODEC_PATH,
+      createCodecRouter({ codec, corsOrigins, namespace: deps.namespace, principals: deps.principals }),
+    );
   }
 
   app.use(createWatcherAgentRouter({ ingest, principals: deps.principals, logger: deps.logger }));

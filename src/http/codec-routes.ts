@@ -52,12 +52,16 @@ const fromBase64 = (value: string) => new Uint8Array(Buffer.from(value, 'base64'
 const toBase64 = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? new Uint8Array()).toString('base64');
 
 function fromJson(json: PayloadJson): Payload {
-  const metadata = Object.fromEntries(Object.entries(json.metadata ?? {}).map(([key, value]) => [key, fromBase64(value)]));
+  const metadata = Object.fromEntries(
+    Object.entries(json.metadata ?? {}).map(([key, value]) => [key, fromBase64(value)]),
+  );
   return { metadata, data: fromBase64(json.data ?? '') };
 }
 
 function toJson(payload: Payload): PayloadJson {
-  const metadata = Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, toBase64(value)]));
+  const metadata = Object.fromEntries(
+    Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, toBase64(value)]),
+  );
   return { metadata, data: toBase64(payload.data) };
 }
 
@@ -95,7 +99,9 @@ export function createCodecRouter(deps: CodecRouterDeps): express.Router {
     if (origin !== undefined) {
       if (!origins.has(origin)) {
         const allowed = deps.corsOrigins.length > 0 ? deps.corsOrigins.join(', ') : 'none';
-        throw new ForbiddenError(`origin '${origin}' may not call the codec endpoint (WATCHER_CODEC_CORS_ORIGINS allows ${allowed})`);
+        throw new ForbiddenError(
+          `origin '${origin}' may not call the codec endpoint (WATCHER_CODEC_CORS_ORIGINS allows ${allowed})`,
+        );
       }
       res.set('Access-Control-Allow-Origin', origin);
       res.set('Access-Control-Allow-Credentials', 'true');
@@ -109,14 +115,19 @@ export function createCodecRouter(deps: CodecRouterDeps): express.Router {
     const session = sessionToken(req);
     if (header !== undefined || session === undefined) return bearerPrincipal(deps.principals, header);
     const principal = deps.principals.authenticate(session);
-    if (!principal) throw new UnauthenticatedError(`the codec session names no principal any more: sign in again at ${CODEC_PATH}/login`);
+    if (!principal)
+      throw new UnauthenticatedError(
+        `the codec session names no principal any more: sign in again at ${CODEC_PATH}/login`,
+      );
     return principal;
   };
 
   const json: RequestHandler[] = [
     (req, _res, next) => {
       if (req.is('application/json') === false) {
-        throw new UnsupportedMediaTypeError(`Content-Type must be application/json, not '${req.get('content-type') ?? 'none'}'`);
+        throw new UnsupportedMediaTypeError(
+          `Content-Type must be application/json, not '${req.get('content-type') ?? 'none'}'`,
+        );
       }
       next();
     },
@@ -151,7 +162,9 @@ export function createCodecRouter(deps: CodecRouterDeps): express.Router {
         throw error;
       }
       // A payload the codec handed back as it was (not encrypted) goes back exactly as it came.
-      res.json({ payloads: converted.map((payload, i) => (payload === payloads[i] ? parsed.data.payloads[i] : toJson(payload))) });
+      res.json({
+        payloads: converted.map((payload, i) => (payload === payloads[i] ? parsed.data.payloads[i] : toJson(payload))),
+      });
     });
   }
 
@@ -162,7 +175,9 @@ export function createCodecRouter(deps: CodecRouterDeps): express.Router {
   // A form post from loginPage: the token is checked (401, 403) before it is kept in the browser.
   router.post('/login', express.urlencoded({ extended: false, limit: '16kb' }), (req, res) => {
     if (req.is('application/x-www-form-urlencoded') !== 'application/x-www-form-urlencoded') {
-      throw new UnsupportedMediaTypeError('sign in with the form of GET /codec/login (application/x-www-form-urlencoded)');
+      throw new UnsupportedMediaTypeError(
+        'sign in with the form of GET /codec/login (application/x-www-form-urlencoded)',
+      );
     }
     const token = typeof req.body?.token === 'string' ? req.body.token.trim() : '';
     const principal = bearerPrincipal(deps.principals, token ? `Bearer ${token}` : undefined);

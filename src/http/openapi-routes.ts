@@ -94,7 +94,11 @@ export interface OperationSpec {
 
 /** What `/a2a/events`, `/v1/facts` and withdraw accept (app.ts: any `application/*+json` too). */
 const JSON_BODY = ['application/json', 'application/a2a+json'] as const;
-const json = (schema: z.ZodType, description: string): SuccessSpec => ({ description, mediaType: 'application/json', schema });
+const json = (schema: z.ZodType, description: string): SuccessSpec => ({
+  description,
+  mediaType: 'application/json',
+  schema,
+});
 
 // The problems every JSON body route can answer before its own rules are read.
 const bodyProblems = {
@@ -106,8 +110,10 @@ const bodyProblems = {
 const unauthenticated = bodyProblems[401];
 const temporalDown =
   'Temporal did not answer in time, or is overloaded (`temporal-busy`); nothing is half-applied that the same request sent again would not complete';
-const tooManyItems = 'the body is over 1 MiB, or carries more items than one request may (`too-many-items`, docs/api.md "Bounds and quotas")';
-const quotaExceeded = 'a per-principal quota is used up (`quota` names it); `Retry-After` says when the same request fits again';
+const tooManyItems =
+  'the body is over 1 MiB, or carries more items than one request may (`too-many-items`, docs/api.md "Bounds and quotas")';
+const quotaExceeded =
+  'a per-principal quota is used up (`quota` names it); `Retry-After` says when the same request fits again';
 
 export const operations: readonly OperationSpec[] = [
   {
@@ -117,7 +123,7 @@ export const operations: readonly OperationSpec[] = [
     tag: 'Ingress',
     summary: 'Take one A2A object: raise, report and withdraw what its metadata carries',
     description:
-      'One A2A object as a push notification (point the task\'s push-notification config here) or as the agent ' +
+      "One A2A object as a push notification (point the task's push-notification config here) or as the agent " +
       'delivers it: v1.0 ProtoJSON `{task}`, `{message}`, `{statusUpdate}` or `{artifactUpdate}`, or a v0.3 object ' +
       'with `kind`. Expectations, facts and withdraw lists are read from `metadata["https://rsaxb.com/a2a/expectations/v1"]` ' +
       '(an ExtensionPayload) of its artifacts and messages; every item is validated before any is applied.',
@@ -127,7 +133,7 @@ export const operations: readonly OperationSpec[] = [
       200: json(ingestResultSchema, 'One result per item, in the order found'),
       ...bodyProblems,
       413: tooManyItems,
-      403: 'the role does not allow it, a reporter carries expectations or withdraw lists, or an item names another agent\'s expectation',
+      403: "the role does not allow it, a reporter carries expectations or withdraw lists, or an item names another agent's expectation",
       409: 'an expectation id raised before with other content, or by another agent',
       422: 'a rule of the extension is broken, or a field is over its bound (each error names its `rule`)',
       429: quotaExceeded,
@@ -164,7 +170,8 @@ export const operations: readonly OperationSpec[] = [
     operationId: 'listExpectations',
     tag: 'Expectations',
     summary: 'A page of expectation summaries from the visibility store',
-    description: 'Search attributes; eventually consistent (a just-raised expectation may take a moment to appear). Each parameter may be given once.',
+    description:
+      'Search attributes; eventually consistent (a just-raised expectation may take a moment to appear). Each parameter may be given once.',
     roles: { agent: 'only the expectations it raised', reader: '', admin: '' },
     query: listQuerySchema,
     responses: {
@@ -182,10 +189,13 @@ export const operations: readonly OperationSpec[] = [
     tag: 'Expectations',
     summary: 'The ExpectationRecord',
     description: "From the running workflow's query, or the closed workflow's result.",
-    roles: { agent: 'the expectations it raised (another agent\'s: 403)', reader: '', admin: '' },
+    roles: { agent: "the expectations it raised (another agent's: 403)", reader: '', admin: '' },
     params: expectationParamsSchema,
     responses: {
-      200: json(openExpectationRecordSchema, 'The record (each `lapse` an open set: a known value, or one a later watcher adds)'),
+      200: json(
+        openExpectationRecordSchema,
+        'The record (each `lapse` an open set: a known value, or one a later watcher adds)',
+      ),
       400: 'the id is not valid percent-encoding',
       401: unauthenticated,
       403: "the principal may not read expectations, or it is another agent's",
@@ -199,8 +209,9 @@ export const operations: readonly OperationSpec[] = [
     operationId: 'withdrawExpectation',
     tag: 'Expectations',
     summary: 'Withdraw an open (or lapsed) expectation',
-    description: 'The reason is recorded as `withdrawnReason`. A satisfied, withdrawn or closed expectation answers `not-open`.',
-    roles: { agent: 'the expectations it raised (another agent\'s: 403)', admin: '' },
+    description:
+      'The reason is recorded as `withdrawnReason`. A satisfied, withdrawn or closed expectation answers `not-open`.',
+    roles: { agent: "the expectations it raised (another agent's: 403)", admin: '' },
     params: expectationParamsSchema,
     body: { schema: withdrawBodySchema, mediaTypes: JSON_BODY, description: 'Why it is withdrawn' },
     responses: {
@@ -224,11 +235,16 @@ export const operations: readonly OperationSpec[] = [
       'way or delivered is not sent again. No body.',
     roles: { admin: '' },
     params: expectationParamsSchema.extend({
-      messageId: resendParamsSchema.shape.messageId.describe("The lapse's `lapses[].delivery.messageId` in the record (a UUID)"),
+      messageId: resendParamsSchema.shape.messageId.describe(
+        "The lapse's `lapses[].delivery.messageId` in the record (a UUID)",
+      ),
     }),
     responses: {
       202: json(resendResultSchema, 'A new delivery started: `result` is `resent`, `delivery` is `pending`'),
-      200: json(resendResultSchema, 'Nothing sent: `result` is `pending` (on its way) or `delivered`, with the delivery as it stands'),
+      200: json(
+        resendResultSchema,
+        'Nothing sent: `result` is `pending` (on its way) or `delivered`, with the delivery as it stands',
+      ),
       400: 'the messageId is not a UUID, or the id is not valid percent-encoding',
       401: unauthenticated,
       403: "the principal is not an admin (the agent that raised the expectation included: a lapse is the watcher's to send)",
@@ -266,8 +282,10 @@ export const operations: readonly OperationSpec[] = [
     operationId: 'metrics',
     tag: 'Operations',
     summary: 'Prometheus metrics',
-    description: 'The bridge\'s metrics in the Prometheus text format (docs/api.md lists them).',
-    responses: { 200: { description: 'Prometheus text exposition format', mediaType: 'text/plain', schema: z.string() } },
+    description: "The bridge's metrics in the Prometheus text format (docs/api.md lists them).",
+    responses: {
+      200: { description: 'Prometheus text exposition format', mediaType: 'text/plain', schema: z.string() },
+    },
   },
   {
     method: 'get',
@@ -305,7 +323,10 @@ export const operations: readonly OperationSpec[] = [
       'the problem. Errors after authentication, roles included, are answered in-band (a JSON-RPC error or a rejected ' +
       'Task), not as HTTP statuses: a body that is not JSON is -32700, one that is no request object (a batch ' +
       'included) -32600; a notification (no `id`) is neither executed nor answered (204).',
-    roles: { agent: 'expectations, facts, withdraw (its own expectations)', reporter: 'facts only (a rejected Task otherwise)' },
+    roles: {
+      agent: 'expectations, facts, withdraw (its own expectations)',
+      reporter: 'facts only (a rejected Task otherwise)',
+    },
     body: { schema: jsonRpcRequestSchema, mediaTypes: ['application/json'], description: 'A JSON-RPC 2.0 request' },
     responses: {
       200: json(jsonRpcResponseSchema, 'A JSON-RPC 2.0 response: its result (e.g. the receipt Task) or its error'),

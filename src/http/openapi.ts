@@ -56,18 +56,36 @@ interface Component {
 
 /** What requests carry, described as zod parses them. */
 const requestComponents: Record<string, Component> = {
-  A2AEvent: { schema: a2aEventSchema, description: 'One A2A object: a v1.0 StreamResponse or a v0.3 object with `kind`' },
-  StreamResponseV1: { schema: streamResponseV1Schema, description: 'A2A v1.0 (ProtoJSON): exactly one of task, message, statusUpdate, artifactUpdate' },
-  EventV03: { schema: eventV03Schema, description: 'A2A v0.3: a task, message, status-update or artifact-update by `kind`' },
+  A2AEvent: {
+    schema: a2aEventSchema,
+    description: 'One A2A object: a v1.0 StreamResponse or a v0.3 object with `kind`',
+  },
+  StreamResponseV1: {
+    schema: streamResponseV1Schema,
+    description: 'A2A v1.0 (ProtoJSON): exactly one of task, message, statusUpdate, artifactUpdate',
+  },
+  EventV03: {
+    schema: eventV03Schema,
+    description: 'A2A v0.3: a task, message, status-update or artifact-update by `kind`',
+  },
   ExtensionPayload: {
     schema: extensionMetadataSchema,
     description: `What metadata["${EXTENSION_URI}"] of an artifact or message carries`,
   },
-  Expectation: { schema: expectationSchema, description: 'An expectation as an agent raises it (spec/expectations-v1.json)' },
-  ReportedFact: { schema: reportedFactSchema, description: 'A fact as reported; `source` is set by the watcher to the principal' },
+  Expectation: {
+    schema: expectationSchema,
+    description: 'An expectation as an agent raises it (spec/expectations-v1.json)',
+  },
+  ReportedFact: {
+    schema: reportedFactSchema,
+    description: 'A fact as reported; `source` is set by the watcher to the principal',
+  },
   FactsRequest: { schema: factsBodySchema, description: 'The body of POST /v1/facts' },
   WithdrawRequest: { schema: withdrawBodySchema, description: 'The body of POST /v1/expectations/{id}/withdraw' },
-  JsonRpcRequest: { schema: jsonRpcRequestSchema, description: 'A JSON-RPC 2.0 request of A2A (e.g. method SendMessage)' },
+  JsonRpcRequest: {
+    schema: jsonRpcRequestSchema,
+    description: 'A JSON-RPC 2.0 request of A2A (e.g. method SendMessage)',
+  },
 };
 
 /**
@@ -82,16 +100,25 @@ const responseComponents: Record<string, Component> = {
   Fact: { schema: factSchema, description: 'A fact as the watcher recorded it' },
   Subject: { schema: subjectSchema, description: 'What an expectation or fact is about' },
   ExpectationPage: { schema: expectationPageSchema, description: 'One page of GET /v1/expectations' },
-  ExpectationSummary: { schema: expectationSummarySchema, description: 'An expectation as the visibility store knows it' },
+  ExpectationSummary: {
+    schema: expectationSummarySchema,
+    description: 'An expectation as the visibility store knows it',
+  },
   IngestResult: { schema: ingestResultSchema, description: 'One result per item of the request' },
   FactsResult: { schema: factsResultSchema, description: 'One result per fact' },
   WithdrawResult: { schema: withdrawResultSchema, description: 'What withdrawing did' },
   ResendResult: { schema: resendResultSchema, description: 'What re-sending a lapse task did' },
   Problem: { schema: problemSchema, description: 'An application/problem+json body (RFC 9457)' },
-  FieldError: { schema: fieldErrorSchema, description: 'One bad field: a slash-separated path into the body, RFC 6901 escaping' },
+  FieldError: {
+    schema: fieldErrorSchema,
+    description: 'One bad field: a slash-separated path into the body, RFC 6901 escaping',
+  },
   Health: { schema: healthSchema, description: 'Liveness' },
   Readiness: { schema: readinessSchema, description: 'Readiness' },
-  AgentCard: { schema: agentCardSchema, description: 'An A2A v1.0 AgentCard (https://a2a-protocol.org/latest/specification/)' },
+  AgentCard: {
+    schema: agentCardSchema,
+    description: 'An A2A v1.0 AgentCard (https://a2a-protocol.org/latest/specification/)',
+  },
   JsonRpcResponse: { schema: jsonRpcResponseSchema, description: 'A JSON-RPC 2.0 response of A2A' },
   OpenApiDocument: { schema: openApiDocumentSchema, description: 'An OpenAPI 3.1 document' },
 };
@@ -164,7 +191,9 @@ const problemHeaders: Record<number, Record<string, string>> = {
 };
 
 const headersOf = (headers: Record<string, string>) =>
-  Object.fromEntries(Object.entries(headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
+  Object.fromEntries(
+    Object.entries(headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]),
+  );
 
 /** `components.responses`: one problem answer per status, its `type` and `title` those problem.ts maps to it. */
 function problemResponses(statuses: readonly number[]): Record<string, Json> {
@@ -200,7 +229,9 @@ function responseOf(status: number, spec: ResponseSpec): Json {
   return {
     description: spec.description,
     ...(spec.headers ? { headers: headersOf(spec.headers) } : {}),
-    ...(spec.mediaType && spec.schema ? { content: { [spec.mediaType]: { schema: schemaOf(spec.schema, 'output') } } } : {}),
+    ...(spec.mediaType && spec.schema
+      ? { content: { [spec.mediaType]: { schema: schemaOf(spec.schema, 'output') } } }
+      : {}),
   };
 }
 
@@ -228,11 +259,15 @@ function operationOf(op: OperationSpec): Json {
           requestBody: {
             required: true,
             description: op.body.description,
-            content: Object.fromEntries(op.body.mediaTypes.map((type) => [type, { schema: schemaOf(op.body!.schema, 'input') }])),
+            content: Object.fromEntries(
+              op.body.mediaTypes.map((type) => [type, { schema: schemaOf(op.body!.schema, 'input') }]),
+            ),
           },
         }
       : {}),
-    responses: Object.fromEntries(Object.entries(op.responses).map(([status, spec]) => [status, responseOf(Number(status), spec)])),
+    responses: Object.fromEntries(
+      Object.entries(op.responses).map(([status, spec]) => [status, responseOf(Number(status), spec)]),
+    ),
   };
 }
 
@@ -249,7 +284,13 @@ function build(): Json {
   const paths: Record<string, Json> = {};
   for (const op of operations) (paths[op.path] ??= {})[op.method] = operationOf(op);
   const problemStatuses = [
-    ...new Set(operations.flatMap((op) => Object.entries(op.responses).filter(([, s]) => typeof s === 'string').map(([status]) => Number(status)))),
+    ...new Set(
+      operations.flatMap((op) =>
+        Object.entries(op.responses)
+          .filter(([, s]) => typeof s === 'string')
+          .map(([status]) => Number(status)),
+      ),
+    ),
   ].sort((a, b) => a - b);
   return {
     openapi: '3.1.0',
@@ -262,7 +303,8 @@ function build(): Json {
         bearer: {
           type: 'http',
           scheme: 'bearer',
-          description: "A principal's token; the principals file keeps its sha256 and the principal's roles (agent, reporter, reader, admin).",
+          description:
+            "A principal's token; the principals file keeps its sha256 and the principal's roles (agent, reporter, reader, admin).",
         },
       },
       schemas: { ...componentsOf(requestComponents, 'input'), ...componentsOf(responseComponents, 'output') },

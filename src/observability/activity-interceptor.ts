@@ -23,7 +23,11 @@ const EXPECTATION_WORKFLOW = /^expectation:(?!sha256:[0-9a-f]{64}$)(.+)$/s;
  * The expectation an activity works for: the lapse's own id for a delivery, else the calling workflow's
  * (`expectation:<id>`; a hashed id of an over-long expectationId cannot be read back and gives undefined).
  */
-export function expectationIdOf(activityType: string, args: readonly unknown[], workflowId: string | undefined): string | undefined {
+export function expectationIdOf(
+  activityType: string,
+  args: readonly unknown[],
+  workflowId: string | undefined,
+): string | undefined {
   if (activityType === 'deliverLapse') {
     const id = (args[0] as Partial<DeliverLapseInput> | undefined)?.lapse?.expectationId;
     if (typeof id === 'string') return id;
@@ -58,12 +62,21 @@ export function activityObservability(options: { metrics?: WatcherMetrics } = {}
           }
           try {
             const result = (await next(input)) as DeliverLapseResult;
-            ctx.log.info('lapse delivered', { lapse: lapse.lapse, dueAt: lapse.dueAt, lapseTaskId: result.taskId, warnings: result.warnings });
+            ctx.log.info('lapse delivered', {
+              lapse: lapse.lapse,
+              dueAt: lapse.dueAt,
+              lapseTaskId: result.taskId,
+              warnings: result.warnings,
+            });
             return result;
           } catch (error) {
             if (isFinalFailure(error)) {
               ctx.metricMeter
-                .createCounter(LAPSE_DELIVERIES_FAILED, '', 'Lapse tasks the agent refused or that could not be delivered')
+                .createCounter(
+                  LAPSE_DELIVERIES_FAILED,
+                  '',
+                  'Lapse tasks the agent refused or that could not be delivered',
+                )
                 .add(1, { lapse: lapse.lapse });
               options.metrics?.lapseDeliveriesFailed.inc();
               ctx.log.error('lapse delivery failed for good', { lapse: lapse.lapse, dueAt: lapse.dueAt, error });

@@ -52,7 +52,9 @@ export function installTelemetry(options: TelemetryOptions): Telemetry {
     if (!/prometheus/i.test(String(error))) throw error;
     const reason = `cannot serve the worker's metrics on ${bindAddress} (${error instanceof Error ? error.message : String(error)})`;
     if (options.metricsRequired) {
-      throw new ConfigError(`WATCHER_WORKER_METRICS_PORT=${options.metricsPort}: ${reason}; choose another port, or 0 to serve none`);
+      throw new ConfigError(
+        `WATCHER_WORKER_METRICS_PORT=${options.metricsPort}: ${reason}; choose another port, or 0 to serve none`,
+      );
     }
     options.log.warn(`${reason}: running without them; set WATCHER_WORKER_METRICS_PORT to another port (or 0)`);
     install(false);

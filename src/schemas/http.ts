@@ -18,17 +18,16 @@ export const factsBodySchema = z.object({
 export const FACT_WAIT_MS = 5_000;
 
 /** `POST /v1/facts` query string. */
-export const factsQuerySchema = z
-  .object({
-    wait: z
-      .enum(['true', 'false'], { message: 'wait must be true or false' })
-      .transform((value) => value === 'true')
-      .optional()
-      .describe(
-        `true: answer once the expectations waiting on each fact have taken it (at most ${FACT_WAIT_MS / 1000} s), ` +
-          'listing those the principal may read with their state',
-      ),
-  });
+export const factsQuerySchema = z.object({
+  wait: z
+    .enum(['true', 'false'], { message: 'wait must be true or false' })
+    .transform((value) => value === 'true')
+    .optional()
+    .describe(
+      `true: answer once the expectations waiting on each fact have taken it (at most ${FACT_WAIT_MS / 1000} s), ` +
+        'listing those the principal may read with their state',
+    ),
+});
 
 /** `POST /v1/expectations/{id}/withdraw`. */
 export const withdrawBodySchema = z.object({
@@ -213,11 +212,9 @@ export const readinessSchema = z.object({
 
 /** `POST /v1/expectations/{id}/lapses/{messageId}/resend`: the lapse by its delivery's messageId (a UUID). */
 export const resendParamsSchema = z.object({
-  messageId: z
-    .string()
-    .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, {
-      message: "messageId must be a lapse's delivery.messageId from its record (a UUID)",
-    }),
+  messageId: z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, {
+    message: "messageId must be a lapse's delivery.messageId from its record (a UUID)",
+  }),
 });
 
 /**

@@ -6,7 +6,12 @@
  * Pure functions: the card comes in parsed, broken rules go out as field errors.
  */
 import type { AgentCardInfo } from '../../activities/agent-card/card.js';
-import { declarationParamsSchema, EXTENSION_URI, type DeclarationParams, type Expectation } from '../../core/schemas/extension.js';
+import {
+  declarationParamsSchema,
+  EXTENSION_URI,
+  type DeclarationParams,
+  type Expectation,
+} from '../../core/schemas/extension.js';
 import { joinPath, type FieldError } from './errors.js';
 
 /**
@@ -16,9 +21,38 @@ import { joinPath, type FieldError } from './errors.js';
  * `example`, `asdf`, `dummy`). docs/api.md lists the same rule.
  */
 export const PLACEHOLDER_WORDS: readonly string[] = [
-  'todo', 'tbd', 'tba', 'fixme', 'wip', 'placeholder', 'n/a', 'na', 'none', 'null', 'nil', 'undefined', 'empty',
-  'description', 'describes', 'text', 'string', 'lorem', 'foo', 'bar', 'baz', 'foobar', 'test', 'example', 'sample',
-  'asdf', 'qwerty', 'dummy', 'blah', 'something', 'whatever', 'changeme',
+  'todo',
+  'tbd',
+  'tba',
+  'fixme',
+  'wip',
+  'placeholder',
+  'n/a',
+  'na',
+  'none',
+  'null',
+  'nil',
+  'undefined',
+  'empty',
+  'description',
+  'describes',
+  'text',
+  'string',
+  'lorem',
+  'foo',
+  'bar',
+  'baz',
+  'foobar',
+  'test',
+  'example',
+  'sample',
+  'asdf',
+  'qwerty',
+  'dummy',
+  'blah',
+  'something',
+  'whatever',
+  'changeme',
 ];
 const WORDS = new Set(PLACEHOLDER_WORDS);
 
@@ -39,8 +73,7 @@ export const isPlaceholder = (text: string): boolean => {
 
 /** The declaration as the rules read it, or the field errors that make it unusable. */
 export type DeclarationCheck =
-  | { ok: true; params: DeclarationParams; base: PropertyKey[] }
-  | { ok: false; errors: FieldError[] };
+  { ok: true; params: DeclarationParams; base: PropertyKey[] } | { ok: false; errors: FieldError[] };
 
 /** Paths into the card are prefixed with `card/` so they cannot be mistaken for paths into the request. */
 export function checkDeclaration(card: AgentCardInfo): DeclarationCheck {
@@ -108,7 +141,8 @@ function kindErrors(card: AgentCardInfo, params: DeclarationParams, base: Proper
       });
     }
     if (isPlaceholder(kind.describes)) {
-      const said = kind.describes.trim() === '' ? 'an empty describes' : `a placeholder describes ('${kind.describes}')`;
+      const said =
+        kind.describes.trim() === '' ? 'an empty describes' : `a placeholder describes ('${kind.describes}')`;
       errors.push({
         path: joinPath([...at, 'describes']),
         rule: 'describes-placeholder',

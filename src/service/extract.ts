@@ -61,7 +61,10 @@ export function extractEvent({ version, event }: A2AEvent): ExtractedEvent {
   const containers: Container[] = [];
   let origin: Origin;
   let originPaths: OriginPaths;
-  const at = (prefix: PropertyKey[], taskId: string): OriginPaths => ({ taskId: [...prefix, taskId], contextId: [...prefix, 'contextId'] });
+  const at = (prefix: PropertyKey[], taskId: string): OriginPaths => ({
+    taskId: [...prefix, taskId],
+    contextId: [...prefix, 'contextId'],
+  });
 
   const add = (path: PropertyKey[], { metadata, extensions }: Contents, place: Place) =>
     containers.push({ path, metadata, extensions, place });
@@ -152,8 +155,18 @@ function collect(container: Container, out: ExtractedEvent): void {
 
   // History holds earlier messages: expectations there were raised (or refused) when they were current.
   if (container.place === 'history') {
-    if (expectations?.length) out.notApplied.push({ path: joinPath([...base, 'expectations']), rule: 'history-not-raised', message: HISTORY_NOT_RAISED });
-    if (withdraw?.length) out.notApplied.push({ path: joinPath([...base, 'withdraw']), rule: 'history-not-withdrawn', message: HISTORY_NOT_WITHDRAWN });
+    if (expectations?.length)
+      out.notApplied.push({
+        path: joinPath([...base, 'expectations']),
+        rule: 'history-not-raised',
+        message: HISTORY_NOT_RAISED,
+      });
+    if (withdraw?.length)
+      out.notApplied.push({
+        path: joinPath([...base, 'withdraw']),
+        rule: 'history-not-withdrawn',
+        message: HISTORY_NOT_WITHDRAWN,
+      });
     return;
   }
 

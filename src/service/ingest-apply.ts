@@ -8,7 +8,15 @@ import type { Expectation, Fact } from '../../core/schemas/extension.js';
 import { FACT_WAIT_MS } from '../schemas/http.js';
 import type { ExpectationRecord, Origin } from '../../core/schemas/record.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
-import { awaitFactTaken, recordFactRouted, registerExpectation, registerExpectations, startExpectationWorkflow, withdrawExpectation, withdrawSuperseded } from '../temporal/expectations.js';
+import {
+  awaitFactTaken,
+  recordFactRouted,
+  registerExpectation,
+  registerExpectations,
+  startExpectationWorkflow,
+  withdrawExpectation,
+  withdrawSuperseded,
+} from '../temporal/expectations.js';
 import { expectationLinks, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { settled } from '../temporal/settled.js';
 import { ConflictError, joinPath } from './errors.js';
@@ -17,7 +25,6 @@ import { sameContent, type IngestPlan, type PlannedExpectation } from './ingest-
 import { canRead } from './records.js';
 import type { IngestDeps, IngestResult, IngestSettings } from './ingest-types.js';
 import { factLoadKey } from './ledger-room.js';
-
 
 /**
  * The indices of `facts` in chains, each in the request's order: two facts with a key or a subject in common are in
@@ -55,7 +62,11 @@ function wavesOf(items: readonly PlannedExpectation[]): PlannedExpectation[][] {
   const waves: PlannedExpectation[][] = [];
   for (const item of items) {
     const e = item.expectation;
-    const named = [...(e.after ?? []), ...(e.anchor ? [e.anchor.expectationId] : []), ...(e.supersedes ? [e.supersedes] : [])];
+    const named = [
+      ...(e.after ?? []),
+      ...(e.anchor ? [e.anchor.expectationId] : []),
+      ...(e.supersedes ? [e.supersedes] : []),
+    ];
     const wave = Math.max(-1, ...named.map((id) => waveOf.get(id) ?? -1)) + 1;
     waveOf.set(e.expectationId, wave);
     (waves[wave] ??= []).push(item);
@@ -107,11 +118,17 @@ export function createApplier(deps: IngestDeps, { lookup, lateFacts, share }: Ap
     origin: Origin,
     items: ReadonlyArray<PlannedExpectation & { action: 'raise' }>,
   ): Promise<Array<'raised' | 'unchanged'>> {
-    const inputs = items.map((item) => inputOf(deps.taskQueue, deps.settings, principal, origin, item.expectation, item.lineage));
+    const inputs = items.map((item) =>
+      inputOf(deps.taskQueue, deps.settings, principal, origin, item.expectation, item.lineage),
+    );
     // Of concurrent supersedes of one expectation exactly one starts (withdrawSuperseded); the others are refused.
     const replaced = await settled(inputs.map((input) => deps.call(() => withdrawSuperseded(deps.client, input))));
     const started = await settled(
-      inputs.map((input, i) => replaced[i] ? deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input)) : Promise.resolve('lost' as const)),
+      inputs.map((input, i) =>
+        replaced[i]
+          ? deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input))
+          : Promise.resolve('lost' as const),
+      ),
     );
     const raised = inputs.filter((_, i) => started[i] === 'raised');
     if (raised.length > 0) await deps.call(() => registerExpectations(deps.client, deps.taskQueue, raised));
@@ -155,7 +172,11 @@ export function createApplier(deps: IngestDeps, { lookup, lateFacts, share }: Ap
    * those the principal may read. A ledger that nobody waited on names none (0); one of a worker from before
    * `listForwarded` names none either, though some waited: then the answer says nothing about them (no fields).
    */
-  async function takenBy(principal: Principal, fact: Fact, { awaited, forwardedTo = [] }: { awaited: boolean; forwardedTo?: string[] }) {
+  async function takenBy(
+    principal: Principal,
+    fact: Fact,
+    { awaited, forwardedTo = [] }: { awaited: boolean; forwardedTo?: string[] },
+  ) {
     if (awaited && forwardedTo.length === 0) return {};
     const deadline = (deps.now ?? Date.now)() + FACT_WAIT_MS;
     const taken = forwardedTo.length > 0 ? await awaitFactTaken(deps.client, forwardedTo, fact, deadline) : [];
@@ -167,11 +188,26 @@ export function createApplier(deps: IngestDeps, { lookup, lateFacts, share }: Ap
   }
 
   /** Records one fact in its ledgers; with `wait`, names the expectations that took it. */
-  async function recordFact(principal: Principal, reported: Fact, wait: boolean, receivedAt: string): Promise<IngestResult['facts'][number]> {
+  async function recordFact(
+    principal: Principal,
+    reported: Fact,
+    wait: boolean,
+    receivedAt: string,
+  ): Promise<IngestResult['facts'][number]> {
     // The watcher's clock for a fact is when this bridge accepted the request (DESIGN 3.2), whenever a workflow sees it.
     const fact: Fact = { ...reported, receivedAt };
-    const { result: outcome, awaited, forwardedTo } = await deps.call(() =>
-      recordFactRouted(deps.client, deps.taskQueue, fact, { factRetention: deps.settings.factRetention }, { listForwarded: wait }),
+    const {
+      result: outcome,
+      awaited,
+      forwardedTo,
+    } = await deps.call(() =>
+      recordFactRouted(
+        deps.client,
+        deps.taskQueue,
+        fact,
+        { factRetention: deps.settings.factRetention },
+        { listForwarded: wait },
+      ),
     );
     if (outcome === 'recorded') deps.metrics?.factsRecorded.inc();
     // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
@@ -186,7 +222,12 @@ export function createApplier(deps: IngestDeps, { lookup, lateFacts, share }: Ap
    * chains at once as the request's share of RAISES_IN_FLIGHT. After a failure no further fact is begun, and the
    * error is thrown once the chains under way have stopped.
    */
-  async function recordFacts(principal: Principal, facts: readonly Fact[], wait: boolean, receivedAt: string): Promise<IngestResult['facts']> {
+  async function recordFacts(
+    principal: Principal,
+    facts: readonly Fact[],
+    wait: boolean,
+    receivedAt: string,
+  ): Promise<IngestResult['facts']> {
     const results: IngestResult['facts'] = [];
     const chains = chainsOf(facts);
     let next = 0;
@@ -221,11 +262,15 @@ export function createApplier(deps: IngestDeps, { lookup, lateFacts, share }: Ap
     const result: IngestResult = { expectations: [], facts: [], withdrawn: [] };
     const outcomes = new Map<string, 'raised' | 'unchanged'>();
     for (const wave of wavesOf(plan.expectations)) {
-      for (let i = 0; i < wave.length; ) {
+      for (let i = 0; i < wave.length;) {
         const group = wave.slice(i, (i += share()));
-        const raises = group.filter((item): item is PlannedExpectation & { action: 'raise' } => item.action === 'raise');
+        const raises = group.filter(
+          (item): item is PlannedExpectation & { action: 'raise' } => item.action === 'raise',
+        );
         await settled(
-          group.filter((item) => item.action === 'unchanged').map((item) => reregister(principal, origin, records.get(item.expectation.expectationId))),
+          group
+            .filter((item) => item.action === 'unchanged')
+            .map((item) => reregister(principal, origin, records.get(item.expectation.expectationId))),
         );
         const raised = await raiseAll(principal, origin, raises);
         raises.forEach((item, j) => outcomes.set(item.expectation.expectationId, raised[j]!));

@@ -146,7 +146,14 @@ export function parseIngest(principal: Principal, request: IngestRequest): Parse
   const withdraw = parseAll(request.withdraw, z.string().min(1, { message: 'must not be empty' }), schemaErrors);
   if (schemaErrors.length > 0) throw new SchemaError(summarise(schemaErrors, 'fields are invalid'), schemaErrors);
   checkReferenceCount(expectations, withdraw);
-  const parsed: ParsedIngest = { origin: request.origin, originPaths: request.originPaths, expectations, facts, withdraw, notApplied: request.notApplied };
+  const parsed: ParsedIngest = {
+    origin: request.origin,
+    originPaths: request.originPaths,
+    expectations,
+    facts,
+    withdraw,
+    notApplied: request.notApplied,
+  };
   const ruleErrors = [...placementErrors, ...fieldLimitErrors(parsed)];
   if (ruleErrors.length > 0) throw ruleViolation(ruleErrors);
   return parsed;
@@ -190,7 +197,13 @@ export function planIngest(input: PlanInput): IngestPlan {
     if (!declaration.ok) throw ruleViolation(declaration.errors);
     const known = new Map<string, Expectation>();
     for (const [id, record] of input.records) if (record) known.set(id, record.expectation);
-    const joining: Joining = { factKeys: new Map(), subjects: new Map(), anchors: new Map(), ownFactKeys: new Map(), ownSubjects: new Map() };
+    const joining: Joining = {
+      factKeys: new Map(),
+      subjects: new Map(),
+      anchors: new Map(),
+      ownFactKeys: new Map(),
+      ownSubjects: new Map(),
+    };
     for (const item of items) {
       if (item.action === 'raise') {
         const kindCheck = checkKind(declaration, item.expectation, item.path);
@@ -260,7 +273,10 @@ function classify({ parsed, principal, records }: References): {
       conflicts.push(conflictAt(path, `expectation id '${id}' was raised by another agent; ids are never reused`));
     } else if (!sameContent(existing, principal, expectation)) {
       conflicts.push(
-        conflictAt(path, `expectation '${id}' was raised before with other content; it is immutable and its id is never reused`),
+        conflictAt(
+          path,
+          `expectation '${id}' was raised before with other content; it is immutable and its id is never reused`,
+        ),
       );
     } else {
       items.push({ action: 'unchanged', expectation, path });
@@ -378,7 +394,12 @@ function checkOccupancy(
   }
   if (!replaced || subjectRef(replaced.subject) !== subjectRef(e.subject)) {
     const own = share(joining.ownSubjects, subjectRef(e.subject), occupancy.ownSubject(e.subject));
-    const full = join(joining.subjects, subjectRef(e.subject), occupancy.subject(e.subject), MAX_SUBJECT_LEDGER_SUBSCRIBERS);
+    const full = join(
+      joining.subjects,
+      subjectRef(e.subject),
+      occupancy.subject(e.subject),
+      MAX_SUBJECT_LEDGER_SUBSCRIBERS,
+    );
     if (own) {
       problems.rules.push({
         path: joinPath([...item.path, 'subject']),
@@ -426,7 +447,11 @@ function checkWithdraw(input: PlanInput, lineages: Lineages, problems: Problems)
  * `maxClockSkew` ahead: an offset that takes that one past the end of year 9999 is refused (the workflow bounds what an
  * anchor observed later computes).
  */
-function checkAnchorOffset({ expectation, path }: PlannedExpectation, { settings, now }: PlanInput, problems: Problems): void {
+function checkAnchorOffset(
+  { expectation, path }: PlannedExpectation,
+  { settings, now }: PlanInput,
+  problems: Problems,
+): void {
   const offset = expectation.anchor?.offset;
   if (offset === undefined) return;
   const due = addDuration(addDuration(now, settings.maxClockSkew), offset);
@@ -469,7 +494,11 @@ function checkReferences(
     const before = context.known.get(id);
     if (othersAt(id, at)) return;
     if (!before) {
-      problems.rules.push({ path: at, rule: 'after-exists', message: `after names '${id}', which was not raised before` });
+      problems.rules.push({
+        path: at,
+        rule: 'after-exists',
+        message: `after names '${id}', which was not raised before`,
+      });
     } else if (before.subject.type !== expectation.subject.type || before.subject.id !== expectation.subject.id) {
       problems.rules.push({
         path: at,
@@ -482,7 +511,11 @@ function checkReferences(
   if (anchor === undefined) return;
   const at = joinPath([...path, 'anchor', 'expectationId']);
   if (!othersAt(anchor, at) && !context.known.has(anchor)) {
-    problems.rules.push({ path: at, rule: 'anchor-exists', message: `anchor names '${anchor}', which was not raised before` });
+    problems.rules.push({
+      path: at,
+      rule: 'anchor-exists',
+      message: `anchor names '${anchor}', which was not raised before`,
+    });
   }
 }
 

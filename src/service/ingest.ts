@@ -10,7 +10,15 @@ import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord } from '../temporal/expectations.js';
 import { settled } from '../temporal/settled.js';
 import { createLateFactCheck } from './late-facts.js';
-import { parseIngest, planIngest, raisesOf, referencedIds, type IngestPlan, type IngestRequest, type Occupancy } from './ingest-plan.js';
+import {
+  parseIngest,
+  planIngest,
+  raisesOf,
+  referencedIds,
+  type IngestPlan,
+  type IngestRequest,
+  type Occupancy,
+} from './ingest-plan.js';
 import { createQuotas, type QuotaSettings } from './quotas.js';
 import { openExpectationsQuery } from './records.js';
 import { createApplier } from './ingest-apply.js';
@@ -83,7 +91,13 @@ export function createIngestService(deps: IngestDeps) {
     const parsed = parseIngest(principal, request);
     quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
     // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
-    const asked = parsed.expectations.length > 0 ? askLedgers(parsed.expectations.map(({ value }) => value), principal.id) : Promise.resolve(new Map() as LedgerLoads);
+    const asked =
+      parsed.expectations.length > 0
+        ? askLedgers(
+            parsed.expectations.map(({ value }) => value),
+            principal.id,
+          )
+        : Promise.resolve(new Map() as LedgerLoads);
     let records: Map<string, ExpectationRecord | undefined>;
     let raises: Expectation[];
     try {
@@ -109,14 +123,20 @@ export function createIngestService(deps: IngestDeps) {
     } catch (error) {
       if (!occupancy || !refusedForRoom(error)) throw error;
       // Refused on what a memo or an estimate said, with the places held beside it: read the ids and plan again.
-      const exactly = await askLedgers(parsed.expectations.map(({ value }) => value), principal.id, true);
+      const exactly = await askLedgers(
+        parsed.expectations.map(({ value }) => value),
+        principal.id,
+        true,
+      );
       plan = planWith(await occupancyOf(raises, records, exactly));
     }
     // Taken in the same step as the plan (no await between): a request planned after this one counts them.
     const release = places.take(placesOf(plan));
     try {
       // A supersede replaces an open expectation: it adds none.
-      const adding = plan.expectations.filter((item) => item.action === 'raise' && item.expectation.supersedes === undefined).length;
+      const adding = plan.expectations.filter(
+        (item) => item.action === 'raise' && item.expectation.supersedes === undefined,
+      ).length;
       await quotas.checkOpen(principal, adding);
       const result = await apply(principal, request.origin, plan, records, receivedAt, request.waitForFacts);
       quotas.raised(principal, adding);

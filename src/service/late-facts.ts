@@ -58,7 +58,10 @@ export function createLateFactCheck(deps: LateFactDeps) {
       try {
         expectationIds = await deps.call(() => closedOnKey(fact.factKey));
       } catch (error) {
-        deps.logger?.warn({ err: error, factKey: fact.factKey }, 'could not tell whether a fact came after a late window');
+        deps.logger?.warn(
+          { err: error, factKey: fact.factKey },
+          'could not tell whether a fact came after a late window',
+        );
         return;
       }
       if (expectationIds.length === 0) return;

@@ -16,7 +16,6 @@ import { Places } from './places.js';
 import { ledgerOccupancyQuery } from './records.js';
 import type { IngestDeps } from './ingest-types.js';
 
-
 /**
  * How many expectations wait on each fact key (by factLoadKey; at most ROUTER_CROWDED_KEY - 1 where the key's router
  * does not list it) and on each subject (by subject ledger workflow id) of a request's expectations.
@@ -34,7 +33,8 @@ const ownLoadKey = (loadKey: string): string => `own:${loadKey}`;
 
 /** Refused for a full fact key or subject: a bound that a stale read may have overstated. */
 export const refusedForRoom = (error: unknown): boolean =>
-  error instanceof RuleViolationError && error.errors.some((e) => e.rule === 'fact-key-subscribers' || e.rule === 'subject-subscribers');
+  error instanceof RuleViolationError &&
+  error.errors.some((e) => e.rule === 'fact-key-subscribers' || e.rule === 'subject-subscribers');
 
 /** The places a plan's new expectations take on their fact keys and subjects. */
 export const placesOf = (plan: IngestPlan) =>
@@ -79,11 +79,16 @@ export function createLedgerRoom(deps: IngestDeps) {
     const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
     const memoOf = (factKey: string) => {
       const id = factRouterWorkflowId(factKey, deps.taskQueue);
-      if (!routers.has(id)) routers.set(id, deps.call(() => getFactRouterMemo(deps.client, id)));
+      if (!routers.has(id))
+        routers.set(
+          id,
+          deps.call(() => getFactRouterMemo(deps.client, id)),
+        );
       return routers.get(id)!;
     };
     const countOf = (query: string) => deps.call(async () => (await deps.client.workflow.count(query)).count);
-    const idsOf = (query: string) => deps.call(() => workflowIdsOf(deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
+    const idsOf = (query: string) =>
+      deps.call(() => workflowIdsOf(deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
     // Near a bound (with what this request brings and the places held beside it), or when asked to be exact, the ids.
     const near = (loadKey: string, estimate: number, brought: number) =>
       exact || estimate + places.holders(loadKey).length + brought > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
@@ -100,9 +105,16 @@ export function createLedgerRoom(deps: IngestDeps) {
     };
     // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
     // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount.
-    const ownLoad = async (load: Promise<Load>, brought: number, of: Parameters<typeof ledgerOccupancyQuery>[1], floor: number) => {
+    const ownLoad = async (
+      load: Promise<Load>,
+      brought: number,
+      of: Parameters<typeof ledgerOccupancyQuery>[1],
+      floor: number,
+    ) => {
       const all = sizeOf(await load);
-      return all + brought > MAX_AGENT_SHARE || all >= floor ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId)) : 0;
+      return all + brought > MAX_AGENT_SHARE || all >= floor
+        ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId))
+        : 0;
     };
     const asks: Array<[string, Promise<Load>]> = [];
     for (const [factKey, brought] of bringing) {
@@ -114,7 +126,9 @@ export function createLedgerRoom(deps: IngestDeps) {
       const load = subjectLoad(id, subject);
       asks.push([id, load], [ownLoadKey(id), ownLoad(load, onSubject.get(id)!, { subject }, Number.POSITIVE_INFINITY)]);
     }
-    const asked = settled(asks.map(([, load]) => load)).then((counts) => new Map(asks.map(([id], i) => [id, counts[i]!])));
+    const asked = settled(asks.map(([, load]) => load)).then(
+      (counts) => new Map(asks.map(([id], i) => [id, counts[i]!])),
+    );
     asked.catch(() => undefined);
     return asked;
   }
@@ -132,7 +146,9 @@ export function createLedgerRoom(deps: IngestDeps) {
       const record = records.get(id);
       return record === undefined ? true : record.closedAt === undefined;
     };
-    const anchorIds = [...new Set(raises.flatMap((e) => (e.anchor && running(e.anchor.expectationId) ? [e.anchor.expectationId] : [])))];
+    const anchorIds = [
+      ...new Set(raises.flatMap((e) => (e.anchor && running(e.anchor.expectationId) ? [e.anchor.expectationId] : []))),
+    ];
     const counts = await settled(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
     const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
     return {

@@ -17,7 +17,11 @@ export interface Counted {
   withdraw: readonly Located[];
 }
 
-const plural: Record<keyof Counted, string> = { expectations: 'expectations', facts: 'facts', withdraw: 'withdraw ids' };
+const plural: Record<keyof Counted, string> = {
+  expectations: 'expectations',
+  facts: 'facts',
+  withdraw: 'withdraw ids',
+};
 
 /**
  * Throws TooManyItemsError (413) when the request carries more expectations, facts or withdraw ids than one request
@@ -37,7 +41,10 @@ export function checkCounts(request: Counted): void {
     });
   }
   if (errors.length === 0) return;
-  throw new TooManyItemsError(errors.length === 1 ? errors[0]!.message : `${errors.length} lists are over their bounds; see errors`, errors);
+  throw new TooManyItemsError(
+    errors.length === 1 ? errors[0]!.message : `${errors.length} lists are over their bounds; see errors`,
+    errors,
+  );
 }
 
 /** Every expectation id the request refers to, in the order referencedIds (ingest-plan.ts) looks them up, with its path. */
@@ -57,7 +64,10 @@ function references(expectations: readonly Located<Expectation>[], withdraw: rea
  * Throws TooManyItemsError (413) when the request refers to more distinct expectation ids than one request may
  * look up; the error is at the first reference past the bound.
  */
-export function checkReferenceCount(expectations: readonly Located<Expectation>[], withdraw: readonly Located<string>[]): void {
+export function checkReferenceCount(
+  expectations: readonly Located<Expectation>[],
+  withdraw: readonly Located<string>[],
+): void {
   const seen = new Set<string>();
   const limit = MAX_ITEMS.references;
   for (const { id, path } of references(expectations, withdraw)) {
@@ -131,7 +141,8 @@ export interface Bounded {
 export function fieldLimitErrors(request: Bounded): FieldError[] {
   const errors: FieldError[] = [];
   for (const { path, value } of request.expectations) {
-    for (const [suffix, text, bound] of expectationFields(value)) errors.push(...tooLong([...path, ...suffix], text, bound));
+    for (const [suffix, text, bound] of expectationFields(value))
+      errors.push(...tooLong([...path, ...suffix], text, bound));
     const after = value.after?.length ?? 0;
     if (after > MAX_ITEMS.after) {
       errors.push({

@@ -43,7 +43,8 @@ export function encodePageToken(storeToken: Uint8Array, visibilityQuery: string,
   return Buffer.from(JSON.stringify({ q, t, s: signature(key, q, t) })).toString('base64url');
 }
 
-const signature = (key: Uint8Array, q: string, t: string): string => createHmac('sha256', key).update(`${q}\n${t}`).digest('base64url');
+const signature = (key: Uint8Array, q: string, t: string): string =>
+  createHmac('sha256', key).update(`${q}\n${t}`).digest('base64url');
 
 /** The visibility store's token inside one of ours; a SchemaError naming `pageToken` otherwise. */
 export function decodePageToken(pageToken: string, visibilityQuery: string, key: Uint8Array): Buffer {
@@ -60,7 +61,9 @@ export function decodePageToken(pageToken: string, visibilityQuery: string, key:
   const expected = Buffer.from(signature(key, q, t));
   const given = Buffer.from(s);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw refuse(`${notOurs} (its signature does not match: forged, or from a bridge with another WATCHER_PAGE_TOKEN_SECRET)`);
+    throw refuse(
+      `${notOurs} (its signature does not match: forged, or from a bridge with another WATCHER_PAGE_TOKEN_SECRET)`,
+    );
   }
   if (q !== queryTag(visibilityQuery)) throw refuse('the page token belongs to a list with other filters');
   return Buffer.from(t, 'base64');
@@ -167,7 +170,9 @@ export function createRecordsService(deps: RecordsDeps) {
   /** The record, after the read/ownership check; 404 when unknown. */
   async function readable(principal: Principal, expectationId: string, action: 'read' | 'withdraw') {
     const allowed =
-      action === 'read' ? canRead(principal) || hasRole(principal, 'agent') : hasRole(principal, 'admin') || hasRole(principal, 'agent');
+      action === 'read'
+        ? canRead(principal) || hasRole(principal, 'agent')
+        : hasRole(principal, 'admin') || hasRole(principal, 'agent');
     if (!allowed) {
       throw new ForbiddenError(
         action === 'read'
@@ -206,16 +211,24 @@ export function createRecordsService(deps: RecordsDeps) {
       let agentFilter: string | undefined;
       if (!canRead(principal)) {
         if (!hasRole(principal, 'agent')) {
-          throw new ForbiddenError(`principal '${principal.id}' may not list expectations (needs reader, admin or agent)`);
+          throw new ForbiddenError(
+            `principal '${principal.id}' may not list expectations (needs reader, admin or agent)`,
+          );
         }
         agentFilter = principal.id;
       }
       const visibilityQuery = listQuery(query, agentFilter);
-      const nextPageToken = query.pageToken ? decodePageToken(query.pageToken, visibilityQuery, pageTokenKey) : undefined;
+      const nextPageToken = query.pageToken
+        ? decodePageToken(query.pageToken, visibilityQuery, pageTokenKey)
+        : undefined;
       const response = await deps.call(() => listExecutions(deps, visibilityQuery, query.pageSize, nextPageToken));
-      const token = response.nextPageToken?.length ? encodePageToken(response.nextPageToken, visibilityQuery, pageTokenKey) : undefined;
+      const token = response.nextPageToken?.length
+        ? encodePageToken(response.nextPageToken, visibilityQuery, pageTokenKey)
+        : undefined;
       const items = await Promise.all(
-        response.executions.map(async (info) => summaryOf(info, await memoText(info.memo?.fields?.expectationId), temporalUi)),
+        response.executions.map(async (info) =>
+          summaryOf(info, await memoText(info.memo?.fields?.expectationId), temporalUi),
+        ),
       );
       return { items, ...(token ? { nextPageToken: token } : {}) };
     },
@@ -236,9 +249,9 @@ export function createRecordsService(deps: RecordsDeps) {
 }
 
 function summaryOf(
-info: temporal.api.workflow.v1.IWorkflowExecutionInfo,
-memoId: string | undefined,
-temporalUi: (workflowId: string) => string | undefined,
+  info: temporal.api.workflow.v1.IWorkflowExecutionInfo,
+  memoId: string | undefined,
+  temporalUi: (workflowId: string) => string | undefined,
 ): ExpectationSummary {
   const fields = info.searchAttributes?.indexedFields ?? {};
   const read = (name: string): unknown => {
@@ -251,8 +264,7 @@ temporalUi: (workflowId: string) => string | undefined,
   };
   const workflowId = info.execution?.workflowId ?? '';
   const expectationId =
-    memoId ??
-    (workflowId.startsWith(WORKFLOW_ID_PREFIX) ? workflowId.slice(WORKFLOW_ID_PREFIX.length) : workflowId);
+    memoId ?? (workflowId.startsWith(WORKFLOW_ID_PREFIX) ? workflowId.slice(WORKFLOW_ID_PREFIX.length) : workflowId);
   const subject = text(ExpectationSubject.name);
   const dueAt = text(ExpectationDueAt.name);
   const late = read(ExpectationLate.name);
@@ -268,14 +280,27 @@ temporalUi: (workflowId: string) => string | undefined,
     late: typeof late === 'boolean' ? late : undefined,
     raisedAt: timestamp(info.startTime),
     closedAt: timestamp(info.closeTime),
-    links: withoutUndefined({ self: `/v1/expectations/${encodeURIComponent(expectationId)}`, temporalUi: temporalUi(workflowId) }),
+    links: withoutUndefined({
+      self: `/v1/expectations/${encodeURIComponent(expectationId)}`,
+      temporalUi: temporalUi(workflowId),
+    }),
   });
 }
 
 /** One page of the visibility store's executions; a token it no longer accepts is the caller's error (400). */
-async function listExecutions(deps: RecordsDeps, query: string, pageSize: number | undefined, nextPageToken: Uint8Array | undefined) {
+async function listExecutions(
+  deps: RecordsDeps,
+  query: string,
+  pageSize: number | undefined,
+  nextPageToken: Uint8Array | undefined,
+) {
   try {
-    return await deps.client.workflowService.listWorkflowExecutions({ namespace: deps.namespace, query, pageSize, nextPageToken });
+    return await deps.client.workflowService.listWorkflowExecutions({
+      namespace: deps.namespace,
+      query,
+      pageSize,
+      nextPageToken,
+    });
   } catch (error) {
     // INVALID_ARGUMENT: a well-formed token the visibility store no longer accepts.
     if ((error as { code?: unknown }).code === 3) {

@@ -69,7 +69,11 @@ export function withRequestDeadline<T>(waitMs: number, fn: () => T): T {
  * A TemporalCall bound to a client: a call waits until `defaultTimeoutMs` (or the request's deadline, if sooner) for
  * a slow Temporal, and fails fast, through the probe, when Temporal is down or no worker would serve it.
  */
-export function createTemporalCall(client: Client, defaultTimeoutMs: number, options: TemporalCallOptions = {}): TemporalCall {
+export function createTemporalCall(
+  client: Client,
+  defaultTimeoutMs: number,
+  options: TemporalCallOptions = {},
+): TemporalCall {
   const probeAfterMs = options.probeAfterMs ?? 2_000;
   return async (fn, timeoutMs = defaultTimeoutMs) => {
     const request = requestDeadline.getStore();
@@ -83,11 +87,14 @@ export function createTemporalCall(client: Client, defaultTimeoutMs: number, opt
     const timer =
       probe && deadline - Date.now() > probeAfterMs
         ? setTimeout(() => {
-            void probe().then((why) => {
-              if (!why) return;
-              given = why;
-              aborted.abort(why);
-            }, () => undefined);
+            void probe().then(
+              (why) => {
+                if (!why) return;
+                given = why;
+                aborted.abort(why);
+              },
+              () => undefined,
+            );
           }, probeAfterMs)
         : undefined;
     try {

@@ -11,10 +11,15 @@ async function main(): Promise<void> {
   const started = Date.now();
   const file = path.resolve(process.argv[2] ?? DEFAULT_WORKFLOW_BUNDLE);
   mkdirSync(path.dirname(file), { recursive: true });
-  for (const [target, tracing] of [[file, false], [tracingBundleOf(file), true]] as const) {
+  for (const [target, tracing] of [
+    [file, false],
+    [tracingBundleOf(file), true],
+  ] as const) {
     const code = await bundleWorkflows({ tracing });
     writeFileSync(target, code);
-    console.log(`workflow bundle${tracing ? ' with tracing' : ''}: ${target} (${Math.round(code.length / 1024)} KiB, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    console.log(
+      `workflow bundle${tracing ? ' with tracing' : ''}: ${target} (${Math.round(code.length / 1024)} KiB, ${((Date.now() - started) / 1000).toFixed(1)} s)`,
+    );
   }
 }
 

@@ -14,9 +14,9 @@ import { KEY_BYTES, type CodecKeyRing } from './encryption-codec.js';
 /** The variable that names the key file; every error about the file starts with it. */
 export const CODEC_KEYS_VARIABLE = 'WATCHER_CODEC_KEYS_FILE';
 
-const keyId = z
-  .string()
-  .regex(/^[A-Za-z0-9._:-]{1,64}$/, { message: 'a key id is 1 to 64 letters, digits, dots, dashes, underscores or colons' });
+const keyId = z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, {
+  message: 'a key id is 1 to 64 letters, digits, dots, dashes, underscores or colons',
+});
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const base64Key = z
@@ -44,7 +44,9 @@ export function parseCodecKeys(raw: unknown, file: string): CodecKeyRing {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.') || '(file)'}: ${issue.message}`);
     throw new ConfigError(`${CODEC_KEYS_VARIABLE}: ${file} is not a valid key file\n${lines.join('\n')}`);
   }
-  const keys = new Map(Object.entries(parsed.data.keys).map(([id, key]) => [id, new Uint8Array(Buffer.from(key, 'base64'))]));
+  const keys = new Map(
+    Object.entries(parsed.data.keys).map(([id, key]) => [id, new Uint8Array(Buffer.from(key, 'base64'))]),
+  );
   return { current: parsed.data.current, keys };
 }
 

@@ -185,7 +185,9 @@ function missingProfile(
   if (!file) return new ConfigError(`${prefix}: no config file (set TEMPORAL_CONFIG_FILE, or HOME)`);
   if (!profiles) return new ConfigError(`${prefix}: ${file.path} does not exist (set TEMPORAL_CONFIG_FILE)`);
   const names = Object.keys(profiles).map((n) => `"${n}"`);
-  return new ConfigError(`${prefix} in ${file.path} (${names.length > 0 ? `it has ${names.join(', ')}` : 'it has none'})`);
+  return new ConfigError(
+    `${prefix} in ${file.path} (${names.length > 0 ? `it has ${names.join(', ')}` : 'it has none'})`,
+  );
 }
 
 /**

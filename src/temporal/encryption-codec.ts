@@ -48,7 +48,8 @@ export class EncryptionCodec implements PayloadCodec {
     const key = ring.keys.get(ring.current);
     if (!key) throw new Error(`the key ring has no key '${ring.current}' to encrypt with`);
     for (const [id, candidate] of ring.keys) {
-      if (candidate.length !== KEY_BYTES) throw new Error(`key '${id}' has ${candidate.length} bytes, not ${KEY_BYTES}`);
+      if (candidate.length !== KEY_BYTES)
+        throw new Error(`key '${id}' has ${candidate.length} bytes, not ${KEY_BYTES}`);
     }
     this.current = { id: ring.current, key };
   }
@@ -89,7 +90,9 @@ export class EncryptionCodec implements PayloadCodec {
     }
     const data = payload.data ?? new Uint8Array();
     if (data.length < IV_BYTES + TAG_BYTES) {
-      throw new PayloadDecryptionError(`an encrypted payload (key id '${id}') is ${data.length} bytes, too short to be one`);
+      throw new PayloadDecryptionError(
+        `an encrypted payload (key id '${id}') is ${data.length} bytes, too short to be one`,
+      );
     }
     const decipher = createDecipheriv(ALGORITHM, key, data.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
     decipher.setAAD(idBytes);

@@ -38,7 +38,13 @@ import {
   ExpectationSubject,
 } from '../../workflows/search-attributes.js';
 import { expectationDetails, expectationSummary } from '../../workflows/ui-text.js';
-import { expectationWorkflowId, factRouterWorkflowId, keywordValue, subjectKey, subjectLedgerWorkflowId } from '../../core/ids.js';
+import {
+  expectationWorkflowId,
+  factRouterWorkflowId,
+  keywordValue,
+  subjectKey,
+  subjectLedgerWorkflowId,
+} from '../../core/ids.js';
 import { registerAllWithLedgers } from './registration.js';
 
 /**
@@ -53,7 +59,9 @@ export async function startExpectation(
   options: { now?: () => number } = {},
 ): Promise<'raised' | 'exists'> {
   if (!(await withdrawSuperseded(client, input))) {
-    throw new Error(`${input.expectation.supersedes} was superseded by another expectation or has ended; ${input.expectation.expectationId} was not started`);
+    throw new Error(
+      `${input.expectation.supersedes} was superseded by another expectation or has ended; ${input.expectation.expectationId} was not started`,
+    );
   }
   const outcome = await startExpectationWorkflow(client, taskQueue, input, options);
   if (outcome === 'raised') await registerExpectation(client, taskQueue, input);
@@ -69,7 +77,10 @@ export async function withdrawSuperseded(client: Client, input: ExpectationInput
   const { expectation: e, links } = input;
   if (e.supersedes === undefined) return true;
   const supersededBy = { expectationId: e.expectationId, workflowId: links.self };
-  const outcome = await withdrawExpectation(client, e.supersedes, { reason: `superseded by ${e.expectationId}`, supersededBy });
+  const outcome = await withdrawExpectation(client, e.supersedes, {
+    reason: `superseded by ${e.expectationId}`,
+    supersededBy,
+  });
   if (outcome === 'withdrawn') return true;
   return (await getExpectationRecord(client, e.supersedes))?.supersededBy === e.expectationId;
 }
@@ -88,7 +99,11 @@ export async function startExpectationWorkflow(
   const now = options.now ?? Date.now;
   // The agent by its principal id only: whatever a caller passes, no card URL or credential enters Temporal. The
   // record starts in the memo, so that it is read without a worker from the first instant (ExpectationMemo).
-  const registered: ExpectationInput = { ...input, agent: { id: input.agent.id }, raisedAt: new Date(now()).toISOString() };
+  const registered: ExpectationInput = {
+    ...input,
+    agent: { id: input.agent.id },
+    raisedAt: new Date(now()).toISOString(),
+  };
   const memo: ExpectationMemo = { expectationId: e.expectationId, record: initialRecord(registered), dependents: 0 };
   try {
     await client.workflow.start<typeof expectationWorkflow>('expectationWorkflow', {
@@ -125,7 +140,11 @@ export function registerExpectation(client: Client, taskQueue: string, input: Ex
  * Subscribes raised expectations to their ledgers, one call per ledger (registration.ts); `running` names ledgers
  * seen running a moment ago, which are signalled without a start first. Idempotent.
  */
-export function registerExpectations(client: Client, taskQueue: string, inputs: readonly ExpectationInput[]): Promise<void> {
+export function registerExpectations(
+  client: Client,
+  taskQueue: string,
+  inputs: readonly ExpectationInput[],
+): Promise<void> {
   const registrations = inputs.map(({ expectation: e, links, settings }) => ({
     subscriber: links.self,
     factRouter: links.factRouter,
@@ -148,7 +167,10 @@ export async function getExpectationMemo(client: Client, expectationId: string):
 }
 
 /** The memo, and whether the workflow has completed (its result is then the last record). */
-async function describeMemo(client: Client, expectationId: string): Promise<{ memo: ExpectationMemo; completed: boolean } | undefined> {
+async function describeMemo(
+  client: Client,
+  expectationId: string,
+): Promise<{ memo: ExpectationMemo; completed: boolean } | undefined> {
   let described;
   try {
     described = await client.workflow.getHandle(expectationWorkflowId(expectationId)).describe();
@@ -170,7 +192,10 @@ async function describeMemo(client: Client, expectationId: string): Promise<{ me
  * The record, read without a worker; undefined when unknown. A completed run's record is its result, one more server
  * read: the workflow does not write its close into the memo.
  */
-export async function getExpectationRecord(client: Client, expectationId: string): Promise<ExpectationRecord | undefined> {
+export async function getExpectationRecord(
+  client: Client,
+  expectationId: string,
+): Promise<ExpectationRecord | undefined> {
   const described = await describeMemo(client, expectationId);
   if (!described?.completed) return described?.memo.record;
   try {
@@ -287,12 +312,17 @@ export async function recordFactRouted(
   };
   // The router first: whether the fact is new decides whether the subject hears of it (one quick signal after it).
   const answer = await toRouter();
-  const firstReceivedAt = typeof answer === 'object' && answer.result === 'duplicate' ? answer.firstReceivedAt : undefined;
+  const firstReceivedAt =
+    typeof answer === 'object' && answer.result === 'duplicate' ? answer.firstReceivedAt : undefined;
   const receivedAt = firstReceivedAt ?? fact.receivedAt ?? new Date().toISOString();
-  const resent = answer === 'duplicate' || (firstReceivedAt !== undefined && Date.now() - Date.parse(firstReceivedAt) > RETRY_WINDOW_MS);
+  const resent =
+    answer === 'duplicate' ||
+    (firstReceivedAt !== undefined && Date.now() - Date.parse(firstReceivedAt) > RETRY_WINDOW_MS);
   if (fact.subject && !resent) await toSubject(fact.subject, receivedAt);
   if (typeof answer === 'object') {
-    return answer.result === 'duplicate' ? { result: 'duplicate', awaited: true } : { result: answer.result, awaited: true, forwardedTo: answer.forwardedTo };
+    return answer.result === 'duplicate'
+      ? { result: 'duplicate', awaited: true }
+      : { result: answer.result, awaited: true, forwardedTo: answer.forwardedTo };
   }
   return answer === 'unawaited' ? { result: 'recorded', awaited: false } : { result: answer, awaited: true };
 }
@@ -328,7 +358,6 @@ export async function awaitFactTaken(
   );
   return taken.flatMap((outcome) => (outcome.status === 'fulfilled' && outcome.value ? [outcome.value] : []));
 }
-
 
 /** True when Temporal aborted an update because its workflow closed (continued as new) before it completed. */
 function isAbortedUpdate(error: unknown): boolean {

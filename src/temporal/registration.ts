@@ -33,14 +33,21 @@ export interface Registration {
  * several of them share (the steps of one subject, raised in one request) gets them all in one signal. Idempotent (a
  * ledger keeps a set of subscribers), so a request sent again completes an interrupted one.
  */
-export async function registerAllWithLedgers(client: Client, taskQueue: string, registrations: readonly Registration[]): Promise<void> {
+export async function registerAllWithLedgers(
+  client: Client,
+  taskQueue: string,
+  registrations: readonly Registration[],
+): Promise<void> {
   const factRouters = groupBy(registrations, (r) => r.factRouter);
   const subjectLedgers = groupBy(registrations, (r) => r.subjectLedger);
   await settled([
     ...[...factRouters].map(([workflowId, group]) => {
       const { factKey, retention } = group[0]!;
       const shard = shardOf(factKey);
-      return client.workflow.signalWithStart<typeof factRouterWorkflow, [{ workflowIds: string[]; factKeys?: Array<string | null> }]>('factRouterWorkflow', {
+      return client.workflow.signalWithStart<
+        typeof factRouterWorkflow,
+        [{ workflowIds: string[]; factKeys?: Array<string | null> }]
+      >('factRouterWorkflow', {
         workflowId,
         taskQueue,
         args: [{ shard, retention }],
@@ -52,12 +59,17 @@ export async function registerAllWithLedgers(client: Client, taskQueue: string, 
     ...[...subjectLedgers].map(([workflowId, group]) => {
       const { subject } = group[0]!;
       const factKeys = group.map((r) => (r.leavesSubjectOnFact ? r.factKey : null));
-      return client.workflow.signalWithStart<typeof subjectLedgerWorkflow, [{ workflowIds: string[]; factKeys?: Array<string | null> }]>('subjectLedgerWorkflow', {
+      return client.workflow.signalWithStart<
+        typeof subjectLedgerWorkflow,
+        [{ workflowIds: string[]; factKeys?: Array<string | null> }]
+      >('subjectLedgerWorkflow', {
         workflowId,
         taskQueue,
         args: [{ subject }],
         signal: subscribeSignal,
-        signalArgs: [{ workflowIds: group.map((r) => r.subscriber), ...(factKeys.some((k) => k !== null) ? { factKeys } : {}) }],
+        signalArgs: [
+          { workflowIds: group.map((r) => r.subscriber), ...(factKeys.some((k) => k !== null) ? { factKeys } : {}) },
+        ],
         staticSummary: `subject ledger of ${subject.type}/${subject.id}`,
       });
     }),

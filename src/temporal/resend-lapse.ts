@@ -12,9 +12,7 @@ import { expectationWorkflowId } from '../../core/ids.js';
 
 /** What a resend came to: the workflow's answer, or why there was nothing to re-send (with a sentence saying so). */
 export type ResendOutcome =
-  | ResendLapseResult
-  | { result: 'unknown-expectation' }
-  | { result: 'unknown-lapse' | 'ended'; reason: string };
+  ResendLapseResult | { result: 'unknown-expectation' } | { result: 'unknown-lapse' | 'ended'; reason: string };
 
 const noSuchLapse = (expectationId: string, messageId: string): string =>
   `expectation '${expectationId}' has no lapse whose delivery has messageId '${messageId}'`;
@@ -38,7 +36,8 @@ export async function resendLapse(
     return await handle.executeUpdate(resendLapseUpdate, { args: [request] });
   } catch (error) {
     // It closed between describe and update.
-    if (error instanceof WorkflowNotFoundError) return fromClosed(client, expectationId, 'COMPLETED', request.messageId);
+    if (error instanceof WorkflowNotFoundError)
+      return fromClosed(client, expectationId, 'COMPLETED', request.messageId);
     const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
     if (cause instanceof ApplicationFailure && cause.type === LAPSE_NOT_FOUND) {
       return { result: 'unknown-lapse', reason: cause.message };
@@ -51,7 +50,12 @@ export async function resendLapse(
 }
 
 /** A closed workflow takes no update; its result (the record) still says whether the lapse exists and was delivered. */
-async function fromClosed(client: Client, expectationId: string, status: string, messageId: string): Promise<ResendOutcome> {
+async function fromClosed(
+  client: Client,
+  expectationId: string,
+  status: string,
+  messageId: string,
+): Promise<ResendOutcome> {
   const record = status === 'COMPLETED' ? await getExpectationRecord(client, expectationId) : undefined;
   if (!record) {
     const how = status.toLowerCase().replaceAll('_', ' ');

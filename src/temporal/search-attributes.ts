@@ -50,9 +50,7 @@ export function devServerSearchAttributeFlags(): string[] {
  * neither list nor register them, with the warning to log.
  */
 export type SearchAttributesOutcome =
-  | { result: 'present' }
-  | { result: 'registered'; added: string[] }
-  | { result: 'unchecked'; warning: string };
+  { result: 'present' } | { result: 'registered'; added: string[] } | { result: 'unchecked'; warning: string };
 
 /** The namespace cannot hold our expectations' search attributes as it is; the message says how to fix it. */
 export class SearchAttributesError extends Error {

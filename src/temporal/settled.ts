@@ -5,9 +5,13 @@
  * Every fan-out of Temporal calls made for one request goes through here: nothing started for a request runs on
  * after its answer.
  */
-export async function settled<const P extends readonly Promise<unknown>[]>(promises: P): Promise<{ -readonly [K in keyof P]: Awaited<P[K]> }> {
+export async function settled<const P extends readonly Promise<unknown>[]>(
+  promises: P,
+): Promise<{ -readonly [K in keyof P]: Awaited<P[K]> }> {
   const results = await Promise.allSettled(promises);
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
-  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof P]: Awaited<P[K]> };
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof P]: Awaited<P[K]>;
+  };
 }

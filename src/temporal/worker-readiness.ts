@@ -59,7 +59,13 @@ export function pollerReadiness(options: PollerReadinessOptions): () => Promise<
 }
 
 /** When Temporal last saw each poller of the workflow task queue `taskQueue` (DescribeTaskQueue). */
-export function workflowPollersOf(client: Client, namespace: string, taskQueue: string, call: TemporalCall, timeoutMs = 2_000) {
+export function workflowPollersOf(
+  client: Client,
+  namespace: string,
+  taskQueue: string,
+  call: TemporalCall,
+  timeoutMs = 2_000,
+) {
   return async (): Promise<number[]> => {
     const described = await call(
       () =>

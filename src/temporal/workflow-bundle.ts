@@ -16,7 +16,8 @@ export const DEFAULT_WORKFLOW_BUNDLE = 'dist/workflow-bundle.js';
 const require = createRequire(import.meta.url);
 
 /** The workflow interceptor module that Temporal's OpenTelemetryPlugin adds when it bundles at start. */
-export const tracingInterceptorsPath = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+export const tracingInterceptorsPath =
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
 /** Bundles workflows/, with the tracing interceptors when `tracing`; resolves with the bundle's code. */
 export async function bundleWorkflows(options: { tracing?: boolean } = {}): Promise<string> {

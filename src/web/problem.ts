@@ -54,11 +54,17 @@ const kinds = new Map<abstract new (...args: never[]) => KnownError, ProblemKind
   [ConflictError, { slug: 'conflict', status: 409, title: 'Expectation id reused with other content' }],
   [ExpectationEndedError, { slug: 'expectation-ended', status: 409, title: 'The expectation has ended' }],
   [PayloadTooLargeError, { slug: 'payload-too-large', status: 413, title: 'The body is over 1 MiB' }],
-  [TooManyItemsError, { slug: 'too-many-items', status: 413, title: 'The request carries more items than one request may' }],
+  [
+    TooManyItemsError,
+    { slug: 'too-many-items', status: 413, title: 'The request carries more items than one request may' },
+  ],
   [UnsupportedMediaTypeError, { slug: 'unsupported-media-type', status: 415, title: 'The body must be JSON' }],
   [RuleViolationError, { slug: 'rule-violation', status: 422, title: 'A rule of the extension is broken' }],
   [QuotaExceededError, { slug: 'quota-exceeded', status: 429, title: "A quota of the principal's is used up" }],
-  [CardUnreachableError, { slug: 'agent-card-unreachable', status: 502, title: "The agent's card could not be fetched" }],
+  [
+    CardUnreachableError,
+    { slug: 'agent-card-unreachable', status: 502, title: "The agent's card could not be fetched" },
+  ],
   [TemporalUnavailableError, { slug: 'temporal-unavailable', status: 503, title: 'Temporal is unreachable' }],
   // After its parent class: the last class an error is an instance of gives its kind.
   [TemporalBusyError, { slug: 'temporal-busy', status: 503, title: 'Temporal is overloaded' }],
@@ -72,7 +78,11 @@ export const problemKinds: readonly ProblemKind[] = [...kinds.values()];
 
 // The codec endpoint's own (Temporal's codec server protocol, src/http/codec-routes.ts): not in the OpenAPI document,
 // so not in problemKinds, whose 422 would otherwise claim that a raise can answer it.
-kinds.set(UndecryptablePayloadError, { slug: 'undecryptable-payload', status: 422, title: 'A payload cannot be decrypted' });
+kinds.set(UndecryptablePayloadError, {
+  slug: 'undecryptable-payload',
+  status: 422,
+  title: 'A payload cannot be decrypted',
+});
 
 /** The problem type URI of a slug, e.g. `urn:expectations-watcher:problem:conflict`. */
 export const problemType = (slug: string): string => `${TYPE_BASE}${slug}`;
@@ -112,7 +122,12 @@ export function toProblem(error: unknown): Problem {
   const domain: KnownError | undefined =
     error instanceof DomainError || error instanceof CardUnreachableError ? error : fromBodyParser(error);
   if (!domain) {
-    return { type: problemType(internal.slug), title: internal.title, status: 500, detail: 'an unexpected error occurred' };
+    return {
+      type: problemType(internal.slug),
+      title: internal.title,
+      status: 500,
+      detail: 'an unexpected error occurred',
+    };
   }
   let kind: ProblemKind | undefined;
   for (const [cls, k] of kinds) if (domain instanceof cls) kind = k;
@@ -152,7 +167,10 @@ export function problemMiddleware(logger?: Logger): ErrorRequestHandler {
     }
     const problem = toProblem(error);
     if (problem.status >= 500) {
-      logger?.[problem.status === 500 ? 'error' : 'warn']({ err: error, method: req.method, path: req.path }, problem.detail);
+      logger?.[problem.status === 500 ? 'error' : 'warn'](
+        { err: error, method: req.method, path: req.path },
+        problem.detail,
+      );
     }
     sendProblem(res, problem, retryAfterOf(error));
   };

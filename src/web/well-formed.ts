@@ -39,13 +39,18 @@ export function illFormedStrings(value: unknown): FieldError[] {
       continue;
     }
     if (typeof current === 'string') {
-      if (LONE_SURROGATE.test(current)) errors.push({ path: pathOf(node), message: 'must be well-formed Unicode (it holds a lone surrogate)' });
+      if (LONE_SURROGATE.test(current))
+        errors.push({ path: pathOf(node), message: 'must be well-formed Unicode (it holds a lone surrogate)' });
     } else if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], key: i, parent: node, depth: depth + 1 });
+      for (let i = current.length - 1; i >= 0; i--)
+        stack.push({ value: current[i], key: i, parent: node, depth: depth + 1 });
     } else if (typeof current === 'object' && current !== null) {
       for (const [key, child] of Object.entries(current)) {
         if (LONE_SURROGATE.test(key)) {
-          errors.push({ path: pathOf(node, key), message: 'the key must be well-formed Unicode (it holds a lone surrogate)' });
+          errors.push({
+            path: pathOf(node, key),
+            message: 'the key must be well-formed Unicode (it holds a lone surrogate)',
+          });
         }
         stack.push({ value: child, key, parent: node, depth: depth + 1 });
       }

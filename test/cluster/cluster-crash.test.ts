@@ -40,7 +40,7 @@ function descendants(root: number): number[] {
     }
   }
   const found: number[] = [];
-  for (let next = [root]; next.length > 0; ) {
+  for (let next = [root]; next.length > 0;) {
     next = next.flatMap((pid) => children.get(pid) ?? []);
     found.push(...next);
   }
@@ -123,7 +123,9 @@ it('refuses to start when something else holds its frontend port, naming the por
     running.push(cluster);
 
     expect(await cluster.exited).toBe(1);
-    expect(cluster.output()).toContain(`port ${port} (frontend) is in use: something else listens on 127.0.0.1:${port}`);
+    expect(cluster.output()).toContain(
+      `port ${port} (frontend) is in use: something else listens on 127.0.0.1:${port}`,
+    );
     expect(cluster.output()).not.toContain('PostgreSQL on');
   } finally {
     await new Promise((resolve) => holder.close(resolve));

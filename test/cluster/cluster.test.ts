@@ -59,11 +59,15 @@ beforeAll(async () => {
     log: (line) => progress.push(line),
   });
   cluster = await starting.catch((error: unknown) => {
-    throw new Error(`the Temporal cluster did not start (${progress.join('; ')}): ${(error as Error).message}`, { cause: error });
+    throw new Error(`the Temporal cluster did not start (${progress.join('; ')}): ${(error as Error).message}`, {
+      cause: error,
+    });
   });
   bridge = cluster.bridges[0]!.url;
   // Two worker processes on the queue; they deliver to the agents of the principals file.
-  workers.push(...(await Promise.all([1, 2].map(() => spawnWorker(cluster.temporal.address, taskQueue, principalsFile)))));
+  workers.push(
+    ...(await Promise.all([1, 2].map(() => spawnWorker(cluster.temporal.address, taskQueue, principalsFile)))),
+  );
 }, 300_000);
 
 afterAll(async () => {
@@ -78,7 +82,10 @@ afterAll(async () => {
 
 /** Raises `expectations` as the shipping agent, through the bridge's push endpoint. */
 async function raise(expectations: Expectation[]): Promise<void> {
-  const answer = await send(`${bridge}/a2a/events`, { token: tokens['shipping-agent'], json: artifactUpdate({ expectations }) });
+  const answer = await send(`${bridge}/a2a/events`, {
+    token: tokens['shipping-agent'],
+    json: artifactUpdate({ expectations }),
+  });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
 }
 
@@ -128,8 +135,14 @@ async function expectEachEndedOnce(satisfied: Expectation[], lapsed: Expectation
   for (const e of lapsed) {
     const record = await recordWhen(e.expectationId, delivered, 90_000);
     expect(record.state, e.expectationId).toBe('lapsed');
-    expect(record.lapses.map((entry) => entry.delivery.messageId), e.expectationId).toEqual([overdueMessageId(e)]);
-    expect(lapsesFor(agent, e.expectationId).map((r) => r.message.messageId), e.expectationId).toEqual([overdueMessageId(e)]);
+    expect(
+      record.lapses.map((entry) => entry.delivery.messageId),
+      e.expectationId,
+    ).toEqual([overdueMessageId(e)]);
+    expect(
+      lapsesFor(agent, e.expectationId).map((r) => r.message.messageId),
+      e.expectationId,
+    ).toEqual([overdueMessageId(e)]);
   }
 }
 
@@ -197,22 +210,31 @@ describe('faults on the cluster', () => {
     agent.failNext(500);
     const lapsing = Array.from({ length: 4 }, (_, i) => dueExpectation(`c-crash-${i}-${unique()}`, dueIn(1_000)));
     await raise(lapsing);
-    const attemptsOf = (e: Expectation) => agent.attempts.filter((attempt) => attempt.messageId === overdueMessageId(e));
+    const attemptsOf = (e: Expectation) =>
+      agent.attempts.filter((attempt) => attempt.messageId === overdueMessageId(e));
     // Every delivery has been refused twice: the activities are in their retry backoff, spread over both workers.
-    await waitUntil('two refused attempts for every lapse', () => lapsing.every((e) => attemptsOf(e).length >= 2), { timeoutMs: 60_000 });
+    await waitUntil('two refused attempts for every lapse', () => lapsing.every((e) => attemptsOf(e).length >= 2), {
+      timeoutMs: 60_000,
+    });
 
     await workers[0]!.kill9();
     agent.recover();
 
     await expectEachEndedOnce([], lapsing);
     for (const e of lapsing) {
-      expect(new Set(attemptsOf(e).map((attempt) => attempt.messageId)), e.expectationId).toEqual(new Set([overdueMessageId(e)]));
+      expect(new Set(attemptsOf(e).map((attempt) => attempt.messageId)), e.expectationId).toEqual(
+        new Set([overdueMessageId(e)]),
+      );
     }
   }, 120_000);
 
   it('loses and doubles nothing when the history service is killed and restarted with expectations pending', async () => {
-    const toSatisfy = Array.from({ length: 3 }, (_, i) => dueExpectation(`c-history-fact-${i}-${unique()}`, dueIn(25_000)));
-    const toLapse = Array.from({ length: 3 }, (_, i) => dueExpectation(`c-history-lapse-${i}-${unique()}`, dueIn(25_000)));
+    const toSatisfy = Array.from({ length: 3 }, (_, i) =>
+      dueExpectation(`c-history-fact-${i}-${unique()}`, dueIn(25_000)),
+    );
+    const toLapse = Array.from({ length: 3 }, (_, i) =>
+      dueExpectation(`c-history-lapse-${i}-${unique()}`, dueIn(25_000)),
+    );
     await raise([...toSatisfy, ...toLapse]);
     for (const e of [...toSatisfy, ...toLapse]) await recordWhen(e.expectationId, open);
 
@@ -222,7 +244,9 @@ describe('faults on the cluster', () => {
     expect(history.pid).toBeUndefined();
     await history.start();
     // The frontend reaches the new history process once it has joined the ring: retried until the bridge accepts.
-    await waitUntil('the facts to be accepted after the restart', () => report(toSatisfy).then(() => true), { timeoutMs: 60_000 });
+    await waitUntil('the facts to be accepted after the restart', () => report(toSatisfy).then(() => true), {
+      timeoutMs: 60_000,
+    });
     expect(Date.now(), 'the facts were reported before the due time').toBeLessThan(Date.parse(toLapse[0]!.dueAt));
 
     await expectEachEndedOnce(toSatisfy, toLapse);
@@ -240,7 +264,9 @@ describe('faults on the cluster', () => {
     expect(postgres.pid).toBeUndefined();
     // Same directory and port: the services' configuration names them. The cluster's stop() stops it again.
     await postgres.start();
-    await waitUntil('the facts to be accepted after the restart', () => report(toSatisfy).then(() => true), { timeoutMs: 60_000 });
+    await waitUntil('the facts to be accepted after the restart', () => report(toSatisfy).then(() => true), {
+      timeoutMs: 60_000,
+    });
     expect(Date.now(), 'the facts were reported before the due time').toBeLessThan(Date.parse(toLapse[0]!.dueAt));
 
     await expectEachEndedOnce(toSatisfy, toLapse);

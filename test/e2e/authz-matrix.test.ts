@@ -64,8 +64,13 @@ function tokenOf(caller: Caller): string | undefined {
 
 /** A fresh expectation of agent-a on this run's subject, raised through the bridge. */
 async function raisedByA(): Promise<Expectation> {
-  const e = dueExpectation(`authz-${unique()}`, new Date(Date.now() + 3_600_000), { subject: { type: 'shipment', id: `authz-${run}` } });
-  const answer = await send(`${bridge.url}/a2a/events`, { token: bridge.tokens['agent-a'], json: artifactUpdate({ expectations: [e] }) });
+  const e = dueExpectation(`authz-${unique()}`, new Date(Date.now() + 3_600_000), {
+    subject: { type: 'shipment', id: `authz-${run}` },
+  });
+  const answer = await send(`${bridge.url}/a2a/events`, {
+    token: bridge.tokens['agent-a'],
+    json: artifactUpdate({ expectations: [e] }),
+  });
   if (answer.status !== 200) throw new Error(`arrange: raise answered ${answer.status} ${JSON.stringify(answer.body)}`);
   return e;
 }
@@ -83,7 +88,8 @@ const allowed = (status: number): Record<Caller, number> =>
   Object.fromEntries(callers.map((caller) => [caller, status])) as Record<Caller, number>;
 
 /** Items of a list answer, by id. */
-const listedIds = (answer: Answer): string[] => (answer.body.items ?? []).map((item: { expectationId: string }) => item.expectationId);
+const listedIds = (answer: Answer): string[] =>
+  (answer.body.items ?? []).map((item: { expectationId: string }) => item.expectationId);
 
 let shared: Expectation;
 const endpoints: Endpoint[] = [
@@ -92,27 +98,68 @@ const endpoints: Endpoint[] = [
     async act(token) {
       const e = dueExpectation(`authz-new-${unique()}`, new Date(Date.now() + 3_600_000));
       const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
-      return { answer, after: () => stateOf(e.expectationId), expectedAfter: answer.status === 200 ? 'open' : undefined };
+      return {
+        answer,
+        after: () => stateOf(e.expectationId),
+        expectedAfter: answer.status === 200 ? 'open' : undefined,
+      };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 200, reader: 403, admin: 403 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 200,
+      reader: 403,
+      admin: 403,
+    },
   },
   {
     name: "POST /a2a/events raising agent-a's expectation id again, same content",
     async act(token) {
-      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [shared] }) });
-      return { answer, after: async () => (await getExpectationRecord(watcher.client, shared.expectationId))?.agent.id, expectedAfter: 'agent-a' };
+      const answer = await send(`${bridge.url}/a2a/events`, {
+        token,
+        json: artifactUpdate({ expectations: [shared] }),
+      });
+      return {
+        answer,
+        after: async () => (await getExpectationRecord(watcher.client, shared.expectationId))?.agent.id,
+        expectedAfter: 'agent-a',
+      };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 409, reader: 403, admin: 403 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 409,
+      reader: 403,
+      admin: 403,
+    },
   },
   {
     name: "POST /a2a/events superseding agent-a's expectation",
     async act(token) {
       const old = await raisedByA();
-      const e = dueExpectation(`authz-sup-${unique()}`, new Date(Date.now() + 3_600_000), { supersedes: old.expectationId });
+      const e = dueExpectation(`authz-sup-${unique()}`, new Date(Date.now() + 3_600_000), {
+        supersedes: old.expectationId,
+      });
       const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
-      return { answer, after: () => stateOf(old.expectationId), expectedAfter: answer.status === 200 ? 'withdrawn' : 'open' };
+      return {
+        answer,
+        after: () => stateOf(old.expectationId),
+        expectedAfter: answer.status === 200 ? 'withdrawn' : 'open',
+      };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 403,
+      reader: 403,
+      admin: 403,
+    },
   },
   {
     // B could otherwise make A receive a skipped lapse (issue 11): only the owner may order after its expectation.
@@ -124,9 +171,21 @@ const endpoints: Endpoint[] = [
         after: [old.expectationId],
       });
       const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
-      return { answer, after: () => stateOf(e.expectationId), expectedAfter: answer.status === 200 ? 'open' : undefined };
+      return {
+        answer,
+        after: () => stateOf(e.expectationId),
+        expectedAfter: answer.status === 200 ? 'open' : undefined,
+      };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 403,
+      reader: 403,
+      admin: 403,
+    },
   },
   {
     // B would otherwise learn from its own due time when A's expectation was satisfied (DESIGN 3.4).
@@ -137,18 +196,45 @@ const endpoints: Endpoint[] = [
         anchor: { expectationId: old.expectationId, offset: 'PT1H' },
       });
       const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
-      return { answer, after: () => stateOf(e.expectationId), expectedAfter: answer.status === 200 ? 'open' : undefined };
+      return {
+        answer,
+        after: () => stateOf(e.expectationId),
+        expectedAfter: answer.status === 200 ? 'open' : undefined,
+      };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 403,
+      reader: 403,
+      admin: 403,
+    },
   },
   {
     name: "POST /a2a/events withdrawing agent-a's expectation",
     async act(token) {
       const old = await raisedByA();
-      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ withdraw: [old.expectationId] }) });
-      return { answer, after: () => stateOf(old.expectationId), expectedAfter: answer.status === 200 ? 'withdrawn' : 'open' };
+      const answer = await send(`${bridge.url}/a2a/events`, {
+        token,
+        json: artifactUpdate({ withdraw: [old.expectationId] }),
+      });
+      return {
+        answer,
+        after: () => stateOf(old.expectationId),
+        expectedAfter: answer.status === 200 ? 'withdrawn' : 'open',
+      };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 403 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 403,
+      reader: 403,
+      admin: 403,
+    },
   },
   {
     name: 'POST /a2a/events with facts only (a plain message)',
@@ -158,12 +244,22 @@ const endpoints: Endpoint[] = [
           messageId: `m-${unique()}`,
           role: 'ROLE_AGENT',
           parts: [{ text: 'delivered' }],
-          metadata: { [EXTENSION_URI]: { facts: [{ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() }] } },
+          metadata: {
+            [EXTENSION_URI]: { facts: [{ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() }] },
+          },
         },
       };
       return { answer: await send(`${bridge.url}/a2a/events`, { token, json: message }) };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 200, 'owning agent': 200, 'other agent': 200, reader: 403, admin: 403 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 200,
+      'owning agent': 200,
+      'other agent': 200,
+      reader: 403,
+      admin: 403,
+    },
   },
   {
     name: 'POST /v1/facts',
@@ -171,7 +267,15 @@ const endpoints: Endpoint[] = [
       const json = { facts: [{ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() }] };
       return { answer: await send(`${bridge.url}/v1/facts`, { token, json }) };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 200, 'owning agent': 200, 'other agent': 200, reader: 403, admin: 403 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 200,
+      'owning agent': 200,
+      'other agent': 200,
+      reader: 403,
+      admin: 403,
+    },
   },
   {
     name: "GET /v1/expectations/{id} of agent-a's expectation",
@@ -180,14 +284,30 @@ const endpoints: Endpoint[] = [
       if (answer.status === 200) expect(answer.body).toMatchObject({ expectation: shared, agent: { id: 'agent-a' } });
       return { answer };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 200, admin: 200 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 403,
+      reader: 200,
+      admin: 200,
+    },
   },
   {
     name: 'GET /v1/expectations/{id} of an id never raised',
     async act(token) {
       return { answer: await send(`${bridge.url}/v1/expectations/authz-ghost-${unique()}`, { token }) };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 404, 'other agent': 404, reader: 404, admin: 404 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 404,
+      'other agent': 404,
+      reader: 404,
+      admin: 404,
+    },
   },
   {
     name: "GET /v1/expectations on agent-a's subject",
@@ -196,7 +316,15 @@ const endpoints: Endpoint[] = [
       // Readers, admins and the owner see agent-a's expectation; another agent sees none of it.
       return { answer, after: async () => listedIds(answer).includes(shared.expectationId) };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 200, reader: 200, admin: 200 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 200,
+      reader: 200,
+      admin: 200,
+    },
   },
   {
     name: "POST /v1/expectations/{id}/withdraw of agent-a's expectation",
@@ -206,9 +334,21 @@ const endpoints: Endpoint[] = [
         token,
         json: { reason: 'authorization matrix' },
       });
-      return { answer, after: () => stateOf(old.expectationId), expectedAfter: answer.status === 200 ? 'withdrawn' : 'open' };
+      return {
+        answer,
+        after: () => stateOf(old.expectationId),
+        expectedAfter: answer.status === 200 ? 'withdrawn' : 'open',
+      };
     },
-    expected: { none: 401, 'bad token': 401, reporter: 403, 'owning agent': 200, 'other agent': 403, reader: 403, admin: 200 },
+    expected: {
+      none: 401,
+      'bad token': 401,
+      reporter: 403,
+      'owning agent': 200,
+      'other agent': 403,
+      reader: 403,
+      admin: 200,
+    },
   },
   {
     name: 'GET /healthz',
@@ -232,7 +372,9 @@ const endpoints: Endpoint[] = [
   },
 ];
 
-const cells = endpoints.flatMap((endpoint) => callers.map((caller) => [endpoint.name, caller, endpoint.expected[caller], endpoint] as const));
+const cells = endpoints.flatMap((endpoint) =>
+  callers.map((caller) => [endpoint.name, caller, endpoint.expected[caller], endpoint] as const),
+);
 
 describe('authorization matrix', () => {
   beforeAll(async () => {
@@ -260,9 +402,13 @@ describe('authorization matrix', () => {
     } else if (after) {
       // A supersede withdraws the old expectation from the new one's workflow: the effect follows the answer.
       let seen: unknown;
-      await waitUntil(`the state to become ${String(expectedAfter)}`, async () => (seen = await after()) === expectedAfter, {
-        timeoutMs: 15_000,
-      }).catch(() => undefined);
+      await waitUntil(
+        `the state to become ${String(expectedAfter)}`,
+        async () => (seen = await after()) === expectedAfter,
+        {
+          timeoutMs: 15_000,
+        },
+      ).catch(() => undefined);
       expect(seen).toBe(expectedAfter);
     }
   });
@@ -273,21 +419,24 @@ describe('identity cannot be borrowed', () => {
     ['carrier-feed', 'agent-a'],
     ['agent-b', 'agent-a'],
     ['carrier-feed', 'ops-admin'],
-  ])('a fact reported by %s claiming source %s is attributed to its reporter, the claim kept apart', async (reporter, claimed) => {
-    const e = await raisedByA();
+  ])(
+    'a fact reported by %s claiming source %s is attributed to its reporter, the claim kept apart',
+    async (reporter, claimed) => {
+      const e = await raisedByA();
 
-    const answer = await send(`${bridge.url}/v1/facts`, {
-      token: bridge.tokens[reporter],
-      json: { facts: [{ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), source: claimed }] },
-    });
-    const record = await waitUntil('the expectation satisfied', async () => {
-      const read = await getExpectationRecord(watcher.client, e.expectationId);
-      return read?.state === 'satisfied' ? read : undefined;
-    });
+      const answer = await send(`${bridge.url}/v1/facts`, {
+        token: bridge.tokens[reporter],
+        json: { facts: [{ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), source: claimed }] },
+      });
+      const record = await waitUntil('the expectation satisfied', async () => {
+        const read = await getExpectationRecord(watcher.client, e.expectationId);
+        return read?.state === 'satisfied' ? read : undefined;
+      });
 
-    expect(answer.status).toBe(200);
-    expect(record.satisfiedBy).toMatchObject({ source: reporter, claimedSource: claimed });
-  });
+      expect(answer.status).toBe(200);
+      expect(record.satisfiedBy).toMatchObject({ source: reporter, claimedSource: claimed });
+    },
+  );
 
   it.each([
     ['a Basic header', () => `Basic ${Buffer.from(`agent-a:${bridge.tokens['agent-a']}`).toString('base64')}`],

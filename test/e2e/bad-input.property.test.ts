@@ -103,7 +103,14 @@ const notAString = fc.oneof(
   fc.dictionary(fc.string({ maxLength: 5 }), fc.string({ maxLength: 5 }), { maxKeys: 3 }),
 );
 /** Values of the wrong type (or shape) for an object field. */
-const notAnObject = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }), fc.constant({}));
+const notAnObject = fc.oneof(
+  fc.string(),
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.integer(), { maxLength: 3 }),
+  fc.constant({}),
+);
 
 /** Date-times the seed's `date-time` (UTC) does not allow; several of them `Date.parse` would take. */
 const invalidDate = fc.oneof(
@@ -134,20 +141,67 @@ const invalidDate = fc.oneof(
 
 /** Durations that are not ISO 8601 (or not in the form the seed allows). */
 const invalidDuration = fc.oneof(
-  fc.constantFrom('P', 'PT', '6H', 'P1.5.5D', 'P1,5,5D', '-P1D', 'P-1D', 'P1DT', 'PT1H30', 'PT-1S', 'pt1h', 'P1W2D', '', 'forever', 'PT1H PT1H'),
+  fc.constantFrom(
+    'P',
+    'PT',
+    '6H',
+    'P1.5.5D',
+    'P1,5,5D',
+    '-P1D',
+    'P-1D',
+    'P1DT',
+    'PT1H30',
+    'PT-1S',
+    'pt1h',
+    'P1W2D',
+    '',
+    'forever',
+    'PT1H PT1H',
+  ),
   fc.string({ maxLength: 20 }).filter((s) => !s.startsWith('P')),
 );
 
 const requiredStringFields = ['expectationId', 'kind', 'expects', 'dueAt', 'basis'] as const;
-const nonEmptyPaths = [['expectationId'], ['kind'], ['expects'], ['subject', 'type'], ['subject', 'id'], ['satisfiedBy', 'factKey']];
+const nonEmptyPaths = [
+  ['expectationId'],
+  ['kind'],
+  ['expects'],
+  ['subject', 'type'],
+  ['subject', 'id'],
+  ['satisfiedBy', 'factKey'],
+];
 
 type Break = { op: 'delete'; path: readonly string[] } | { op: 'set'; path: readonly string[]; value: unknown };
 
 /** One change that makes an expectation invalid, described as data so that a counterexample reads plainly. */
 const expectationBreak: fc.Arbitrary<Break> = fc.oneof(
-  fc.record({ op: fc.constant('delete' as const), path: fc.constantFrom(...requiredStringFields.map((f) => [f]), ['subject'], ['satisfiedBy'], ['subject', 'type'], ['subject', 'id'], ['satisfiedBy', 'factKey']) }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(...requiredStringFields.map((f) => [f]), ['subject', 'id'], ['satisfiedBy', 'factKey'], ['supersedes'], ['horizon']), value: notAString }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(['subject'], ['satisfiedBy'], ['anchor']), value: notAnObject }),
+  fc.record({
+    op: fc.constant('delete' as const),
+    path: fc.constantFrom(
+      ...requiredStringFields.map((f) => [f]),
+      ['subject'],
+      ['satisfiedBy'],
+      ['subject', 'type'],
+      ['subject', 'id'],
+      ['satisfiedBy', 'factKey'],
+    ),
+  }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constantFrom(
+      ...requiredStringFields.map((f) => [f]),
+      ['subject', 'id'],
+      ['satisfiedBy', 'factKey'],
+      ['supersedes'],
+      ['horizon'],
+    ),
+    value: notAString,
+  }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constantFrom(['subject'], ['satisfiedBy'], ['anchor']),
+    value: notAnObject,
+  }),
   fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(['dueAt'], ['horizon']), value: invalidDate }),
   fc.record({ op: fc.constant('set' as const), path: fc.constant(['grace']), value: invalidDuration }),
   fc.record({
@@ -162,10 +216,26 @@ const expectationBreak: fc.Arbitrary<Break> = fc.oneof(
     value: fc.oneof(fc.string(), fc.constant(null), fc.constant([1, 2]), fc.constant(['']), fc.constant({})),
   }),
   // Schema-valid, but a rule of DESIGN 3.1 is broken (422): nothing may start either.
-  fc.record({ op: fc.constant('set' as const), path: fc.constant(['kind']), value: oddId.map((id) => `undeclared-${id}`) }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constant(['basis']), value: fc.constantFrom('observed', 'estimate', '') }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constant(['after']), value: oddId.map((id) => [`never-${id}`]) }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constant(['supersedes']), value: oddId.map((id) => `never-${id}`) }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constant(['kind']),
+    value: oddId.map((id) => `undeclared-${id}`),
+  }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constant(['basis']),
+    value: fc.constantFrom('observed', 'estimate', ''),
+  }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constant(['after']),
+    value: oddId.map((id) => [`never-${id}`]),
+  }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constant(['supersedes']),
+    value: oddId.map((id) => `never-${id}`),
+  }),
   fc.record({
     op: fc.constant('set' as const),
     path: fc.constant(['anchor']),
@@ -176,18 +246,51 @@ const expectationBreak: fc.Arbitrary<Break> = fc.oneof(
 /** One change that makes a fact invalid. */
 const factBreak: fc.Arbitrary<Break> = fc.oneof(
   fc.record({ op: fc.constant('delete' as const), path: fc.constantFrom(['factKey'], ['observedAt']) }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(['factKey'], ['observedAt'], ['source']), value: notAString }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constantFrom(['factKey'], ['observedAt'], ['source']),
+    value: notAString,
+  }),
   fc.record({ op: fc.constant('set' as const), path: fc.constant(['observedAt']), value: invalidDate }),
   fc.record({ op: fc.constant('set' as const), path: fc.constant(['factKey']), value: fc.constant('') }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constant(['subject']), value: fc.oneof(notAnObject, fc.constant({ type: '', id: 'x' }), fc.constant({ type: 'x' })) }),
+  fc.record({
+    op: fc.constant('set' as const),
+    path: fc.constant(['subject']),
+    value: fc.oneof(notAnObject, fc.constant({ type: '', id: 'x' }), fc.constant({ type: 'x' })),
+  }),
 );
 
-
 /** Keys and values that are harmless alone and hostile in company: extra fields, prototype keys, deep values. */
-const FIELDS = new Set(['expectationId', 'kind', 'subject', 'expects', 'satisfiedBy', 'dueAt', 'grace', 'anchor', 'after', 'horizon', 'basis', 'supersedes', 'factKey', 'observedAt', 'source', 'facts', 'expectations', 'withdraw', EXTENSION_URI]);
+const FIELDS = new Set([
+  'expectationId',
+  'kind',
+  'subject',
+  'expects',
+  'satisfiedBy',
+  'dueAt',
+  'grace',
+  'anchor',
+  'after',
+  'horizon',
+  'basis',
+  'supersedes',
+  'factKey',
+  'observedAt',
+  'source',
+  'facts',
+  'expectations',
+  'withdraw',
+  EXTENSION_URI,
+]);
 const decoration = fc.oneof(
-  fc.record({ key: fc.string({ maxLength: 12 }).filter((key) => !FIELDS.has(key)), value: fc.jsonValue({ maxDepth: 3 }) }),
-  fc.record({ key: fc.constant('__proto__'), value: fc.constant({ polluted: 'yes', isAdmin: true, expectationId: 'from-proto' }) }),
+  fc.record({
+    key: fc.string({ maxLength: 12 }).filter((key) => !FIELDS.has(key)),
+    value: fc.jsonValue({ maxDepth: 3 }),
+  }),
+  fc.record({
+    key: fc.constant('__proto__'),
+    value: fc.constant({ polluted: 'yes', isAdmin: true, expectationId: 'from-proto' }),
+  }),
   fc.record({ key: fc.constant('constructor'), value: fc.constant({ prototype: { polluted: 'yes' } }) }),
   fc.record({ key: fc.constant('prototype'), value: fc.constant({ polluted: 'yes' }) }),
   fc.record({ key: fc.constant('deep'), value: fc.integer({ min: 100, max: 2_000 }).map(nest) }),
@@ -205,7 +308,8 @@ function nest(depth: number): unknown {
 const nestedText = (depth: number): string => '{"d":['.repeat(depth) + '"bottom"' + ']}'.repeat(depth);
 
 /** `json` as text with the string "__NEST__" replaced by a value nested `depth` levels deep. */
-const withNested = (json: unknown, depth: number): string => JSON.stringify(json).replace('"__NEST__"', nestedText(depth));
+const withNested = (json: unknown, depth: number): string =>
+  JSON.stringify(json).replace('"__NEST__"', nestedText(depth));
 
 /** A deep copy with the break applied (the path's parents are created as plain objects). */
 function broken(base: Record<string, unknown>, change: Break): Record<string, unknown> {
@@ -230,7 +334,14 @@ function decorate<T extends object>(value: T, decorations: Decoration[]): T {
 }
 
 /** Where the items go: every place of DESIGN 3.1 that carries expectations, in v1.0 and v0.3. */
-const envelopes = ['artifactUpdate', 'inputRequiredStatus', 'taskArtifact', 'v03Task', 'v03ArtifactUpdate', 'v03InputRequired'] as const;
+const envelopes = [
+  'artifactUpdate',
+  'inputRequiredStatus',
+  'taskArtifact',
+  'v03Task',
+  'v03ArtifactUpdate',
+  'v03InputRequired',
+] as const;
 type Envelope = (typeof envelopes)[number];
 
 function envelope(kind: Envelope, payload: unknown, decorations: Decoration[] = []): unknown {
@@ -240,15 +351,43 @@ function envelope(kind: Envelope, payload: unknown, decorations: Decoration[] = 
     case 'artifactUpdate':
       return { artifactUpdate: { ...ids, artifact: { artifactId: 'a', parts: [{ text: 'plan' }], metadata } } };
     case 'inputRequiredStatus':
-      return { statusUpdate: { ...ids, status: { state: 'TASK_STATE_INPUT_REQUIRED', message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata } } } };
+      return {
+        statusUpdate: {
+          ...ids,
+          status: {
+            state: 'TASK_STATE_INPUT_REQUIRED',
+            message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata },
+          },
+        },
+      };
     case 'taskArtifact':
-      return { task: { id: ids.taskId, contextId: ids.contextId, status: { state: 'TASK_STATE_WORKING' }, artifacts: [{ artifactId: 'a', parts: [], metadata }] } };
+      return {
+        task: {
+          id: ids.taskId,
+          contextId: ids.contextId,
+          status: { state: 'TASK_STATE_WORKING' },
+          artifacts: [{ artifactId: 'a', parts: [], metadata }],
+        },
+      };
     case 'v03Task':
-      return { kind: 'task', id: ids.taskId, contextId: ids.contextId, status: { state: 'working' }, artifacts: [{ artifactId: 'a', parts: [], metadata }] };
+      return {
+        kind: 'task',
+        id: ids.taskId,
+        contextId: ids.contextId,
+        status: { state: 'working' },
+        artifacts: [{ artifactId: 'a', parts: [], metadata }],
+      };
     case 'v03ArtifactUpdate':
       return { kind: 'artifact-update', ...ids, artifact: { artifactId: 'a', parts: [], metadata } };
     case 'v03InputRequired':
-      return { kind: 'status-update', ...ids, status: { state: 'input-required', message: { kind: 'message', messageId: 'm', role: 'agent', parts: [], metadata } } };
+      return {
+        kind: 'status-update',
+        ...ids,
+        status: {
+          state: 'input-required',
+          message: { kind: 'message', messageId: 'm', role: 'agent', parts: [], metadata },
+        },
+      };
   }
 }
 
@@ -270,11 +409,17 @@ async function expectRefused(answer: Promise<Answer>): Promise<Answer> {
   expect(a.status, JSON.stringify(a.body).slice(0, 500)).toBeGreaterThanOrEqual(400);
   expect(a.status, JSON.stringify(a.body).slice(0, 500)).toBeLessThan(500);
   expect(a.contentType).toMatch(/^application\/problem\+json/);
-  expect(a.body).toMatchObject({ status: a.status, type: expect.stringMatching(/^urn:expectations-watcher:problem:/), title: expect.any(String), detail: expect.any(String) });
+  expect(a.body).toMatchObject({
+    status: a.status,
+    type: expect.stringMatching(/^urn:expectations-watcher:problem:/),
+    title: expect.any(String),
+    detail: expect.any(String),
+  });
   return a;
 }
 
-const events = (json: unknown, as: 'agent-a' | 'feed' = 'agent-a') => send(`${bridge.url}/a2a/events`, { token: token(as), json });
+const events = (json: unknown, as: 'agent-a' | 'feed' = 'agent-a') =>
+  send(`${bridge.url}/a2a/events`, { token: token(as), json });
 const facts = (json: unknown) => send(`${bridge.url}/v1/facts`, { token: token('feed'), json });
 
 /**
@@ -292,7 +437,10 @@ describe('POST /a2a/events with bad expectations', () => {
       fc.asyncProperty(
         fc.constantFrom(...envelopes),
         fc.array(validExpectation, { maxLength: 3 }),
-        fc.array(fc.tuple(validExpectation, expectationBreak, fc.array(decoration, { maxLength: 2 })), { minLength: 1, maxLength: 3 }),
+        fc.array(fc.tuple(validExpectation, expectationBreak, fc.array(decoration, { maxLength: 2 })), {
+          minLength: 1,
+          maxLength: 3,
+        }),
         fc.array(validFact, { maxLength: 2 }),
         fc.array(decoration, { maxLength: 2 }),
         fc.boolean(),
@@ -314,9 +462,13 @@ describe('POST /a2a/events with bad expectations', () => {
         const payload = asWithdraw ? { withdraw: [e.expectationId] } : { expectations: [e] };
         const answer = await expectRefused(events(envelope(kind, payload), 'feed'));
         // A lone surrogate is refused (400) before anything else is looked at; anything else is the role (403).
-        const carried = asWithdraw ? [e.expectationId] : [e.expectationId, e.expects, e.subject.id, e.satisfiedBy.factKey];
+        const carried = asWithdraw
+          ? [e.expectationId]
+          : [e.expectationId, e.expects, e.subject.id, e.satisfiedBy.factKey];
         // So is a withdraw list with a control character in an id: the list is part of the envelope's shape.
-        const illFormed = carried.some((text) => LONE_SURROGATE.test(text)) || (asWithdraw && [...e.expectationId].some((c) => c.charCodeAt(0) < 0x20 || c === '\u007f'));
+        const illFormed =
+          carried.some((text) => LONE_SURROGATE.test(text)) ||
+          (asWithdraw && [...e.expectationId].some((c) => c.charCodeAt(0) < 0x20 || c === '\u007f'));
         expect(answer.status).toBe(illFormed ? 400 : 403);
       }),
       { numRuns: 300 },
@@ -336,7 +488,14 @@ describe('POST /a2a/events with bad facts and bad envelopes', () => {
           remember(items);
           const body =
             kind === 'message'
-              ? { message: { messageId: 'm', role: 'ROLE_USER', parts: [], metadata: { [EXTENSION_URI]: { facts: items } } } }
+              ? {
+                  message: {
+                    messageId: 'm',
+                    role: 'ROLE_USER',
+                    parts: [],
+                    metadata: { [EXTENSION_URI]: { facts: items } },
+                  },
+                }
               : envelope(kind, { facts: items });
           await expectRefused(events(body, 'feed'));
         },
@@ -352,24 +511,61 @@ describe('POST /a2a/events with bad facts and bad envelopes', () => {
     fc.constant({ task: {}, message: {} }),
     fc.constant({ kind: 'not-a-kind' }),
     fc.constant({ kind: 'task', id: 't' }),
-    fc.record({ artifactUpdate: fc.record({ taskId: fc.oneof(fc.constant(''), notAString), contextId: fc.constant('c'), artifact: fc.constant({}) }) }),
-    fc.record({ artifactUpdate: fc.record({ taskId: fc.constant('t'), contextId: fc.constant('c'), artifact: notAnObject.filter((v) => JSON.stringify(v) !== '{}') }) }),
-    fc.record({ statusUpdate: fc.record({ taskId: fc.constant('t'), contextId: fc.constant('c'), status: fc.record({ state: fc.oneof(fc.string(), fc.integer({ min: 9 }), fc.integer({ max: -1 })) }) }) }),
-    fc.record({ artifactUpdate: fc.record({ taskId: fc.constant('t'), contextId: fc.constant('c'), artifact: fc.record({ metadata: fc.oneof(fc.string(), fc.array(fc.integer()), fc.integer()) }) }) }),
+    fc.record({
+      artifactUpdate: fc.record({
+        taskId: fc.oneof(fc.constant(''), notAString),
+        contextId: fc.constant('c'),
+        artifact: fc.constant({}),
+      }),
+    }),
+    fc.record({
+      artifactUpdate: fc.record({
+        taskId: fc.constant('t'),
+        contextId: fc.constant('c'),
+        artifact: notAnObject.filter((v) => JSON.stringify(v) !== '{}'),
+      }),
+    }),
+    fc.record({
+      statusUpdate: fc.record({
+        taskId: fc.constant('t'),
+        contextId: fc.constant('c'),
+        status: fc.record({ state: fc.oneof(fc.string(), fc.integer({ min: 9 }), fc.integer({ max: -1 })) }),
+      }),
+    }),
+    fc.record({
+      artifactUpdate: fc.record({
+        taskId: fc.constant('t'),
+        contextId: fc.constant('c'),
+        artifact: fc.record({ metadata: fc.oneof(fc.string(), fc.array(fc.integer()), fc.integer()) }),
+      }),
+    }),
     // metadata[URI] of the wrong shape: not an object, expectations or facts not arrays, withdraw ids not strings.
-    fc.oneof(
-      fc.jsonValue({ maxDepth: 1 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)),
-      fc.record({ expectations: fc.oneof(fc.string(), fc.integer(), fc.constant({}), fc.constant(null)) }),
-      fc.record({ facts: fc.oneof(fc.string(), fc.integer(), fc.constant({}), fc.constant(null)) }),
-      fc.record({ withdraw: fc.oneof(fc.string(), fc.constant(['']), fc.constant([1]), fc.constant([null]), fc.constant({})) }),
-    ).chain((payload) => fc.constantFrom(...envelopes).map((kind) => envelope(kind, payload))),
+    fc
+      .oneof(
+        fc.jsonValue({ maxDepth: 1 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)),
+        fc.record({ expectations: fc.oneof(fc.string(), fc.integer(), fc.constant({}), fc.constant(null)) }),
+        fc.record({ facts: fc.oneof(fc.string(), fc.integer(), fc.constant({}), fc.constant(null)) }),
+        fc.record({
+          withdraw: fc.oneof(fc.string(), fc.constant(['']), fc.constant([1]), fc.constant([null]), fc.constant({})),
+        }),
+      )
+      .chain((payload) => fc.constantFrom(...envelopes).map((kind) => envelope(kind, payload))),
     // Expectations and withdrawals where the extension does not allow them (422).
     fc.tuple(validExpectation, fc.boolean()).map(([e, inMessage]) => {
       remember([e]);
       const metadata = { [EXTENSION_URI]: { expectations: [e] } };
       return inMessage
         ? { message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata } }
-        : { statusUpdate: { taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_WORKING', message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata } } } };
+        : {
+            statusUpdate: {
+              taskId: 't',
+              contextId: 'c',
+              status: {
+                state: 'TASK_STATE_WORKING',
+                message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata },
+              },
+            },
+          };
     }),
   );
 
@@ -389,7 +585,11 @@ describe('POST /v1/facts with bad bodies', () => {
     fc.constant({}),
     fc.record({ facts: fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.constant({}), fc.constant([])) }),
     fc
-      .tuple(fc.array(validFact, { maxLength: 3 }), fc.array(fc.tuple(validFact, factBreak), { minLength: 1, maxLength: 3 }), fc.array(decoration, { maxLength: 3 }))
+      .tuple(
+        fc.array(validFact, { maxLength: 3 }),
+        fc.array(fc.tuple(validFact, factBreak), { minLength: 1, maxLength: 3 }),
+        fc.array(decoration, { maxLength: 3 }),
+      )
       .map(([good, bad, decorations]) => {
         const items = [...good, ...bad.map(([f, change]) => broken(f, change))];
         remember(items);
@@ -409,7 +609,9 @@ describe('POST /v1/facts with bad bodies', () => {
 
 describe('bodies that are not JSON, or not sent as JSON', () => {
   const validBodies = (key: string) => ({
-    events: JSON.stringify(envelope('artifactUpdate', { facts: [{ factKey: `${PREFIX}${key}`, observedAt: '2026-01-01T00:00:00Z' }] })),
+    events: JSON.stringify(
+      envelope('artifactUpdate', { facts: [{ factKey: `${PREFIX}${key}`, observedAt: '2026-01-01T00:00:00Z' }] }),
+    ),
     facts: JSON.stringify({ facts: [{ factKey: `${PREFIX}${key}`, observedAt: '2026-01-01T00:00:00Z' }] }),
   });
 
@@ -426,12 +628,19 @@ describe('bodies that are not JSON, or not sent as JSON', () => {
 
   it('answers 400 to JSON that does not parse, on both endpoints', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('events', 'facts') as fc.Arbitrary<'events' | 'facts'>, corrupt, fc.nat(), async (which, mangle, n) => {
-        const raw = mangle(validBodies(`json-${n}`)[which]);
-        factKeysUsed.add(`${PREFIX}json-${n}`);
-        const answer = await expectRefused(send(`${bridge.url}/${which === 'events' ? 'a2a/events' : 'v1/facts'}`, { token: token('feed'), raw }));
-        expect(answer.status).toBe(400);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('events', 'facts') as fc.Arbitrary<'events' | 'facts'>,
+        corrupt,
+        fc.nat(),
+        async (which, mangle, n) => {
+          const raw = mangle(validBodies(`json-${n}`)[which]);
+          factKeysUsed.add(`${PREFIX}json-${n}`);
+          const answer = await expectRefused(
+            send(`${bridge.url}/${which === 'events' ? 'a2a/events' : 'v1/facts'}`, { token: token('feed'), raw }),
+          );
+          expect(answer.status).toBe(400);
+        },
+      ),
       { numRuns: RUNS.transport },
     );
   });
@@ -462,7 +671,11 @@ describe('bodies that are not JSON, or not sent as JSON', () => {
     factKeysUsed.add(`${PREFIX}ct-none`);
     const raw = Buffer.from(validBodies('ct-none').facts);
     const answer = await expectRefused(
-      fetch(`${bridge.url}/v1/facts`, { method: 'POST', headers: { authorization: `Bearer ${token('feed')}` }, body: raw }).then(async (r) => ({
+      fetch(`${bridge.url}/v1/facts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token('feed')}` },
+        body: raw,
+      }).then(async (r) => ({
         status: r.status,
         headers: r.headers,
         contentType: r.headers.get('content-type') ?? '',
@@ -483,11 +696,21 @@ describe('bodies that are not JSON, or not sent as JSON', () => {
     const answer = await expectRefused(
       fetch(`${bridge.url}/v1/facts`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token('feed')}`, 'content-type': 'application/json', 'content-encoding': encoding },
+        headers: {
+          authorization: `Bearer ${token('feed')}`,
+          'content-type': 'application/json',
+          'content-encoding': encoding,
+        },
         body: raw(),
       }).then(async (r) => {
         const text = await r.text();
-        return { status: r.status, headers: r.headers, contentType: r.headers.get('content-type') ?? '', body: JSON.parse(text), ms: 0 };
+        return {
+          status: r.status,
+          headers: r.headers,
+          contentType: r.headers.get('content-type') ?? '',
+          body: JSON.parse(text),
+          ms: 0,
+        };
       }),
     );
     expect([400, 415]).toContain(answer.status);
@@ -500,20 +723,42 @@ describe('huge and deep bodies', () => {
     const shapes = fc.oneof(
       // A huge id or fact key in an otherwise broken item.
       fc.integer({ min: 10_000, max: 900_000 }).map((n) =>
-        text('events', envelope('artifactUpdate', { expectations: [{ expectationId: `${PREFIX}${'i'.repeat(n)}`, kind: 'delivery' }] })),
+        text(
+          'events',
+          envelope('artifactUpdate', {
+            expectations: [{ expectationId: `${PREFIX}${'i'.repeat(n)}`, kind: 'delivery' }],
+          }),
+        ),
       ),
-      fc.integer({ min: 10_000, max: 900_000 }).map((n) => text('facts', { facts: [{ factKey: `${PREFIX}${'k'.repeat(n)}`, observedAt: 'then' }] })),
+      fc
+        .integer({ min: 10_000, max: 900_000 })
+        .map((n) => text('facts', { facts: [{ factKey: `${PREFIX}${'k'.repeat(n)}`, observedAt: 'then' }] })),
       // Over the limit.
-      fc.integer({ min: 1_100_000, max: 2_000_000 }).map((n) => text('facts', { facts: [{ factKey: 'k'.repeat(n), observedAt: '2026-01-01T00:00:00Z' }] })),
+      fc
+        .integer({ min: 1_100_000, max: 2_000_000 })
+        .map((n) => text('facts', { facts: [{ factKey: 'k'.repeat(n), observedAt: '2026-01-01T00:00:00Z' }] })),
       // Huge arrays of broken items, and of good items beside one broken one.
-      fc.integer({ min: 1_000, max: 20_000 }).map((n) => text('facts', { facts: Array.from({ length: n }, () => ({})) })),
+      fc
+        .integer({ min: 1_000, max: 20_000 })
+        .map((n) => text('facts', { facts: Array.from({ length: n }, () => ({})) })),
       fc.integer({ min: 1_000, max: 10_000 }).map((n) =>
         text('facts', {
-          facts: [...Array.from({ length: n }, (_, i) => ({ factKey: `${PREFIX}many-${i}`, observedAt: '2026-01-01T00:00:00Z' })), { factKey: '' }],
+          facts: [
+            ...Array.from({ length: n }, (_, i) => ({
+              factKey: `${PREFIX}many-${i}`,
+              observedAt: '2026-01-01T00:00:00Z',
+            })),
+            { factKey: '' },
+          ],
         }),
       ),
       fc.integer({ min: 1_000, max: 5_000 }).map((n) =>
-        text('events', envelope('artifactUpdate', { expectations: Array.from({ length: n }, (_, i) => ({ expectationId: `${PREFIX}arr-${i}` })) })),
+        text(
+          'events',
+          envelope('artifactUpdate', {
+            expectations: Array.from({ length: n }, (_, i) => ({ expectationId: `${PREFIX}arr-${i}` })),
+          }),
+        ),
       ),
       // Deep nesting: as the body, as the extension's payload, inside an expectation, and where an object is expected.
       fc.integer({ min: 1_000, max: 100_000 }).map((n) => ({ path: 'facts' as const, raw: nestedText(n) })),
@@ -523,17 +768,28 @@ describe('huge and deep bodies', () => {
       })),
       fc.integer({ min: 1_000, max: 50_000 }).map((n) => ({
         path: 'events' as const,
-        raw: withNested(envelope('artifactUpdate', { expectations: [{ expectationId: `${PREFIX}deep`, kind: 'delivery', extra: '__NEST__' }] }), n),
+        raw: withNested(
+          envelope('artifactUpdate', {
+            expectations: [{ expectationId: `${PREFIX}deep`, kind: 'delivery', extra: '__NEST__' }],
+          }),
+          n,
+        ),
       })),
       fc.integer({ min: 1_000, max: 50_000 }).map((n) => ({
         path: 'facts' as const,
-        raw: withNested({ facts: [{ factKey: `${PREFIX}deep`, observedAt: '2026-01-01T00:00:00Z', subject: '__NEST__' }] }, n),
+        raw: withNested(
+          { facts: [{ factKey: `${PREFIX}deep`, observedAt: '2026-01-01T00:00:00Z', subject: '__NEST__' }] },
+          n,
+        ),
       })),
     );
     await fc.assert(
       fc.asyncProperty(shapes, async ({ path, raw }) => {
         const answer = await expectRefused(
-          send(`${bridge.url}/${path === 'events' ? 'a2a/events' : 'v1/facts'}`, { token: token(path === 'events' ? 'agent-a' : 'feed'), raw }),
+          send(`${bridge.url}/${path === 'events' ? 'a2a/events' : 'v1/facts'}`, {
+            token: token(path === 'events' ? 'agent-a' : 'feed'),
+            raw,
+          }),
         );
         expect(answer.status).not.toBe(404);
       }),
@@ -543,31 +799,43 @@ describe('huge and deep bodies', () => {
 });
 
 describe('the other endpoints: path parameters and list queries', () => {
-  it.each(['%', '%E0%A4%A', '%ED%A0%80', '%FF', '%C0%AF'])('answers 400, not 500, to an expectation id that is not valid percent-encoding: %s', async (id) => {
-    const read = await expectRefused(send(`${bridge.url}/v1/expectations/${id}`, { token: token('agent-a') }));
-    const withdraw = await expectRefused(
-      send(`${bridge.url}/v1/expectations/${id}/withdraw`, { token: token('agent-a'), json: { reason: 'bad id' } }),
-    );
+  it.each(['%', '%E0%A4%A', '%ED%A0%80', '%FF', '%C0%AF'])(
+    'answers 400, not 500, to an expectation id that is not valid percent-encoding: %s',
+    async (id) => {
+      const read = await expectRefused(send(`${bridge.url}/v1/expectations/${id}`, { token: token('agent-a') }));
+      const withdraw = await expectRefused(
+        send(`${bridge.url}/v1/expectations/${id}/withdraw`, { token: token('agent-a'), json: { reason: 'bad id' } }),
+      );
 
-    expect([read.status, withdraw.status]).toEqual([400, 400]);
-  });
+      expect([read.status, withdraw.status]).toEqual([400, 400]);
+    },
+  );
 
   it('answers 400 naming the field when a string holds a lone surrogate', async () => {
-    const answer = await expectRefused(facts({ facts: [{ factKey: `${PREFIX}\ud800`, observedAt: '2026-01-01T00:00:00Z' }] }));
+    const answer = await expectRefused(
+      facts({ facts: [{ factKey: `${PREFIX}\ud800`, observedAt: '2026-01-01T00:00:00Z' }] }),
+    );
 
     expect(answer.status).toBe(400);
-    expect(answer.body.errors).toEqual([{ path: 'facts/0/factKey', message: 'must be well-formed Unicode (it holds a lone surrogate)' }]);
+    expect(answer.body.errors).toEqual([
+      { path: 'facts/0/factKey', message: 'must be well-formed Unicode (it holds a lone surrogate)' },
+    ]);
   });
 
   it('answers JSON-RPC -32600 on /a2a/jsonrpc, to a lone surrogate and to a body nested 5,000 deep (no internal error)', async () => {
     const rpc = (params: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params });
     const jsonrpc = (raw: string) => send(`${bridge.url}/a2a/jsonrpc`, { token: token('agent-a'), raw });
-    const lone = await jsonrpc(JSON.stringify(rpc({ message: { messageId: 'm\ud800', role: 'ROLE_USER', parts: [] } })));
+    const lone = await jsonrpc(
+      JSON.stringify(rpc({ message: { messageId: 'm\ud800', role: 'ROLE_USER', parts: [] } })),
+    );
     const deep = await jsonrpc(withNested(rpc({ message: '__NEST__' }), 5_000));
 
     // JSON-RPC answers in its own envelope (test/e2e/jsonrpc-conformance.test.ts has the rest of its rules).
     expect([lone.status, deep.status]).toEqual([200, 200]);
-    expect(lone.body.error).toEqual({ code: -32600, message: 'Invalid Request: params.message.messageId must be well-formed Unicode (it holds a lone surrogate)' });
+    expect(lone.body.error).toEqual({
+      code: -32600,
+      message: 'Invalid Request: params.message.messageId must be well-formed Unicode (it holds a lone surrogate)',
+    });
     expect(deep.body.error).toEqual({ code: -32600, message: expect.stringContaining('nests deeper than 64 levels') });
   });
 });
@@ -587,7 +855,10 @@ describe('odd but well-formed ids, on a worker of their own', () => {
   });
 
   const wellFormedOdd = fc
-    .tuple(fc.nat({ max: 1_000_000 }), oddText.filter((text) => !LONE_SURROGATE.test(text) && text !== ''))
+    .tuple(
+      fc.nat({ max: 1_000_000 }),
+      oddText.filter((text) => !LONE_SURROGATE.test(text) && text !== ''),
+    )
     .map(([n, tail]) => `odd-${run}-${n}${tail}`);
 
   it('raises each as sent and reads it back under the same id, or refuses it with a 4xx', async () => {
@@ -597,18 +868,34 @@ describe('odd but well-formed ids, on a worker of their own', () => {
         fc.pre(!seen.has(id));
         seen.add(id);
         tried++;
-        const e = { expectationId: id, kind: 'delivery', subject: { type: 'shipment', id }, expects: 'x', satisfiedBy: { factKey: id }, dueAt: '2030-01-01T00:00:00Z', basis: 'contract' };
+        const e = {
+          expectationId: id,
+          kind: 'delivery',
+          subject: { type: 'shipment', id },
+          expects: 'x',
+          satisfiedBy: { factKey: id },
+          dueAt: '2030-01-01T00:00:00Z',
+          basis: 'contract',
+        };
 
-        const raised = await send(`${oddBridge.url}/a2a/events`, { token: oddBridge.tokens['agent-a'], json: envelope('artifactUpdate', { expectations: [e] }) });
+        const raised = await send(`${oddBridge.url}/a2a/events`, {
+          token: oddBridge.tokens['agent-a'],
+          json: envelope('artifactUpdate', { expectations: [e] }),
+        });
         expect(raised.status, JSON.stringify(raised.body)).toBeLessThan(500);
         if (raised.status !== 200) {
           expect(raised.contentType).toMatch(/^application\/problem\+json/);
           return;
         }
-        const read = await send(`${oddBridge.url}/v1/expectations/${encodeURIComponent(id)}`, { token: oddBridge.tokens['agent-a'] });
+        const read = await send(`${oddBridge.url}/v1/expectations/${encodeURIComponent(id)}`, {
+          token: oddBridge.tokens['agent-a'],
+        });
         expect(read.status, JSON.stringify(read.body)).toBe(200);
         expect(read.body.expectation.expectationId).toBe(id);
-        const again = await send(`${oddBridge.url}/a2a/events`, { token: oddBridge.tokens['agent-a'], json: envelope('artifactUpdate', { expectations: [e] }) });
+        const again = await send(`${oddBridge.url}/a2a/events`, {
+          token: oddBridge.tokens['agent-a'],
+          json: envelope('artifactUpdate', { expectations: [e] }),
+        });
         expect(again.body.expectations).toEqual([{ expectationId: id, result: 'unchanged' }]);
       }),
       { numRuns: 40 },
@@ -625,14 +912,19 @@ describe('odd but well-formed ids, on a worker of their own', () => {
     const e = { ...dueExpectationOf(`huge-${unique()}`), ...override };
 
     const answer = await expectRefused(
-      send(`${oddBridge.url}/a2a/events`, { token: oddBridge.tokens['agent-a'], json: envelope('artifactUpdate', { expectations: [e] }) }),
+      send(`${oddBridge.url}/a2a/events`, {
+        token: oddBridge.tokens['agent-a'],
+        json: envelope('artifactUpdate', { expectations: [e] }),
+      }),
     );
 
     expect(answer.status).toBeLessThan(500);
   });
 
   it('answers 400, not 503, to a page token that is not one of its own', async () => {
-    const answer = await expectRefused(send(`${oddBridge.url}/v1/expectations?pageToken=AAAA`, { token: oddBridge.tokens['agent-a'] }));
+    const answer = await expectRefused(
+      send(`${oddBridge.url}/v1/expectations?pageToken=AAAA`, { token: oddBridge.tokens['agent-a'] }),
+    );
 
     expect(answer.status).toBe(400);
   });
@@ -641,7 +933,9 @@ describe('odd but well-formed ids, on a worker of their own', () => {
     // A workflow task that fails is retried for ever: its pending task shows attempts past the first.
     const stuck: string[] = [];
     let seen = 0;
-    for await (const execution of client.workflow.list({ query: `TaskQueue = '${oddQueue}' AND ExecutionStatus = 'Running'` })) {
+    for await (const execution of client.workflow.list({
+      query: `TaskQueue = '${oddQueue}' AND ExecutionStatus = 'Running'`,
+    })) {
       seen++;
       const { raw } = await client.workflow.getHandle(execution.workflowId).describe();
       if ((raw.pendingWorkflowTask?.attempt ?? 0) > 1) stuck.push(execution.workflowId);
@@ -677,7 +971,12 @@ describe('each bound, met exactly and exceeded by one', () => {
   const LONG_BASIS = 'b'.repeat(MAX_LENGTH.basis);
   const kindsOf = (n: number) => [
     { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The shipment is delivered' },
-    ...Array.from({ length: n - 1 }, (_, i) => ({ kind: `extra-${i}`, subjectType: 'shipment', basis: 'contract', describes: 'Something else happens' })),
+    ...Array.from({ length: n - 1 }, (_, i) => ({
+      kind: `extra-${i}`,
+      subjectType: 'shipment',
+      basis: 'contract',
+      describes: 'Something else happens',
+    })),
   ];
   /** Pool of expectations to refer to: POOL_SUBJECTS subjects with MAX_ITEMS.after expectations each. */
   const POOL_SUBJECTS = 16;
@@ -707,8 +1006,12 @@ describe('each bound, met exactly and exceeded by one', () => {
         subject: poolSubject(s),
         satisfiedBy: { factKey: `${PREFIX}pool-${s}` },
       }));
-      const raised = await send(`${boundsBridge.url}/a2a/events`, { token: boundsBridge.tokens['agent-a'], json: envelope('artifactUpdate', { expectations }) });
-      if (raised.status !== 200) throw new Error(`arrange: the pool answered ${raised.status} ${JSON.stringify(raised.body).slice(0, 500)}`);
+      const raised = await send(`${boundsBridge.url}/a2a/events`, {
+        token: boundsBridge.tokens['agent-a'],
+        json: envelope('artifactUpdate', { expectations }),
+      });
+      if (raised.status !== 200)
+        throw new Error(`arrange: the pool answered ${raised.status} ${JSON.stringify(raised.body).slice(0, 500)}`);
     }
   }, 600_000);
 
@@ -719,18 +1022,29 @@ describe('each bound, met exactly and exceeded by one', () => {
 
   /** One character of UTF-16 length 1, for padding ids and texts. */
   const pad = fc.constantFrom('x', 'é', 'Ω', '~', '中', '-');
-  const digits = (n: number) => fc.array(fc.constantFrom(...'0123456789'), { minLength: n, maxLength: n }).map((d) => d.join(''));
+  const digits = (n: number) =>
+    fc.array(fc.constantFrom(...'0123456789'), { minLength: n, maxLength: n }).map((d) => d.join(''));
   // A counter beside the generated number: fast-check starts each property from the same small values.
   let made = 0;
   const fresh = fc.nat({ max: 1_000_000_000 }).map((n) => `${run}-${made++}-${n}`);
   const padded = (head: string, length: number, char: string) => head + char.repeat(length - head.length);
-  const artifactAt = (rest: string) => joinPath(['artifactUpdate', 'artifact', 'metadata', EXTENSION_URI, ...rest.split('/')]);
+  const artifactAt = (rest: string) =>
+    joinPath(['artifactUpdate', 'artifact', 'metadata', EXTENSION_URI, ...rest.split('/')]);
   const events = (payload: unknown, ids = { taskId: `t-${run}`, contextId: `c-${run}` }) => ({
     path: 'a2a/events' as const,
-    json: { artifactUpdate: { ...ids, artifact: { artifactId: 'a', parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } } } },
+    json: {
+      artifactUpdate: {
+        ...ids,
+        artifact: { artifactId: 'a', parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
+      },
+    },
   });
   const raising = (...expectations: unknown[]) => events({ expectations });
-  const newExpectation = (id: string, extra: object = {}) => ({ ...dueExpectationOf(`bound-${id}`), subject: { type: 'shipment', id: `S-bound-${id}` }, ...extra });
+  const newExpectation = (id: string, extra: object = {}) => ({
+    ...dueExpectationOf(`bound-${id}`),
+    subject: { type: 'shipment', id: `S-bound-${id}` },
+    ...extra,
+  });
 
   interface Case {
     name: string;
@@ -745,13 +1059,22 @@ describe('each bound, met exactly and exceeded by one', () => {
   }
 
   /** An expectation field padded to `n`: `make` builds the expectation from the padded text and a fresh id. */
-  const expectationField = (name: string, field: string, limit: number, make: (text: string, id: string) => unknown): Case => ({
+  const expectationField = (
+    name: string,
+    field: string,
+    limit: number,
+    make: (text: string, id: string) => unknown,
+  ): Case => ({
     name,
     limit,
     status: 422,
     rule: 'max-length',
     path: artifactAt(field),
-    request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => raising(make(padded(`${id}-`, n, char), id))),
+    request: fc.tuple(pad, fresh).map(
+      ([char, id]) =>
+        (n: number) =>
+          raising(make(padded(`${id}-`, n, char), id)),
+    ),
     runs: [2, 4],
   });
 
@@ -763,7 +1086,16 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 413,
       rule: 'max-items',
       path: `facts/${MAX_ITEMS.facts}`,
-      request: fresh.map((id) => (n: number) => ({ path: 'v1/facts' as const, json: { facts: Array.from({ length: n }, (_, i) => ({ factKey: `${PREFIX}many-${id}-${i}`, observedAt: '2026-01-01T00:00:00Z' })) }, as: 'feed' })),
+      request: fresh.map((id) => (n: number) => ({
+        path: 'v1/facts' as const,
+        json: {
+          facts: Array.from({ length: n }, (_, i) => ({
+            factKey: `${PREFIX}many-${id}-${i}`,
+            observedAt: '2026-01-01T00:00:00Z',
+          })),
+        },
+        as: 'feed',
+      })),
       runs: [1, 3],
     },
     {
@@ -772,7 +1104,9 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 413,
       rule: 'max-items',
       path: artifactAt(`expectations/${MAX_ITEMS.expectations}`),
-      request: fresh.map((id) => (n: number) => raising(...Array.from({ length: n }, (_, i) => newExpectation(`${id}-${i}`)))),
+      request: fresh.map(
+        (id) => (n: number) => raising(...Array.from({ length: n }, (_, i) => newExpectation(`${id}-${i}`))),
+      ),
       runs: [1, 3],
     },
     {
@@ -781,7 +1115,13 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 413,
       rule: 'max-items',
       path: artifactAt(`withdraw/${MAX_ITEMS.withdraw}`),
-      request: fc.constant((n: number) => events({ withdraw: Array.from({ length: n }, (_, i) => poolId(POOL_SUBJECTS - 1 - Math.floor(i / MAX_ITEMS.after), i % MAX_ITEMS.after)) })),
+      request: fc.constant((n: number) =>
+        events({
+          withdraw: Array.from({ length: n }, (_, i) =>
+            poolId(POOL_SUBJECTS - 1 - Math.floor(i / MAX_ITEMS.after), i % MAX_ITEMS.after),
+          ),
+        }),
+      ),
       runs: [1, 3],
     },
     {
@@ -791,15 +1131,16 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 413,
       rule: 'max-items',
       path: artifactAt(`withdraw/${MAX_ITEMS.references - 495}`),
-      request: fresh.map((id) => (n: number) =>
-        events({
-          expectations: Array.from({ length: 15 }, (_, s) => ({
-            ...newExpectation(`${id}-refs-${s}`),
-            subject: poolSubject(s),
-            after: Array.from({ length: MAX_ITEMS.after }, (_, j) => poolId(s, j)),
-          })),
-          withdraw: Array.from({ length: n - 495 }, (_, j) => poolId(POOL_SUBJECTS - 1, j)),
-        }),
+      request: fresh.map(
+        (id) => (n: number) =>
+          events({
+            expectations: Array.from({ length: 15 }, (_, s) => ({
+              ...newExpectation(`${id}-refs-${s}`),
+              subject: poolSubject(s),
+              after: Array.from({ length: MAX_ITEMS.after }, (_, j) => poolId(s, j)),
+            })),
+            withdraw: Array.from({ length: n - 495 }, (_, j) => poolId(POOL_SUBJECTS - 1, j)),
+          }),
       ),
       runs: [1, 2],
     },
@@ -810,18 +1151,34 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 422,
       rule: 'max-items',
       path: artifactAt('expectations/0/after'),
-      request: fc.tuple(fresh, fc.nat({ max: POOL_SUBJECTS - 2 })).map(([id, s]) => (n: number) =>
-        raising({ ...newExpectation(`${id}-after`), subject: poolSubject(s), after: Array.from({ length: n }, (_, j) => poolId(s, j % MAX_ITEMS.after)) }),
+      request: fc.tuple(fresh, fc.nat({ max: POOL_SUBJECTS - 2 })).map(
+        ([id, s]) =>
+          (n: number) =>
+            raising({
+              ...newExpectation(`${id}-after`),
+              subject: poolSubject(s),
+              after: Array.from({ length: n }, (_, j) => poolId(s, j % MAX_ITEMS.after)),
+            }),
       ),
       runs: [2, 4],
     },
     // Text fields (422).
-    expectationField('expectationId', 'expectations/0/expectationId', MAX_LENGTH.id, (text, id) => newExpectation(id, { expectationId: text })),
-    expectationField('subject.id', 'expectations/0/subject/id', MAX_LENGTH.subjectId, (text, id) => newExpectation(id, { subject: { type: 'shipment', id: text } })),
+    expectationField('expectationId', 'expectations/0/expectationId', MAX_LENGTH.id, (text, id) =>
+      newExpectation(id, { expectationId: text }),
+    ),
+    expectationField('subject.id', 'expectations/0/subject/id', MAX_LENGTH.subjectId, (text, id) =>
+      newExpectation(id, { subject: { type: 'shipment', id: text } }),
+    ),
     // Another subject type than the kind's is a warning only (DESIGN 3.1): taken at the bound all the same.
-    expectationField('subject.type', 'expectations/0/subject/type', MAX_LENGTH.subjectType, (text, id) => newExpectation(id, { subject: { type: text, id: `S-${id}` } })),
-    expectationField('expects', 'expectations/0/expects', MAX_LENGTH.expects, (text, id) => newExpectation(id, { expects: text })),
-    expectationField('satisfiedBy.factKey', 'expectations/0/satisfiedBy/factKey', MAX_LENGTH.factKey, (text, id) => newExpectation(id, { satisfiedBy: { factKey: text } })),
+    expectationField('subject.type', 'expectations/0/subject/type', MAX_LENGTH.subjectType, (text, id) =>
+      newExpectation(id, { subject: { type: text, id: `S-${id}` } }),
+    ),
+    expectationField('expects', 'expectations/0/expects', MAX_LENGTH.expects, (text, id) =>
+      newExpectation(id, { expects: text }),
+    ),
+    expectationField('satisfiedBy.factKey', 'expectations/0/satisfiedBy/factKey', MAX_LENGTH.factKey, (text, id) =>
+      newExpectation(id, { satisfiedBy: { factKey: text } }),
+    ),
   ];
 
   // Fields whose bound is not a padding of an id: built each by hand, `n` the field's length.
@@ -841,7 +1198,9 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 422,
       rule: 'max-length',
       path: artifactAt('expectations/0/basis'),
-      request: fresh.map((id) => (n: number) => raising(newExpectation(id, { kind: 'long-basis', basis: 'b'.repeat(n) }))),
+      request: fresh.map(
+        (id) => (n: number) => raising(newExpectation(id, { kind: 'long-basis', basis: 'b'.repeat(n) })),
+      ),
       runs: [1, 3],
     },
     ...(['dueAt', 'horizon'] as const).map((field): Case => ({
@@ -850,7 +1209,11 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 422,
       rule: 'max-length',
       path: artifactAt(`expectations/0/${field}`),
-      request: fc.tuple(fresh, digits(MAX_LENGTH.instant)).map(([id, d]) => (n: number) => raising(newExpectation(id, { [field]: `2030-01-01T00:00:00.${d.slice(0, n - 21)}Z` }))),
+      request: fc.tuple(fresh, digits(MAX_LENGTH.instant)).map(
+        ([id, d]) =>
+          (n: number) =>
+            raising(newExpectation(id, { [field]: `2030-01-01T00:00:00.${d.slice(0, n - 21)}Z` })),
+      ),
       runs: [2, 4],
     })),
     {
@@ -859,7 +1222,11 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 422,
       rule: 'max-length',
       path: artifactAt('expectations/0/grace'),
-      request: fc.tuple(fresh, fc.constantFrom('S', 'M', 'H'), fc.integer({ min: 1, max: 9 })).map(([id, unit, d]) => (n: number) => raising(newExpectation(id, { grace: `PT${'0'.repeat(n - 4)}${d}${unit}` }))),
+      request: fc.tuple(fresh, fc.constantFrom('S', 'M', 'H'), fc.integer({ min: 1, max: 9 })).map(
+        ([id, unit, d]) =>
+          (n: number) =>
+            raising(newExpectation(id, { grace: `PT${'0'.repeat(n - 4)}${d}${unit}` })),
+      ),
       runs: [2, 4],
     },
     {
@@ -868,14 +1235,22 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 422,
       rule: 'max-length',
       path: artifactAt('expectations/1/anchor/offset'),
-      request: fresh.map((id) => (n: number) =>
-        raising(newExpectation(`${id}-anchor`), newExpectation(id, { anchor: { expectationId: `bound-${id}-anchor`, offset: `P${'0'.repeat(n - 3)}1D` } })),
+      request: fresh.map(
+        (id) => (n: number) =>
+          raising(
+            newExpectation(`${id}-anchor`),
+            newExpectation(id, { anchor: { expectationId: `bound-${id}-anchor`, offset: `P${'0'.repeat(n - 3)}1D` } }),
+          ),
       ),
       runs: [2, 4],
     },
     ...(
       [
-        ['anchor.expectationId', 'anchor/expectationId', (id: string) => ({ anchor: { expectationId: id, offset: 'PT1H' } })],
+        [
+          'anchor.expectationId',
+          'anchor/expectationId',
+          (id: string) => ({ anchor: { expectationId: id, offset: 'PT1H' } }),
+        ],
         ['after[]', 'after/0', (id: string) => ({ after: [id] })],
         ['supersedes', 'supersedes', (id: string) => ({ supersedes: id })],
       ] as const
@@ -910,8 +1285,13 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 422,
       rule: 'max-length',
       path: `artifactUpdate/${field}`,
-      request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) =>
-        events({ facts: [{ factKey: `${PREFIX}origin-${id}`, observedAt: '2026-01-01T00:00:00Z' }] }, { taskId: `t-${id}`, contextId: `c-${id}`, [field]: padded(`${id}-`, n, char) }),
+      request: fc.tuple(pad, fresh).map(
+        ([char, id]) =>
+          (n: number) =>
+            events(
+              { facts: [{ factKey: `${PREFIX}origin-${id}`, observedAt: '2026-01-01T00:00:00Z' }] },
+              { taskId: `t-${id}`, contextId: `c-${id}`, [field]: padded(`${id}-`, n, char) },
+            ),
       ),
       runs: [2, 4],
     })),
@@ -930,7 +1310,11 @@ describe('each bound, met exactly and exceeded by one', () => {
       path: `facts/0/${field}`,
       request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => ({
         path: 'v1/facts' as const,
-        json: { facts: [{ factKey: `${PREFIX}f-${id}`, observedAt: '2026-01-01T00:00:00Z', ...set(padded(`${id}-`, n, char)) }] },
+        json: {
+          facts: [
+            { factKey: `${PREFIX}f-${id}`, observedAt: '2026-01-01T00:00:00Z', ...set(padded(`${id}-`, n, char)) },
+          ],
+        },
         as: 'feed',
       })),
       runs: [2, 4],
@@ -954,7 +1338,10 @@ describe('each bound, met exactly and exceeded by one', () => {
       status: 422,
       rule: 'declaration-params',
       path: 'card/capabilities/extensions/0/params/kinds',
-      request: fresh.map((id) => (n: number) => ({ ...raising(newExpectation(id)), as: n > MAX_ITEMS.kinds ? 'agent-101-kinds' : 'agent-100-kinds' })),
+      request: fresh.map((id) => (n: number) => ({
+        ...raising(newExpectation(id)),
+        as: n > MAX_ITEMS.kinds ? 'agent-101-kinds' : 'agent-100-kinds',
+      })),
       runs: [1, 2],
     },
   ];
@@ -980,7 +1367,9 @@ describe('each bound, met exactly and exceeded by one', () => {
         fc.asyncProperty(request, async (build) => {
           const answer = await expectRefused(post(build(limit + 1)));
           expect(answer.status).toBe(status);
-          expect(answer.body.errors).toContainEqual(expect.objectContaining({ path, rule, ...(rule === 'declaration-params' ? {} : { limit }) }));
+          expect(answer.body.errors).toContainEqual(
+            expect.objectContaining({ path, rule, ...(rule === 'declaration-params' ? {} : { limit }) }),
+          );
         }),
         { numRuns: runs[1] },
       );

@@ -19,7 +19,15 @@ import { dependentCount, getFactRouterMemo } from '../../src/temporal/expectatio
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { registerDependentSignal } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { artifactUpdate, expectation, send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
+import {
+  artifactUpdate,
+  expectation,
+  send,
+  startBridgeApp,
+  unique,
+  type Answer,
+  type BridgeApp,
+} from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
 import { freePort } from '../support/net.js';
 import { countWorkflows, useWatcherWorker } from '../support/watcher.js';
@@ -61,7 +69,8 @@ describe('on a bridge whose Temporal is a closed port', () => {
     await downClient?.connection.close();
   });
 
-  const events = (body: unknown) => send(`${down.url}/a2a/events`, { token: down.tokens['shipping-agent'], json: body });
+  const events = (body: unknown) =>
+    send(`${down.url}/a2a/events`, { token: down.tokens['shipping-agent'], json: body });
   const facts = (body: unknown) => send(`${down.url}/v1/facts`, { token: down.tokens['carrier-feed'], json: body });
 
   /** A request at a bound and the same one past it, with the status and field error the one past it gets. */
@@ -76,7 +85,14 @@ describe('on a bridge whose Temporal is a closed port', () => {
 
   const e = (id: string, overrides = {}) => expectation(`bounds-${id}-${unique()}`, overrides);
   const bounds: Bound[] = [
-    { name: 'facts per request', limit: MAX_ITEMS.facts, at: (n) => facts({ facts: many(n, () => fact()) }), status: 413, path: `facts/${MAX_ITEMS.facts}`, rule: 'max-items' },
+    {
+      name: 'facts per request',
+      limit: MAX_ITEMS.facts,
+      at: (n) => facts({ facts: many(n, () => fact()) }),
+      status: 413,
+      path: `facts/${MAX_ITEMS.facts}`,
+      rule: 'max-items',
+    },
     {
       name: 'expectations per request',
       limit: MAX_ITEMS.expectations,
@@ -97,7 +113,16 @@ describe('on a bridge whose Temporal is a closed port', () => {
       name: 'distinct expectation ids referred to',
       limit: MAX_ITEMS.references,
       at: (n) =>
-        events(artifactUpdate({ expectations: many(15, (i) => e(`refs-${i}`, { after: many(32, (j) => `before-${i}-${j}`) })), withdraw: many(n - 495, (i) => `w-${i}`) }, 't', 'c')),
+        events(
+          artifactUpdate(
+            {
+              expectations: many(15, (i) => e(`refs-${i}`, { after: many(32, (j) => `before-${i}-${j}`) })),
+              withdraw: many(n - 495, (i) => `w-${i}`),
+            },
+            't',
+            'c',
+          ),
+        ),
       status: 413,
       path: artifactPath(`withdraw/${MAX_ITEMS.references - 495}`),
       rule: 'max-items',
@@ -105,7 +130,8 @@ describe('on a bridge whose Temporal is a closed port', () => {
     {
       name: 'after ids',
       limit: MAX_ITEMS.after,
-      at: (n) => events(artifactUpdate({ expectations: [e('after', { after: many(n, (i) => `before-${i}`) })] }, 't', 'c')),
+      at: (n) =>
+        events(artifactUpdate({ expectations: [e('after', { after: many(n, (i) => `before-${i}`) })] }, 't', 'c')),
       status: 422,
       path: artifactPath('expectations/0/after'),
       rule: 'max-items',
@@ -118,7 +144,14 @@ describe('on a bridge whose Temporal is a closed port', () => {
       path: artifactPath('expectations/0/expects'),
       rule: 'max-length',
     },
-    { name: 'factKey', limit: MAX_LENGTH.factKey, at: (n) => facts({ facts: [fact('k'.repeat(n))] }), status: 422, path: 'facts/0/factKey', rule: 'max-length' },
+    {
+      name: 'factKey',
+      limit: MAX_LENGTH.factKey,
+      at: (n) => facts({ facts: [fact('k'.repeat(n))] }),
+      status: 422,
+      path: 'facts/0/factKey',
+      rule: 'max-length',
+    },
     {
       name: "the origin's context id",
       limit: MAX_LENGTH.originId,
@@ -129,12 +162,15 @@ describe('on a bridge whose Temporal is a closed port', () => {
     },
   ];
 
-  it.each(bounds)('refuses $name past the bound with $status naming the field and limit, not with 503', async ({ at, limit, status, path, rule }) => {
-    const answer = await at(limit + 1);
+  it.each(bounds)(
+    'refuses $name past the bound with $status naming the field and limit, not with 503',
+    async ({ at, limit, status, path, rule }) => {
+      const answer = await at(limit + 1);
 
-    expect(answer.status).toBe(status);
-    expect(answer.body.errors).toEqual([expect.objectContaining({ path, rule, limit })]);
-  });
+      expect(answer.status).toBe(status);
+      expect(answer.body.errors).toEqual([expect.objectContaining({ path, rule, limit })]);
+    },
+  );
 
   it.each(bounds)('lets $name at the bound through to Temporal, which answers 503', async ({ at, limit }) => {
     const answer = await at(limit);
@@ -162,7 +198,8 @@ describe('a per-minute quota', () => {
     await bridge?.close();
   });
 
-  const report = (n: number) => send(`${bridge.url}/v1/facts`, { token: bridge.tokens['carrier-feed'], json: { facts: many(n, () => fact()) } });
+  const report = (n: number) =>
+    send(`${bridge.url}/v1/facts`, { token: bridge.tokens['carrier-feed'], json: { facts: many(n, () => fact()) } });
 
   it('answers 429 with Retry-After past the quota, naming it, and takes the request once Retry-After has passed', async () => {
     const burst = await report(2);
@@ -178,13 +215,19 @@ describe('a per-minute quota', () => {
       status: 429,
       quota: { name: 'facts-per-minute', limit: 2, retryAfterSeconds: retryAfter },
     });
-    expect(past.body.detail).toMatch(/^quota facts-per-minute: principal 'carrier-feed' may send at most 2 facts per 2 s/);
+    expect(past.body.detail).toMatch(
+      /^quota facts-per-minute: principal 'carrier-feed' may send at most 2 facts per 2 s/,
+    );
     expect(retryAfter).toBe(1);
     expect(again.status).toBe(200);
   });
 
   it('counts raises apart from facts, with the same answer', async () => {
-    const raise = () => send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent'], json: artifactUpdate({ expectations: [expectation(`quota-${unique()}`)] }) });
+    const raise = () =>
+      send(`${bridge.url}/a2a/events`, {
+        token: bridge.tokens['shipping-agent'],
+        json: artifactUpdate({ expectations: [expectation(`quota-${unique()}`)] }),
+      });
 
     const first = await raise();
     const second = await raise();
@@ -213,7 +256,10 @@ describe('the open-expectations quota', () => {
   });
 
   const raise = (e: ReturnType<typeof expectation>) =>
-    send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent'], json: artifactUpdate({ expectations: [e] }) });
+    send(`${bridge.url}/a2a/events`, {
+      token: bridge.tokens['shipping-agent'],
+      json: artifactUpdate({ expectations: [e] }),
+    });
   const openCount = () => countWorkflows(own.client, openExpectationsQuery(queue, 'shipping-agent'));
 
   it('refuses a raise past it once the visibility store counts the open ones, and takes one again after a withdrawal', async () => {
@@ -233,7 +279,9 @@ describe('the open-expectations quota', () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(refused.body.quota).toEqual({ name: 'open-expectations', limit: 2, retryAfterSeconds: 1 });
-    expect(refused.body.detail).toMatch(/may have at most 2 open expectations and has 2 \(as the visibility store counts them, eventually consistent\)/);
+    expect(refused.body.detail).toMatch(
+      /may have at most 2 open expectations and has 2 \(as the visibility store counts them, eventually consistent\)/,
+    );
     expect(withdrawn.body).toEqual({ expectationId: e1!.expectationId, result: 'withdrawn' });
     expect(again.body.expectations).toEqual([{ expectationId: e3!.expectationId, result: 'raised' }]);
   });
@@ -279,39 +327,55 @@ describe('a raise into a ledger or anchor that is all but full', () => {
         expect(answer.status).toBe(200);
       }
     }
-    await waitUntil(`the visibility store to count ${n} open on ${counted}`, async () => (await watcher.client.workflow.count(counted)).count >= n);
+    await waitUntil(
+      `the visibility store to count ${n} open on ${counted}`,
+      async () => (await watcher.client.workflow.count(counted)).count >= n,
+    );
   }
 
   it.each([
     ['a fact key', 'fact-key-share', 'satisfiedBy/factKey'],
     ['a subject', 'subject-share', 'subject'],
-  ] as const)('refuses an agent more than its share of %s (422 %s), and raises another agent there', async (what, rule, path) => {
-    const tag = unique();
-    const factKey = `bounds/squat-${tag}`;
-    const subject = { type: 'shipment', id: `SQUAT-${tag}` };
-    const on = (id: string, i = 0) =>
-      what === 'a fact key'
-        ? expectation(id, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `S-${tag}-${i}` } })
-        : expectation(id, { subject, satisfiedBy: { factKey: `bounds/${tag}-${id}` } });
-    const counted = ledgerOccupancyQuery(taskQueue, what === 'a fact key' ? { factKey } : { subject }, 'shipping-agent');
-    await raiseMany(MAX_AGENT_SHARE, (i) => on(`squat-${tag}-${i}`, i), counted, ['shipping-agent']);
+  ] as const)(
+    'refuses an agent more than its share of %s (422 %s), and raises another agent there',
+    async (what, rule, path) => {
+      const tag = unique();
+      const factKey = `bounds/squat-${tag}`;
+      const subject = { type: 'shipment', id: `SQUAT-${tag}` };
+      const on = (id: string, i = 0) =>
+        what === 'a fact key'
+          ? expectation(id, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `S-${tag}-${i}` } })
+          : expectation(id, { subject, satisfiedBy: { factKey: `bounds/${tag}-${id}` } });
+      const counted = ledgerOccupancyQuery(
+        taskQueue,
+        what === 'a fact key' ? { factKey } : { subject },
+        'shipping-agent',
+      );
+      await raiseMany(MAX_AGENT_SHARE, (i) => on(`squat-${tag}-${i}`, i), counted, ['shipping-agent']);
 
-    const more = await raise(on(`one-more-${tag}`, MAX_AGENT_SHARE));
-    const other = await send(`${bridge.url}/a2a/events`, {
-      token: bridge.tokens['partner-agent']!,
-      json: artifactUpdate({ expectations: [on(`partner-${tag}`, MAX_AGENT_SHARE + 1)] }),
-    });
+      const more = await raise(on(`one-more-${tag}`, MAX_AGENT_SHARE));
+      const other = await send(`${bridge.url}/a2a/events`, {
+        token: bridge.tokens['partner-agent']!,
+        json: artifactUpdate({ expectations: [on(`partner-${tag}`, MAX_AGENT_SHARE + 1)] }),
+      });
 
-    expect(more.status).toBe(422);
-    expect(more.body.errors).toEqual([expect.objectContaining({ path: artifactPath(`expectations/0/${path}`), rule, limit: MAX_AGENT_SHARE })]);
-    expect(other.status).toBe(200);
-    expect(other.body.expectations).toEqual([{ expectationId: `partner-${tag}`, result: 'raised' }]);
-  });
+      expect(more.status).toBe(422);
+      expect(more.body.errors).toEqual([
+        expect.objectContaining({ path: artifactPath(`expectations/0/${path}`), rule, limit: MAX_AGENT_SHARE }),
+      ]);
+      expect(other.status).toBe(200);
+      expect(other.body.expectations).toEqual([{ expectationId: `partner-${tag}`, result: 'raised' }]);
+    },
+  );
 
   it('is refused (422 fact-key-subscribers) when its fact key has as many waiting as the bridge lets wait', async () => {
     const factKey = `bounds/full-${unique()}`;
     const tag = unique();
-    const waiting = (i: number) => expectation(`waits-${tag}-${i}`, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `W-${tag}-${i}` } });
+    const waiting = (i: number) =>
+      expectation(`waits-${tag}-${i}`, {
+        satisfiedBy: { factKey },
+        subject: { type: 'shipment', id: `W-${tag}-${i}` },
+      });
     await raiseMany(refusedAt, waiting, ledgerOccupancyQuery(taskQueue, { factKey }));
     // The bridge reads a key's load from its router's memo, which the router updates in its next workflow task.
     const router = factRouterWorkflowId(factKey, taskQueue);
@@ -323,20 +387,27 @@ describe('a raise into a ledger or anchor that is all but full', () => {
 
     expect(answer.status).toBe(422);
     expect(answer.body.errors).toEqual([
-      expect.objectContaining({ path: artifactPath('expectations/0/satisfiedBy/factKey'), rule: 'fact-key-subscribers', limit: refusedAt }),
+      expect.objectContaining({
+        path: artifactPath('expectations/0/satisfiedBy/factKey'),
+        rule: 'fact-key-subscribers',
+        limit: refusedAt,
+      }),
     ]);
   });
 
   it('is refused (422 subject-subscribers) when its subject has as many open as the bridge keeps', async () => {
     const subject = { type: 'shipment', id: `FULL-${unique()}` };
     const tag = unique();
-    const onSubject = (i: number) => expectation(`on-${tag}-${i}`, { subject, satisfiedBy: { factKey: `bounds/${tag}-${i}` } });
+    const onSubject = (i: number) =>
+      expectation(`on-${tag}-${i}`, { subject, satisfiedBy: { factKey: `bounds/${tag}-${i}` } });
     await raiseMany(refusedAt, onSubject, ledgerOccupancyQuery(taskQueue, { subject }));
 
     const answer = await raiseAs('third-agent', expectation(`full-subject-${unique()}`, { subject }));
 
     expect(answer.status).toBe(422);
-    expect(answer.body.errors).toEqual([expect.objectContaining({ path: artifactPath('expectations/0/subject'), rule: 'subject-subscribers' })]);
+    expect(answer.body.errors).toEqual([
+      expect.objectContaining({ path: artifactPath('expectations/0/subject'), rule: 'subject-subscribers' }),
+    ]);
   });
 
   it('is refused (422 anchor-dependents) when its anchor has as many dependents as the bridge gives it, and raised one short of that', async () => {
@@ -344,16 +415,24 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     expect((await raise(anchor)).status).toBe(200);
     const handle = watcher.client.workflow.getHandle(expectationWorkflowId(anchor.expectationId));
     for (const workflowId of placeholders(refusedAt - 1)) await handle.signal(registerDependentSignal, { workflowId });
-    const dependent = (name: string) => expectation(`${name}-${unique()}`, { anchor: { expectationId: anchor.expectationId, offset: 'PT1H' } });
+    const dependent = (name: string) =>
+      expectation(`${name}-${unique()}`, { anchor: { expectationId: anchor.expectationId, offset: 'PT1H' } });
 
     const last = await raise(dependent('last-place'));
-    await waitUntil('the anchor to count its last dependent', async () => (await dependentCount(watcher.client, anchor.expectationId)) === refusedAt);
+    await waitUntil(
+      'the anchor to count its last dependent',
+      async () => (await dependentCount(watcher.client, anchor.expectationId)) === refusedAt,
+    );
     const refused = await raise(dependent('no-place'));
 
     expect(last.status).toBe(200);
     expect(refused.status).toBe(422);
     expect(refused.body.errors).toEqual([
-      expect.objectContaining({ path: artifactPath('expectations/0/anchor/expectationId'), rule: 'anchor-dependents', limit: refusedAt }),
+      expect.objectContaining({
+        path: artifactPath('expectations/0/anchor/expectationId'),
+        rule: 'anchor-dependents',
+        limit: refusedAt,
+      }),
     ]);
   });
 });
@@ -370,34 +449,55 @@ describe('races at the bounds', () => {
   });
 
   const raise = (e: ReturnType<typeof expectation>) =>
-    send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent']!, json: artifactUpdate({ expectations: [e] }) });
-  const read = (id: string) => send(`${bridge.url}/v1/expectations/${encodeURIComponent(id)}`, { token: bridge.tokens['shipping-agent']! });
+    send(`${bridge.url}/a2a/events`, {
+      token: bridge.tokens['shipping-agent']!,
+      json: artifactUpdate({ expectations: [e] }),
+    });
+  const read = (id: string) =>
+    send(`${bridge.url}/v1/expectations/${encodeURIComponent(id)}`, { token: bridge.tokens['shipping-agent']! });
 
   it('answers raised, of twelve concurrent requests of ten on one fact key, only those its router then keeps', async () => {
     const tag = unique();
     const factKey = `bounds/race-${tag}`;
     const agents = ['shipping-agent', 'partner-agent', 'third-agent'];
     const requests = many(12, (r) =>
-      many(10, (i) => expectation(`race-${tag}-${r}-${i}`, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `R-${tag}-${r}-${i}` } })),
+      many(10, (i) =>
+        expectation(`race-${tag}-${r}-${i}`, {
+          satisfiedBy: { factKey },
+          subject: { type: 'shipment', id: `R-${tag}-${r}-${i}` },
+        }),
+      ),
     );
 
     const answers = await Promise.all(
       requests.map((batch, r) =>
-        send(`${bridge.url}/a2a/events`, { token: bridge.tokens[agents[r % agents.length]!]!, json: artifactUpdate({ expectations: batch }) }),
+        send(`${bridge.url}/a2a/events`, {
+          token: bridge.tokens[agents[r % agents.length]!]!,
+          json: artifactUpdate({ expectations: batch }),
+        }),
       ),
     );
 
-    const raised = requests.flatMap((batch, r) => (answers[r]!.status === 200 ? batch.map((e) => ({ e, agent: agents[r % agents.length]! })) : []));
+    const raised = requests.flatMap((batch, r) =>
+      answers[r]!.status === 200 ? batch.map((e) => ({ e, agent: agents[r % agents.length]! })) : [],
+    );
     expect(answers.map((a) => a.status).sort()).toEqual([...many(9, () => 200), ...many(3, () => 422)]);
     for (const answer of answers.filter((a) => a.status === 422)) {
-      expect(answer.body.errors).toContainEqual(expect.objectContaining({ rule: 'fact-key-subscribers', limit: 100 - RACE_ROOM }));
+      expect(answer.body.errors).toContainEqual(
+        expect.objectContaining({ rule: 'fact-key-subscribers', limit: 100 - RACE_ROOM }),
+      );
     }
     // Every one answered raised stays waiting: its router took it (a router past its bound withdraws the newcomer).
     const router = factRouterWorkflowId(factKey, taskQueue);
-    await waitUntil('the router to list the key', async () => ((await getFactRouterMemo(watcher.client, router))?.crowded[factKey] ?? 0) >= raised.length);
+    await waitUntil(
+      'the router to list the key',
+      async () => ((await getFactRouterMemo(watcher.client, router))?.crowded[factKey] ?? 0) >= raised.length,
+    );
     const states = await Promise.all(
       raised.map(async ({ e, agent }) => {
-        const answer = await send(`${bridge.url}/v1/expectations/${encodeURIComponent(e.expectationId)}`, { token: bridge.tokens[agent]! });
+        const answer = await send(`${bridge.url}/v1/expectations/${encodeURIComponent(e.expectationId)}`, {
+          token: bridge.tokens[agent]!,
+        });
         return answer.body.state;
       }),
     );
@@ -408,7 +508,9 @@ describe('races at the bounds', () => {
     const tag = unique();
     const parent = expectation(`parent-${tag}`);
     expect((await raise(parent)).status).toBe(200);
-    const replacements = many(5, (i) => expectation(`replacement-${tag}-${i}`, { subject: parent.subject, supersedes: parent.expectationId }));
+    const replacements = many(5, (i) =>
+      expectation(`replacement-${tag}-${i}`, { subject: parent.subject, supersedes: parent.expectationId }),
+    );
 
     const answers = await Promise.all(replacements.map(raise));
 
@@ -420,7 +522,10 @@ describe('races at the bounds', () => {
       if (i === won[0]) continue;
       expect(answer.status).toBe(409);
       expect(answer.body.errors).toEqual([
-        expect.objectContaining({ path: artifactPath('expectations/0/supersedes'), message: expect.stringContaining(`was superseded by '${winner}'`) }),
+        expect.objectContaining({
+          path: artifactPath('expectations/0/supersedes'),
+          message: expect.stringContaining(`was superseded by '${winner}'`),
+        }),
       ]);
       expect((await read(replacements[i]!.expectationId)).status).toBe(404);
     }

@@ -29,15 +29,30 @@ let env: BridgeEnv;
 beforeAll(async () => {
   cards = await startCardServer();
   cards.set('good', cardJson());
-  cards.set('placeholder', cardJson({ params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'TODO' }] } }));
+  cards.set(
+    'placeholder',
+    cardJson({
+      params: {
+        keepsTime: false,
+        lapseSkill: 'handle-lapse',
+        kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'TODO' }],
+      },
+    }),
+  );
   cards.set('noext', cardJson({ declare: false }));
   cards.set('badskill', cardJson({ skills: ['something-else'] }));
   const good = cardJson();
   // Another extension's entries the watcher cannot read: a string, no uri, a uri that is not a string.
   const unreadable = ['a string', { description: 'no uri' }, { uri: 42, params: { x: 1 } }];
   cards.set('otherext', { ...good, capabilities: { extensions: [...unreadable, ...good.capabilities.extensions] } });
-  const delivery = { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The shipment is delivered' };
-  const declaring = (...kinds: object[]) => cardJson({ params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } });
+  const delivery = {
+    kind: 'delivery',
+    subjectType: 'shipment',
+    basis: 'contract',
+    describes: 'The shipment is delivered',
+  };
+  const declaring = (...kinds: object[]) =>
+    cardJson({ params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } });
   cards.set('twice', declaring(delivery, { ...delivery, basis: 'observed' }));
   cards.set('unrelated-empty', declaring(delivery, { ...delivery, kind: 'pickup', describes: '' }));
   cards.set('kindskill', declaring({ ...delivery, skills: ['book-delivery'] }));
@@ -68,7 +83,8 @@ afterAll(async () => {
 const events = (token: string, body: unknown, headers?: Record<string, string>) =>
   request(`${env.url}/a2a/events`, { token, body, headers });
 const facts = (token: string, body: unknown) => request(`${env.url}/v1/facts`, { token, body });
-const record = (id: string) => request(`${env.url}/v1/expectations/${encodeURIComponent(id)}`, { token: env.tokens['agent-a'] });
+const record = (id: string) =>
+  request(`${env.url}/v1/expectations/${encodeURIComponent(id)}`, { token: env.tokens['agent-a'] });
 const A = () => env.tokens['agent-a']!;
 
 describe('raise, read, satisfy', () => {
@@ -78,7 +94,11 @@ describe('raise, read, satisfy', () => {
     const answer = await events(A(), artifactUpdate({ expectations: [e] }));
 
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+    expect(answer.body).toEqual({
+      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
+      facts: [],
+      withdrawn: [],
+    });
   });
 
   it('reads the record back with agent, origin, lineage and the Temporal UI link', async () => {
@@ -97,7 +117,9 @@ describe('raise, read, satisfy', () => {
       lineage: 0,
       agent: { id: 'agent-a' },
       origin: { taskId: 'task-read', contextId: 'ctx-read' },
-      links: { temporalUi: `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${e.expectationId}`)}` },
+      links: {
+        temporalUi: `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${e.expectationId}`)}`,
+      },
     });
   });
 
@@ -139,12 +161,21 @@ describe('raise, read, satisfy', () => {
         contextId: 'ctx-input',
         status: {
           state: 'TASK_STATE_INPUT_REQUIRED',
-          message: { messageId: `m-${unique()}`, role: 'ROLE_AGENT', parts: [{ text: 'waiting' }], metadata: { [EXTENSION_URI]: { expectations: [e] } } },
+          message: {
+            messageId: `m-${unique()}`,
+            role: 'ROLE_AGENT',
+            parts: [{ text: 'waiting' }],
+            metadata: { [EXTENSION_URI]: { expectations: [e] } },
+          },
         },
       },
     });
 
-    expect(answer.body).toEqual({ expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+    expect(answer.body).toEqual({
+      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
+      facts: [],
+      withdrawn: [],
+    });
   });
 
   it('raises from a v0.3 task object', async () => {
@@ -155,17 +186,27 @@ describe('raise, read, satisfy', () => {
       id: 'task-v03',
       contextId: 'ctx-v03',
       status: { state: 'completed' },
-      artifacts: [{ artifactId: 'a', parts: [{ kind: 'text', text: 'x' }], metadata: { [EXTENSION_URI]: { expectations: [e] } } }],
+      artifacts: [
+        { artifactId: 'a', parts: [{ kind: 'text', text: 'x' }], metadata: { [EXTENSION_URI]: { expectations: [e] } } },
+      ],
     });
 
-    expect(answer.body).toEqual({ expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+    expect(answer.body).toEqual({
+      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
+      facts: [],
+      withdrawn: [],
+    });
   });
 
   it('takes facts from a plain message', async () => {
     const key = `plain-${unique()}`;
 
     const answer = await events(A(), {
-      message: { messageId: 'm', role: 'ROLE_AGENT', metadata: { [EXTENSION_URI]: { facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }] } } },
+      message: {
+        messageId: 'm',
+        role: 'ROLE_AGENT',
+        metadata: { [EXTENSION_URI]: { facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }] } },
+      },
     });
 
     expect(answer.body).toEqual({ expectations: [], facts: [{ factKey: key, result: 'recorded' }], withdrawn: [] });
@@ -180,7 +221,19 @@ describe('raise, read, satisfy', () => {
         id: `t-${unique()}`,
         contextId: 'c',
         status: { state: 'TASK_STATE_COMPLETED' },
-        history: [{ messageId: 'm', role: 'ROLE_AGENT', metadata: { [EXTENSION_URI]: { expectations: [e], facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }], withdraw: ['x'] } } }],
+        history: [
+          {
+            messageId: 'm',
+            role: 'ROLE_AGENT',
+            metadata: {
+              [EXTENSION_URI]: {
+                expectations: [e],
+                facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }],
+                withdraw: ['x'],
+              },
+            },
+          },
+        ],
       },
     });
 
@@ -190,8 +243,16 @@ describe('raise, read, satisfy', () => {
       facts: [{ factKey: key, result: 'recorded' }],
       withdrawn: [],
       warnings: [
-        { path: `task/history/0/metadata/${U}/expectations`, rule: 'history-not-raised', message: expect.stringContaining('not raised') },
-        { path: `task/history/0/metadata/${U}/withdraw`, rule: 'history-not-withdrawn', message: expect.stringContaining('not withdrawn') },
+        {
+          path: `task/history/0/metadata/${U}/expectations`,
+          rule: 'history-not-raised',
+          message: expect.stringContaining('not raised'),
+        },
+        {
+          path: `task/history/0/metadata/${U}/withdraw`,
+          rule: 'history-not-withdrawn',
+          message: expect.stringContaining('not withdrawn'),
+        },
       ],
     });
     expect((await record(e.expectationId)).status).toBe(404);
@@ -201,14 +262,26 @@ describe('raise, read, satisfy', () => {
     const key = `unknown-member-${unique()}`;
 
     const answer = await events(A(), {
-      message: { messageId: 'm', role: 'ROLE_AGENT', metadata: { [EXTENSION_URI]: { facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }], expectation: {} } } },
+      message: {
+        messageId: 'm',
+        role: 'ROLE_AGENT',
+        metadata: {
+          [EXTENSION_URI]: { facts: [{ factKey: key, observedAt: '2026-01-01T00:00:00Z' }], expectation: {} },
+        },
+      },
     });
 
     expect(answer.body).toEqual({
       expectations: [],
       facts: [{ factKey: key, result: 'recorded' }],
       withdrawn: [],
-      warnings: [{ path: `message/metadata/${U}/expectation`, rule: 'unknown-member', message: expect.stringContaining('ignored') }],
+      warnings: [
+        {
+          path: `message/metadata/${U}/expectation`,
+          rule: 'unknown-member',
+          message: expect.stringContaining('ignored'),
+        },
+      ],
     });
   });
 
@@ -334,37 +407,59 @@ describe('rules against the card (422)', () => {
   });
 
   it('refuses a kind the card does not declare', async () => {
-    const answer = await events(A(), artifactUpdate({ expectations: [expectation(`k-${unique()}`, { kind: 'teleport' })] }));
+    const answer = await events(
+      A(),
+      artifactUpdate({ expectations: [expectation(`k-${unique()}`, { kind: 'teleport' })] }),
+    );
 
     const message = "kind 'teleport' is not declared on the agent's card (declared: delivery, pickup)";
-    expect([answer.status, answer.body]).toEqual([422, rule(message, [{ path: `${AT}/expectations/0/kind`, rule: 'kind-declared', message }])]);
+    expect([answer.status, answer.body]).toEqual([
+      422,
+      rule(message, [{ path: `${AT}/expectations/0/kind`, rule: 'kind-declared', message }]),
+    ]);
   });
 
   it('refuses a basis other than the declared one', async () => {
-    const answer = await events(A(), artifactUpdate({ expectations: [expectation(`b-${unique()}`, { basis: 'observed' })] }));
+    const answer = await events(
+      A(),
+      artifactUpdate({ expectations: [expectation(`b-${unique()}`, { basis: 'observed' })] }),
+    );
 
     const message = "basis 'observed' differs from the basis 'contract' declared for kind 'delivery'";
     expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/basis`, rule: 'basis', message }]));
   });
 
-  it("refuses a kind whose describes on the card is a placeholder", async () => {
-    const answer = await events(env.tokens['agent-placeholder']!, artifactUpdate({ expectations: [expectation(`p-${unique()}`)] }));
+  it('refuses a kind whose describes on the card is a placeholder', async () => {
+    const answer = await events(
+      env.tokens['agent-placeholder']!,
+      artifactUpdate({ expectations: [expectation(`p-${unique()}`)] }),
+    );
 
     const message = "the card's kind 'delivery' has a placeholder describes ('TODO'); say what is expected";
     expect(answer.body).toEqual(
-      rule(message, [{ path: 'card/capabilities/extensions/0/params/kinds/0/describes', rule: 'describes-placeholder', message }]),
+      rule(message, [
+        { path: 'card/capabilities/extensions/0/params/kinds/0/describes', rule: 'describes-placeholder', message },
+      ]),
     );
   });
 
   it('refuses when the card does not declare the extension', async () => {
-    const answer = await events(env.tokens['agent-noext']!, artifactUpdate({ expectations: [expectation(`n-${unique()}`)] }));
+    const answer = await events(
+      env.tokens['agent-noext']!,
+      artifactUpdate({ expectations: [expectation(`n-${unique()}`)] }),
+    );
 
     const message = `the agent's card does not declare the extension ${EXTENSION_URI} in capabilities.extensions`;
-    expect(answer.body).toEqual(rule(message, [{ path: 'card/capabilities/extensions', rule: 'extension-declared', message }]));
+    expect(answer.body).toEqual(
+      rule(message, [{ path: 'card/capabilities/extensions', rule: 'extension-declared', message }]),
+    );
   });
 
   it('refuses when lapseSkill names no skill on the card', async () => {
-    const answer = await events(env.tokens['agent-badskill']!, artifactUpdate({ expectations: [expectation(`s-${unique()}`)] }));
+    const answer = await events(
+      env.tokens['agent-badskill']!,
+      artifactUpdate({ expectations: [expectation(`s-${unique()}`)] }),
+    );
 
     const message = "lapseSkill 'handle-lapse' names no skill on the card (skills: something-else)";
     expect(answer.body).toEqual(
@@ -384,7 +479,10 @@ describe('rules against the card (422)', () => {
   });
 
   it('refuses every raise while the card declares a kind twice, naming the second', async () => {
-    const answer = await events(env.tokens['agent-twice']!, artifactUpdate({ expectations: [expectation(`t-${unique()}`)] }));
+    const answer = await events(
+      env.tokens['agent-twice']!,
+      artifactUpdate({ expectations: [expectation(`t-${unique()}`)] }),
+    );
 
     const message = "kind 'delivery' is declared twice (kinds/0 and kinds/1); a kind is unique within one declaration";
     expect([answer.status, answer.body]).toEqual([
@@ -400,25 +498,36 @@ describe('rules against the card (422)', () => {
 
     const message = "the card's kind 'pickup' has an empty describes; say what is expected";
     expect(answer.body).toEqual(
-      rule(message, [{ path: 'card/capabilities/extensions/0/params/kinds/1/describes', rule: 'describes-placeholder', message }]),
+      rule(message, [
+        { path: 'card/capabilities/extensions/0/params/kinds/1/describes', rule: 'describes-placeholder', message },
+      ]),
     );
     expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
   });
 
   it("refuses when a kind's skills name a skill the card does not have", async () => {
-    const answer = await events(env.tokens['agent-kindskill']!, artifactUpdate({ expectations: [expectation(`ks-${unique()}`)] }));
+    const answer = await events(
+      env.tokens['agent-kindskill']!,
+      artifactUpdate({ expectations: [expectation(`ks-${unique()}`)] }),
+    );
 
-    const message = "the card's kind 'delivery' names skill 'book-delivery', which is not a skill on the card (skills: handle-lapse)";
+    const message =
+      "the card's kind 'delivery' names skill 'book-delivery', which is not a skill on the card (skills: handle-lapse)";
     expect(answer.body).toEqual(
       rule(message, [{ path: 'card/capabilities/extensions/0/params/kinds/0/skills/0', rule: 'kind-skills', message }]),
     );
   });
 
   it('refuses after naming an expectation never raised', async () => {
-    const answer = await events(A(), artifactUpdate({ expectations: [expectation(`a-${unique()}`, { after: ['ghost'] })] }));
+    const answer = await events(
+      A(),
+      artifactUpdate({ expectations: [expectation(`a-${unique()}`, { after: ['ghost'] })] }),
+    );
 
     const message = "after names 'ghost', which was not raised before";
-    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/after/0`, rule: 'after-exists', message }]));
+    expect(answer.body).toEqual(
+      rule(message, [{ path: `${AT}/expectations/0/after/0`, rule: 'after-exists', message }]),
+    );
   });
 
   it('accepts after naming an expectation earlier in the same request', async () => {
@@ -441,7 +550,9 @@ describe('rules against the card (422)', () => {
     const answer = await events(A(), artifactUpdate({ expectations: [second] }));
 
     const message = `after names '${first.expectationId}', which is on subject shipment/${first.subject.id}, not shipment/${second.subject.id}`;
-    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/after/0`, rule: 'after-subject', message }]));
+    expect(answer.body).toEqual(
+      rule(message, [{ path: `${AT}/expectations/0/after/0`, rule: 'after-subject', message }]),
+    );
   });
 
   it('refuses an anchor never raised', async () => {
@@ -450,18 +561,28 @@ describe('rules against the card (422)', () => {
     const answer = await events(A(), artifactUpdate({ expectations: [e] }));
 
     const message = "anchor names 'ghost', which was not raised before";
-    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/anchor/expectationId`, rule: 'anchor-exists', message }]));
+    expect(answer.body).toEqual(
+      rule(message, [{ path: `${AT}/expectations/0/anchor/expectationId`, rule: 'anchor-exists', message }]),
+    );
   });
 
   it('refuses to supersede an expectation that is no longer open', async () => {
     const old = expectation(`old-${unique()}`);
     await events(A(), artifactUpdate({ expectations: [old] }));
-    await request(`${env.url}/v1/expectations/${old.expectationId}/withdraw`, { token: A(), body: { reason: 'plan changed' } });
+    await request(`${env.url}/v1/expectations/${old.expectationId}/withdraw`, {
+      token: A(),
+      body: { reason: 'plan changed' },
+    });
 
-    const answer = await events(A(), artifactUpdate({ expectations: [expectation(`new-${unique()}`, { supersedes: old.expectationId })] }));
+    const answer = await events(
+      A(),
+      artifactUpdate({ expectations: [expectation(`new-${unique()}`, { supersedes: old.expectationId })] }),
+    );
 
     const message = `supersedes '${old.expectationId}', which is withdrawn; only an open (or lapsed) expectation can be superseded`;
-    expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/supersedes`, rule: 'supersedes-open', message }]));
+    expect(answer.body).toEqual(
+      rule(message, [{ path: `${AT}/expectations/0/supersedes`, rule: 'supersedes-open', message }]),
+    );
   });
 
   it('supersedes an open expectation with lineage + 1, and refuses a lineage over the bound', async () => {
@@ -479,10 +600,15 @@ describe('rules against the card (422)', () => {
   });
 
   it('refuses expectations in a plain message, naming the rule', async () => {
-    const answer = await events(A(), { message: { messageId: 'm', metadata: { [EXTENSION_URI]: { expectations: [expectation('m')] } } } });
+    const answer = await events(A(), {
+      message: { messageId: 'm', metadata: { [EXTENSION_URI]: { expectations: [expectation('m')] } } },
+    });
 
-    const message = 'expectations are raised only in artifacts or in the status message of an input-required task; a plain message may carry facts only';
-    expect(answer.body).toEqual(rule(message, [{ path: `message/metadata/${U}/expectations`, rule: 'expectations-placement', message }]));
+    const message =
+      'expectations are raised only in artifacts or in the status message of an input-required task; a plain message may carry facts only';
+    expect(answer.body).toEqual(
+      rule(message, [{ path: `message/metadata/${U}/expectations`, rule: 'expectations-placement', message }]),
+    );
   });
 
   it('refuses to withdraw an expectation never raised', async () => {
@@ -597,8 +723,14 @@ describe('schema (400)', () => {
       status: 400,
       detail: '2 fields are invalid; see errors',
       errors: [
-        { path: `${AT}/expectations/0/satisfiedBy/factKey`, message: 'Invalid input: expected string, received undefined' },
-        { path: `${AT}/expectations/0/dueAt`, message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' },
+        {
+          path: `${AT}/expectations/0/satisfiedBy/factKey`,
+          message: 'Invalid input: expected string, received undefined',
+        },
+        {
+          path: `${AT}/expectations/0/dueAt`,
+          message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z',
+        },
       ],
     });
   });
@@ -611,14 +743,17 @@ describe('schema (400)', () => {
       title: 'The request does not match the schema',
       status: 400,
       detail: 'facts/0/observedAt: must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z',
-      errors: [{ path: 'facts/0/observedAt', message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' }],
+      errors: [
+        { path: 'facts/0/observedAt', message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' },
+      ],
     });
   });
 
   it('refuses an A2A object of unknown shape', async () => {
     const answer = await events(A(), { hello: 'world' });
 
-    const message = 'must be a v1.0 StreamResponse ({task}, {message}, {statusUpdate} or {artifactUpdate}) or a v0.3 object with kind';
+    const message =
+      'must be a v1.0 StreamResponse ({task}, {message}, {statusUpdate} or {artifactUpdate}) or a v0.3 object with kind';
     expect(answer.body).toEqual({
       type: problem('invalid-request'),
       title: 'The request does not match the schema',
@@ -684,7 +819,9 @@ describe('limits and headers', () => {
   });
 
   it('echoes A2A-Extensions when the request activated the extension', async () => {
-    const answer = await events(A(), artifactUpdate({}), { 'A2A-Extensions': `https://example.com/x, ${EXTENSION_URI}` });
+    const answer = await events(A(), artifactUpdate({}), {
+      'A2A-Extensions': `https://example.com/x, ${EXTENSION_URI}`,
+    });
 
     expect(answer.headers.get('a2a-extensions')).toBe(EXTENSION_URI);
   });
@@ -766,8 +903,18 @@ describe('limits and headers', () => {
     const unknown = await record('never-raised');
     const route = await request(`${env.url}/v1/nothing`, { token: A() });
 
-    expect(unknown.body).toEqual({ type: problem('not-found'), title: 'Not found', status: 404, detail: "no expectation 'never-raised'" });
-    expect(route.body).toEqual({ type: problem('not-found'), title: 'Not found', status: 404, detail: 'no route GET /v1/nothing' });
+    expect(unknown.body).toEqual({
+      type: problem('not-found'),
+      title: 'Not found',
+      status: 404,
+      detail: "no expectation 'never-raised'",
+    });
+    expect(route.body).toEqual({
+      type: problem('not-found'),
+      title: 'Not found',
+      status: 404,
+      detail: 'no route GET /v1/nothing',
+    });
   });
 });
 
@@ -785,14 +932,19 @@ describe('health and metrics', () => {
   });
 
   it('exposes raised expectations by kind and request durations by route and status', async () => {
-    await events(A(), artifactUpdate({ expectations: [expectation(`m-${unique()}`, { kind: 'pickup', basis: 'observed' })] }));
+    await events(
+      A(),
+      artifactUpdate({ expectations: [expectation(`m-${unique()}`, { kind: 'pickup', basis: 'observed' })] }),
+    );
 
     const answer = await request(`${env.url}/metrics`);
 
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(answer.body).toMatch(/^watcher_expectations_raised_total\{kind="pickup"\} [1-9]/m);
-    expect(answer.body).toMatch(/^watcher_http_request_duration_seconds_count\{method="POST",route="\/a2a\/events",status="200"\} [1-9]/m);
+    expect(answer.body).toMatch(
+      /^watcher_http_request_duration_seconds_count\{method="POST",route="\/a2a\/events",status="200"\} [1-9]/m,
+    );
     expect(answer.body).toMatch(/^watcher_facts_recorded_total [0-9]/m);
   });
 });

@@ -33,7 +33,11 @@ interface Delivery {
 
 const suffix = unique();
 const expectations = [
-  expectation(`push-pickup-${suffix}`, { kind: 'pickup', basis: 'observed', subject: { type: 'shipment', id: `S-${suffix}` } }),
+  expectation(`push-pickup-${suffix}`, {
+    kind: 'pickup',
+    basis: 'observed',
+    subject: { type: 'shipment', id: `S-${suffix}` },
+  }),
   expectation(`push-delivery-${suffix}`, { subject: { type: 'shipment', id: `S-${suffix}` } }),
 ];
 expectations[1]!.after = [expectations[0]!.expectationId];
@@ -72,7 +76,14 @@ const executor: AgentExecutor = {
           artifactId: 'shipment-plan',
           name: 'Shipment plan',
           description: 'What should happen next, and by when',
-          parts: [{ content: { $case: 'text', value: 'Pickup, then delivery.' }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+          parts: [
+            {
+              content: { $case: 'text', value: 'Pickup, then delivery.' },
+              metadata: undefined,
+              filename: '',
+              mediaType: 'text/plain',
+            },
+          ],
           metadata: { [EXTENSION_URI]: { expectations } },
           extensions: [EXTENSION_URI],
         },
@@ -98,7 +109,9 @@ function agentCard(url: string): AgentCard {
   return {
     name: 'Shipping agent (push)',
     description: 'Raises expectations in artifacts and pushes every task event.',
-    supportedInterfaces: [{ url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    supportedInterfaces: [
+      { url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+    ],
     provider: undefined,
     version: '1.0.0',
     capabilities: {
@@ -114,7 +127,12 @@ function agentCard(url: string): AgentCard {
             keepsTime: false,
             lapseSkill: 'handle-lapse',
             kinds: [
-              { kind: 'pickup', subjectType: 'shipment', basis: 'observed', describes: 'The carrier picks the shipment up' },
+              {
+                kind: 'pickup',
+                subjectType: 'shipment',
+                basis: 'observed',
+                describes: 'The carrier picks the shipment up',
+              },
               { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The shipment is delivered' },
             ],
           },
@@ -212,7 +230,9 @@ describe('push notifications from a real @a2a-js/sdk agent', () => {
       contextId: '',
       taskId: '',
       role: Role.ROLE_USER,
-      parts: [{ content: { $case: 'text', value: `Ship S-${suffix}` }, metadata: undefined, filename: '', mediaType: '' }],
+      parts: [
+        { content: { $case: 'text', value: `Ship S-${suffix}` }, metadata: undefined, filename: '', mediaType: '' },
+      ],
       metadata: undefined,
       extensions: [],
       referenceTaskIds: [],
@@ -250,10 +270,7 @@ describe('push notifications from a real @a2a-js/sdk agent', () => {
     // The SDK dispatches to both configs at once: per expectation, one delivery raised it and the other found it.
     for (const [i, e] of expectations.entries()) {
       expect(results.map((r) => r[i]!.result).sort()).toEqual(['raised', 'unchanged']);
-      expect(results.map((r) => r[i]!.expectationId)).toEqual([
-        e.expectationId,
-        e.expectationId,
-      ]);
+      expect(results.map((r) => r[i]!.expectationId)).toEqual([e.expectationId, e.expectationId]);
     }
     for (const e of expectations) {
       const read = await request(`${bridgeUrl}/v1/expectations/${e.expectationId}`, { token: agentToken });

@@ -50,14 +50,27 @@ const token = (principal: string) => env.tokens[principal]!;
 /** Raises one expectation as agent-a and returns its id. */
 async function raised(overrides: Parameters<typeof expectation>[1] = {}, by = 'agent-a'): Promise<string> {
   const e = expectation(`rec-${unique()}`, overrides);
-  const answer = await request(`${env.url}/a2a/events`, { token: token(by), body: artifactUpdate({ expectations: [e] }) });
+  const answer = await request(`${env.url}/a2a/events`, {
+    token: token(by),
+    body: artifactUpdate({ expectations: [e] }),
+  });
   if (answer.status !== 200) throw new Error(`arrange: raise answered ${answer.status} ${JSON.stringify(answer.body)}`);
   return e.expectationId;
 }
 
-const forbidden = (detail: string) => ({ type: problem('forbidden'), title: 'Not allowed for this principal', status: 403, detail });
+const forbidden = (detail: string) => ({
+  type: problem('forbidden'),
+  title: 'Not allowed for this principal',
+  status: 403,
+  detail,
+});
 
-type Row = [principal: string, act: (principal: string) => Promise<Answer>, status: number, body?: (id: string) => unknown];
+type Row = [
+  principal: string,
+  act: (principal: string) => Promise<Answer>,
+  status: number,
+  body?: (id: string) => unknown,
+];
 
 describe('roles and endpoints', () => {
   let lastId = '';
@@ -83,7 +96,10 @@ describe('roles and endpoints', () => {
   const list = (principal: string) => request(`${env.url}/v1/expectations?pageSize=1`, { token: token(principal) });
   const withdraw = async (principal: string) => {
     lastId = await raised();
-    return request(`${env.url}/v1/expectations/${lastId}/withdraw`, { token: token(principal), body: { reason: 'test' } });
+    return request(`${env.url}/v1/expectations/${lastId}/withdraw`, {
+      token: token(principal),
+      body: { reason: 'test' },
+    });
   };
 
   it.each<Row>([
@@ -292,7 +308,9 @@ describe('list from the visibility store', () => {
     expect(first.body.items).toHaveLength(3);
     expect(first.body.nextPageToken).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(second.body.items).toHaveLength(1);
-    const all = [...first.body.items, ...second.body.items].map((item: { expectationId: string }) => item.expectationId);
+    const all = [...first.body.items, ...second.body.items].map(
+      (item: { expectationId: string }) => item.expectationId,
+    );
     expect(new Set(all)).toEqual(new Set([...ids, otherId]));
   });
 
@@ -300,14 +318,20 @@ describe('list from the visibility store', () => {
     const longType = `crate-${unique()}`;
     // Within the bound of 256 characters (core/limits.ts), past the 255 bytes of a workflow id: é is 2 bytes in UTF-8.
     const e = expectation(`long-${unique()}-${'é'.repeat(200)}`, { subject: { type: longType, id: 'C-1' } });
-    const raise = await request(`${env.url}/a2a/events`, { token: token('agent-a'), body: artifactUpdate({ expectations: [e] }) });
+    const raise = await request(`${env.url}/a2a/events`, {
+      token: token('agent-a'),
+      body: artifactUpdate({ expectations: [e] }),
+    });
     expect(raise.status).toBe(200);
 
     const answer = await listed('reader', `subjectType=${longType}`, 1);
 
     expect(answer.body.items[0].expectationId).toBe(e.expectationId);
     expect(answer.body.items[0].workflowId).toMatch(/^expectation:sha256:[0-9a-f]{64}$/);
-    expect((await request(`${env.url}/v1/expectations/${encodeURIComponent(e.expectationId)}`, { token: token('reader') })).status).toBe(200);
+    expect(
+      (await request(`${env.url}/v1/expectations/${encodeURIComponent(e.expectationId)}`, { token: token('reader') }))
+        .status,
+    ).toBe(200);
   });
 
   it('refuses subjectId without subjectType (400)', async () => {
@@ -357,7 +381,9 @@ describe('list filters: subject types holding /, a dueAt range, late', () => {
     const idWithSlash = await listedIds({ subjectType: type, subjectId: 'unit/U-1' }, 1);
 
     expect([exact, ofType, ofPrefix, idWithSlash]).toEqual([[slashType], [slashType], [slashId], [slashId]]);
-    const subjects = (await list({ subjectType: `${type}/unit` })).body.items.map((item: { subject: unknown }) => item.subject);
+    const subjects = (await list({ subjectType: `${type}/unit` })).body.items.map(
+      (item: { subject: unknown }) => item.subject,
+    );
     expect(subjects).toEqual([{ type: `${type}/unit`, id: 'U-1' }]);
   });
 
@@ -371,7 +397,10 @@ describe('list filters: subject types holding /, a dueAt range, late', () => {
 
     const from = await listedIds({ subjectType: subject.type, dueAfter: instant(base + hour) }, 2);
     const until = await listedIds({ subjectType: subject.type, dueBefore: instant(base + hour) }, 1);
-    const between = await listedIds({ subjectType: subject.type, dueAfter: instant(base), dueBefore: instant(base + 2 * hour) }, 2);
+    const between = await listedIds(
+      { subjectType: subject.type, dueAfter: instant(base), dueBefore: instant(base + 2 * hour) },
+      2,
+    );
     // base + 1 h written at +02:00.
     const local = new Date(base + hour + 2 * hour).toISOString().replace('.000Z', '+02:00');
     const withOffset = await listedIds({ subjectType: subject.type, dueAfter: local }, 2);
@@ -401,7 +430,11 @@ describe('list filters: subject types holding /, a dueAt range, late', () => {
     const summaries = (await list({ subjectType: type, state: 'satisfied' })).body.items;
 
     expect([late, onTime]).toEqual([[lateId], [onTimeId]]);
-    expect(Object.fromEntries(summaries.map((item: { expectationId: string; late: boolean }) => [item.expectationId, item.late]))).toEqual({
+    expect(
+      Object.fromEntries(
+        summaries.map((item: { expectationId: string; late: boolean }) => [item.expectationId, item.late]),
+      ),
+    ).toEqual({
       [lateId]: true,
       [onTimeId]: false,
     });
@@ -434,7 +467,10 @@ describe('list filters: subject types holding /, a dueAt range, late', () => {
 describe('Temporal unreachable (503)', () => {
   it('answers 503 quickly, and the same request sent again once Temporal answers completes with nothing doubled', async () => {
     const port = await freePort();
-    const deadClient = new Client({ connection: Connection.lazy({ address: `127.0.0.1:${port}` }), namespace: 'default' });
+    const deadClient = new Client({
+      connection: Connection.lazy({ address: `127.0.0.1:${port}` }),
+      namespace: 'default',
+    });
     const app = createApp({
       client: deadClient,
       taskQueue: env.taskQueue,
@@ -449,7 +485,13 @@ describe('Temporal unreachable (503)', () => {
           },
         ],
       }),
-      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, temporalWaitMs: 1_000 },
+      settings: {
+        factRetention: 'P7D',
+        lateWindow: 'P30D',
+        maxLineage: 10,
+        cardCacheSeconds: 0,
+        temporalWaitMs: 1_000,
+      },
       outbound: loopbackAgents,
     });
     const server = await listen(app);
@@ -471,7 +513,8 @@ describe('Temporal unreachable (503)', () => {
           type: problem('temporal-unavailable'),
           title: 'Temporal is unreachable',
           status: 503,
-          detail: 'Temporal did not answer within 1000 ms; nothing was half-applied that a retry of the same request would not complete',
+          detail:
+            'Temporal did not answer within 1000 ms; nothing was half-applied that a retry of the same request would not complete',
         },
       ]);
       expect(notReady.status).toBe(503);

@@ -51,7 +51,12 @@ function expectation(name: string, dueInMs: number, extra: Partial<Expectation> 
 
 async function raise(e: Expectation): Promise<void> {
   const origin = { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(e, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }), origin, taskQueue);
+  const input = expectationInput(
+    e,
+    registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }),
+    origin,
+    taskQueue,
+  );
   expect(await startExpectation(client, taskQueue, input)).toBe('raised');
 }
 
@@ -91,84 +96,80 @@ async function report(facts: Fact[], concurrency = 8): Promise<void> {
   );
 }
 
-it(
-  'keeps every fact, subscriber, dependent and deadline across continue-as-new',
-  async () => {
-    const start = Date.now();
-    const base = Date.parse('2026-01-01T00:00:00Z');
-    const scans: Fact[] = Array.from({ length: FACTS }, (_, i) => ({
-      factKey: busyKey,
-      observedAt: new Date(base + i * 1000).toISOString(),
-      source: 'carrier-feed',
-      subject,
-    }));
-    const lastScan = scans.at(-1)!;
+it('keeps every fact, subscriber, dependent and deadline across continue-as-new', async () => {
+  const start = Date.now();
+  const base = Date.parse('2026-01-01T00:00:00Z');
+  const scans: Fact[] = Array.from({ length: FACTS }, (_, i) => ({
+    factKey: busyKey,
+    observedAt: new Date(base + i * 1000).toISOString(),
+    source: 'carrier-feed',
+    subject,
+  }));
+  const lastScan = scans.at(-1)!;
 
-    const satisfied = expectation('satisfied', 30 * 86_400_000);
-    const anchor = expectation('anchor', 30 * 86_400_000);
-    const dependent = expectation('dependent', 40 * 86_400_000, {
-      anchor: { expectationId: anchor.expectationId, offset: 'P1D' },
-    });
-    const withdrawn = expectation('withdrawn', 30 * 86_400_000);
-    const open = expectation('open', 30 * 86_400_000);
-    // A minute ahead: the 2,000 facts must make it continue as new before that, which takes over 25 s on a busy
-    // 2-core machine (the whole suite running beside it).
-    const horizon = new Date(start + 55_000).toISOString();
-    const notStalled = expectation('not-stalled', 30 * 86_400_000, { horizon });
-    // Due while the subject is busy: its deadline must survive its own continue-as-new.
-    const overdue = expectation('overdue', 60_000);
-    const waiting = [satisfied, anchor, dependent, withdrawn, open, notStalled, overdue];
-    for (const e of waiting) await raise(e);
-    await until(dependent.expectationId, (r) => r.state === 'open');
+  const satisfied = expectation('satisfied', 30 * 86_400_000);
+  const anchor = expectation('anchor', 30 * 86_400_000);
+  const dependent = expectation('dependent', 40 * 86_400_000, {
+    anchor: { expectationId: anchor.expectationId, offset: 'P1D' },
+  });
+  const withdrawn = expectation('withdrawn', 30 * 86_400_000);
+  const open = expectation('open', 30 * 86_400_000);
+  // A minute ahead: the 2,000 facts must make it continue as new before that, which takes over 25 s on a busy
+  // 2-core machine (the whole suite running beside it).
+  const horizon = new Date(start + 55_000).toISOString();
+  const notStalled = expectation('not-stalled', 30 * 86_400_000, { horizon });
+  // Due while the subject is busy: its deadline must survive its own continue-as-new.
+  const overdue = expectation('overdue', 60_000);
+  const waiting = [satisfied, anchor, dependent, withdrawn, open, notStalled, overdue];
+  for (const e of waiting) await raise(e);
+  await until(dependent.expectationId, (r) => r.state === 'open');
 
-    await report(scans.slice(0, -1));
-    await report([lastScan]); // alone, so that it is the latest the ledger received
+  await report(scans.slice(0, -1));
+  await report([lastScan]); // alone, so that it is the latest the ledger received
 
-    // The fact ledger and the subject ledger continued as new, and so did the expectations on the subject.
-    expect((await runs(factRouterWorkflowId(busyKey, taskQueue))).continued).toBe(true);
-    expect((await runs(subjectLedgerWorkflowId(subject))).continued).toBe(true);
-    for (const e of waiting) {
-      expect((await runs(expectationWorkflowId(e.expectationId))).continued, e.expectationId).toBe(true);
-    }
+  // The fact ledger and the subject ledger continued as new, and so did the expectations on the subject.
+  expect((await runs(factRouterWorkflowId(busyKey, taskQueue))).continued).toBe(true);
+  expect((await runs(subjectLedgerWorkflowId(subject))).continued).toBe(true);
+  for (const e of waiting) {
+    expect((await runs(expectationWorkflowId(e.expectationId))).continued, e.expectationId).toBe(true);
+  }
 
-    // Subscribers kept: the satisfying facts and the anchor's dependent still reach them.
-    const anchorObservedAt = new Date().toISOString();
-    await report([
-      { factKey: satisfied.satisfiedBy.factKey, observedAt: lastScan.observedAt, source: 'carrier-feed' },
-      { factKey: anchor.satisfiedBy.factKey, observedAt: anchorObservedAt, source: 'carrier-feed' },
-    ]);
-    expect(await withdrawExpectation(client, withdrawn.expectationId, { reason: 'cancelled' })).toBe('withdrawn');
+  // Subscribers kept: the satisfying facts and the anchor's dependent still reach them.
+  const anchorObservedAt = new Date().toISOString();
+  await report([
+    { factKey: satisfied.satisfiedBy.factKey, observedAt: lastScan.observedAt, source: 'carrier-feed' },
+    { factKey: anchor.satisfiedBy.factKey, observedAt: anchorObservedAt, source: 'carrier-feed' },
+  ]);
+  expect(await withdrawExpectation(client, withdrawn.expectationId, { reason: 'cancelled' })).toBe('withdrawn');
 
-    // Latest fact and dedupe keys kept by the fact ledger.
-    expect(await recordFact(client, taskQueue, lastScan, { factRetention: 'P7D' })).toBe('duplicate');
-    const late = expectation('late-subscriber', 30 * 86_400_000, { satisfiedBy: { factKey: busyKey } });
-    await raise(late);
+  // Latest fact and dedupe keys kept by the fact ledger.
+  expect(await recordFact(client, taskQueue, lastScan, { factRetention: 'P7D' })).toBe('duplicate');
+  const late = expectation('late-subscriber', 30 * 86_400_000, { satisfiedBy: { factKey: busyKey } });
+  await raise(late);
 
-    expect(await until(satisfied.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'satisfied' });
-    expect(await until(anchor.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'satisfied' });
-    expect(await until(dependent.expectationId, (r) => r.dueAt !== r.projectedDueAt)).toMatchObject({
-      state: 'open',
-      dueAt: new Date(Date.parse(anchorObservedAt) + 86_400_000).toISOString(),
-    });
-    expect(await until(withdrawn.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'withdrawn' });
-    expect(await until(late.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({
-      state: 'satisfied',
-      observedAt: lastScan.observedAt,
-    });
-    // The anchor's fact names no subject, but it satisfied an expectation on this one: it is the subject's latest fact.
-    expect(await until(open.expectationId, (r) => r.lastFactAt === anchorObservedAt)).toMatchObject({
-      state: 'open',
-      lapses: [],
-    });
+  expect(await until(satisfied.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'satisfied' });
+  expect(await until(anchor.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'satisfied' });
+  expect(await until(dependent.expectationId, (r) => r.dueAt !== r.projectedDueAt)).toMatchObject({
+    state: 'open',
+    dueAt: new Date(Date.parse(anchorObservedAt) + 86_400_000).toISOString(),
+  });
+  expect(await until(withdrawn.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'withdrawn' });
+  expect(await until(late.expectationId, (r) => r.closedAt !== undefined)).toMatchObject({
+    state: 'satisfied',
+    observedAt: lastScan.observedAt,
+  });
+  // The anchor's fact names no subject, but it satisfied an expectation on this one: it is the subject's latest fact.
+  expect(await until(open.expectationId, (r) => r.lastFactAt === anchorObservedAt)).toMatchObject({
+    state: 'open',
+    lapses: [],
+  });
 
-    // Deadlines kept: the horizon passed with facts on the subject (no stall); the overdue one lapsed once, on time.
-    const overdueRecord = await until(overdue.expectationId, (r) => r.lapses[0]?.delivery.status === 'delivered');
-    expect(overdueRecord.lapses).toHaveLength(1);
-    expect(Date.parse(overdueRecord.lapse!.lapsedAt)).toBeGreaterThanOrEqual(Date.parse(overdue.dueAt));
-    const { firstRunClosedAt } = await runs(expectationWorkflowId(overdue.expectationId));
-    expect(firstRunClosedAt!.getTime()).toBeLessThan(Date.parse(overdue.dueAt));
-    // The horizon came 5 s before that due time: checked, and no stall, because facts on the subject arrived.
-    expect(await getExpectationRecord(client, notStalled.expectationId)).toMatchObject({ state: 'open', lapses: [] });
-  },
-  300_000,
-);
+  // Deadlines kept: the horizon passed with facts on the subject (no stall); the overdue one lapsed once, on time.
+  const overdueRecord = await until(overdue.expectationId, (r) => r.lapses[0]?.delivery.status === 'delivered');
+  expect(overdueRecord.lapses).toHaveLength(1);
+  expect(Date.parse(overdueRecord.lapse!.lapsedAt)).toBeGreaterThanOrEqual(Date.parse(overdue.dueAt));
+  const { firstRunClosedAt } = await runs(expectationWorkflowId(overdue.expectationId));
+  expect(firstRunClosedAt!.getTime()).toBeLessThan(Date.parse(overdue.dueAt));
+  // The horizon came 5 s before that due time: checked, and no stall, because facts on the subject arrived.
+  expect(await getExpectationRecord(client, notStalled.expectationId)).toMatchObject({ state: 'open', lapses: [] });
+}, 300_000);

@@ -22,7 +22,17 @@ import {
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectationRecordSchema } from '../../core/schemas/record.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
-import { cardJson, problem, startBridgeApp, startBridgeEnv, startCardServer, UI_URL, unique, type BridgeEnv, type CardServer } from '../support/bridge.js';
+import {
+  cardJson,
+  problem,
+  startBridgeApp,
+  startBridgeEnv,
+  startCardServer,
+  UI_URL,
+  unique,
+  type BridgeEnv,
+  type CardServer,
+} from '../support/bridge.js';
 import { freePort } from '../support/net.js';
 
 let cards: CardServer;
@@ -55,7 +65,8 @@ afterAll(async () => {
 /** The client of a principal of the bridge. */
 const as = (principal: string) => new WatcherClient({ baseUrl: env.url, token: env.tokens[principal]! });
 
-const inAYear = () => new Date(Math.ceil(Date.now() / 1000) * 1000 + 365 * 86_400_000).toISOString().replace('.000Z', 'Z');
+const inAYear = () =>
+  new Date(Math.ceil(Date.now() / 1000) * 1000 + 365 * 86_400_000).toISOString().replace('.000Z', 'Z');
 
 /** A `delivery` expectation on a shipment (a kind the test card declares), due in a year. */
 function delivery(overrides: Partial<ExpectationInput> = {}): ExpectationInput {
@@ -75,7 +86,11 @@ function delivery(overrides: Partial<ExpectationInput> = {}): ExpectationInput {
 
 /** The push body of an artifact update carrying `payload`, from the task and context given. */
 const artifactWith = (payload: ExtensionPayloadInput, taskId = `task-${unique()}`, contextId = `ctx-${unique()}`) =>
-  artifactUpdateEvent({ taskId, contextId, artifact: withExtension({ artifactId: `plan-${unique()}`, parts: [{ text: 'plan' }] }, payload) });
+  artifactUpdateEvent({
+    taskId,
+    contextId,
+    artifact: withExtension({ artifactId: `plan-${unique()}`, parts: [{ text: 'plan' }] }, payload),
+  });
 
 /** Raises the expectations as agent-a; fails the test unless each was raised. */
 async function raise(...expectations: ExpectationInput[]): Promise<void> {
@@ -100,9 +115,15 @@ describe('health and readiness', () => {
     const client = new WatcherClient({ baseUrl: env.url, token: 'not needed for these' });
 
     // Ready once Temporal has seen the new worker poll, which a busy machine can delay: a probe asks again.
-    await vi.waitFor(async () => {
-      expect([await client.health(), await client.ready()]).toEqual([{ status: 'ok' }, { status: 'ready', temporal: 'reachable', worker: 'polling' }]);
-    }, { timeout: 20_000, interval: 500 });
+    await vi.waitFor(
+      async () => {
+        expect([await client.health(), await client.ready()]).toEqual([
+          { status: 'ok' },
+          { status: 'ready', temporal: 'reachable', worker: 'polling' },
+        ]);
+      },
+      { timeout: 20_000, interval: 500 },
+    );
   });
 });
 
@@ -116,7 +137,11 @@ describe('raising and reading', () => {
     const again = await agent.sendEvent(event);
     const record = await agent.getExpectation(e.expectationId);
 
-    expect(first).toEqual({ expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+    expect(first).toEqual({
+      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
+      facts: [],
+      withdrawn: [],
+    });
     expect(again.expectations).toEqual([{ expectationId: e.expectationId, result: 'unchanged' }]);
     expect(expectationRecordSchema.safeParse(record).error).toBeUndefined();
     expect(record).toMatchObject({
@@ -126,14 +151,21 @@ describe('raising and reading', () => {
       lineage: 0,
       agent: { id: 'agent-a' },
       origin: { taskId: 'task-raise', contextId: 'ctx-raise' },
-      links: { temporalUi: `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${e.expectationId}`)}` },
+      links: {
+        temporalUi: `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${e.expectationId}`)}`,
+      },
     });
   });
 
   it('reports facts: recorded, then duplicate, and the expectation is satisfied by the reporter', async () => {
     const e = delivery();
     await raise(e);
-    const reported = fact({ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString(), source: 'carrier-x', subject: e.subject });
+    const reported = fact({
+      factKey: e.satisfiedBy.factKey,
+      observedAt: new Date().toISOString(),
+      source: 'carrier-x',
+      subject: e.subject,
+    });
     const feed = as('feed');
 
     const first = await feed.reportFacts([reported]);
@@ -151,14 +183,20 @@ describe('raising and reading', () => {
       },
       { timeout: 20_000, interval: 200 },
     );
-    expect(record).toMatchObject({ late: false, satisfiedBy: { factKey: reported.factKey, source: 'feed', claimedSource: 'carrier-x' } });
+    expect(record).toMatchObject({
+      late: false,
+      satisfiedBy: { factKey: reported.factKey, source: 'feed', claimedSource: 'carrier-x' },
+    });
   });
 
   it('reports a fact with wait and gets back the expectation it satisfied, which the record then shows', async () => {
     const e = delivery();
     await raise(e);
 
-    const answer = await as('agent-a').reportFacts([fact({ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString() })], { wait: true });
+    const answer = await as('agent-a').reportFacts(
+      [fact({ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString() })],
+      { wait: true },
+    );
     const record = await as('agent-a').getExpectation(e.expectationId);
 
     expect(answer.facts).toEqual([
@@ -166,7 +204,9 @@ describe('raising and reading', () => {
         factKey: e.satisfiedBy.factKey,
         result: 'recorded',
         awaitedBy: 1,
-        expectations: [{ expectationId: e.expectationId, state: 'satisfied', satisfiedAt: record.satisfiedAt, late: false }],
+        expectations: [
+          { expectationId: e.expectationId, state: 'satisfied', satisfiedAt: record.satisfiedAt, late: false },
+        ],
       },
     ]);
     expect(record.state).toBe('satisfied');
@@ -186,7 +226,10 @@ describe('withdrawing', () => {
       { expectationId: e.expectationId, result: 'withdrawn' },
       { expectationId: e.expectationId, result: 'not-open' },
     ]);
-    expect(await agent.getExpectation(e.expectationId)).toMatchObject({ state: 'withdrawn', withdrawnReason: 'the order was cancelled' });
+    expect(await agent.getExpectation(e.expectationId)).toMatchObject({
+      state: 'withdrawn',
+      withdrawnReason: 'the order was cancelled',
+    });
   });
 
   it('withdraws with a withdraw list in an artifact', async () => {
@@ -195,14 +238,22 @@ describe('withdrawing', () => {
 
     const result = await as('agent-a').sendEvent(artifactWith({ withdraw: withdrawList([e.expectationId]) }));
 
-    expect(result).toEqual({ expectations: [], facts: [], withdrawn: [{ expectationId: e.expectationId, result: 'withdrawn' }] });
+    expect(result).toEqual({
+      expectations: [],
+      facts: [],
+      withdrawn: [{ expectationId: e.expectationId, result: 'withdrawn' }],
+    });
     expect((await as('reader').getExpectation(e.expectationId)).state).toBe('withdrawn');
   });
 });
 
 describe('re-sending a lapse', () => {
   /** The record as `principal` reads it, once `accept` holds. */
-  async function recordWhen(principal: string, id: string, accept: (record: ExpectationRecord) => boolean): Promise<ExpectationRecord> {
+  async function recordWhen(
+    principal: string,
+    id: string,
+    accept: (record: ExpectationRecord) => boolean,
+  ): Promise<ExpectationRecord> {
     let record: ExpectationRecord | undefined;
     await vi.waitFor(
       async () => {
@@ -219,7 +270,11 @@ describe('re-sending a lapse', () => {
     const dueAt = new Date(Math.ceil(Date.now() / 1000) * 1000 + 1_000).toISOString().replace('.000Z', 'Z');
     const e = delivery({ dueAt, grace: 'PT0S' });
     await as('shipping-agent').sendEvent(artifactWith({ expectations: [e] }));
-    const failed = await recordWhen('shipping-agent', e.expectationId, (r) => r.lapses[0]?.delivery.status === 'failed');
+    const failed = await recordWhen(
+      'shipping-agent',
+      e.expectationId,
+      (r) => r.lapses[0]?.delivery.status === 'failed',
+    );
     const { messageId } = failed.lapses[0]!.delivery;
 
     const resent = await as('admin').resendLapse(e.expectationId, messageId);
@@ -231,7 +286,11 @@ describe('re-sending a lapse', () => {
       result: 'resent',
       delivery: { status: 'pending', messageId, resends: 1, resentAt: expect.any(String), resentBy: 'admin' },
     });
-    expect(again).toMatchObject({ result: 'delivered', delivery: { status: 'delivered', messageId }, lapseTaskId: delivered.lapseTaskId });
+    expect(again).toMatchObject({
+      result: 'delivered',
+      delivery: { status: 'delivered', messageId },
+      lapseTaskId: delivered.lapseTaskId,
+    });
     expect(lapsesFor(agent, e.expectationId).map((received) => received.message.messageId)).toEqual([messageId]);
   });
 
@@ -243,7 +302,11 @@ describe('re-sending a lapse', () => {
     const byReader = await problemOf(as('reader').resendLapse(e.expectationId, messageId));
     const unknown = await problemOf(as('admin').resendLapse(e.expectationId, messageId));
 
-    expect(byReader).toMatchObject({ status: 403, type: problem('forbidden'), detail: "principal 'reader' may not re-send lapse tasks (needs admin)" });
+    expect(byReader).toMatchObject({
+      status: 403,
+      type: problem('forbidden'),
+      detail: "principal 'reader' may not re-send lapse tasks (needs admin)",
+    });
     expect(unknown).toMatchObject({ status: 404, type: problem('not-found') });
   });
 });
@@ -254,7 +317,8 @@ describe('listing', () => {
   const reader = () => as('reader');
 
   beforeAll(async () => {
-    const on = (id: string, extra: Partial<ExpectationInput> = {}) => delivery({ subject: { type: subjectType, id }, ...extra });
+    const on = (id: string, extra: Partial<ExpectationInput> = {}) =>
+      delivery({ subject: { type: subjectType, id }, ...extra });
     const raised = [on('C-0'), on('C-1'), on('C-2', { kind: 'pickup', basis: 'observed' })];
     await raise(...raised);
     ids.push(...raised.map((e) => e.expectationId));
@@ -285,16 +349,19 @@ describe('listing', () => {
     await listed({ subjectType }, 3);
 
     // Read again until the store holds still: the withdrawn one closing between two pages moves it in the order.
-    await vi.waitFor(async () => {
-      const first = await reader().listExpectations({ subjectType, pageSize: 2 });
-      const second = await reader().listExpectations({ subjectType, pageSize: 2, pageToken: first.nextPageToken });
+    await vi.waitFor(
+      async () => {
+        const first = await reader().listExpectations({ subjectType, pageSize: 2 });
+        const second = await reader().listExpectations({ subjectType, pageSize: 2, pageToken: first.nextPageToken });
 
-      expect(first.items).toHaveLength(2);
-      expect(first.nextPageToken).toMatch(/^[A-Za-z0-9_-]+$/);
-      expect(second.items).toHaveLength(1);
-      expect(second.nextPageToken).toBeUndefined();
-      expect(new Set([...first.items, ...second.items].map((item) => item.expectationId))).toEqual(new Set(ids));
-    }, { timeout: 20_000, interval: 500 });
+        expect(first.items).toHaveLength(2);
+        expect(first.nextPageToken).toMatch(/^[A-Za-z0-9_-]+$/);
+        expect(second.items).toHaveLength(1);
+        expect(second.nextPageToken).toBeUndefined();
+        expect(new Set([...first.items, ...second.items].map((item) => item.expectationId))).toEqual(new Set(ids));
+      },
+      { timeout: 20_000, interval: 500 },
+    );
   });
 
   it('filters by subject id, kind and state, with summaries from the search attributes', async () => {
@@ -354,7 +421,9 @@ describe('problems', () => {
       errors: [],
       request: { method: 'GET', path: '/v1/expectations/anything' },
     });
-    expect(error.message).toBe('GET /v1/expectations/anything: 401 No valid bearer token: the bearer token names no principal');
+    expect(error.message).toBe(
+      'GET /v1/expectations/anything: 401 No valid bearer token: the bearer token names no principal',
+    );
   });
 
   it('403 for a reporter reading a record', async () => {
@@ -372,7 +441,13 @@ describe('problems', () => {
 
     const error = await problemOf(as('reader').getExpectation(id));
 
-    expect(error).toMatchObject({ status: 404, type: problem('not-found'), title: 'Not found', detail: `no expectation '${id}'`, errors: [] });
+    expect(error).toMatchObject({
+      status: 404,
+      type: problem('not-found'),
+      title: 'Not found',
+      detail: `no expectation '${id}'`,
+      errors: [],
+    });
   });
 
   it('422 naming the field and the rule for a kind the card does not declare', async () => {
@@ -393,14 +468,17 @@ describe('problems', () => {
   it('422 naming facts/<i>/observedAt for a fact from the future', async () => {
     const future = fact({ factKey: `k-${unique()}`, observedAt: '9999-12-31T23:59:59Z' });
 
-    const error = await problemOf(as('feed').reportFacts([fact({ factKey: `k-${unique()}`, observedAt: new Date().toISOString() }), future]));
+    const error = await problemOf(
+      as('feed').reportFacts([fact({ factKey: `k-${unique()}`, observedAt: new Date().toISOString() }), future]),
+    );
 
     expect(error).toMatchObject({ status: 422, type: problem('rule-violation') });
     expect(error.errors).toEqual([
       {
         path: 'facts/1/observedAt',
         rule: 'observed-at-future',
-        message: "observedAt 9999-12-31T23:59:59Z is more than PT5M ahead of the watcher's clock; a fact is reported once observed",
+        message:
+          "observedAt 9999-12-31T23:59:59Z is more than PT5M ahead of the watcher's clock; a fact is reported once observed",
       },
     ]);
   });
@@ -412,15 +490,25 @@ describe('problems', () => {
       status: 400,
       type: problem('invalid-request'),
       detail: 'facts/0/observedAt: must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z',
-      errors: [{ path: 'facts/0/observedAt', message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' }],
+      errors: [
+        { path: 'facts/0/observedAt', message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' },
+      ],
     });
   });
 
   it('503 with Retry-After from a bridge whose Temporal does not answer', async () => {
-    const dead = new Client({ connection: Connection.lazy({ address: `127.0.0.1:${await freePort()}` }), namespace: 'default' });
-    const bridge = await startBridgeApp(dead, `client-dead-${unique()}`, [{ id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') }], {
-      settings: { temporalWaitMs: 1_000 },
+    const dead = new Client({
+      connection: Connection.lazy({ address: `127.0.0.1:${await freePort()}` }),
+      namespace: 'default',
     });
+    const bridge = await startBridgeApp(
+      dead,
+      `client-dead-${unique()}`,
+      [{ id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') }],
+      {
+        settings: { temporalWaitMs: 1_000 },
+      },
+    );
     try {
       // Retries off: this asserts the first answer (a client that retries is tested in test/unit/client-retry.test.ts).
       const client = new WatcherClient({ baseUrl: bridge.url, token: bridge.tokens['agent-a']!, retry: false });
@@ -428,11 +516,17 @@ describe('problems', () => {
       const notReady = await problemOf(client.ready());
       const raising = await problemOf(client.sendEvent(artifactWith({ expectations: [delivery()] })));
 
-      expect(notReady).toMatchObject({ status: 503, type: problem('temporal-unavailable'), retryAfter: 5, detail: 'Temporal does not answer' });
+      expect(notReady).toMatchObject({
+        status: 503,
+        type: problem('temporal-unavailable'),
+        retryAfter: 5,
+        detail: 'Temporal does not answer',
+      });
       expect(raising).toMatchObject({
         status: 503,
         retryAfter: 5,
-        detail: 'Temporal did not answer within 1000 ms; nothing was half-applied that a retry of the same request would not complete',
+        detail:
+          'Temporal did not answer within 1000 ms; nothing was half-applied that a retry of the same request would not complete',
       });
     } finally {
       await bridge.close();

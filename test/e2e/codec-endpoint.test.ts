@@ -14,7 +14,17 @@ import { ensureDevServer } from '../../dev/temporal/provision.js';
 import { ENCRYPTED_ENCODING, KEY_ID_METADATA_KEY, EncryptionCodec } from '../../src/temporal/encryption-codec.js';
 import { ExpectationSubject } from '../../workflows/search-attributes.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
-import { artifactUpdate, dueExpectation, expectation, problem, request, startBridgeEnv, unique, type Answer, type BridgeEnv } from '../support/bridge.js';
+import {
+  artifactUpdate,
+  dueExpectation,
+  expectation,
+  problem,
+  request,
+  startBridgeEnv,
+  unique,
+  type Answer,
+  type BridgeEnv,
+} from '../support/bridge.js';
 import { dataText, metadataText, payloadToJson, randomKeyRing, type PayloadJson } from '../support/codec.js';
 import { historyText } from '../support/history-text.js';
 import { useClient } from '../support/watcher.js';
@@ -39,7 +49,11 @@ function codecCall(
   body: unknown,
   init: { token?: string; headers?: Record<string, string> } = {},
 ): Promise<Answer> {
-  return request(`${env.url}/codec/${operation}`, { token: init.token, body, headers: { 'x-namespace': 'default', ...init.headers } });
+  return request(`${env.url}/codec/${operation}`, {
+    token: init.token,
+    body,
+    headers: { 'x-namespace': 'default', ...init.headers },
+  });
 }
 
 beforeAll(async () => {
@@ -62,7 +76,11 @@ beforeAll(async () => {
     token: token('shipping-agent'),
     body: artifactUpdate({ expectations: [secret] }, `task-codec-${id}`, `ctx-codec-${id}`),
   });
-  expect(raised.body).toEqual({ expectations: [{ expectationId: secret.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+  expect(raised.body).toEqual({
+    expectations: [{ expectationId: secret.expectationId, result: 'raised' }],
+    facts: [],
+    withdrawn: [],
+  });
   const history = await plain.workflow.getHandle(expectationWorkflowId(secret.expectationId)).fetchHistory();
   input = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
 });
@@ -88,7 +106,10 @@ describe('what the history holds for a reader of the namespace without the keys'
   it('an encrypted memo and static summary, while the search attributes (the subject among them) stay readable', async () => {
     const workflowId = expectationWorkflowId(secret.expectationId);
     // The service itself: the plain client's describe() fails on the memo ("Unknown encoding: binary/encrypted").
-    const raw = await plain.workflowService.describeWorkflowExecution({ namespace: 'default', execution: { workflowId } });
+    const raw = await plain.workflowService.describeWorkflowExecution({
+      namespace: 'default',
+      execution: { workflowId },
+    });
     const started = (await plain.workflow.getHandle(workflowId).fetchHistory()).events![0]!;
 
     expect(encodingOf(raw.workflowExecutionInfo?.memo?.fields?.expectationId)).toBe(ENCRYPTED_ENCODING);
@@ -102,19 +123,29 @@ describe('what the history holds for a reader of the namespace without the keys'
 describe('the bridge and the worker, which hold the keys', () => {
   it('read the record and the list (memo decoded) as without encryption', async () => {
     const record = await request(`${env.url}/v1/expectations/${secret.expectationId}`, { token: token('ops-reader') });
-    const list = await request(`${env.url}/v1/expectations?subjectType=shipment&subjectId=${encodeURIComponent(secret.subject.id)}`, {
-      token: token('ops-reader'),
-    });
+    const list = await request(
+      `${env.url}/v1/expectations?subjectType=shipment&subjectId=${encodeURIComponent(secret.subject.id)}`,
+      {
+        token: token('ops-reader'),
+      },
+    );
 
     expect(record.status).toBe(200);
     expect(record.body.expectation).toMatchObject({ subject: secret.subject, expects: secret.expects });
     expect(list.status).toBe(200);
-    expect(list.body.items.map((item: { expectationId: string }) => item.expectationId)).toEqual([secret.expectationId]);
+    expect(list.body.items.map((item: { expectationId: string }) => item.expectationId)).toEqual([
+      secret.expectationId,
+    ]);
   });
 
   it('deliver a lapse to the agent, its text decrypted', async () => {
-    const due = dueExpectation(`codec-lapse-${unique()}`, new Date(Date.now() + 1_000), { expects: `Lapsing in secret ${unique()}` });
-    const raised = await request(`${env.url}/a2a/events`, { token: token('shipping-agent'), body: artifactUpdate({ expectations: [due] }) });
+    const due = dueExpectation(`codec-lapse-${unique()}`, new Date(Date.now() + 1_000), {
+      expects: `Lapsing in secret ${unique()}`,
+    });
+    const raised = await request(`${env.url}/a2a/events`, {
+      token: token('shipping-agent'),
+      body: artifactUpdate({ expectations: [due] }),
+    });
     expect(raised.status).toBe(200);
 
     await expect.poll(() => lapsesFor(agent, due.expectationId).length, { timeout: 30_000 }).toBe(1);
@@ -132,7 +163,10 @@ describe('POST /codec/decode', () => {
     expect(answer.contentType).toMatch(/^application\/json/);
     const [decoded] = answer.body.payloads as PayloadJson[];
     expect(metadataText(decoded!, 'encoding')).toBe('json/plain');
-    expect(JSON.parse(dataText(decoded!)).expectation).toMatchObject({ subject: secret.subject, expects: secret.expects });
+    expect(JSON.parse(dataText(decoded!)).expectation).toMatchObject({
+      subject: secret.subject,
+      expects: secret.expects,
+    });
   });
 
   it('decodes for an admin', async () => {
@@ -174,11 +208,17 @@ describe('POST /codec/decode', () => {
       detail: "principal 'shipping-agent' may not use the codec endpoint (needs reader or admin)",
     });
     expect(asReporter.status).toBe(403);
-    expect(asReporter.body.detail).toBe("principal 'carrier-feed' may not use the codec endpoint (needs reader or admin)");
+    expect(asReporter.body.detail).toBe(
+      "principal 'carrier-feed' may not use the codec endpoint (needs reader or admin)",
+    );
   });
 
   it('refuses another namespace than the bridge’s (403)', async () => {
-    const answer = await codecCall('decode', { payloads: [payloadToJson(input)] }, { token: token('ops-reader'), headers: { 'x-namespace': 'payments' } });
+    const answer = await codecCall(
+      'decode',
+      { payloads: [payloadToJson(input)] },
+      { token: token('ops-reader'), headers: { 'x-namespace': 'payments' } },
+    );
 
     expect(answer.status).toBe(403);
     expect(answer.body.detail).toBe("this codec endpoint serves namespace 'default', not 'payments'");
@@ -194,7 +234,9 @@ describe('POST /codec/decode', () => {
   });
 
   it('answers 422 for a payload sealed with a key it does not hold, or altered, naming why', async () => {
-    const [foreign] = await new EncryptionCodec(randomKeyRing(['elsewhere'])).encode([defaultPayloadConverter.toPayload('x')]);
+    const [foreign] = await new EncryptionCodec(randomKeyRing(['elsewhere'])).encode([
+      defaultPayloadConverter.toPayload('x'),
+    ]);
     const altered = payloadToJson(input);
     const bytes = Buffer.from(altered.data!, 'base64');
     bytes[bytes.length - 1]! ^= 0x01;
@@ -208,7 +250,8 @@ describe('POST /codec/decode', () => {
       type: problem('undecryptable-payload'),
       title: 'A payload cannot be decrypted',
       status: 422,
-      detail: "a payload is encrypted with key id 'elsewhere', which is not in the key file (it holds '2026-07', '2026-01'): add that key back to decrypt it",
+      detail:
+        "a payload is encrypted with key id 'elsewhere', which is not in the key file (it holds '2026-07', '2026-01'): add that key back to decrypt it",
     });
     expect(tampered.status).toBe(422);
     expect(tampered.body.detail).toBe(
@@ -288,7 +331,10 @@ describe('CORS for the Temporal UI', () => {
     const body = { payloads: [payloadToJson(input)] };
 
     const allowed = await codecCall('decode', body, { token: token('ops-reader'), headers: { origin: UI_ORIGIN } });
-    const other = await codecCall('decode', body, { token: token('ops-reader'), headers: { origin: 'http://evil.test:8233' } });
+    const other = await codecCall('decode', body, {
+      token: token('ops-reader'),
+      headers: { origin: 'http://evil.test:8233' },
+    });
 
     expect(allowed.status).toBe(200);
     expect(allowed.headers.get('access-control-allow-origin')).toBe(UI_ORIGIN);
@@ -318,7 +364,11 @@ describe('the browser session (/codec/login)', () => {
     const cookie = signedIn.headers.get('set-cookie') ?? '';
     const session = cookie.split(';')[0]!;
 
-    const decoded = await codecCall('decode', { payloads: [payloadToJson(input)] }, { headers: { cookie: session, origin: UI_ORIGIN } });
+    const decoded = await codecCall(
+      'decode',
+      { payloads: [payloadToJson(input)] },
+      { headers: { cookie: session, origin: UI_ORIGIN } },
+    );
 
     expect(signedIn.status).toBe(200);
     expect(await signedIn.text()).toContain('<strong id="principal">ops-reader</strong>');
@@ -355,7 +405,9 @@ describe('the browser session (/codec/login)', () => {
     const answer = await fetch(`${env.url}/codec/logout`, { method: 'POST' });
 
     expect(answer.status).toBe(204);
-    expect(answer.headers.get('set-cookie')).toMatch(new RegExp(`^${CODEC_SESSION_COOKIE}=; Path=/codec; Expires=Thu, 01 Jan 1970`));
+    expect(answer.headers.get('set-cookie')).toMatch(
+      new RegExp(`^${CODEC_SESSION_COOKIE}=; Path=/codec; Expires=Thu, 01 Jan 1970`),
+    );
   });
 });
 
@@ -367,7 +419,9 @@ describe('the temporal CLI', () => {
     args.push('--workflow-id', expectationWorkflowId(secret.expectationId), '--output', 'json', ...codecArgs);
     const { stdout } = await promisify(execFile)(cli.path, args, { maxBuffer: 16 * 1024 * 1024 });
     // The history as protobuf JSON: the input's metadata and data in base64.
-    const history = JSON.parse(stdout) as { events: { workflowExecutionStartedEventAttributes?: { input: { payloads: PayloadJson[] } } }[] };
+    const history = JSON.parse(stdout) as {
+      events: { workflowExecutionStartedEventAttributes?: { input: { payloads: PayloadJson[] } } }[];
+    };
     return history.events[0]!.workflowExecutionStartedEventAttributes!.input.payloads[0]!;
   };
 
@@ -376,15 +430,28 @@ describe('the temporal CLI', () => {
     const sealed = await show();
 
     expect(metadataText(decoded, 'encoding')).toBe('json/plain');
-    expect(JSON.parse(dataText(decoded)).expectation).toMatchObject({ subject: secret.subject, expects: secret.expects });
+    expect(JSON.parse(dataText(decoded)).expectation).toMatchObject({
+      subject: secret.subject,
+      expects: secret.expects,
+    });
     expect(metadataText(sealed, 'encoding')).toBe(ENCRYPTED_ENCODING);
     expect(dataText(sealed)).not.toContain(secret.expects);
   });
 
   it('decodes nothing with an agent’s --codec-auth', async () => {
-    const refused = show('--codec-endpoint', `${env.url}/codec`, '--codec-auth', `Bearer ${token('shipping-agent')}`, '--command-timeout', '3s');
+    const refused = show(
+      '--codec-endpoint',
+      `${env.url}/codec`,
+      '--codec-auth',
+      `Bearer ${token('shipping-agent')}`,
+      '--command-timeout',
+      '3s',
+    );
 
     // The CLI retries a refused codec call until its deadline, then prints no history at all.
-    await expect(refused).rejects.toMatchObject({ stdout: '', message: expect.stringContaining('failed getting next history event') });
+    await expect(refused).rejects.toMatchObject({
+      stdout: '',
+      message: expect.stringContaining('failed getting next history event'),
+    });
   });
 });

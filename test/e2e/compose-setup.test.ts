@@ -85,9 +85,7 @@ describe('setup-namespace.sh (the temporal-setup job)', () => {
 
   it('registers every search attribute of workflows/search-attributes.ts with its type', async () => {
     const listed = await connection.operatorService.listSearchAttributes({ namespace });
-    const expected = Object.fromEntries(
-      allSearchAttributes.map((key) => [key.name, indexTypes[key.type]]),
-    );
+    const expected = Object.fromEntries(allSearchAttributes.map((key) => [key.name, indexTypes[key.type]]));
 
     expect(firstRun.code, firstRun.stderr).toBe(0);
     expect(listed.customAttributes).toMatchObject(expected);

@@ -21,6 +21,8 @@ describe('npm run demo', () => {
     expect(output).toMatch(/data: \{"expectationId":"S-\w+-transit-\w+".*"lapse":"overdue"/);
     expect(output).toMatch(/S-\w+-transit-\w+ satisfied late \(late: true\)/);
     expect(output).toMatch(/lapses: overdue → delivered/);
-    expect(output).toContain(`${inject('temporalUiUrl')}/namespaces/default/workflows?query=ExpectationSubject%3D%22shipment%2FS-`);
+    expect(output).toContain(
+      `${inject('temporalUiUrl')}/namespaces/default/workflows?query=ExpectationSubject%3D%22shipment%2FS-`,
+    );
   }, 120_000);
 });

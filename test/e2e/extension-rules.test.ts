@@ -6,7 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { lapseOf, lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
-import { artifactUpdate, dueExpectation, expectation, request, startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
+import {
+  artifactUpdate,
+  dueExpectation,
+  expectation,
+  request,
+  startBridgeEnv,
+  unique,
+  type BridgeEnv,
+} from '../support/bridge.js';
 
 let env: BridgeEnv;
 let agent: TestAgent;
@@ -14,7 +22,9 @@ let vague: TestAgent;
 
 beforeAll(async () => {
   agent = await startTestAgent();
-  vague = await startTestAgent({ kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'n/a' }] });
+  vague = await startTestAgent({
+    kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'n/a' }],
+  });
   env = await startBridgeEnv(
     [
       { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
@@ -30,9 +40,11 @@ afterAll(async () => {
   await Promise.all([agent?.close(), vague?.close()]);
 });
 
-const events = (principal: string, body: unknown) => request(`${env.url}/a2a/events`, { token: env.tokens[principal], body });
+const events = (principal: string, body: unknown) =>
+  request(`${env.url}/a2a/events`, { token: env.tokens[principal], body });
 const facts = (body: unknown) => request(`${env.url}/v1/facts`, { token: env.tokens['carrier-feed'], body });
-const record = async (id: string) => (await request(`${env.url}/v1/expectations/${encodeURIComponent(id)}`, { token: env.tokens['shipping-agent'] })).body;
+const record = async (id: string) =>
+  (await request(`${env.url}/v1/expectations/${encodeURIComponent(id)}`, { token: env.tokens['shipping-agent'] })).body;
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 const U = EXTENSION_URI.replaceAll('/', '~1');
 
@@ -41,7 +53,9 @@ describe('satisfiedAfter', () => {
     const subject = { type: 'shipment', id: `S-${unique()}` };
     const factKey = `shipment/${subject.id}/delivered`;
     const first = expectation(`rules-first-${unique()}`, { subject });
-    const later = [1, 2, 3].map((n) => expectation(`rules-later-${n}-${unique()}`, { subject, after: [first.expectationId], satisfiedBy: { factKey } }));
+    const later = [1, 2, 3].map((n) =>
+      expectation(`rules-later-${n}-${unique()}`, { subject, after: [first.expectationId], satisfiedBy: { factKey } }),
+    );
     expect((await events('shipping-agent', artifactUpdate({ expectations: [first, ...later] }))).status).toBe(200);
 
     expect((await facts({ facts: [{ factKey, observedAt: now() }] })).status).toBe(200);
@@ -72,8 +86,13 @@ describe('a fact that satisfies an expectation', () => {
     await expect.poll(() => lapsesFor(agent, sibling.expectationId).length, { timeout: 30_000 }).toBe(1);
     const lapse = lapseOf(lapsesFor(agent, sibling.expectationId)[0]!) as { lapse: string; lastFactAt?: string };
     expect(lapse).toMatchObject({ lapse: 'overdue', lastFactAt: new Date(observedAt).toISOString() });
-    expect((await record(sibling.expectationId)).lapses.map((entry: { lapse: { lapse: string } }) => entry.lapse.lapse)).toEqual(['overdue']);
-    expect(await record(satisfied.expectationId)).toMatchObject({ state: 'satisfied', lastFactAt: new Date(observedAt).toISOString() });
+    expect(
+      (await record(sibling.expectationId)).lapses.map((entry: { lapse: { lapse: string } }) => entry.lapse.lapse),
+    ).toEqual(['overdue']);
+    expect(await record(satisfied.expectationId)).toMatchObject({
+      state: 'satisfied',
+      lastFactAt: new Date(observedAt).toISOString(),
+    });
   });
 });
 
@@ -82,14 +101,25 @@ describe('what the watcher reads but does not raise', () => {
     const e = expectation(`rules-history-${unique()}`);
     const task = { id: `task-${unique()}`, contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } };
 
-    const answer = await events('shipping-agent', { task: { ...task, history: [{ messageId: 'm', role: 'ROLE_AGENT', metadata: { [EXTENSION_URI]: { expectations: [e] } } }] } });
+    const answer = await events('shipping-agent', {
+      task: {
+        ...task,
+        history: [{ messageId: 'm', role: 'ROLE_AGENT', metadata: { [EXTENSION_URI]: { expectations: [e] } } }],
+      },
+    });
 
     expect(answer.status).toBe(200);
     expect(answer.body.expectations).toEqual([]);
     expect(answer.body.warnings).toEqual([
-      { path: `task/history/0/metadata/${U}/expectations`, rule: 'history-not-raised', message: expect.stringContaining('not raised') },
+      {
+        path: `task/history/0/metadata/${U}/expectations`,
+        rule: 'history-not-raised',
+        message: expect.stringContaining('not raised'),
+      },
     ]);
-    expect((await request(`${env.url}/v1/expectations/${e.expectationId}`, { token: env.tokens['shipping-agent'] })).status).toBe(404);
+    expect(
+      (await request(`${env.url}/v1/expectations/${e.expectationId}`, { token: env.tokens['shipping-agent'] })).status,
+    ).toBe(404);
   });
 });
 
@@ -101,6 +131,8 @@ describe('placeholders', () => {
 
     expect(answer.status).toBe(422);
     expect(answer.body.errors).toEqual([expect.objectContaining({ rule: 'describes-placeholder' })]);
-    expect((await request(`${env.url}/v1/expectations/${e.expectationId}`, { token: env.tokens['vague-agent'] })).status).toBe(404);
+    expect(
+      (await request(`${env.url}/v1/expectations/${e.expectationId}`, { token: env.tokens['vague-agent'] })).status,
+    ).toBe(404);
   });
 });

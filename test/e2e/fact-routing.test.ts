@@ -44,7 +44,12 @@ function expectationOn(subjectId: string, extra: Partial<Expectation> = {}): Exp
 }
 
 async function raise(expectation: Expectation): Promise<ExpectationInput> {
-  const input = expectationInput(expectation, { id: 'shipping-agent' }, { taskId: 'origin-task', contextId: 'ctx' }, taskQueue);
+  const input = expectationInput(
+    expectation,
+    { id: 'shipping-agent' },
+    { taskId: 'origin-task', contextId: 'ctx' },
+    taskQueue,
+  );
   expect(await startExpectation(client, taskQueue, input)).toBe('raised');
   return input;
 }
@@ -94,11 +99,12 @@ describe('recordFact', () => {
   });
 
   it('starts no workflow for facts nobody waits on, once their routers run: one update each', async () => {
-    const keys = (round: string, n: number) => Array.from({ length: n }, (_, i) => `shipment:${unique(round)}-${i}:scanned`);
+    const keys = (round: string, n: number) =>
+      Array.from({ length: n }, (_, i) => `shipment:${unique(round)}-${i}:scanned`);
     const count = async () => (await client.workflow.count(`TaskQueue = '${taskQueue}'`)).count;
     // Visibility lags the starts a little: the count once two readings half a second apart agree.
     const workflows = async () => {
-      for (let last = await count(); ; ) {
+      for (let last = await count(); ;) {
         await new Promise((resolve) => setTimeout(resolve, 500));
         const now = await count();
         if (now === last) return now;
@@ -109,7 +115,9 @@ describe('recordFact', () => {
     for (const key of first) expect(await recordFact(client, taskQueue, fact(key), retention)).toBe('recorded');
     // Keys whose routers the first round started (a router starts once, with the first fact it is sent, ever).
     const running = new Set(first.map((key) => factRouterWorkflowId(key, taskQueue)));
-    const second = keys('second', 400).filter((key) => running.has(factRouterWorkflowId(key, taskQueue))).slice(0, 100);
+    const second = keys('second', 400)
+      .filter((key) => running.has(factRouterWorkflowId(key, taskQueue)))
+      .slice(0, 100);
     const before = await workflows();
 
     for (const key of second) expect(await recordFact(client, taskQueue, fact(key), retention)).toBe('recorded');
@@ -119,7 +127,9 @@ describe('recordFact', () => {
     expect(running.size).toBeLessThanOrEqual(FACT_ROUTER_SHARDS);
     expect(after).toBe(before);
     // Each was one update of its router: its history holds it.
-    expect(await routerEventsOf(client, taskQueue, second[0]!)).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED');
+    expect(await routerEventsOf(client, taskQueue, second[0]!)).toContain(
+      'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+    );
   });
 
   it('keeps an early fact for an expectation raised later', async () => {
@@ -161,7 +171,9 @@ describe('recordFact', () => {
     const scan = fact(unique('scan'), { subject });
     await recordFact(client, taskQueue, scan, { factRetention: 'PT0S' });
 
-    expect((await until(expectation.expectationId, (r) => r.lastFactAt !== undefined)).lastFactAt).toBe(scan.observedAt);
+    expect((await until(expectation.expectationId, (r) => r.lastFactAt !== undefined)).lastFactAt).toBe(
+      scan.observedAt,
+    );
   });
 });
 

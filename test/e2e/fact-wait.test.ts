@@ -21,7 +21,10 @@ const token = (principal: string) => env.tokens[principal]!;
 /** Raises, as `by`, one expectation waiting on `factKey`; returns its id. */
 async function raiseOn(factKey: string, by: string): Promise<string> {
   const e = expectation(`wait-${unique()}`, { satisfiedBy: { factKey } });
-  const answer = await request(`${env.url}/a2a/events`, { token: token(by), body: artifactUpdate({ expectations: [e] }) });
+  const answer = await request(`${env.url}/a2a/events`, {
+    token: token(by),
+    body: artifactUpdate({ expectations: [e] }),
+  });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   return e.expectationId;
 }
@@ -55,7 +58,7 @@ describe('POST /v1/facts?wait=true', () => {
     expect(states).toEqual(['satisfied', 'satisfied']);
   });
 
-  it("lists only the expectations the principal may read: an agent its own, a bare reporter none, and counts them all", async () => {
+  it('lists only the expectations the principal may read: an agent its own, a bare reporter none, and counts them all', async () => {
     const agentsKey = `shipment:${unique()}:delivered`;
     const own = await raiseOn(agentsKey, 'agent-a');
     const other = await raiseOn(agentsKey, 'agent-b');

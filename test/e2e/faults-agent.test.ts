@@ -46,7 +46,9 @@ afterEach(async () => {
 /** A real agent and a bridge whose only agent principal is it. */
 async function agentAndBridge(): Promise<{ agent: TestAgent; bridge: BridgeApp }> {
   const agent = await startTestAgent();
-  const bridge = await startBridgeApp(watcher.client, taskQueue, [{ id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl }]);
+  const bridge = await startBridgeApp(watcher.client, taskQueue, [
+    { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
+  ]);
   open.push(bridge, agent);
   return { agent, bridge };
 }
@@ -55,7 +57,9 @@ async function agentAndBridge(): Promise<{ agent: TestAgent; bridge: BridgeApp }
 async function raiseDue(bridge: BridgeApp) {
   const e = dueExpectation(`agent-fault-${unique()}`, new Date(Date.now() + 500));
   const agent = new WatcherClient({ baseUrl: bridge.url, token: bridge.tokens['shipping-agent']! });
-  expect((await agent.sendEvent(artifactUpdate({ expectations: [e] }))).expectations).toEqual([{ expectationId: e.expectationId, result: 'raised' }]);
+  expect((await agent.sendEvent(artifactUpdate({ expectations: [e] }))).expectations).toEqual([
+    { expectationId: e.expectationId, result: 'raised' },
+  ]);
   return { e, messageId: lapseMessageId(e.expectationId, 'overdue', e.dueAt) };
 }
 
@@ -65,7 +69,9 @@ const settledRecord = (expectationId: string) =>
     `the delivery of ${expectationId} to settle`,
     async () => {
       const record = await getExpectationRecord(watcher.client, expectationId);
-      return record && record.lapses.length > 0 && record.lapses.every((l) => l.delivery.status !== 'pending') ? record : undefined;
+      return record && record.lapses.length > 0 && record.lapses.every((l) => l.delivery.status !== 'pending')
+        ? record
+        : undefined;
     },
     { timeoutMs: 60_000, intervalMs: 250 },
   ) as Promise<ExpectationRecord>;
@@ -122,7 +128,7 @@ describe('an agent that refuses the lapse with a 4xx', () => {
   });
 });
 
-describe("an agent whose card cannot be had at raise", () => {
+describe('an agent whose card cannot be had at raise', () => {
   const where: [string, () => Promise<string>][] = [
     ['nothing listens', async () => `http://127.0.0.1:${await freePort()}/.well-known/agent-card.json`],
     ['it answers 500', async () => `${cardsUrl}/status/500`],
@@ -132,7 +138,9 @@ describe("an agent whose card cannot be had at raise", () => {
   ];
 
   it.each(where)('answers 502 and starts nothing when %s', async (_case, cardUrl) => {
-    const bridge = await startBridgeApp(watcher.client, taskQueue, [{ id: 'agent-x', roles: ['agent'], cardUrl: await cardUrl() }]);
+    const bridge = await startBridgeApp(watcher.client, taskQueue, [
+      { id: 'agent-x', roles: ['agent'], cardUrl: await cardUrl() },
+    ]);
     open.push(bridge);
     const e = dueExpectation(`card-${unique()}`, new Date(Date.now() + 3_600_000));
     const factKey = `card-fact-${unique()}`;

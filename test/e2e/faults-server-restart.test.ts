@@ -52,14 +52,20 @@ const openCount = () => countWorkflows(client, `WorkflowType = 'expectationWorkf
 async function raise(expectations: Expectation[]): Promise<void> {
   const answers = await Promise.all(
     chunks(expectations, 10).map((batch) =>
-      send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent'], json: artifactUpdate({ expectations: batch }) }),
+      send(`${bridge.url}/a2a/events`, {
+        token: bridge.tokens['shipping-agent'],
+        json: artifactUpdate({ expectations: batch }),
+      }),
     ),
   );
   for (const answer of answers) expect(answer.status, JSON.stringify(answer.body)).toBe(200);
 }
 
 /** Reports one fact for each expectation, in concurrent requests of ten; answers undefined unless all were taken. */
-async function report(expectations: Expectation[], observedAt: string): Promise<{ factKey: string; result: string }[] | undefined> {
+async function report(
+  expectations: Expectation[],
+  observedAt: string,
+): Promise<{ factKey: string; result: string }[] | undefined> {
   const answers = await Promise.all(
     chunks(expectations, 10).map((batch) =>
       send(`${bridge.url}/v1/facts`, {
@@ -80,20 +86,28 @@ describe('dev server restarted on the same database', () => {
   it('satisfies or lapses each of a hundred pending expectations as it should', async () => {
     const run = unique();
     const started = Date.now();
-    const toSatisfy = Array.from({ length: 50 }, (_, i) => dueExpectation(`restart-sat-${i}-${run}`, new Date(started + 3_600_000)));
+    const toSatisfy = Array.from({ length: 50 }, (_, i) =>
+      dueExpectation(`restart-sat-${i}-${run}`, new Date(started + 3_600_000)),
+    );
     await raise(toSatisfy);
     // Due a little after the stop (raising the second fifty takes about as long as the first): their timers are
     // pending at the stop and fire while the server is down or once it is back.
     const margin = 3_000 + 1.5 * (Date.now() - started);
-    const toLapse = Array.from({ length: 50 }, (_, i) => dueExpectation(`restart-lapse-${i}-${run}`, new Date(Date.now() + margin)));
+    const toLapse = Array.from({ length: 50 }, (_, i) =>
+      dueExpectation(`restart-lapse-${i}-${run}`, new Date(Date.now() + margin)),
+    );
     await raise(toLapse);
     const ids = [...toSatisfy, ...toLapse].map((e) => e.expectationId);
     await waitUntil('a hundred open expectations in the visibility store', async () => (await openCount()) === 100);
     await server.stop();
     await server.start();
-    await waitUntil('the bridge to see Temporal again', async () => (await send(`${bridge.url}/readyz`)).status === 200, {
-      timeoutMs: 60_000,
-    });
+    await waitUntil(
+      'the bridge to see Temporal again',
+      async () => (await send(`${bridge.url}/readyz`)).status === 200,
+      {
+        timeoutMs: 60_000,
+      },
+    );
     const observedAt = new Date().toISOString();
     // A retry after a 503 is safe: a fact recorded by an earlier attempt comes back as a duplicate.
     const facts = await waitUntil('the facts to be taken after the restart', () => report(toSatisfy, observedAt), {

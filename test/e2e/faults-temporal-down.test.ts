@@ -36,8 +36,13 @@ afterAll(async () => {
 /** The bridge as `npm run bridge` builds it on `address`: the lazy client and the reachability probe of runtime.ts. */
 async function productionBridge(address: string): Promise<{ bridge: BridgeApp; client: Client }> {
   const client = await connectClient(address, loadConfig({}).temporal);
-  const bridge = await startBridgeApp(client, taskQueue, principals(), { isTemporalReachable: () => isReachable(client) });
-  cleanups.push(() => bridge.close(), () => client.connection.close());
+  const bridge = await startBridgeApp(client, taskQueue, principals(), {
+    isTemporalReachable: () => isReachable(client),
+  });
+  cleanups.push(
+    () => bridge.close(),
+    () => client.connection.close(),
+  );
   return { bridge, client };
 }
 
@@ -80,7 +85,9 @@ describe('Temporal at an address where nothing listens', () => {
     // while nothing answers. Answering at the first failure left the others sleeping between retries; closing the
     // connection then made each wake into grpc-js's "Channel has been shut down", thrown from a timer.
     const client = await connectClient(`127.0.0.1:${await freePort()}`, loadConfig({}).temporal);
-    const bridge = await startBridgeApp(client, taskQueue, principals(), { isTemporalReachable: () => isReachable(client) });
+    const bridge = await startBridgeApp(client, taskQueue, principals(), {
+      isTemporalReachable: () => isReachable(client),
+    });
     cleanups.push(() => bridge.close());
     const uncaught: unknown[] = [];
     const collect = (error: unknown) => void uncaught.push(error);
@@ -89,7 +96,9 @@ describe('Temporal at an address where nothing listens', () => {
       const due = new Date(Date.now() + 3_600_000);
       const raise = await send(`${bridge.url}/a2a/events`, {
         token: bridge.tokens['shipping-agent'],
-        json: artifactUpdate({ expectations: Array.from({ length: 5 }, () => dueExpectation(`down-${unique()}`, due)) }),
+        json: artifactUpdate({
+          expectations: Array.from({ length: 5 }, () => dueExpectation(`down-${unique()}`, due)),
+        }),
       });
       await client.connection.close();
       // Longer than the bridge's longest gRPC backoff (four attempts: under 0.4 s between two).
@@ -123,10 +132,16 @@ describe('Temporal stopped, then started again', () => {
     const { bridge } = await productionBridge(server.address);
     // As a load balancer would: the worker logs "running" just before its first poll reaches Temporal, and until
     // DescribeTaskQueue has seen that poll the bridge is rightly not ready.
-    await expect.poll(async () => (await send(`${bridge.url}/readyz`)).status, { timeout: 30_000, interval: 500 }).toBe(200);
+    await expect
+      .poll(async () => (await send(`${bridge.url}/readyz`)).status, { timeout: 30_000, interval: 500 })
+      .toBe(200);
     const lapsing = dueExpectation(`down-lapse-${unique()}`, new Date(Date.now() + 5_000));
     const waiting = dueExpectation(`down-wait-${unique()}`, new Date(Date.now() + 3_600_000));
-    const fact = { factKey: waiting.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: waiting.subject };
+    const fact = {
+      factKey: waiting.satisfiedBy.factKey,
+      observedAt: new Date().toISOString(),
+      subject: waiting.subject,
+    };
     const body = artifactUpdate({ expectations: [lapsing, waiting], facts: [fact] });
     const post = () => send(`${bridge.url}/a2a/events`, { token: bridge.tokens['shipping-agent'], json: body });
 
@@ -134,18 +149,27 @@ describe('Temporal stopped, then started again', () => {
     const whileDown = await post();
     const readyWhileDown = await send(`${bridge.url}/readyz`);
     await server.start();
-    await waitUntil('/readyz to pass again', async () => (await send(`${bridge.url}/readyz`)).status === 200, { timeoutMs: 60_000 });
-    const again = await waitUntil('the request sent again to complete', async () => {
-      const answer = await post();
-      return answer.status === 200 ? answer : undefined;
-    }, { timeoutMs: 60_000, intervalMs: 1_000 });
+    await waitUntil('/readyz to pass again', async () => (await send(`${bridge.url}/readyz`)).status === 200, {
+      timeoutMs: 60_000,
+    });
+    const again = await waitUntil(
+      'the request sent again to complete',
+      async () => {
+        const answer = await post();
+        return answer.status === 200 ? answer : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 1_000 },
+    );
     const once = await post();
     reader = await Connection.connect({ address: server.address });
     const client = new Client({ connection: reader });
     const records = await waitUntil(
       'the lapse delivered and the waiting expectation satisfied',
       async () => {
-        const [l, w] = await Promise.all([getExpectationRecord(client, lapsing.expectationId), getExpectationRecord(client, waiting.expectationId)]);
+        const [l, w] = await Promise.all([
+          getExpectationRecord(client, lapsing.expectationId),
+          getExpectationRecord(client, waiting.expectationId),
+        ]);
         const done = l?.lapses[0]?.delivery.status === 'delivered' && w?.state === 'satisfied';
         return done ? ([l, w] as ExpectationRecord[]) : undefined;
       },
@@ -159,7 +183,8 @@ describe('Temporal stopped, then started again', () => {
     expectQuick503(whileDown);
     expect(readyWhileDown.status).toBe(503);
     // `unchanged` when an attempt during recovery started them before it timed out: they exist as sent, either way.
-    for (const item of again.body.expectations as Array<{ result: string }>) expect(['raised', 'unchanged']).toContain(item.result);
+    for (const item of again.body.expectations as Array<{ result: string }>)
+      expect(['raised', 'unchanged']).toContain(item.result);
     expect(once.status).toBe(200);
     expect(once.body).toEqual({
       expectations: [
@@ -173,7 +198,11 @@ describe('Temporal stopped, then started again', () => {
     expect(lapsesFor(agent, lapsing.expectationId)).toHaveLength(1);
     expect(lapsesFor(agent, waiting.expectationId)).toHaveLength(0);
     expect(records[0]!.lapses).toHaveLength(1);
-    expect(records[1]!.satisfiedBy).toMatchObject({ factKey: fact.factKey, observedAt: fact.observedAt, source: 'shipping-agent' });
+    expect(records[1]!.satisfiedBy).toMatchObject({
+      factKey: fact.factKey,
+      observedAt: fact.observedAt,
+      source: 'shipping-agent',
+    });
     expect(outcomes.filter((outcome) => outcome === 'recorded')).toHaveLength(1);
   });
 });

@@ -36,7 +36,9 @@ afterAll(async () => {
 });
 
 const delivered = (record: ExpectationRecord | undefined) =>
-  record !== undefined && record.lapses.length > 0 && record.lapses.every((entry) => entry.delivery.status === 'delivered');
+  record !== undefined &&
+  record.lapses.length > 0 &&
+  record.lapses.every((entry) => entry.delivery.status === 'delivered');
 
 describe('worker killed with SIGKILL mid-delivery', () => {
   it('delivers every due lapse after a restart, each under one messageId', async () => {
@@ -44,9 +46,13 @@ describe('worker killed with SIGKILL mid-delivery', () => {
     workers.push(await spawnWorker(inject('temporalAddress'), taskQueue, principalsFile));
     const now = Date.now();
     // Due at once: their deliveries are being retried against the failing agent when the worker dies.
-    const inFlight = Array.from({ length: 4 }, (_, i) => dueExpectation(`crash-now-${i}-${unique()}`, new Date(now + 1_000)));
+    const inFlight = Array.from({ length: 4 }, (_, i) =>
+      dueExpectation(`crash-now-${i}-${unique()}`, new Date(now + 1_000)),
+    );
     // Due later: their timers are pending when the worker dies and fire while it is down or after it is back.
-    const pending = Array.from({ length: 4 }, (_, i) => dueExpectation(`crash-later-${i}-${unique()}`, new Date(now + 12_000)));
+    const pending = Array.from({ length: 4 }, (_, i) =>
+      dueExpectation(`crash-later-${i}-${unique()}`, new Date(now + 12_000)),
+    );
     const all = [...inFlight, ...pending];
     const raised = await send(`${bridge.url}/a2a/events`, {
       token: bridge.tokens['shipping-agent'],
@@ -57,9 +63,13 @@ describe('worker killed with SIGKILL mid-delivery', () => {
     const attemptsOf = (id: string) => agent.attempts.filter((attempt) => attempt.messageId === messageIds.get(id));
 
     // Every in-flight lapse has been refused at least twice: it is in its retry backoff when the worker dies.
-    await waitUntil('two refused attempts for every due lapse', () => inFlight.every((e) => attemptsOf(e.expectationId).length >= 2), {
-      timeoutMs: 30_000,
-    });
+    await waitUntil(
+      'two refused attempts for every due lapse',
+      () => inFlight.every((e) => attemptsOf(e.expectationId).length >= 2),
+      {
+        timeoutMs: 30_000,
+      },
+    );
     const beforeCrash = await Promise.all(pending.map((e) => getExpectationRecord(client, e.expectationId)));
     await workers[0]!.kill9();
     agent.recover();

@@ -32,11 +32,15 @@ async function post(raw: string, headers: Record<string, string> = V1) {
   return { status: response.status, text, body: text === '' ? undefined : (JSON.parse(text) as any) };
 }
 
-const rpc = (method: string, params: unknown, id: unknown = 1) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+const rpc = (method: string, params: unknown, id: unknown = 1) =>
+  JSON.stringify({ jsonrpc: '2.0', id, method, params });
 
 /** A v1.0 message reporting one fact (a reporter may), with `overrides` over its fields. */
 function v1Message(overrides: Record<string, unknown> = {}, contextId = `ctx-${unique()}`) {
-  const fact = { factKey: `shipment/S-${unique()}/delivered`, observedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+  const fact = {
+    factKey: `shipment/S-${unique()}/delivered`,
+    observedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  };
   return {
     messageId: crypto.randomUUID(),
     contextId,
@@ -50,7 +54,16 @@ function v1Message(overrides: Record<string, unknown> = {}, contextId = `ctx-${u
 
 function v03Message(overrides: Record<string, unknown> = {}) {
   const { messageId, contextId, metadata, extensions } = v1Message();
-  return { kind: 'message', messageId, contextId, role: 'user', parts: [{ kind: 'text', text: 'for the watcher' }], metadata, extensions, ...overrides };
+  return {
+    kind: 'message',
+    messageId,
+    contextId,
+    role: 'user',
+    parts: [{ kind: 'text', text: 'for the watcher' }],
+    metadata,
+    extensions,
+    ...overrides,
+  };
 }
 
 /** Sends a good v1.0 message and answers its receipt task (completed). */
@@ -65,7 +78,11 @@ describe('a body that is no JSON-RPC request', () => {
     const answer = await post('{"jsonrpc": "2.0", "id": 1, "method": ');
 
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: expect.stringMatching(/^Parse error/) } });
+    expect(answer.body).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32700, message: expect.stringMatching(/^Parse error/) },
+    });
   });
 
   it('answers an empty body with -32700', async () => {
@@ -81,17 +98,26 @@ describe('a body that is no JSON-RPC request', () => {
     expect(answer.body).toEqual({
       jsonrpc: '2.0',
       id: 4,
-      error: { code: -32600, message: 'Invalid Request: params.message.messageId must be well-formed Unicode (it holds a lone surrogate)' },
+      error: {
+        code: -32600,
+        message: 'Invalid Request: params.message.messageId must be well-formed Unicode (it holds a lone surrogate)',
+      },
     });
   });
 
   it('answers a body nested 5,000 deep with -32600', async () => {
-    const raw = rpc('SendMessage', { message: '__NEST__' }).replace('"__NEST__"', '['.repeat(5_000) + ']'.repeat(5_000));
+    const raw = rpc('SendMessage', { message: '__NEST__' }).replace(
+      '"__NEST__"',
+      '['.repeat(5_000) + ']'.repeat(5_000),
+    );
 
     const answer = await post(raw);
 
     expect(answer.status).toBe(200);
-    expect(answer.body.error).toEqual({ code: -32600, message: expect.stringContaining('nests deeper than 64 levels') });
+    expect(answer.body.error).toEqual({
+      code: -32600,
+      message: expect.stringContaining('nests deeper than 64 levels'),
+    });
   });
 
   it.each([
@@ -103,7 +129,11 @@ describe('a body that is no JSON-RPC request', () => {
     const answer = await post(raw);
 
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(message) } });
+    expect(answer.body).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: expect.stringMatching(message) },
+    });
   });
 });
 
@@ -130,7 +160,9 @@ describe('a notification (no id)', () => {
   it('is not answered (204, no body) and not executed: no receipt exists for it', async () => {
     const contextId = `ctx-${unique()}`;
 
-    const answer = await post(JSON.stringify({ jsonrpc: '2.0', method: 'SendMessage', params: { message: v1Message({}, contextId) } }));
+    const answer = await post(
+      JSON.stringify({ jsonrpc: '2.0', method: 'SendMessage', params: { message: v1Message({}, contextId) } }),
+    );
 
     expect(answer.status).toBe(204);
     expect(answer.text).toBe('');
@@ -170,7 +202,11 @@ describe('a Message without the fields A2A requires', () => {
   ])('v0.3 message/send with %s is -32602 naming the field', async (_name, overrides, field) => {
     const answer = await post(rpc('message/send', { message: v03Message(overrides) }), V03);
 
-    expect(answer.body).toEqual({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: expect.stringContaining(`${field} is required`) } });
+    expect(answer.body).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32602, message: expect.stringContaining(`${field} is required`) },
+    });
   });
 
   it('still records a message that has both (v1.0 and v0.3)', async () => {
@@ -194,17 +230,29 @@ describe('ListTasks and GetTask params', () => {
   ])('ListTasks with %s is -32602 naming the param', async (_name, params, field) => {
     const answer = await post(rpc('ListTasks', params));
 
-    expect(answer.body.error).toMatchObject({ code: -32602, message: expect.stringContaining(`Invalid params: ${field} must`), data: [{ metadata: { field } }] });
+    expect(answer.body.error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining(`Invalid params: ${field} must`),
+      data: [{ metadata: { field } }],
+    });
   });
 
   it('ListTasks with a forged page token is -32602, not the first page', async () => {
     const contextId = `ctx-${unique()}`;
     await receipt(contextId);
 
-    const answers = await Promise.all(['0', '1', 'abc', '1.AAAAAAAAAAAAAAAAAAAAAA'].map((pageToken) => post(rpc('ListTasks', { contextId, pageToken }))));
+    const answers = await Promise.all(
+      ['0', '1', 'abc', '1.AAAAAAAAAAAAAAAAAAAAAA'].map((pageToken) =>
+        post(rpc('ListTasks', { contextId, pageToken })),
+      ),
+    );
 
     for (const answer of answers) {
-      expect(answer.body.error).toMatchObject({ code: -32602, message: expect.stringContaining('params.pageToken is unknown'), data: [{ metadata: { field: 'params.pageToken' } }] });
+      expect(answer.body.error).toMatchObject({
+        code: -32602,
+        message: expect.stringContaining('params.pageToken is unknown'),
+        data: [{ metadata: { field: 'params.pageToken' } }],
+      });
     }
   });
 
@@ -226,8 +274,14 @@ describe('ListTasks and GetTask params', () => {
     const v1 = await post(rpc('GetTask', { id: task.id, historyLength: -1 }));
     const v03 = await post(rpc('tasks/get', { id: task.id, historyLength: -1 }), V03);
 
-    expect(v1.body.error).toMatchObject({ code: -32602, message: expect.stringContaining('params.historyLength must be an integer of 0 or more') });
-    expect(v03.body.error).toMatchObject({ code: -32602, message: expect.stringContaining('params.historyLength must be an integer of 0 or more') });
+    expect(v1.body.error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('params.historyLength must be an integer of 0 or more'),
+    });
+    expect(v03.body.error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('params.historyLength must be an integer of 0 or more'),
+    });
   });
 
   it('GetTask with historyLength 0 still answers the task', async () => {
@@ -243,10 +297,14 @@ describe('error texts', () => {
   it('name a task state, not its enum number, when a message continues a finished receipt', async () => {
     const task = await receipt();
 
-    const answer = await post(rpc('SendMessage', { message: v1Message({ taskId: task.id, contextId: task.contextId }) }));
+    const answer = await post(
+      rpc('SendMessage', { message: v1Message({ taskId: task.id, contextId: task.contextId }) }),
+    );
 
     expect(answer.body.error.code).toBe(-32004);
-    expect(answer.body.error.message).toBe(`Task ${task.id} is in a terminal state (TASK_STATE_COMPLETED) and cannot be modified.`);
+    expect(answer.body.error.message).toBe(
+      `Task ${task.id} is in a terminal state (TASK_STATE_COMPLETED) and cannot be modified.`,
+    );
   });
 
   it('name the task states a ListTasks status filter may hold', async () => {

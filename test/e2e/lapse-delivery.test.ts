@@ -115,7 +115,9 @@ describe('lapse delivery to a real A2A agent', () => {
       status: 'delivered',
       messageId,
       deliveredAt: expect.stringMatching(/Z$/),
-      warnings: [`agent ${input.agent.id} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`],
+      warnings: [
+        `agent ${input.agent.id} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`,
+      ],
     });
     expect(record.lapses[0]!.lapseTaskId).toBe(received!.taskId);
   });
@@ -132,7 +134,10 @@ describe('lapse delivery to a real A2A agent', () => {
     expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', warnings: [] });
     expect(Object.keys(message.metadata[EXTENSION_URI]).sort()).toEqual(['lapse', 'lapseSkill']);
     expect(message.metadata[EXTENSION_URI].lapseSkill).toBe('act-on-lapse');
-    expect(message.metadata[EXTENSION_URI].lapse).toMatchObject({ expectationId: expectation.expectationId, lapse: 'overdue' });
+    expect(message.metadata[EXTENSION_URI].lapse).toMatchObject({
+      expectationId: expectation.expectationId,
+      lapse: 'overdue',
+    });
     expect(message.parts.map((p: any) => p.content.$case)).toEqual(['text', 'data']);
     expect(message.parts[0].content.value).toBe(
       `Expectation ${expectation.expectationId} (delivery) lapsed; the watcher asks you to act on it with your skill ` +

@@ -109,7 +109,12 @@ describe('re-sending a lapse that failed for good', () => {
     expect(received!.message.metadata).toMatchObject({ [EXTENSION_URI]: { lapse: failed.lapse } });
     expect(lapsesFor(agent, e.expectationId)).toHaveLength(1);
     expect(record.lapses).toHaveLength(1);
-    expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', messageId, resends: 1, resentBy: 'ops-admin' });
+    expect(record.lapses[0]!.delivery).toMatchObject({
+      status: 'delivered',
+      messageId,
+      resends: 1,
+      resentBy: 'ops-admin',
+    });
     expect(record.lapses[0]!.lapseTaskId).toBe(received!.taskId);
     expect(record.lapseTaskId).toBe(received!.taskId);
   });
@@ -220,7 +225,9 @@ describe('what a resend refuses', () => {
       title: 'The request does not match the schema',
       status: 400,
       detail: "messageId: messageId must be a lapse's delivery.messageId from its record (a UUID)",
-      errors: [{ path: 'messageId', message: "messageId must be a lapse's delivery.messageId from its record (a UUID)" }],
+      errors: [
+        { path: 'messageId', message: "messageId must be a lapse's delivery.messageId from its record (a UUID)" },
+      ],
     });
   });
 

@@ -11,7 +11,15 @@ import pino from 'pino';
 import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
 import { pastLateWindowQuery } from '../../src/service/late-facts.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { artifactUpdate, dueExpectation, expectation, request, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
+import {
+  artifactUpdate,
+  dueExpectation,
+  expectation,
+  request,
+  startBridgeApp,
+  unique,
+  type BridgeApp,
+} from '../support/bridge.js';
 import { countWorkflows, startWatcherWorker, type RunningWatcher } from '../support/watcher.js';
 
 const taskQueue = `late-facts-${randomUUID()}`;
@@ -76,7 +84,10 @@ async function raise(bridge: Bridge, e: ReturnType<typeof expectation>) {
 const factOf = (factKey: string) => ({ factKey, observedAt: new Date(Date.now() - 1000).toISOString() });
 
 async function report(bridge: Bridge, fact: { factKey: string; observedAt: string }) {
-  const answer = await request(`${bridge.app.url}/v1/facts`, { token: bridge.app.tokens['carrier-feed'], body: { facts: [fact] } });
+  const answer = await request(`${bridge.app.url}/v1/facts`, {
+    token: bridge.app.tokens['carrier-feed'],
+    body: { facts: [fact] },
+  });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   return answer.body.facts[0].result as string;
 }
@@ -94,10 +105,13 @@ describe.each(['P7D', 'PT0S'])('a fact after the late window (fact retention %s)
       timeout: 30_000,
       interval: 250,
     });
-    await vi.waitFor(async () => expect(await countWorkflows(watcher.client, pastLateWindowQuery(e.satisfiedBy.factKey))).toBe(1), {
-      timeout: 20_000,
-      interval: 250,
-    });
+    await vi.waitFor(
+      async () => expect(await countWorkflows(watcher.client, pastLateWindowQuery(e.satisfiedBy.factKey))).toBe(1),
+      {
+        timeout: 20_000,
+        interval: 250,
+      },
+    );
     const before = await counted(bridge);
 
     const fact = factOf(e.satisfiedBy.factKey);

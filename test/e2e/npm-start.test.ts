@@ -69,7 +69,16 @@ describe('npm start stopped by SIGTERM during start-up', () => {
     const bridgePort = await freePort();
     // What `npm start` runs, with the test's announcing preload between the early catcher and tsx.
     const watcher = spawnCommand(
-      [process.execPath, '--import', './src/early-signals.mjs', '--import', './test/support/preload/announce.mjs', '--import', 'tsx', 'dev/start.ts'],
+      [
+        process.execPath,
+        '--import',
+        './src/early-signals.mjs',
+        '--import',
+        './test/support/preload/announce.mjs',
+        '--import',
+        'tsx',
+        'dev/start.ts',
+      ],
       {
         WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-start-signal-')),
         PORT: String(bridgePort),
@@ -80,7 +89,8 @@ describe('npm start stopped by SIGTERM during start-up', () => {
     await watcher.waitFor(after);
 
     expect(await watcher.stop('SIGTERM')).toBe(0);
-    if (after.source.startsWith('preload')) expect(watcher.output()).not.toContain('starting the embedded Temporal dev server');
+    if (after.source.startsWith('preload'))
+      expect(watcher.output()).not.toContain('starting the embedded Temporal dev server');
     expect(await isListening(temporalPort)).toBe(false);
     expect(await isListening(bridgePort)).toBe(false);
     await expect.poll(() => groupAlive(watcher), { timeout: 5_000 }).toBe(false);
@@ -106,7 +116,9 @@ describe('npm start (embedded dev server)', () => {
     await watcher.waitFor(/Ctrl-C stops everything/);
 
     expect(watcher.output()).toContain(`bridge:      http://localhost:${bridgePort}`);
-    expect(watcher.output()).toContain(`Temporal UI: http://127.0.0.1:${temporalPort + 1000}/namespaces/default/workflows`);
+    expect(watcher.output()).toContain(
+      `Temporal UI: http://127.0.0.1:${temporalPort + 1000}/namespaces/default/workflows`,
+    );
     expect((await fetch(`http://127.0.0.1:${bridgePort}/healthz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${bridgePort}/readyz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${temporalPort + 1000}/`)).status).toBe(200);
@@ -121,7 +133,14 @@ describe('npm start (embedded dev server)', () => {
       expect(Number(ns.config?.workflowExecutionRetentionTtl?.seconds)).toBeGreaterThanOrEqual(30 * 24 * 3600);
       const attributes = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
       expect(Object.keys(attributes.customAttributes ?? {})).toEqual(
-        expect.arrayContaining(['ExpectationKind', 'ExpectationSubject', 'ExpectationState', 'ExpectationAgent', 'ExpectationFactKey', 'ExpectationDueAt']),
+        expect.arrayContaining([
+          'ExpectationKind',
+          'ExpectationSubject',
+          'ExpectationState',
+          'ExpectationAgent',
+          'ExpectationFactKey',
+          'ExpectationDueAt',
+        ]),
       );
       // A workflow on a queue nobody polls: it stays open, so the restart below can find it.
       await client.workflow.start('probe', { taskQueue: 'nobody-polls-this', workflowId: probeId });
@@ -181,7 +200,8 @@ describe('npm start when its worker stops', () => {
         type: 'urn:expectations-watcher:problem:worker-unavailable',
         title: 'No worker polls the task queue',
         status: 503,
-        detail: 'no worker polls expectations: the worker of this process is stopped, so raised expectations would never progress',
+        detail:
+          'no worker polls expectations: the worker of this process is stopped, so raised expectations would never progress',
       },
     });
     expect((await fetch(`http://127.0.0.1:${bridgePort}/healthz`)).status).toBe(200);
@@ -221,12 +241,19 @@ describe('npm run bridge against an existing cluster', () => {
   });
 
   it('writes short readable log lines on a terminal and JSON lines into a pipe', async () => {
-    const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-bridge-')) };
+    const env = {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      WATCHER_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'watcher-bridge-')),
+    };
     const piped = start('src/bridge.ts', { ...env, PORT: String(await freePort()) });
     // script(1) gives the bridge a pseudo-terminal as stdout, as a person's shell does.
     const port = await freePort();
     const command = `${process.execPath} --import ./src/early-signals.mjs --import tsx src/bridge.ts`;
-    const onTerminal = spawnCommand(['script', '-qefc', command, '/dev/null'], { ...env, PORT: String(port), TERM: 'dumb' });
+    const onTerminal = spawnCommand(['script', '-qefc', command, '/dev/null'], {
+      ...env,
+      PORT: String(port),
+      TERM: 'dumb',
+    });
     running.push(onTerminal);
 
     await piped.waitFor(/"msg":"bridge listening"/);
@@ -263,7 +290,9 @@ describe('npm run bridge against an existing cluster', () => {
     const watcher = start('src/main.ts', { WATCHER_DATA_DIR: os.tmpdir() });
 
     expect(await watcher.exited).toBe(1);
-    expect(watcher.output()).toMatch(/TEMPORAL_ADDRESS: required by src\/main\.ts, .*`npm start` runs the embedded server/);
+    expect(watcher.output()).toMatch(
+      /TEMPORAL_ADDRESS: required by src\/main\.ts, .*`npm start` runs the embedded server/,
+    );
     expect(watcher.output()).not.toContain('starting the embedded Temporal dev server');
   });
 });

@@ -111,16 +111,20 @@ describe('the worker process, observed', () => {
     await agent.waitForMessages(1, 45_000);
 
     await expect
-      .poll(async () => sample(await scrape(), 'watcher_lapses_total', { lapse: 'overdue', task_queue: taskQueue }), { timeout: 15_000 })
+      .poll(async () => sample(await scrape(), 'watcher_lapses_total', { lapse: 'overdue', task_queue: taskQueue }), {
+        timeout: 15_000,
+      })
       .toBe(1);
-    await expect.poll(() => logLines().find((line) => line.msg === 'lapse delivered'), { timeout: 15_000 }).toMatchObject({
-      level: 30,
-      expectationId: expectation.expectationId,
-      workflowId: expectationWorkflowId(expectation.expectationId),
-      activityType: 'deliverLapse',
-      lapse: 'overdue',
-      lapseTaskId: agent.received[0]!.taskId,
-    });
+    await expect
+      .poll(() => logLines().find((line) => line.msg === 'lapse delivered'), { timeout: 15_000 })
+      .toMatchObject({
+        level: 30,
+        expectationId: expectation.expectationId,
+        workflowId: expectationWorkflowId(expectation.expectationId),
+        activityType: 'deliverLapse',
+        lapse: 'overdue',
+        lapseTaskId: agent.received[0]!.taskId,
+      });
   });
 
   it('counts a delivery the agent refuses and logs the failure with its expectationId', async () => {
@@ -131,16 +135,22 @@ describe('the worker process, observed', () => {
     const expectation = await raiseDueSoon(agent);
 
     await expect
-      .poll(async () => sample(await scrape(), 'watcher_lapse_deliveries_failed_total', { lapse: 'overdue', task_queue: taskQueue }), {
-        timeout: 45_000,
-      })
+      .poll(
+        async () =>
+          sample(await scrape(), 'watcher_lapse_deliveries_failed_total', { lapse: 'overdue', task_queue: taskQueue }),
+        {
+          timeout: 45_000,
+        },
+      )
       .toBe(1);
-    await expect.poll(() => logLines().find((line) => line.msg === 'lapse delivery failed for good'), { timeout: 15_000 }).toMatchObject({
-      level: 50,
-      expectationId: expectation.expectationId,
-      workflowId: expectationWorkflowId(expectation.expectationId),
-      err: expect.objectContaining({ message: expect.stringContaining('HTTP 400') }),
-    });
+    await expect
+      .poll(() => logLines().find((line) => line.msg === 'lapse delivery failed for good'), { timeout: 15_000 })
+      .toMatchObject({
+        level: 50,
+        expectationId: expectation.expectationId,
+        workflowId: expectationWorkflowId(expectation.expectationId),
+        err: expect.objectContaining({ message: expect.stringContaining('HTTP 400') }),
+      });
   });
 
   it('stops at start, naming the variable, when the metrics port it was given is taken', async () => {

@@ -57,7 +57,12 @@ async function principals(): Promise<PrincipalSpec[]> {
     { id: 'lost-agent', roles: ['agent'], cardUrl: `http://127.0.0.1:${await freePort()}/.well-known/agent-card.json` },
   ];
 }
-const principalOf: Record<Role, string> = { agent: 'shipping-agent', reporter: 'carrier-feed', reader: 'ops-reader', admin: 'ops-admin' };
+const principalOf: Record<Role, string> = {
+  agent: 'shipping-agent',
+  reporter: 'carrier-feed',
+  reader: 'ops-reader',
+  admin: 'ops-admin',
+};
 
 beforeAll(async () => {
   agent = await startTestAgent();
@@ -70,9 +75,16 @@ beforeAll(async () => {
   shared = expectation(`openapi-${unique()}`);
   const startDown = async () => {
     downClient = await connectClient(`127.0.0.1:${await freePort()}`, loadConfig({}).temporal);
-    down = await startBridgeApp(downClient, `${taskQueue}-down`, await principals(), { isTemporalReachable: () => isReachable(downClient) });
+    down = await startBridgeApp(downClient, `${taskQueue}-down`, await principals(), {
+      isTemporalReachable: () => isReachable(downClient),
+    });
   };
-  const [resent, ended] = await Promise.all([raiseFailedLapse(), raiseFailedLapse(), raiseOrThrow(shared), startDown()]);
+  const [resent, ended] = await Promise.all([
+    raiseFailedLapse(),
+    raiseFailedLapse(),
+    raiseOrThrow(shared),
+    startDown(),
+  ]);
   failedLapses = { resent, ended };
 });
 
@@ -89,7 +101,10 @@ const fact = (observedAt = new Date().toISOString()) => ({ factKey: `openapi/${u
 
 /** Raises `e` as shipping-agent, or throws. */
 async function raiseOrThrow(e: ReturnType<typeof expectation>): Promise<void> {
-  const raised = await send(`${bridge.url}/a2a/events`, { token: token('shipping-agent'), json: artifactUpdate({ expectations: [e] }) });
+  const raised = await send(`${bridge.url}/a2a/events`, {
+    token: token('shipping-agent'),
+    json: artifactUpdate({ expectations: [e] }),
+  });
   if (raised.status !== 200) throw new Error(`arrange: raise answered ${raised.status} ${JSON.stringify(raised.body)}`);
 }
 
@@ -148,7 +163,13 @@ async function fetchAnswer(url: string, init: RequestInit = {}): Promise<Answer>
   } catch {
     // not JSON
   }
-  return { status: response.status, headers: response.headers, contentType: response.headers.get('content-type') ?? '', body, ms: Date.now() - started };
+  return {
+    status: response.status,
+    headers: response.headers,
+    contentType: response.headers.get('content-type') ?? '',
+    body,
+    ms: Date.now() - started,
+  };
 }
 
 /** The state of the receipt Task a SendMessage answered with. */
@@ -207,7 +228,9 @@ describe('the routes', () => {
 
     expect(routes.filter((route) => !documentedKeys.has(route))).toEqual([]);
     // A prefix (the in-flight bound on /a2a and /v1) answers for the documented routes under it.
-    expect([...boundPaths].filter((path) => !documented.some((d) => d.path === path || d.path.startsWith(`${path}/`)))).toEqual([]);
+    expect(
+      [...boundPaths].filter((path) => !documented.some((d) => d.path === path || d.path.startsWith(`${path}/`))),
+    ).toEqual([]);
   });
 
   it('everything documented is mounted: a route, or on a path where middleware answers', () => {
@@ -226,7 +249,10 @@ describe('the routes', () => {
 
     const answers = await Promise.all(
       undocumented.map(async ({ method, path }) => {
-        const answer = await fetchAnswer(`${bridge.url}${path}`, { method, headers: { authorization: `Bearer ${token('ops-admin')}` } });
+        const answer = await fetchAnswer(`${bridge.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token('ops-admin')}` },
+        });
         return `${method} ${path} ${answer.status}`;
       }),
     );
@@ -249,7 +275,10 @@ const list = (on = bridge) => `${on.url}/v1/expectations`;
 const record = (id: string, on = bridge) => `${on.url}/v1/expectations/${encodeURIComponent(id)}`;
 const withdraw = (id: string, on = bridge) => `${record(id, on)}/withdraw`;
 const resend = (id: string, messageId: string, principal?: string, on = bridge) =>
-  send(`${record(id, on)}/lapses/${messageId}/resend`, { method: 'POST', ...(principal ? { token: token(principal, on) } : {}) });
+  send(`${record(id, on)}/lapses/${messageId}/resend`, {
+    method: 'POST',
+    ...(principal ? { token: token(principal, on) } : {}),
+  });
 const raise = (principal: string, e = expectation(`openapi-${unique()}`), on = bridge) =>
   send(events(on), { token: token(principal, on), json: artifactUpdate({ expectations: [e] }) });
 
@@ -259,7 +288,11 @@ const cases: StatusCase[] = [
   { operation: 'GET /readyz', status: 503, act: () => send(`${down.url}/readyz`) },
   { operation: 'GET /metrics', status: 200, act: () => send(`${bridge.url}/metrics`) },
   { operation: 'GET /openapi.json', status: 200, act: () => send(`${bridge.url}/openapi.json`) },
-  { operation: 'GET /.well-known/agent-card.json', status: 200, act: () => send(`${bridge.url}/.well-known/agent-card.json`) },
+  {
+    operation: 'GET /.well-known/agent-card.json',
+    status: 200,
+    act: () => send(`${bridge.url}/.well-known/agent-card.json`),
+  },
   {
     operation: 'GET /.well-known/agent-card.json',
     status: 304,
@@ -275,7 +308,11 @@ const cases: StatusCase[] = [
   {
     operation: 'POST /a2a/jsonrpc',
     status: 204,
-    act: () => send(`${bridge.url}/a2a/jsonrpc`, { token: token('carrier-feed'), json: { jsonrpc: '2.0', method: 'GetTask', params: { id: 'x' } } }),
+    act: () =>
+      send(`${bridge.url}/a2a/jsonrpc`, {
+        token: token('carrier-feed'),
+        json: { jsonrpc: '2.0', method: 'GetTask', params: { id: 'x' } },
+      }),
   },
   {
     operation: 'POST /a2a/jsonrpc',
@@ -284,30 +321,78 @@ const cases: StatusCase[] = [
   },
 
   { operation: 'POST /a2a/events', status: 200, act: () => raise('shipping-agent') },
-  { operation: 'POST /a2a/events', status: 400, act: () => send(events(), { token: token('shipping-agent'), raw: '{"artifactUpdate":' }) },
-  { operation: 'POST /a2a/events', status: 401, act: () => send(events(), { json: artifactUpdate({ facts: [fact()] }) }) },
-  { operation: 'POST /a2a/events', status: 403, act: () => send(events(), { token: token('ops-reader'), json: artifactUpdate({ facts: [fact()] }) }) },
-  { operation: 'POST /a2a/events', status: 409, act: () => raise('shipping-agent', { ...shared, expects: 'Something else entirely' }) },
-  { operation: 'POST /a2a/events', status: 413, act: () => send(events(), { token: token('shipping-agent'), raw: tooLarge() }) },
+  {
+    operation: 'POST /a2a/events',
+    status: 400,
+    act: () => send(events(), { token: token('shipping-agent'), raw: '{"artifactUpdate":' }),
+  },
+  {
+    operation: 'POST /a2a/events',
+    status: 401,
+    act: () => send(events(), { json: artifactUpdate({ facts: [fact()] }) }),
+  },
+  {
+    operation: 'POST /a2a/events',
+    status: 403,
+    act: () => send(events(), { token: token('ops-reader'), json: artifactUpdate({ facts: [fact()] }) }),
+  },
+  {
+    operation: 'POST /a2a/events',
+    status: 409,
+    act: () => raise('shipping-agent', { ...shared, expects: 'Something else entirely' }),
+  },
+  {
+    operation: 'POST /a2a/events',
+    status: 413,
+    act: () => send(events(), { token: token('shipping-agent'), raw: tooLarge() }),
+  },
   {
     operation: 'POST /a2a/events',
     status: 415,
     act: () => send(events(), { token: token('shipping-agent'), raw: 'facts', contentType: 'text/plain' }),
   },
-  { operation: 'POST /a2a/events', status: 422, act: () => raise('shipping-agent', expectation(`openapi-${unique()}`, { kind: 'teleport' })) },
+  {
+    operation: 'POST /a2a/events',
+    status: 422,
+    act: () => raise('shipping-agent', expectation(`openapi-${unique()}`, { kind: 'teleport' })),
+  },
   {
     operation: 'POST /a2a/events',
     status: 429,
-    act: () => send(events(limited), { token: token('carrier-feed', limited), json: artifactUpdate({ facts: [fact(), fact()] }) }),
+    act: () =>
+      send(events(limited), {
+        token: token('carrier-feed', limited),
+        json: artifactUpdate({ facts: [fact(), fact()] }),
+      }),
   },
   { operation: 'POST /a2a/events', status: 502, act: () => raise('lost-agent') },
   { operation: 'POST /a2a/events', status: 503, act: () => raise('shipping-agent', undefined, down) },
 
-  { operation: 'POST /v1/facts', status: 200, act: () => send(facts(), { token: token('carrier-feed'), json: { facts: [fact()] } }) },
-  { operation: 'POST /v1/facts', status: 400, act: () => send(facts(), { token: token('carrier-feed'), json: { facts: [] } }) },
-  { operation: 'POST /v1/facts', status: 401, act: () => send(facts(), { token: 'not-a-token', json: { facts: [fact()] } }) },
-  { operation: 'POST /v1/facts', status: 403, act: () => send(facts(), { token: token('ops-reader'), json: { facts: [fact()] } }) },
-  { operation: 'POST /v1/facts', status: 413, act: () => send(facts(), { token: token('carrier-feed'), raw: tooLarge() }) },
+  {
+    operation: 'POST /v1/facts',
+    status: 200,
+    act: () => send(facts(), { token: token('carrier-feed'), json: { facts: [fact()] } }),
+  },
+  {
+    operation: 'POST /v1/facts',
+    status: 400,
+    act: () => send(facts(), { token: token('carrier-feed'), json: { facts: [] } }),
+  },
+  {
+    operation: 'POST /v1/facts',
+    status: 401,
+    act: () => send(facts(), { token: 'not-a-token', json: { facts: [fact()] } }),
+  },
+  {
+    operation: 'POST /v1/facts',
+    status: 403,
+    act: () => send(facts(), { token: token('ops-reader'), json: { facts: [fact()] } }),
+  },
+  {
+    operation: 'POST /v1/facts',
+    status: 413,
+    act: () => send(facts(), { token: token('carrier-feed'), raw: tooLarge() }),
+  },
   {
     operation: 'POST /v1/facts',
     status: 415,
@@ -323,7 +408,11 @@ const cases: StatusCase[] = [
     status: 429,
     act: () => send(facts(limited), { token: token('carrier-feed', limited), json: { facts: [fact(), fact()] } }),
   },
-  { operation: 'POST /v1/facts', status: 503, act: () => send(facts(down), { token: token('carrier-feed', down), json: { facts: [fact()] } }) },
+  {
+    operation: 'POST /v1/facts',
+    status: 503,
+    act: () => send(facts(down), { token: token('carrier-feed', down), json: { facts: [fact()] } }),
+  },
 
   {
     operation: 'GET /v1/expectations',
@@ -331,22 +420,50 @@ const cases: StatusCase[] = [
     // The shared expectation's subject, once the visibility store lists it: a real summary to hold to the schema.
     act: () =>
       waitUntil('the shared expectation to be listed', async () => {
-        const query = new URLSearchParams({ subjectType: shared.subject.type, subjectId: shared.subject.id, pageSize: '1' });
+        const query = new URLSearchParams({
+          subjectType: shared.subject.type,
+          subjectId: shared.subject.id,
+          pageSize: '1',
+        });
         const answer = await send(`${list()}?${query}`, { token: token('ops-reader') });
         return answer.status !== 200 || answer.body.items?.length > 0 ? answer : undefined;
       }),
   },
-  { operation: 'GET /v1/expectations', status: 400, act: () => send(`${list()}?pageSize=0`, { token: token('ops-reader') }) },
+  {
+    operation: 'GET /v1/expectations',
+    status: 400,
+    act: () => send(`${list()}?pageSize=0`, { token: token('ops-reader') }),
+  },
   { operation: 'GET /v1/expectations', status: 401, act: () => send(list()) },
   { operation: 'GET /v1/expectations', status: 403, act: () => send(list(), { token: token('carrier-feed') }) },
   { operation: 'GET /v1/expectations', status: 503, act: () => send(list(down), { token: token('ops-reader', down) }) },
 
-  { operation: 'GET /v1/expectations/{id}', status: 200, act: () => send(record(shared.expectationId), { token: token('ops-reader') }) },
-  { operation: 'GET /v1/expectations/{id}', status: 400, act: () => send(`${list()}/%E0%A4%A`, { token: token('ops-reader') }) },
+  {
+    operation: 'GET /v1/expectations/{id}',
+    status: 200,
+    act: () => send(record(shared.expectationId), { token: token('ops-reader') }),
+  },
+  {
+    operation: 'GET /v1/expectations/{id}',
+    status: 400,
+    act: () => send(`${list()}/%E0%A4%A`, { token: token('ops-reader') }),
+  },
   { operation: 'GET /v1/expectations/{id}', status: 401, act: () => send(record(shared.expectationId)) },
-  { operation: 'GET /v1/expectations/{id}', status: 403, act: () => send(record(shared.expectationId), { token: token('carrier-feed') }) },
-  { operation: 'GET /v1/expectations/{id}', status: 404, act: () => send(record(`unknown-${unique()}`), { token: token('ops-reader') }) },
-  { operation: 'GET /v1/expectations/{id}', status: 503, act: () => send(record(shared.expectationId, down), { token: token('ops-reader', down) }) },
+  {
+    operation: 'GET /v1/expectations/{id}',
+    status: 403,
+    act: () => send(record(shared.expectationId), { token: token('carrier-feed') }),
+  },
+  {
+    operation: 'GET /v1/expectations/{id}',
+    status: 404,
+    act: () => send(record(`unknown-${unique()}`), { token: token('ops-reader') }),
+  },
+  {
+    operation: 'GET /v1/expectations/{id}',
+    status: 503,
+    act: () => send(record(shared.expectationId, down), { token: token('ops-reader', down) }),
+  },
 
   {
     operation: 'POST /v1/expectations/{id}/withdraw',
@@ -355,7 +472,10 @@ const cases: StatusCase[] = [
       const e = expectation(`openapi-${unique()}`);
       const raised = await raise('shipping-agent', e);
       if (raised.status !== 200) throw new Error(`arrange: raise answered ${raised.status}`);
-      return send(withdraw(e.expectationId), { token: token('shipping-agent'), json: { reason: 'the order was cancelled' } });
+      return send(withdraw(e.expectationId), {
+        token: token('shipping-agent'),
+        json: { reason: 'the order was cancelled' },
+      });
     },
   },
   {
@@ -386,12 +506,21 @@ const cases: StatusCase[] = [
   {
     operation: 'POST /v1/expectations/{id}/withdraw',
     status: 415,
-    act: () => send(withdraw(shared.expectationId), { token: token('ops-admin'), raw: 'reason=no', contentType: 'application/x-www-form-urlencoded' }),
+    act: () =>
+      send(withdraw(shared.expectationId), {
+        token: token('ops-admin'),
+        raw: 'reason=no',
+        contentType: 'application/x-www-form-urlencoded',
+      }),
   },
   {
     operation: 'POST /v1/expectations/{id}/withdraw',
     status: 503,
-    act: () => send(withdraw(shared.expectationId, down), { token: token('ops-admin', down), json: { reason: 'Temporal is down' } }),
+    act: () =>
+      send(withdraw(shared.expectationId, down), {
+        token: token('ops-admin', down),
+        json: { reason: 'Temporal is down' },
+      }),
   },
 
   {
@@ -435,7 +564,10 @@ const cases: StatusCase[] = [
     status: 409,
     async act() {
       const { expectationId, messageId } = failedLapses.ended;
-      const withdrawn = await send(withdraw(expectationId), { token: token('ops-admin'), json: { reason: 'the order was cancelled' } });
+      const withdrawn = await send(withdraw(expectationId), {
+        token: token('ops-admin'),
+        json: { reason: 'the order was cancelled' },
+      });
       if (withdrawn.status !== 200) throw new Error(`arrange: withdraw answered ${withdrawn.status}`);
       return resend(expectationId, messageId, 'ops-admin');
     },
@@ -464,22 +596,28 @@ describe('every documented status', () => {
     expect(cases.map((c) => `${c.operation} ${c.status}`).sort()).toEqual(documentedStatuses.sort());
   });
 
-  it.each(cases)('$operation answers $status with the documented media type, headers and body', async ({ operation, status, act }) => {
-    const response = documentedResponse(operation, status);
+  it.each(cases)(
+    '$operation answers $status with the documented media type, headers and body',
+    async ({ operation, status, act }) => {
+      const response = documentedResponse(operation, status);
 
-    const answer = await act();
+      const answer = await act();
 
-    expect({ status: answer.status, body: answer.status === status ? undefined : answer.body }).toEqual({ status, body: undefined });
-    const mediaTypes = Object.keys(response.content ?? {});
-    expect(mediaTypes.length).toBeLessThanOrEqual(1);
-    if (mediaTypes.length === 0) {
-      expect(answer.body).toBe('');
-    } else {
-      expect(answer.contentType.split(';')[0]).toBe(mediaTypes[0]);
-      expect(validatorOf(doc, response.content[mediaTypes[0]!].schema).check(answer.body)).toEqual([]);
-    }
-    for (const header of Object.keys(response.headers ?? {})) expect(answer.headers.get(header), header).toBeTruthy();
-  });
+      expect({ status: answer.status, body: answer.status === status ? undefined : answer.body }).toEqual({
+        status,
+        body: undefined,
+      });
+      const mediaTypes = Object.keys(response.content ?? {});
+      expect(mediaTypes.length).toBeLessThanOrEqual(1);
+      if (mediaTypes.length === 0) {
+        expect(answer.body).toBe('');
+      } else {
+        expect(answer.contentType.split(';')[0]).toBe(mediaTypes[0]);
+        expect(validatorOf(doc, response.content[mediaTypes[0]!].schema).check(answer.body)).toEqual([]);
+      }
+      for (const header of Object.keys(response.headers ?? {})) expect(answer.headers.get(header), header).toBeTruthy();
+    },
+  );
 
   it('/openapi.json serves the document itself, with no token', async () => {
     const answer = await send(`${bridge.url}/openapi.json`);
@@ -494,11 +632,13 @@ describe('every documented status', () => {
  * denied, it is a 403 (on the JSON-RPC interface: a rejected receipt Task with a 403 problem).
  */
 const roleProbes: Record<string, (principal: string) => Promise<'allowed' | 'denied'>> = {
-  ingestA2AEvent: async (p) => verdict(await send(events(), { token: token(p), json: artifactUpdate({ facts: [fact()] }) })),
+  ingestA2AEvent: async (p) =>
+    verdict(await send(events(), { token: token(p), json: artifactUpdate({ facts: [fact()] }) })),
   reportFacts: async (p) => verdict(await send(facts(), { token: token(p), json: { facts: [fact()] } })),
   listExpectations: async (p) => verdict(await send(list(), { token: token(p) })),
   getExpectation: async (p) => verdict(await send(record(`unknown-${unique()}`), { token: token(p) })),
-  withdrawExpectation: async (p) => verdict(await send(withdraw(`unknown-${unique()}`), { token: token(p), json: { reason: 'probe' } })),
+  withdrawExpectation: async (p) =>
+    verdict(await send(withdraw(`unknown-${unique()}`), { token: token(p), json: { reason: 'probe' } })),
   resendLapse: async (p) => verdict(await resend(`unknown-${unique()}`, randomUUID(), p)),
   watcherAgentJsonRpc: async (p) => {
     const answer = await sendMessage(p, { facts: [fact()] });
@@ -525,9 +665,13 @@ describe('the roles of each operation', () => {
   it.each(guarded.map(({ operation }) => [operation.operationId as string, operation['x-roles'] as Role[]] as const))(
     '%s lets in exactly the roles it names',
     async (operationId, named) => {
-      const verdicts = Object.fromEntries(await Promise.all(roles.map(async (role) => [role, await roleProbes[operationId]!(principalOf[role])])));
+      const verdicts = Object.fromEntries(
+        await Promise.all(roles.map(async (role) => [role, await roleProbes[operationId]!(principalOf[role])])),
+      );
 
-      expect(verdicts).toEqual(Object.fromEntries(roles.map((role) => [role, named.includes(role) ? 'allowed' : 'denied'])));
+      expect(verdicts).toEqual(
+        Object.fromEntries(roles.map((role) => [role, named.includes(role) ? 'allowed' : 'denied'])),
+      );
     },
   );
 });

@@ -61,7 +61,10 @@ beforeAll(async () => {
   app.get('/cards/redirect', (_req, res) => void res.redirect(302, agent.cardUrl));
   app.get('/cards/flood', flood('/cards/flood'));
   app.get('/cards/:name', (req, res) => void res.json(cards.get(req.params.name)));
-  app.post('/rpc/redirect', (_req, res) => void res.status(307).set('location', agent.card().supportedInterfaces[0].url).send(BODY_MARKER));
+  app.post(
+    '/rpc/redirect',
+    (_req, res) => void res.status(307).set('location', agent.card().supportedInterfaces[0].url).send(BODY_MARKER),
+  );
   app.post('/rpc/flood', flood('/rpc/flood'));
   hostile = await listen(app);
   hostileUrl = urlOf(hostile);
@@ -75,7 +78,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([agent?.close(), hostile && close(hostile), new Promise((resolve) => denied?.server.close(resolve))]);
+  await Promise.all([
+    agent?.close(),
+    hostile && close(hostile),
+    new Promise((resolve) => denied?.server.close(resolve)),
+  ]);
 });
 
 /** The test agent's card, naming `rpcUrl` as its JSON-RPC endpoint, served as `/cards/<name>`; its URL. */
@@ -91,7 +98,9 @@ function cardNaming(rpcUrl: string): string {
  * An agent whose principal has `cardUrl`, a bridge it reads its records through, and an expectation of it that was
  * due a minute ago; resolves with the lapse's delivery once it has settled, as the agent reads it.
  */
-async function deliveryFor(cardUrl: string): Promise<{ agentId: string; delivery: ExpectationRecord['lapses'][number]['delivery'] }> {
+async function deliveryFor(
+  cardUrl: string,
+): Promise<{ agentId: string; delivery: ExpectationRecord['lapses'][number]['delivery'] }> {
   const agentId = `outbound-agent-${unique()}`;
   const bridge = await startBridgeApp(client, taskQueue, [{ id: agentId, roles: ['agent'], cardUrl }], { outbound });
   try {
@@ -101,7 +110,12 @@ async function deliveryFor(cardUrl: string): Promise<{ agentId: string; delivery
     await startExpectation(
       client,
       taskQueue,
-      expectationInput(deliveryExpectation(id, due.toISOString(), { grace: 'PT0S' }), { id: agentId }, { taskId: `t-${id}`, contextId: `c-${id}` }, taskQueue),
+      expectationInput(
+        deliveryExpectation(id, due.toISOString(), { grace: 'PT0S' }),
+        { id: agentId },
+        { taskId: `t-${id}`, contextId: `c-${id}` },
+        taskQueue,
+      ),
     );
     const delivery = await waitUntil(
       'the lapse delivery to settle',
@@ -185,9 +199,14 @@ describe('a card pointing at a denied address', () => {
 
   it('at the bridge: a card URL on a denied address is a 502 with nothing started, and no connection made', async () => {
     const agentId = `outbound-raiser-${unique()}`;
-    const bridge: BridgeApp = await startBridgeApp(client, taskQueue, [{ id: agentId, roles: ['agent'], cardUrl: `${denied.url}/card` }], {
-      outbound,
-    });
+    const bridge: BridgeApp = await startBridgeApp(
+      client,
+      taskQueue,
+      [{ id: agentId, roles: ['agent'], cardUrl: `${denied.url}/card` }],
+      {
+        outbound,
+      },
+    );
     const before = denied.connections;
     try {
       const answer = await send(`${bridge.url}/a2a/events`, {

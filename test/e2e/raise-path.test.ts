@@ -16,7 +16,12 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Expectation, ExpectationRecord } from '../../core/types.js';
-import { agentDirectory, loadReloadingPrincipals, tokenSha256, type ReloadingPrincipalStore } from '../../src/auth/principals.js';
+import {
+  agentDirectory,
+  loadReloadingPrincipals,
+  tokenSha256,
+  type ReloadingPrincipalStore,
+} from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { expectationWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
@@ -60,7 +65,12 @@ async function startStack(factRetention: string, agentAuthorization = AGENT_AUTH
       principalsFile,
       JSON.stringify({
         principals: [
-          { id: 'shipping-agent', tokenSha256: tokenSha256(agentToken), roles: ['agent'], agent: { cardUrl: agent.cardUrl, authorization } },
+          {
+            id: 'shipping-agent',
+            tokenSha256: tokenSha256(agentToken),
+            roles: ['agent'],
+            agent: { cardUrl: agent.cardUrl, authorization },
+          },
           { id: 'carrier-feed', tokenSha256: tokenSha256(reporterToken), roles: ['reporter'] },
         ],
       }),
@@ -129,11 +139,15 @@ async function raise(stack: Stack, payload: Record<string, unknown>): Promise<vo
   const answer = await send(stack, '/a2a/events', stack.agentToken, artifactUpdate(payload));
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   // `unchanged` when a request that answered 503 had already started it: the retry completed its registration.
-  expect(answer.body.expectations.map((e: { result: string }) => e.result)).toEqual([expect.stringMatching(/^(raised|unchanged)$/)]);
+  expect(answer.body.expectations.map((e: { result: string }) => e.result)).toEqual([
+    expect.stringMatching(/^(raised|unchanged)$/),
+  ]);
 }
 
 async function report(stack: Stack, fact: { factKey: string; subject?: { type: string; id: string } }): Promise<void> {
-  const answer = await send(stack, '/v1/facts', stack.reporterToken, { facts: [{ ...fact, observedAt: new Date().toISOString() }] });
+  const answer = await send(stack, '/v1/facts', stack.reporterToken, {
+    facts: [{ ...fact, observedAt: new Date().toISOString() }],
+  });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
 }
 
@@ -181,78 +195,93 @@ async function notCleanlySatisfied(stack: Stack, ids: string[]): Promise<string[
   return bad;
 }
 
-const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}-${randomUUID().slice(0, 8)}`);
+const ids = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, i) => `${prefix}-${i}-${randomUUID().slice(0, 8)}`);
 
 for (const retention of ['PT0S', 'P7D']) {
-  describe(`no fact is missed after a raise, with retention ${retention}, beside a neighbour`, { timeout: 600_000 }, () => {
-    let stack: Stack;
-    // Other work on the machine and the server meanwhile: half a core and five workflow starts a second.
-    let neighbour: Neighbour;
-    beforeAll(async () => {
-      stack = await startStack(retention);
-      neighbour = startNeighbour(stack.client);
-    });
-    afterAll(async () => {
-      await neighbour?.stop();
-      await stack?.close();
-    });
-
-    it(`satisfies ${COUNT} expectations each followed at once by its fact, with no false lapse`, async () => {
-      const raised = ids('key', COUNT);
-      // Due 20 s after its raise: a missed fact would lapse it overdue within the test.
-      await pool(raised, async (id) => {
-        const expectation = expectationOf(id, { dueAt: secondsFromNow(20) });
-        await raise(stack, { expectations: [expectation] });
-        await report(stack, { factKey: expectation.satisfiedBy.factKey });
+  describe(
+    `no fact is missed after a raise, with retention ${retention}, beside a neighbour`,
+    { timeout: 600_000 },
+    () => {
+      let stack: Stack;
+      // Other work on the machine and the server meanwhile: half a core and five workflow starts a second.
+      let neighbour: Neighbour;
+      beforeAll(async () => {
+        stack = await startStack(retention);
+        neighbour = startNeighbour(stack.client);
       });
-      // Raised last and due after every other: once it has lapsed, a missed fact would have lapsed its expectation.
-      const control = expectationOf(`key-control-${randomUUID()}`, { dueAt: secondsFromNow(25) });
-      await raise(stack, { expectations: [control] });
-
-      const controlRecord = await until(stack, control.expectationId, (r) => r.lapses.length > 0);
-      const bad = await notCleanlySatisfied(stack, raised);
-
-      expect(controlRecord.lapses.map((l) => l.lapse.lapse)).toEqual(['overdue']);
-      expect(bad).toEqual([]);
-      expect(neighbour.starts.made).toBeGreaterThan(10);
-      const lapsedIds = new Set(stack.agent.received.map((m) => (m.message.metadata?.[EXTENSION_URI] as any)?.lapse?.expectationId));
-      expect(raised.filter((id) => lapsedIds.has(id))).toEqual([]);
-    });
-
-    it(`does not stall ${COUNT} expectations each followed at once by a fact on their subject`, async () => {
-      const raised = ids('subject', COUNT);
-      await pool(raised, async (id) => {
-        const expectation = expectationOf(id, { horizon: secondsFromNow(20) });
-        await raise(stack, { expectations: [expectation] });
-        await report(stack, { factKey: `shipment/${id}/scanned`, subject: expectation.subject });
-      });
-      // Raised last with a horizon after every other: once it has stalled, every horizon before it has been checked.
-      const control = expectationOf(`subject-control-${randomUUID()}`, { horizon: secondsFromNow(25) });
-      await raise(stack, { expectations: [control] });
-
-      const controlRecord = await until(stack, control.expectationId, (r) => r.lapses.length > 0);
-      const stalled: string[] = [];
-      await pool(raised, async (id) => {
-        const record = await recordOf(stack, id);
-        if (record.lapses.length > 0 || record.lastFactAt === undefined) stalled.push(id);
+      afterAll(async () => {
+        await neighbour?.stop();
+        await stack?.close();
       });
 
-      expect(controlRecord.lapses.map((l) => l.lapse.lapse)).toEqual(['stalled']);
-      expect(stalled).toEqual([]);
-    });
+      it(`satisfies ${COUNT} expectations each followed at once by its fact, with no false lapse`, async () => {
+        const raised = ids('key', COUNT);
+        // Due 20 s after its raise: a missed fact would lapse it overdue within the test.
+        await pool(raised, async (id) => {
+          const expectation = expectationOf(id, { dueAt: secondsFromNow(20) });
+          await raise(stack, { expectations: [expectation] });
+          await report(stack, { factKey: expectation.satisfiedBy.factKey });
+        });
+        // Raised last and due after every other: once it has lapsed, a missed fact would have lapsed its expectation.
+        const control = expectationOf(`key-control-${randomUUID()}`, { dueAt: secondsFromNow(25) });
+        await raise(stack, { expectations: [control] });
 
-    it(`satisfies ${SAME_ARTIFACT_COUNT} + ${SAME_ARTIFACT_COUNT} expectations whose fact is in the same artifact, before and after them`, async () => {
-      const factFirst = ids('same-before', SAME_ARTIFACT_COUNT);
-      const factLast = ids('same-after', SAME_ARTIFACT_COUNT);
-      const fact = (e: Expectation) => ({ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString() });
-      await pool([...factFirst.map((id) => [id, true] as const), ...factLast.map((id) => [id, false] as const)], async ([id, first]) => {
-        const expectation = expectationOf(id, { dueAt: secondsFromNow(20) });
-        await raise(stack, first ? { facts: [fact(expectation)], expectations: [expectation] } : { expectations: [expectation], facts: [fact(expectation)] });
+        const controlRecord = await until(stack, control.expectationId, (r) => r.lapses.length > 0);
+        const bad = await notCleanlySatisfied(stack, raised);
+
+        expect(controlRecord.lapses.map((l) => l.lapse.lapse)).toEqual(['overdue']);
+        expect(bad).toEqual([]);
+        expect(neighbour.starts.made).toBeGreaterThan(10);
+        const lapsedIds = new Set(
+          stack.agent.received.map((m) => (m.message.metadata?.[EXTENSION_URI] as any)?.lapse?.expectationId),
+        );
+        expect(raised.filter((id) => lapsedIds.has(id))).toEqual([]);
       });
 
-      expect(await notCleanlySatisfied(stack, [...factFirst, ...factLast])).toEqual([]);
-    });
-  });
+      it(`does not stall ${COUNT} expectations each followed at once by a fact on their subject`, async () => {
+        const raised = ids('subject', COUNT);
+        await pool(raised, async (id) => {
+          const expectation = expectationOf(id, { horizon: secondsFromNow(20) });
+          await raise(stack, { expectations: [expectation] });
+          await report(stack, { factKey: `shipment/${id}/scanned`, subject: expectation.subject });
+        });
+        // Raised last with a horizon after every other: once it has stalled, every horizon before it has been checked.
+        const control = expectationOf(`subject-control-${randomUUID()}`, { horizon: secondsFromNow(25) });
+        await raise(stack, { expectations: [control] });
+
+        const controlRecord = await until(stack, control.expectationId, (r) => r.lapses.length > 0);
+        const stalled: string[] = [];
+        await pool(raised, async (id) => {
+          const record = await recordOf(stack, id);
+          if (record.lapses.length > 0 || record.lastFactAt === undefined) stalled.push(id);
+        });
+
+        expect(controlRecord.lapses.map((l) => l.lapse.lapse)).toEqual(['stalled']);
+        expect(stalled).toEqual([]);
+      });
+
+      it(`satisfies ${SAME_ARTIFACT_COUNT} + ${SAME_ARTIFACT_COUNT} expectations whose fact is in the same artifact, before and after them`, async () => {
+        const factFirst = ids('same-before', SAME_ARTIFACT_COUNT);
+        const factLast = ids('same-after', SAME_ARTIFACT_COUNT);
+        const fact = (e: Expectation) => ({ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString() });
+        await pool(
+          [...factFirst.map((id) => [id, true] as const), ...factLast.map((id) => [id, false] as const)],
+          async ([id, first]) => {
+            const expectation = expectationOf(id, { dueAt: secondsFromNow(20) });
+            await raise(
+              stack,
+              first
+                ? { facts: [fact(expectation)], expectations: [expectation] }
+                : { expectations: [expectation], facts: [fact(expectation)] },
+            );
+          },
+        );
+
+        expect(await notCleanlySatisfied(stack, [...factFirst, ...factLast])).toEqual([]);
+      });
+    },
+  );
 }
 
 describe('a plan raised in one request', { timeout: 300_000 }, () => {
@@ -271,28 +300,47 @@ describe('a plan raised in one request', { timeout: 300_000 }, () => {
       subject,
       anchor: { expectationId: steps[0]!.expectationId, offset: 'PT1H' },
     });
-    const answer = await send(stack, '/a2a/events', stack.agentToken, artifactUpdate({ expectations: [...steps, dependent] }));
+    const answer = await send(
+      stack,
+      '/a2a/events',
+      stack.agentToken,
+      artifactUpdate({ expectations: [...steps, dependent] }),
+    );
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-    expect(answer.body.expectations).toEqual([...steps, dependent].map((e) => ({ expectationId: e.expectationId, result: 'raised' })));
+    expect(answer.body.expectations).toEqual(
+      [...steps, dependent].map((e) => ({ expectationId: e.expectationId, result: 'raised' })),
+    );
     // At once, as a client does: a fact on every step, the first's last.
     const observedAt = new Date().toISOString();
     const facts = [...steps.slice(1), steps[0]!].map((e) => ({ factKey: e.satisfiedBy.factKey, observedAt }));
     expect((await send(stack, '/v1/facts', stack.reporterToken, { facts })).status).toBe(200);
 
-    expect(await notCleanlySatisfied(stack, steps.map((e) => e.expectationId))).toEqual([]);
+    expect(
+      await notCleanlySatisfied(
+        stack,
+        steps.map((e) => e.expectationId),
+      ),
+    ).toEqual([]);
     // The 10th started after the first (its own wave) and linked to it: its due time followed the first's fact.
     const anchored = await until(stack, dependent.expectationId, (r) => r.dueAt !== dependent.dueAt);
     expect(anchored.dueAt).toBe(new Date(Date.parse(observedAt) + 3_600_000).toISOString());
     // The subject's ledger was started by one signal-with-start naming all the request's steps (the 10th too, or a
     // second signal for it): never one call per step.
-    const events = (await stack.client.workflow.getHandle(subjectLedgerWorkflowId(subject)).fetchHistory()).events ?? [];
+    const events =
+      (await stack.client.workflow.getHandle(subjectLedgerWorkflowId(subject)).fetchHistory()).events ?? [];
     const subscribed = events
       .map((e) => e.workflowExecutionSignaledEventAttributes)
       .filter((signaled) => signaled?.signalName === 'subscribe')
-      .map((signaled) => (JSON.parse(Buffer.from(signaled!.input!.payloads![0]!.data!).toString()) as { workflowIds: string[] }).workflowIds);
+      .map(
+        (signaled) =>
+          (JSON.parse(Buffer.from(signaled!.input!.payloads![0]!.data!).toString()) as { workflowIds: string[] })
+            .workflowIds,
+      );
     expect(subscribed.length).toBeLessThanOrEqual(2);
     expect(subscribed[0]).toEqual(expect.arrayContaining(steps.map((e) => expectationWorkflowId(e.expectationId))));
-    expect(subscribed.flat().sort()).toEqual([...steps, dependent].map((e) => expectationWorkflowId(e.expectationId)).sort());
+    expect(subscribed.flat().sort()).toEqual(
+      [...steps, dependent].map((e) => expectationWorkflowId(e.expectationId)).sort(),
+    );
   });
 });
 
@@ -309,11 +357,16 @@ describe('no credential in Temporal', () => {
     const oldAuthorization = `Bearer before-rotation-${randomUUID()}`;
     await stack.writePrincipals(oldAuthorization);
     await stack.principals.refresh();
-    const expectation = expectationOf(`rotate-${randomUUID()}`, { dueAt: secondsFromNow(6), horizon: secondsFromNow(4) });
+    const expectation = expectationOf(`rotate-${randomUUID()}`, {
+      dueAt: secondsFromNow(6),
+      horizon: secondsFromNow(4),
+    });
     await raise(stack, { expectations: [expectation] });
 
     await stack.writePrincipals('Bearer rotated-in-later');
-    const record = await until(stack, expectation.expectationId, (r) => r.lapses.some((l) => l.delivery.status === 'delivered'));
+    const record = await until(stack, expectation.expectationId, (r) =>
+      r.lapses.some((l) => l.delivery.status === 'delivered'),
+    );
     const { executions } = await listExecutions(stack);
     const histories = await Promise.all(executions.map((workflowId) => historyText(stack.client, workflowId)));
 
@@ -322,7 +375,13 @@ describe('no credential in Temporal', () => {
     // The expectation and both of its ledgers, each read whole.
     expect(executions.length).toBeGreaterThanOrEqual(3);
     expect(histories.every((text) => text.includes('shipment'))).toBe(true);
-    for (const secret of [oldAuthorization, 'Bearer rotated-in-later', stack.agentToken, stack.reporterToken, 'rotated-in-later']) {
+    for (const secret of [
+      oldAuthorization,
+      'Bearer rotated-in-later',
+      stack.agentToken,
+      stack.reporterToken,
+      'rotated-in-later',
+    ]) {
       expect(histories.filter((text) => text.includes(secret))).toEqual([]);
     }
   });

@@ -55,8 +55,13 @@ beforeAll(async () => {
       'disabled = true',
       '',
     ].join('\n');
-  writeFileSync(configFile, [profile('worker', workerApiKey), profile('admin', server.token(['temporal-system:admin']))].join('\n'));
-  principalsFile = writePrincipalsFile([{ id: 'shipping-agent', roles: ['agent'], cardUrl: 'http://127.0.0.1:1/card.json' }]);
+  writeFileSync(
+    configFile,
+    [profile('worker', workerApiKey), profile('admin', server.token(['temporal-system:admin']))].join('\n'),
+  );
+  principalsFile = writePrincipalsFile([
+    { id: 'shipping-agent', roles: ['agent'], cardUrl: 'http://127.0.0.1:1/card.json' },
+  ]);
 }, 120_000);
 
 afterAll(async () => {
@@ -100,7 +105,9 @@ describe('a worker that may not register search attributes', () => {
     const writer = await connect(['bare:write']);
 
     await expect(writer.operatorService.listSearchAttributes({ namespace: 'bare' })).resolves.toBeDefined();
-    await expect(writer.operatorService.addSearchAttributes({ namespace: 'bare', searchAttributes: ours })).rejects.toMatchObject({
+    await expect(
+      writer.operatorService.addSearchAttributes({ namespace: 'bare', searchAttributes: ours }),
+    ).rejects.toMatchObject({
       code: 7,
       details: 'Request unauthorized.',
     });
@@ -121,7 +128,9 @@ describe('a worker that may not register search attributes', () => {
 
     expect(await refused.exited).toBe(1);
     const output = refused.output();
-    expect(output).toContain(`namespace "bare" lacks the search attributes ${names.join(', ')} and this worker may not create them`);
+    expect(output).toContain(
+      `namespace "bare" lacks the search attributes ${names.join(', ')} and this worker may not create them`,
+    );
     expect(output).toContain('(PERMISSION_DENIED: Request unauthorized.)');
     expect(output).toContain(
       'tcld namespace search-attributes add --namespace bare --search-attribute "ExpectationKind=Keyword" ' +
@@ -132,12 +141,16 @@ describe('a worker that may not register search attributes', () => {
     expect(await searchAttributesOf('bare')).toEqual({});
 
     // What an operator does next: the printed temporal CLI lines, as a namespace admin (the `admin` profile).
-    const commands = [...output.matchAll(/^ +temporal (operator search-attribute create .*)$/gm)].map((m) => m[1]!.split(' '));
+    const commands = [...output.matchAll(/^ +temporal (operator search-attribute create .*)$/gm)].map((m) =>
+      m[1]!.split(' '),
+    );
     expect(commands).toHaveLength(1);
     const cli = ensureDevServer();
     if (cli.type !== 'existing-path') throw new Error('no temporal CLI (npm run provision)');
     for (const args of commands) {
-      const run = spawnSync(cli.path, [...args, '--config-file', configFile, '--profile', 'admin'], { encoding: 'utf8' });
+      const run = spawnSync(cli.path, [...args, '--config-file', configFile, '--profile', 'admin'], {
+        encoding: 'utf8',
+      });
       expect(run.status, `${args.join(' ')}: ${run.stderr}`).toBe(0);
     }
     expect(await searchAttributesOf('bare')).toEqual(ours);
@@ -175,7 +188,9 @@ describe('registerSearchAttributes', () => {
 
     expect(outcome).toMatchObject({ result: 'unchecked' });
     const warning = outcome.result === 'unchecked' ? outcome.warning : '';
-    expect(warning).toContain('may neither list nor register search attributes on namespace "ready" (PERMISSION_DENIED: Request unauthorized.)');
+    expect(warning).toContain(
+      'may neither list nor register search attributes on namespace "ready" (PERMISSION_DENIED: Request unauthorized.)',
+    );
     expect(warning).toContain('tcld namespace search-attributes add --namespace ready');
   });
 });

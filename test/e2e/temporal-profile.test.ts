@@ -85,7 +85,10 @@ describe('a bridge and a worker started with only a config file and TEMPORAL_PRO
     const url = `http://127.0.0.1:${port}`;
 
     const e = expectation(`profile-${unique()}`);
-    const raised = await send(`${url}/a2a/events`, { token: tokens['shipping-agent'], json: artifactUpdate({ expectations: [e] }) });
+    const raised = await send(`${url}/a2a/events`, {
+      token: tokens['shipping-agent'],
+      json: artifactUpdate({ expectations: [e] }),
+    });
     const reported = await send(`${url}/v1/facts`, {
       token: tokens.carrier,
       json: { facts: [{ factKey: e.satisfiedBy.factKey, observedAt: new Date().toISOString() }] },
@@ -94,7 +97,9 @@ describe('a bridge and a worker started with only a config file and TEMPORAL_PRO
       `the record of ${e.expectationId} satisfied`,
       async () => {
         const answer = await send(`${url}/v1/expectations/${e.expectationId}`, { token: tokens.ops });
-        return answer.status === 200 && (answer.body as ExpectationRecord).state === 'satisfied' ? (answer.body as ExpectationRecord) : undefined;
+        return answer.status === 200 && (answer.body as ExpectationRecord).state === 'satisfied'
+          ? (answer.body as ExpectationRecord)
+          : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 300 },
     );
@@ -117,7 +122,9 @@ describe('a bridge and a worker started with only a config file and TEMPORAL_PRO
     const worker = start('src/worker.ts', { TEMPORAL_PROFILE: 'staging' });
 
     expect(await worker.exited).toBe(1);
-    expect(worker.output()).toContain(`TEMPORAL_PROFILE: no profile "staging" in ${configFile} (it has "default", "ci")`);
+    expect(worker.output()).toContain(
+      `TEMPORAL_PROFILE: no profile "staging" in ${configFile} (it has "default", "ci")`,
+    );
   });
 });
 

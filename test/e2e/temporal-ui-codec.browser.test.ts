@@ -64,7 +64,9 @@ beforeAll(async () => {
     logFile: path.resolve('test-output', 'ui-codec-dev-server.log'),
   });
   watcher = await startWatcherWorker(taskQueue, { address: server.address, dataConverter: { payloadCodecs: [codec] } });
-  const principals = createPrincipalStore(principalsFileOf([{ id: 'ops-reader', roles: ['reader'] }], { 'ops-reader': readerToken }));
+  const principals = createPrincipalStore(
+    principalsFileOf([{ id: 'ops-reader', roles: ['reader'] }], { 'ops-reader': readerToken }),
+  );
   registerAgents(taskQueue, principals);
   const app = createApp({
     client: watcher.client,
@@ -76,7 +78,11 @@ beforeAll(async () => {
   });
   const recorded = express();
   recorded.use('/codec', (req, res, next) => {
-    res.on('finish', () => codecAnswers.push(`${req.method} ${req.originalUrl.split('?')[0]} ${res.statusCode} cookie:${req.get('cookie') !== undefined}`));
+    res.on('finish', () =>
+      codecAnswers.push(
+        `${req.method} ${req.originalUrl.split('?')[0]} ${res.statusCode} cookie:${req.get('cookie') !== undefined}`,
+      ),
+    );
     next();
   });
   recorded.use(app);
@@ -86,12 +92,28 @@ beforeAll(async () => {
 
   secret = expectation(`ui-codec-${suffix}`);
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
-  await startExpectation(watcher.client, taskQueue, expectationInput(secret, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: 'http://127.0.0.1:1/card' }), origin, taskQueue));
+  await startExpectation(
+    watcher.client,
+    taskQueue,
+    expectationInput(
+      secret,
+      registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: 'http://127.0.0.1:1/card' }),
+      origin,
+      taskQueue,
+    ),
+  );
 
   // The same sealing client on the shared dev server, whose UI has no codec endpoint; no worker polls its queue.
-  sharedClient = new Client({ connection: Connection.lazy({ address: inject('temporalAddress') }), dataConverter: { payloadCodecs: [codec] } });
+  sharedClient = new Client({
+    connection: Connection.lazy({ address: inject('temporalAddress') }),
+    dataConverter: { payloadCodecs: [codec] },
+  });
   twin = expectation(`ui-codec-twin-${suffix}`);
-  await startExpectation(sharedClient, `${taskQueue}-unpolled`, expectationInput(twin, { id: 'shipping-agent' }, origin, `${taskQueue}-unpolled`));
+  await startExpectation(
+    sharedClient,
+    `${taskQueue}-unpolled`,
+    expectationInput(twin, { id: 'shipping-agent' }, origin, `${taskQueue}-unpolled`),
+  );
 
   browser = await launchChromium();
 });
@@ -101,7 +123,10 @@ afterAll(async () => {
   if (twin) {
     const links = expectationLinks(twin, `${taskQueue}-unpolled`);
     for (const id of [links.self, links.factRouter, links.subjectLedger]) {
-      await sharedClient.workflow.getHandle(id).terminate('test over').catch(() => undefined);
+      await sharedClient.workflow
+        .getHandle(id)
+        .terminate('test over')
+        .catch(() => undefined);
     }
   }
   await sharedClient?.connection.close();
@@ -174,7 +199,11 @@ describe('the Temporal UI and an encrypted expectation', () => {
     await expect.poll(() => bodyText(page)).toContain('Signed in to the codec endpoint');
     // ...then, in the UI's Codec Server settings, uses the browser setting: the endpoint and credentials.
     await page.goto(workflowPage(server.uiUrl!, secret));
-    await page.getByTestId('data-encoder-status-error').or(page.getByTestId('data-encoder-status-configured')).first().click();
+    await page
+      .getByTestId('data-encoder-status-error')
+      .or(page.getByTestId('data-encoder-status-configured'))
+      .first()
+      .click();
     await page.getByTestId('override-accordion').click();
     await page.getByText('Use my browser setting and ignore Cluster-level setting.').click();
     await page.locator('#data-encoder-endpoint-input').fill(`${bridgeUrl}/codec`);
@@ -191,13 +220,15 @@ describe('the Temporal UI and an encrypted expectation', () => {
     await page.screenshot({ path: screenshotPath('codec-decoded-input'), fullPage: true });
     const input = await bodyText(page);
     await page.getByTestId('user-metadata-tab').click();
-    await expect.poll(() => userMetadataBlocks(page), { timeout: 20_000 }).toEqual(
-      expect.arrayContaining([
-        `delivery: ${secret.expects} (due ${secret.dueAt})`,
-        expect.stringMatching(new RegExp(`subject\\s+shipment/${secret.subject.id}`)),
-        expect.stringMatching(/^open · due /),
-      ]),
-    );
+    await expect
+      .poll(() => userMetadataBlocks(page), { timeout: 20_000 })
+      .toEqual(
+        expect.arrayContaining([
+          `delivery: ${secret.expects} (due ${secret.dueAt})`,
+          expect.stringMatching(new RegExp(`subject\\s+shipment/${secret.subject.id}`)),
+          expect.stringMatching(/^open · due /),
+        ]),
+      );
 
     await page.screenshot({ path: screenshotPath('codec-decoded-user-metadata'), fullPage: true });
     expect(input).toContain(`"id": "${secret.subject.id}"`);

@@ -48,7 +48,12 @@ function expectation(id: string, subjectId: string, dueInMs: number): Expectatio
 
 async function raise(e: Expectation): Promise<void> {
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(e, registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }), origin, taskQueue);
+  const input = expectationInput(
+    e,
+    registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }),
+    origin,
+    taskQueue,
+  );
   await startExpectation(watcher.client, taskQueue, input);
 }
 
@@ -71,12 +76,17 @@ afterAll(async () => {
 });
 
 /** Polls the record (a query: nothing to subscribe to) until `done` holds. */
-async function recordWhen(id: string, done: (r: ExpectationRecord) => boolean, timeoutMs = 30_000): Promise<ExpectationRecord> {
+async function recordWhen(
+  id: string,
+  done: (r: ExpectationRecord) => boolean,
+  timeoutMs = 30_000,
+): Promise<ExpectationRecord> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const found = await getExpectationRecord(watcher.client, id);
     if (found && done(found)) return found;
-    if (Date.now() > deadline) throw new Error(`record of ${id} never reached the awaited state: ${JSON.stringify(found)}`);
+    if (Date.now() > deadline)
+      throw new Error(`record of ${id} never reached the awaited state: ${JSON.stringify(found)}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -93,7 +103,10 @@ async function openFilteredList(query: string, expectedWorkflowId: string): Prom
         return page
           .getByRole('link', { name: expectedWorkflowId, exact: true })
           .waitFor({ timeout: 3_000 })
-          .then(() => true, () => false);
+          .then(
+            () => true,
+            () => false,
+          );
       },
       { timeout: 30_000, interval: 500 },
     )
@@ -113,8 +126,12 @@ describe('the Temporal UI in Chromium', () => {
     await page.screenshot({ path: screenshotPath('filtered-by-subject') });
     const chip = page.getByRole('button', { name: /ExpectationSubject/ }).first();
     expect((await chip.innerText()).replace(/\s+/g, ' ')).toBe(subjectQuery(lapsing).replace('=', ' = '));
-    expect(await page.getByRole('link', { name: expectationWorkflowId(lapsing.expectationId), exact: true }).count()).toBe(1);
-    expect(await page.getByRole('link', { name: expectationWorkflowId(elsewhere.expectationId), exact: true }).count()).toBe(0);
+    expect(
+      await page.getByRole('link', { name: expectationWorkflowId(lapsing.expectationId), exact: true }).count(),
+    ).toBe(1);
+    expect(
+      await page.getByRole('link', { name: expectationWorkflowId(elsewhere.expectationId), exact: true }).count(),
+    ).toBe(0);
   });
 
   it('shows the opened expectation’s summary, static details and current details (lapsed, delivered)', async () => {
@@ -123,13 +140,15 @@ describe('the Temporal UI in Chromium', () => {
     await page.getByTestId('user-metadata-tab').click();
 
     const summary = `delivery: ${lapsing.expects} (due ${lapsing.dueAt})`;
-    await expect.poll(renderedBlocks, { timeout: 20_000 }).toEqual(
-      expect.arrayContaining([
-        summary,
-        expect.stringMatching(new RegExp(`expectationId\\s+${lapsing.expectationId}`)),
-        expect.stringMatching(/^lapsed · due /),
-      ]),
-    );
+    await expect
+      .poll(renderedBlocks, { timeout: 20_000 })
+      .toEqual(
+        expect.arrayContaining([
+          summary,
+          expect.stringMatching(new RegExp(`expectationId\\s+${lapsing.expectationId}`)),
+          expect.stringMatching(/^lapsed · due /),
+        ]),
+      );
     await page.screenshot({ path: screenshotPath('expectation-user-metadata'), fullPage: true });
     const current = (await renderedBlocks()).find((text) => text.startsWith('lapsed'))!;
     expect(current).toContain('overdue');

@@ -32,7 +32,11 @@ beforeAll(async () => {
   const principalsFile = path.join(dir, 'principals.json');
   writeFileSync(
     principalsFile,
-    JSON.stringify({ principals: [{ id: 'shipping-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl: agent.cardUrl } }] }),
+    JSON.stringify({
+      principals: [
+        { id: 'shipping-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
+      ],
+    }),
   );
   const common = {
     TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -43,10 +47,22 @@ beforeAll(async () => {
   };
   const port = await freePort();
   // The worker delivers lapses to the bridge's agents: the same principals file.
-  const worker = spawnEntry('src/worker.ts', { ...common, WATCHER_WORKER_METRICS_PORT: '0', WATCHER_PRINCIPALS_FILE: principalsFile });
-  const bridge = spawnEntry('src/bridge.ts', { ...common, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile, WATCHER_DATA_DIR: dir });
+  const worker = spawnEntry('src/worker.ts', {
+    ...common,
+    WATCHER_WORKER_METRICS_PORT: '0',
+    WATCHER_PRINCIPALS_FILE: principalsFile,
+  });
+  const bridge = spawnEntry('src/bridge.ts', {
+    ...common,
+    PORT: String(port),
+    WATCHER_PRINCIPALS_FILE: principalsFile,
+    WATCHER_DATA_DIR: dir,
+  });
   processes.push(worker, bridge);
-  await Promise.all([worker.waitFor(/"msg":"worker running"/, 110_000), bridge.waitFor(/"msg":"bridge listening"/, 60_000)]);
+  await Promise.all([
+    worker.waitFor(/"msg":"worker running"/, 110_000),
+    bridge.waitFor(/"msg":"bridge listening"/, 60_000),
+  ]);
   bridgeUrl = `http://127.0.0.1:${port}`;
 });
 
@@ -71,10 +87,17 @@ describe('OpenTelemetry tracing', () => {
       { expectationId: e.expectationId, result: 'withdrawn' },
     ]);
     const trace = () => {
-      const start = spans.find((s) => s.name === 'StartWorkflow:expectationWorkflow' && s.service === 'expectations-watcher-bridge');
+      const start = spans.find(
+        (s) => s.name === 'StartWorkflow:expectationWorkflow' && s.service === 'expectations-watcher-bridge',
+      );
       return start ? { start, spans: spans.filter((s) => s.traceId === start.traceId) } : undefined;
     };
-    await expect.poll(() => trace()?.spans.some((s) => s.name === 'RunWorkflow:expectationWorkflow'), { timeout: 30_000, interval: 250 }).toBe(true);
+    await expect
+      .poll(() => trace()?.spans.some((s) => s.name === 'RunWorkflow:expectationWorkflow'), {
+        timeout: 30_000,
+        interval: 250,
+      })
+      .toBe(true);
     const { start, spans: inTrace } = trace()!;
     const run = inTrace.find((s) => s.name === 'RunWorkflow:expectationWorkflow')!;
     expect(run).toMatchObject({ service: 'expectations-watcher-worker', parentSpanId: start.spanId });
@@ -89,10 +112,14 @@ describe('OpenTelemetry tracing', () => {
       ['factRouterWorkflow', 'HandleSignal:subscribe'],
       ['subjectLedgerWorkflow', 'RunWorkflow:subjectLedgerWorkflow'],
     ]) {
-      const ledgerStart = spans.find((s) => s.name === `SignalWithStartWorkflow:${ledger}` && s.service === 'expectations-watcher-bridge');
+      const ledgerStart = spans.find(
+        (s) => s.name === `SignalWithStartWorkflow:${ledger}` && s.service === 'expectations-watcher-bridge',
+      );
       expect(ledgerStart, ledger).toBeDefined();
       await expect
-        .poll(() => spans.find((s) => s.name === traced && s.parentSpanId === ledgerStart!.spanId)?.service, { timeout: 15_000 })
+        .poll(() => spans.find((s) => s.name === traced && s.parentSpanId === ledgerStart!.spanId)?.service, {
+          timeout: 15_000,
+        })
         .toBe('expectations-watcher-worker');
     }
   });

@@ -41,7 +41,11 @@ beforeAll(async () => {
   );
   const observingFetch: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
-    responses.push({ url: String(input instanceof Request ? input.url : input), status: response.status, headers: response.headers });
+    responses.push({
+      url: String(input instanceof Request ? input.url : input),
+      status: response.status,
+      headers: response.headers,
+    });
     return response;
   };
   const factory = new ClientFactory({
@@ -63,13 +67,24 @@ const path = (...segments: (string | number)[]) =>
  * A v1.0 message carrying `payload` under metadata[URI], from an agent working on its own task `ownTask` in
  * `contextId`: the task it names in referenceTaskIds, which its lapses will reference.
  */
-function message(payload: unknown, contextId = `ctx-${unique()}`, ownTask: string | null = `agent-task-${unique()}`): Message {
+function message(
+  payload: unknown,
+  contextId = `ctx-${unique()}`,
+  ownTask: string | null = `agent-task-${unique()}`,
+): Message {
   return {
     messageId: crypto.randomUUID(),
     contextId,
     taskId: '',
     role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: 'for the watcher' }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    parts: [
+      {
+        content: { $case: 'text', value: 'for the watcher' },
+        metadata: undefined,
+        filename: '',
+        mediaType: 'text/plain',
+      },
+    ],
     metadata: { [EXTENSION_URI]: payload },
     extensions: [EXTENSION_URI],
     referenceTaskIds: ownTask ? [ownTask] : [],
@@ -81,13 +96,17 @@ async function send(principal: string | { token: string }, msg: Message, activat
   const token = typeof principal === 'string' ? env.tokens[principal]! : principal.token;
   const serviceParameters: ServiceParameters = { Authorization: `Bearer ${token}` };
   if (activate) withA2AExtensions(EXTENSION_URI)(serviceParameters);
-  const result = await client.sendMessage({ tenant: '', message: msg, configuration: undefined, metadata: undefined }, { serviceParameters });
+  const result = await client.sendMessage(
+    { tenant: '', message: msg, configuration: undefined, metadata: undefined },
+    { serviceParameters },
+  );
   if (!('status' in result)) throw new Error(`expected a Task, got ${JSON.stringify(result)}`);
   return result;
 }
 
 const dataOf = (task: Task, where: 'receipt' | 'status'): any => {
-  const parts = where === 'receipt' ? task.artifacts.find((a) => a.name === 'receipt')?.parts : task.status?.message?.parts;
+  const parts =
+    where === 'receipt' ? task.artifacts.find((a) => a.name === 'receipt')?.parts : task.status?.message?.parts;
   const part = parts?.find((p) => p.content?.$case === 'data');
   return part?.content?.$case === 'data' ? part.content.value : undefined;
 };
@@ -204,7 +223,11 @@ describe('SendMessage to the watcher', () => {
     const task = await send('shipping-agent', sent);
 
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(dataOf(task, 'receipt')).toEqual({ expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] });
+    expect(dataOf(task, 'receipt')).toEqual({
+      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
+      facts: [],
+      withdrawn: [],
+    });
     expect(textOf(task)).toBe(`Recorded: 1 expectation raised (${e.expectationId}).`);
     const record = await getExpectationRecord(env.client, e.expectationId);
     expect(record?.state).toBe('open');
@@ -242,7 +265,9 @@ describe('SendMessage to the watcher', () => {
 
     await send('shipping-agent', sent);
 
-    expect((await getExpectationRecord(env.client, e.expectationId))?.origin).toEqual({ taskId: sent.referenceTaskIds[0] });
+    expect((await getExpectationRecord(env.client, e.expectationId))?.origin).toEqual({
+      taskId: sent.referenceTaskIds[0],
+    });
   });
 
   it('refuses a raise that names no task of the agent’s own (422 origin-task) and starts nothing', async () => {
@@ -253,7 +278,13 @@ describe('SendMessage to the watcher', () => {
     expect(task.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
     expect(dataOf(task, 'status')).toMatchObject({
       status: 422,
-      errors: [{ path: 'params/message/referenceTaskIds', rule: 'origin-task', message: expect.stringContaining('referenceTaskIds') }],
+      errors: [
+        {
+          path: 'params/message/referenceTaskIds',
+          rule: 'origin-task',
+          message: expect.stringContaining('referenceTaskIds'),
+        },
+      ],
     });
     expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
   });
@@ -288,7 +319,9 @@ describe('SendMessage to the watcher', () => {
 
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(dataOf(task, 'receipt').facts).toEqual([{ factKey: fact.factKey, result: 'recorded' }]);
-    await expect.poll(async () => (await getExpectationRecord(env.client, e.expectationId))?.state, { timeout: 15_000 }).toBe('satisfied');
+    await expect
+      .poll(async () => (await getExpectationRecord(env.client, e.expectationId))?.state, { timeout: 15_000 })
+      .toBe('satisfied');
     expect((await getExpectationRecord(env.client, e.expectationId))?.satisfiedBy?.source).toBe('carrier-feed');
   });
 
@@ -299,7 +332,9 @@ describe('SendMessage to the watcher', () => {
     const task = await send('shipping-agent', message({ withdraw: [e.expectationId] }));
 
     expect(dataOf(task, 'receipt').withdrawn).toEqual([{ expectationId: e.expectationId, result: 'withdrawn' }]);
-    await expect.poll(async () => (await getExpectationRecord(env.client, e.expectationId))?.state, { timeout: 15_000 }).toBe('withdrawn');
+    await expect
+      .poll(async () => (await getExpectationRecord(env.client, e.expectationId))?.state, { timeout: 15_000 })
+      .toBe('withdrawn');
   });
 
   it('rejects a reporter raising an expectation (403) with the field path, and starts nothing', async () => {
@@ -334,7 +369,10 @@ describe('SendMessage to the watcher', () => {
     const task = await send('shipping-agent', message({ expectations: [e] }));
 
     expect(task.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
-    expect(dataOf(task, 'status')).toMatchObject({ status: 422, errors: [expect.objectContaining({ path: path('expectations', 0, 'kind') })] });
+    expect(dataOf(task, 'status')).toMatchObject({
+      status: 422,
+      errors: [expect.objectContaining({ path: path('expectations', 0, 'kind') })],
+    });
   });
 
   it('rejects a message with nothing under metadata[URI] (400)', async () => {
@@ -343,7 +381,9 @@ describe('SendMessage to the watcher', () => {
     const task = await send('shipping-agent', empty);
 
     expect(task.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
-    expect(dataOf(task, 'status').errors).toEqual([{ path: path(), message: 'required: {facts, expectations, withdraw}' }]);
+    expect(dataOf(task, 'status').errors).toEqual([
+      { path: path(), message: 'required: {facts, expectations, withdraw}' },
+    ]);
   });
 
   it('refuses a message that does not activate the extension (JSON-RPC error)', async () => {
@@ -460,7 +500,10 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
 
   it('serves the SDK’s v0.3 compat transport, chosen from the card’s 0.3 interface (A2A-Version: 0.3)', async () => {
     const card = await new DefaultAgentCardResolver().resolve(env.url);
-    const v03Only = { ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3') };
+    const v03Only = {
+      ...card,
+      supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3'),
+    };
     const seen: Headers[] = [];
     const recording: typeof fetch = async (input, init) => {
       seen.push(new Headers(init?.headers));
@@ -480,7 +523,9 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
 
     expect([seen[0]?.get('a2a-version'), seen[0]?.get('x-a2a-extensions')]).toEqual(['0.3', EXTENSION_URI]);
     expect('status' in result && result.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect('status' in result && dataOf(result, 'receipt').facts).toEqual([{ factKey: fact.factKey, result: 'recorded' }]);
+    expect('status' in result && dataOf(result, 'receipt').facts).toEqual([
+      { factKey: fact.factKey, result: 'recorded' },
+    ]);
   });
 
   it('keeps the v1.0 path: the SDK’s client picks the 1.0 interface and sends A2A-Version 1.0', async () => {

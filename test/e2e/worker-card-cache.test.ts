@@ -37,7 +37,11 @@ async function raiseLapsed(taskQueue: string, agentId: string): Promise<string> 
   const due = new Date(Date.now() - 60_000);
   due.setUTCMilliseconds(0);
   const expectation = deliveryExpectation(id, due.toISOString(), { grace: 'PT0S' });
-  await startExpectation(client, taskQueue, expectationInput(expectation, { id: agentId }, { taskId: `t-${id}`, contextId: `c-${id}` }, taskQueue));
+  await startExpectation(
+    client,
+    taskQueue,
+    expectationInput(expectation, { id: agentId }, { taskId: `t-${id}`, contextId: `c-${id}` }, taskQueue),
+  );
   return id;
 }
 
@@ -62,7 +66,11 @@ describe('the worker’s card cache', () => {
     try {
       cards.set('moving', first.card());
       const agent = registerAgent(taskQueue, { id: `moving-agent-${unique()}`, cardUrl: cards.url('moving') });
-      const before = { first: first.received.length, second: second.received.length, fetches: cards.authorizations.length };
+      const before = {
+        first: first.received.length,
+        second: second.received.length,
+        fetches: cards.authorizations.length,
+      };
 
       const a = await raiseLapsed(taskQueue, agent.id);
       await first.waitForMessages(before.first + 1, 45_000);

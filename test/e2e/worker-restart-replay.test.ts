@@ -65,10 +65,15 @@ async function raiseThenRestart(expectations: ReturnType<typeof dueExpectation>[
   // stopped while it polls a task loses it for the task's 10 s timeout (Temporal), which is not what this file tests.
   for (const { expectationId } of expectations) {
     await expect
-      .poll(async () => (await send(`${bridge.url}/v1/expectations/${expectationId}`, { token: bridge.tokens['shipping-agent'] })).body.state, {
-        timeout: 30_000,
-        interval: 100,
-      })
+      .poll(
+        async () =>
+          (await send(`${bridge.url}/v1/expectations/${expectationId}`, { token: bridge.tokens['shipping-agent'] }))
+            .body.state,
+        {
+          timeout: 30_000,
+          interval: 100,
+        },
+      )
       .toBe('open');
   }
   await worker!.stop();
@@ -83,7 +88,11 @@ describe('a worker restarted before a fact and a withdrawal', () => {
     const [reported, withdrawal] = await Promise.all([
       send(`${bridge.url}/v1/facts`, {
         token: bridge.tokens['carrier-feed'],
-        json: { facts: [{ factKey: waiting.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: waiting.subject }] },
+        json: {
+          facts: [
+            { factKey: waiting.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: waiting.subject },
+          ],
+        },
       }),
       send(`${bridge.url}/v1/expectations/${withdrawn.expectationId}/withdraw`, {
         token: bridge.tokens['shipping-agent'],
@@ -91,10 +100,18 @@ describe('a worker restarted before a fact and a withdrawal', () => {
       }),
     ]);
     await expect
-      .poll(async () => (await send(`${bridge.url}/v1/expectations/${waiting.expectationId}`, { token: bridge.tokens['shipping-agent'] })).body.state, {
-        timeout: 30_000,
-        interval: 200,
-      })
+      .poll(
+        async () =>
+          (
+            await send(`${bridge.url}/v1/expectations/${waiting.expectationId}`, {
+              token: bridge.tokens['shipping-agent'],
+            })
+          ).body.state,
+        {
+          timeout: 30_000,
+          interval: 200,
+        },
+      )
       .toBe('satisfied');
 
     expect(reported.status).toBe(200);
@@ -107,26 +124,40 @@ describe('a worker restarted before a fact and a withdrawal', () => {
 
   it('satisfies a fact reported with wait=true, answered by the expectation itself, and every history replays', async () => {
     const one = dueExpectation(`restart-take-${unique()}`, new Date(Date.now() + 3_600_000));
-    const two = { ...dueExpectation(`restart-take-${unique()}`, new Date(Date.now() + 3_600_000)), satisfiedBy: one.satisfiedBy };
+    const two = {
+      ...dueExpectation(`restart-take-${unique()}`, new Date(Date.now() + 3_600_000)),
+      satisfiedBy: one.satisfiedBy,
+    };
     await raiseThenRestart([one, two]);
     const reported = await send(`${bridge.url}/v1/facts?wait=true`, {
       token: bridge.tokens['shipping-agent'],
-      json: { facts: [{ factKey: one.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: one.subject }] },
+      json: {
+        facts: [{ factKey: one.satisfiedBy.factKey, observedAt: new Date().toISOString(), subject: one.subject }],
+      },
     });
 
     expect(reported.status).toBe(200);
     expect(reported.body.facts[0].awaitedBy).toBe(2);
     // Each names the state it took the fact in; one the restarted worker could not replay within the answer's
     // FACT_WAIT_MS (a busy machine) is left out of the answer and gets the router's forward instead.
-    const taken = reported.body.facts[0].expectations.map((e: { expectationId: string; state: string }) => [e.expectationId, e.state]);
+    const taken = reported.body.facts[0].expectations.map((e: { expectationId: string; state: string }) => [
+      e.expectationId,
+      e.state,
+    ]);
     expect(taken.length).toBeGreaterThan(0);
-    for (const [id, state] of taken) expect([[one.expectationId, two.expectationId].includes(id), state]).toEqual([true, 'satisfied']);
+    for (const [id, state] of taken)
+      expect([[one.expectationId, two.expectationId].includes(id), state]).toEqual([true, 'satisfied']);
     for (const e of [one, two]) {
       await expect
-        .poll(async () => (await send(`${bridge.url}/v1/expectations/${e.expectationId}`, { token: bridge.tokens['shipping-agent'] })).body.state, {
-          timeout: 30_000,
-          interval: 200,
-        })
+        .poll(
+          async () =>
+            (await send(`${bridge.url}/v1/expectations/${e.expectationId}`, { token: bridge.tokens['shipping-agent'] }))
+              .body.state,
+          {
+            timeout: 30_000,
+            interval: 200,
+          },
+        )
         .toBe('satisfied');
     }
     expect(await replay(factRouterWorkflowId(one.satisfiedBy.factKey, taskQueue))).toBe('replays');

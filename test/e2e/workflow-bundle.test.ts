@@ -116,7 +116,10 @@ describe('a worker on the prebuilt workflow bundle', () => {
     const tracedQueue = `${taskQueue}-traced`;
     const tracedBridge = await startBridgeApp(client, tracedQueue, principals);
     try {
-      const worker = startImageWorker(bundleFile, { TEMPORAL_TASK_QUEUE: tracedQueue, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint });
+      const worker = startImageWorker(bundleFile, {
+        TEMPORAL_TASK_QUEUE: tracedQueue,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      });
       await worker.waitFor(/worker running/, 120_000);
 
       const { overdue, record } = await raiseUntilLapsed(tracedBridge);
@@ -126,7 +129,10 @@ describe('a worker on the prebuilt workflow bundle', () => {
       expect(worker.output()).toContain(`"workflowBundle":"${tracingBundleFile}"`);
       // The span of the workflow scheduling its delivery comes from the bundle's interceptors, in the workflow sandbox.
       await expect
-        .poll(() => receiver!.spans.find((s) => s.name === 'StartActivity:deliverLapse')?.service, { timeout: 30_000, interval: 250 })
+        .poll(() => receiver!.spans.find((s) => s.name === 'StartActivity:deliverLapse')?.service, {
+          timeout: 30_000,
+          interval: 250,
+        })
         .toBe('expectations-watcher-worker');
       expect(worker.output()).not.toMatch(/unregistered external sink/);
     } finally {
@@ -152,6 +158,8 @@ describe('a worker on the prebuilt workflow bundle', () => {
     const code = await worker.exited;
 
     expect(code).toBe(1);
-    expect(worker.output()).toMatch(/WATCHER_WORKFLOW_BUNDLE: with tracing on .*lone\/workflow-bundle\.tracing\.js, the tracing bundle .*does not exist/);
+    expect(worker.output()).toMatch(
+      /WATCHER_WORKFLOW_BUNDLE: with tracing on .*lone\/workflow-bundle\.tracing\.js, the tracing bundle .*does not exist/,
+    );
   });
 });

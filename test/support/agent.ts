@@ -163,7 +163,9 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
               contextId: requestContext.contextId,
               taskId: requestContext.taskId,
               role: Role.ROLE_AGENT,
-              parts: [{ content: { $case: 'text', value: 'Noted.' }, metadata: undefined, filename: '', mediaType: '' }],
+              parts: [
+                { content: { $case: 'text', value: 'Noted.' }, metadata: undefined, filename: '', mediaType: '' },
+              ],
               metadata: undefined,
               extensions: [],
               referenceTaskIds: [],
@@ -276,7 +278,9 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
 }
 
 /** The lapse object of a message the agent received (undefined for anything else). */
-export const lapseOf = (received: ReceivedMessage): { expectationId: string; lapse: string; dueAt: string } | undefined =>
+export const lapseOf = (
+  received: ReceivedMessage,
+): { expectationId: string; lapse: string; dueAt: string } | undefined =>
   received.message?.metadata?.[EXTENSION_URI]?.lapse;
 
 /** Every lapse message the agent received for one expectation. */

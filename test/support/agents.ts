@@ -9,7 +9,13 @@ import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AgentDirectory } from '../../activities/deliver-lapse.js';
-import { createPrincipalStore, tokenSha256, type PrincipalsFile, type PrincipalStore, type Role } from '../../src/auth/principals.js';
+import {
+  createPrincipalStore,
+  tokenSha256,
+  type PrincipalsFile,
+  type PrincipalStore,
+  type Role,
+} from '../../src/auth/principals.js';
 import type { AgentRef } from '../../workflows/messages.js';
 
 /** A principal of the bridge; `agent` principals need a card URL. */
@@ -43,7 +49,10 @@ export function registerAgents(taskQueue: string, store: PrincipalStore): void {
  * Registers one agent on `taskQueue`, for tests that start expectations without a bridge, and answers the
  * reference an expectation input carries: its principal id only.
  */
-export function registerAgent(taskQueue: string, agent: { id: string; cardUrl: string; authorization?: string }): AgentRef {
+export function registerAgent(
+  taskQueue: string,
+  agent: { id: string; cardUrl: string; authorization?: string },
+): AgentRef {
   registerAgents(taskQueue, createPrincipalStore(principalsFileOf([{ ...agent, roles: ['agent'] }])));
   return { id: agent.id };
 }
@@ -66,7 +75,10 @@ export function agentsOf(taskQueue: string): AgentDirectory {
  * Writes a principals file with `principals` to a new temporary directory (or over `file`, at once: a worker that
  * reloads it never reads half of it) and answers its path.
  */
-export function writePrincipalsFile(principals: PrincipalSpec[], options: { tokens?: Record<string, string>; file?: string } = {}): string {
+export function writePrincipalsFile(
+  principals: PrincipalSpec[],
+  options: { tokens?: Record<string, string>; file?: string } = {},
+): string {
   const file = options.file ?? path.join(mkdtempSync(path.join(os.tmpdir(), 'watcher-principals-')), 'principals.json');
   const next = `${file}.${randomUUID()}.tmp`;
   writeFileSync(next, `${JSON.stringify(principalsFileOf(principals, options.tokens), null, 2)}\n`, { mode: 0o600 });

@@ -37,8 +37,12 @@ export async function startAuthorizedServer(): Promise<AuthorizedServer> {
   const binary = ensureClusterBinaries().server.path;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-authorized-'));
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const jwks = JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: KEY_ID, alg: 'RS256', use: 'sig' }] });
-  const keys = http.createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(jwks));
+  const jwks = JSON.stringify({
+    keys: [{ ...publicKey.export({ format: 'jwk' }), kid: KEY_ID, alg: 'RS256', use: 'sig' }],
+  });
+  const keys = http.createServer((_request, response) =>
+    response.writeHead(200, { 'content-type': 'application/json' }).end(jwks),
+  );
   await new Promise<void>((resolve) => keys.listen(0, '127.0.0.1', resolve));
   const jwksUrl = `http://127.0.0.1:${(keys.address() as AddressInfo).port}/jwks.json`;
 
@@ -55,7 +59,13 @@ export async function startAuthorizedServer(): Promise<AuthorizedServer> {
       serverConfig({
         address,
         jwksUrl,
-        ports: { frontend: frontend!, 'internal-frontend': internalFrontend!, history: history!, matching: matching!, worker: worker! },
+        ports: {
+          frontend: frontend!,
+          'internal-frontend': internalFrontend!,
+          history: history!,
+          matching: matching!,
+          worker: worker!,
+        },
         membership,
         frontendHttp: frontendHttp!,
       }),
@@ -75,7 +85,8 @@ export async function startAuthorizedServer(): Promise<AuthorizedServer> {
     rmSync(dir, { recursive: true, force: true });
   };
   const token = (permissions: string[]) => jwt(privateKey, { sub: `test-${randomUUID().slice(0, 8)}`, permissions });
-  const connect = (permissions: string[]) => Connection.connect({ address, metadata: { authorization: `Bearer ${token(permissions)}` } });
+  const connect = (permissions: string[]) =>
+    Connection.connect({ address, metadata: { authorization: `Bearer ${token(permissions)}` } });
   try {
     await server.start();
   } catch (error) {
@@ -176,7 +187,9 @@ function serverConfig(input: {
       failoverVersionIncrement: 10,
       masterClusterName: 'active',
       currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: input.address } },
+      clusterInformation: {
+        active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: input.address },
+      },
     },
     dcRedirectionPolicy: { policy: 'noop' },
   };

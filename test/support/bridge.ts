@@ -63,7 +63,9 @@ export function cardJson(overrides: { params?: unknown; skills?: string[]; decla
   return {
     name: 'Card of a test agent',
     description: 'Keeps no clock.',
-    supportedInterfaces: [{ url: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    supportedInterfaces: [
+      { url: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+    ],
     version: '1.0.0',
     capabilities: {
       extensions: overrides.declare === false ? [] : [{ uri: EXTENSION_URI, description: '', required: false, params }],
@@ -72,7 +74,13 @@ export function cardJson(overrides: { params?: unknown; skills?: string[]; decla
     securityRequirements: [],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: (overrides.skills ?? ['handle-lapse']).map((id) => ({ id, name: id, description: '', tags: [], examples: [] })),
+    skills: (overrides.skills ?? ['handle-lapse']).map((id) => ({
+      id,
+      name: id,
+      description: '',
+      tags: [],
+      examples: [],
+    })),
     signatures: [],
   };
 }
@@ -170,7 +178,12 @@ export interface BridgeEnv extends BridgeApp {
  */
 export async function startBridgeEnv(
   principals: PrincipalSpec[],
-  options: { settings?: Partial<AppDeps['settings']>; name: string; codec?: NonNullable<AppDeps['codec']>; address?: string },
+  options: {
+    settings?: Partial<AppDeps['settings']>;
+    name: string;
+    codec?: NonNullable<AppDeps['codec']>;
+    address?: string;
+  },
 ): Promise<BridgeEnv> {
   const taskQueue = `bridge-${options.name}-${randomUUID()}`;
   const dataConverter = options.codec ? { payloadCodecs: [options.codec.codec] } : undefined;
@@ -229,7 +242,12 @@ export interface Answer {
 }
 
 /** Sends one request and reads the whole answer. */
-async function exchange(url: string, method: string | undefined, headers: Record<string, string>, body?: string | Buffer) {
+async function exchange(
+  url: string,
+  method: string | undefined,
+  headers: Record<string, string>,
+  body?: string | Buffer,
+) {
   const started = Date.now();
   const response = await fetch(url, { method: method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
   const text = await response.text();

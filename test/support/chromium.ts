@@ -63,12 +63,15 @@ export function ensureChromium(options: EnsureChromiumOptions = {}): string {
   const debianPath = options.debianPath ?? DEBIAN_CHROMIUM;
   const install = options.install ?? aptInstallChromium;
   if (env.CHROMIUM_PATH) {
-    if (!executable(env.CHROMIUM_PATH)) throw new ChromiumNotFound(`CHROMIUM_PATH: ${env.CHROMIUM_PATH} is not an executable file`);
+    if (!executable(env.CHROMIUM_PATH))
+      throw new ChromiumNotFound(`CHROMIUM_PATH: ${env.CHROMIUM_PATH} is not an executable file`);
     return env.CHROMIUM_PATH;
   }
   const found = findChromium(env, debianPath);
   if (found) return found;
-  log("provision: no Chromium for the browser test; installing Debian's chromium (apt-get install -y chromium, about a minute, as root only)");
+  log(
+    "provision: no Chromium for the browser test; installing Debian's chromium (apt-get install -y chromium, about a minute, as root only)",
+  );
   const installed = install(env) ? findChromium(env, debianPath) : undefined;
   if (installed) {
     log(`provision: Chromium installed at ${installed}`);
@@ -76,6 +79,6 @@ export function ensureChromium(options: EnsureChromiumOptions = {}): string {
   }
   throw new ChromiumNotFound(
     'no Chromium for the browser test (test/e2e/temporal-ui.browser.test.ts): install one ' +
-      "(Debian/Ubuntu: sudo apt-get install -y chromium; macOS: brew install --cask chromium) or set CHROMIUM_PATH to a Chromium or Chrome binary",
+      '(Debian/Ubuntu: sudo apt-get install -y chromium; macOS: brew install --cask chromium) or set CHROMIUM_PATH to a Chromium or Chrome binary',
   );
 }

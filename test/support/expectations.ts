@@ -23,6 +23,18 @@ export function deliveryExpectation(id: string, dueAt: string, extra: Partial<Ex
 export const defaultSettings: ExpectationSettings = { lateWindow: 'P30D', factRetention: 'P7D' };
 
 /** What the bridge on `taskQueue` starts an expectation with when `agent` raises it in `origin`: first of its lineage, ids.ts links. */
-export function expectationInput(expectation: Expectation, agent: AgentRef, origin: Origin, taskQueue: string): ExpectationInput {
-  return { expectation, agent, origin, lineage: 0, links: expectationLinks(expectation, taskQueue), settings: defaultSettings };
+export function expectationInput(
+  expectation: Expectation,
+  agent: AgentRef,
+  origin: Origin,
+  taskQueue: string,
+): ExpectationInput {
+  return {
+    expectation,
+    agent,
+    origin,
+    lineage: 0,
+    links: expectationLinks(expectation, taskQueue),
+    settings: defaultSettings,
+  };
 }

@@ -132,7 +132,10 @@ export async function spawnWorker(address: string, taskQueue: string, principals
       }
     }
     await worker.exited;
-    await waitUntil('the killed worker processes to be gone', () => pids.every((pid) => !isAlive(pid)), { timeoutMs: 10_000, intervalMs: 50 });
+    await waitUntil('the killed worker processes to be gone', () => pids.every((pid) => !isAlive(pid)), {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    });
   };
   const handle: WorkerProcess = { ...worker, kill9 };
   try {

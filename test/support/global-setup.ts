@@ -32,10 +32,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('chromiumPath', ensureChromium());
 
   const testServer = await ensureTestServer({ allowDownload: true });
-  if (testServer.type !== 'existing-path') throw new Error('test setup: no time-skipping test server (run npm run provision)');
+  if (testServer.type !== 'existing-path')
+    throw new Error('test setup: no time-skipping test server (run npm run provision)');
   project.provide('testServerPath', testServer.path);
 
-  const bundle = await bundleWorkflowCode({ workflowsPath, logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} } });
+  const bundle = await bundleWorkflowCode({
+    workflowsPath,
+    logger: { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} },
+  });
   const bundlePath = path.join(outDir, 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);
   project.provide('workflowBundlePath', bundlePath);

@@ -41,9 +41,10 @@ export function startNeighbour(client: Client, options: NeighbourOptions = {}): 
   const starts = { made: 0, failed: 0 };
   const everyMs = 1000 / (options.startsPerSecond ?? 5);
   const timer = setInterval(() => {
-    client.workflow
-      .start('neighbourWorkflow', { taskQueue, workflowId: `neighbour-${randomUUID()}` })
-      .then(() => starts.made++, () => starts.failed++);
+    client.workflow.start('neighbourWorkflow', { taskQueue, workflowId: `neighbour-${randomUUID()}` }).then(
+      () => starts.made++,
+      () => starts.failed++,
+    );
   }, everyMs);
   return {
     starts,

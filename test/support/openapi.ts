@@ -31,10 +31,12 @@ export function mountedRoutes(app: Express): Mounted[] {
   const found: Mounted[] = [];
   const walk = (stack: Layer[], prefix: string) => {
     for (const layer of stack) {
-      if (typeof layer.rawPath !== 'string') throw new Error(`a layer on ${String(layer.rawPath)}: only string paths are read`);
+      if (typeof layer.rawPath !== 'string')
+        throw new Error(`a layer on ${String(layer.rawPath)}: only string paths are read`);
       const path = (under(prefix, layer.rawPath) || '/').replace(/:(\w+)/g, '{$1}');
       if (layer.route) {
-        for (const method of Object.keys(layer.route.methods)) found.push({ method: method === '_all' ? '*' : method, path });
+        for (const method of Object.keys(layer.route.methods))
+          found.push({ method: method === '_all' ? '*' : method, path });
       } else if (Array.isArray(layer.handle.stack)) {
         walk(layer.handle.stack, under(prefix, layer.rawPath));
       } else if (layer.rawPath !== '/') {
@@ -51,7 +53,11 @@ export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 
 /** Each operation of the document as `METHOD path`. */
 export function documentedOperations(doc: Json): { method: string; path: string; operation: Json }[] {
   return Object.entries(doc.paths as Record<string, Json>).flatMap(([path, item]) =>
-    HTTP_METHODS.filter((method) => item[method] !== undefined).map((method) => ({ method, path, operation: item[method] as Json })),
+    HTTP_METHODS.filter((method) => item[method] !== undefined).map((method) => ({
+      method,
+      path,
+      operation: item[method] as Json,
+    })),
   );
 }
 
@@ -72,11 +78,14 @@ function refsIn(value: unknown, at = '#'): { at: string; ref: string }[] {
   if (Array.isArray(value)) return value.flatMap((item, i) => refsIn(item, `${at}/${i}`));
   if (typeof value !== 'object' || value === null) return [];
   return Object.entries(value).flatMap(([key, child]) =>
-    key === '$ref' && typeof child === 'string' ? [{ at, ref: child }] : refsIn(child, `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`),
+    key === '$ref' && typeof child === 'string'
+      ? [{ at, ref: child }]
+      : refsIn(child, `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`),
   );
 }
 
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const PATH_ITEM_FIELDS = new Set<string>([...HTTP_METHODS, '$ref', 'summary', 'description', 'servers', 'parameters']);
 const SECURITY_TYPES = new Set(['apiKey', 'http', 'mutualTLS', 'oauth2', 'openIdConnect']);
 
@@ -92,19 +101,26 @@ export function openApiProblems(doc: Json): string[] {
     problem('info needs a title and a version');
   }
   if (!isObject(doc.paths)) problem('paths is not an object');
-  if (!isObject(doc.components) || !isObject(doc.components.schemas) || Object.keys(doc.components.schemas).length === 0) {
+  if (
+    !isObject(doc.components) ||
+    !isObject(doc.components.schemas) ||
+    Object.keys(doc.components.schemas).length === 0
+  ) {
     problem('components.schemas is missing or empty');
   }
   const schemes = isObject(doc.components?.securitySchemes) ? (doc.components.securitySchemes as Json) : {};
   for (const [name, scheme] of Object.entries(schemes)) {
-    if (!SECURITY_TYPES.has(scheme?.type)) problem(`securitySchemes.${name}: unknown type ${JSON.stringify(scheme?.type)}`);
-    if (scheme?.type === 'http' && typeof scheme.scheme !== 'string') problem(`securitySchemes.${name}: http needs a scheme`);
+    if (!SECURITY_TYPES.has(scheme?.type))
+      problem(`securitySchemes.${name}: unknown type ${JSON.stringify(scheme?.type)}`);
+    if (scheme?.type === 'http' && typeof scheme.scheme !== 'string')
+      problem(`securitySchemes.${name}: http needs a scheme`);
   }
   const checkSecurity = (where: string, security: unknown) => {
     if (security === undefined) return;
     if (!Array.isArray(security)) return problem(`${where}: security is not an array`);
     for (const requirement of security) {
-      for (const name of Object.keys(requirement as Json)) if (!(name in schemes)) problem(`${where}: no security scheme '${name}'`);
+      for (const name of Object.keys(requirement as Json))
+        if (!(name in schemes)) problem(`${where}: no security scheme '${name}'`);
     }
   };
   checkSecurity('the document', doc.security);
@@ -122,7 +138,8 @@ export function openApiProblems(doc: Json): string[] {
       problem(`${path}: not a path item`);
       continue;
     }
-    for (const key of Object.keys(item)) if (!PATH_ITEM_FIELDS.has(key) && !key.startsWith('x-')) problem(`${path}: unknown field '${key}'`);
+    for (const key of Object.keys(item))
+      if (!PATH_ITEM_FIELDS.has(key) && !key.startsWith('x-')) problem(`${path}: unknown field '${key}'`);
     const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
     for (const method of HTTP_METHODS) {
       const op = item[method] as Json | undefined;
@@ -138,12 +155,16 @@ export function openApiProblems(doc: Json): string[] {
         if (typeof parameter.name !== 'string' || !['query', 'header', 'path', 'cookie'].includes(parameter.in)) {
           problem(`${where}: a parameter needs a name and in (query, header, path, cookie)`);
         }
-        if (!isObject(parameter.schema) && !isObject(parameter.content)) problem(`${where}: parameter ${parameter.name} has no schema`);
-        if (parameter.in === 'path' && parameter.required !== true) problem(`${where}: path parameter ${parameter.name} must be required`);
-        if (parameter.in === 'path' && !templated.includes(parameter.name)) problem(`${where}: path parameter ${parameter.name} is not in the path`);
+        if (!isObject(parameter.schema) && !isObject(parameter.content))
+          problem(`${where}: parameter ${parameter.name} has no schema`);
+        if (parameter.in === 'path' && parameter.required !== true)
+          problem(`${where}: path parameter ${parameter.name} must be required`);
+        if (parameter.in === 'path' && !templated.includes(parameter.name))
+          problem(`${where}: path parameter ${parameter.name} is not in the path`);
       }
       for (const name of templated) {
-        if (!parameters.some((p) => p.in === 'path' && p.name === name)) problem(`${where}: {${name}} has no path parameter`);
+        if (!parameters.some((p) => p.in === 'path' && p.name === name))
+          problem(`${where}: {${name}} has no path parameter`);
       }
       if (op.requestBody !== undefined) checkContent(`${where} requestBody`, op.requestBody.content);
       if (!isObject(op.responses) || Object.keys(op.responses).length === 0) {
@@ -180,15 +201,20 @@ export function dereference(doc: Json, value: Json): Json {
  * a top-level `allOf` is checked on its own: fromJSONSchema drops `additionalProperties: false` inside one.
  */
 export function validatorOf(doc: Json, schema: Json): { check(value: unknown): string[] } {
-  const local = (value: unknown): Json => JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"#/$defs/'));
+  const local = (value: unknown): Json =>
+    JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"#/$defs/'));
   const defs = local(doc.components.schemas);
   const members: Json[] = Array.isArray(schema.allOf) ? schema.allOf : [schema];
-  const validators = members.map((member) => z.fromJSONSchema({ ...local(member), $defs: defs } as Parameters<typeof z.fromJSONSchema>[0]));
+  const validators = members.map((member) =>
+    z.fromJSONSchema({ ...local(member), $defs: defs } as Parameters<typeof z.fromJSONSchema>[0]),
+  );
   return {
     check(value) {
       return validators.flatMap((validator) => {
         const result = validator.safeParse(value);
-        return result.success ? [] : result.error.issues.map((issue) => `${issue.path.join('/') || '(body)'}: ${issue.message}`);
+        return result.success
+          ? []
+          : result.error.issues.map((issue) => `${issue.path.join('/') || '(body)'}: ${issue.message}`);
       });
     },
   };

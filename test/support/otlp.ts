@@ -36,10 +36,17 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
 /** Reads the OTLP/HTTP JSON body of an export request. */
 function collect(body: any, into: ReceivedSpan[]): void {
   for (const resourceSpans of body.resourceSpans ?? []) {
-    const service = resourceSpans.resource?.attributes?.find((a: any) => a.key === 'service.name')?.value?.stringValue ?? '';
+    const service =
+      resourceSpans.resource?.attributes?.find((a: any) => a.key === 'service.name')?.value?.stringValue ?? '';
     for (const scopeSpans of resourceSpans.scopeSpans ?? []) {
       for (const span of scopeSpans.spans ?? []) {
-        into.push({ service, name: span.name, traceId: span.traceId, spanId: span.spanId, parentSpanId: span.parentSpanId || undefined });
+        into.push({
+          service,
+          name: span.name,
+          traceId: span.traceId,
+          spanId: span.spanId,
+          parentSpanId: span.parentSpanId || undefined,
+        });
       }
     }
   }

@@ -49,7 +49,8 @@ export async function routerOutcomesOf(client: Client, taskQueue: string, factKe
     }
     const completed = event.workflowExecutionUpdateCompletedEventAttributes;
     const answer = completed?.outcome?.success?.payloads?.[0];
-    if (completed && answer && ofKey.has(completed.meta!.updateId!)) outcomes.push(defaultPayloadConverter.fromPayload(answer));
+    if (completed && answer && ofKey.has(completed.meta!.updateId!))
+      outcomes.push(defaultPayloadConverter.fromPayload(answer));
   }
   return outcomes;
 }

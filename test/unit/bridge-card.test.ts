@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { watcherAgentCard, watcherAgentCardJson } from '../../src/a2a/agent-endpoint.js';
-import { createCardResolver, lapseSkillOf, parseAgentCard, type AgentCardInfo } from '../../activities/agent-card/card.js';
+import {
+  createCardResolver,
+  lapseSkillOf,
+  parseAgentCard,
+  type AgentCardInfo,
+} from '../../activities/agent-card/card.js';
 import { loadConfig } from '../../src/config.js';
 import { createGuardedFetch } from '../../activities/outbound/guarded-fetch.js';
 import { checkDeclaration, checkKind, isPlaceholder, PLACEHOLDER_WORDS } from '../../src/service/card-rules.js';
@@ -16,7 +21,9 @@ const params = {
 const v1Card = {
   name: 'Shipping agent',
   description: 'd',
-  supportedInterfaces: [{ url: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+  supportedInterfaces: [
+    { url: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+  ],
   version: '1.0.0',
   capabilities: {
     streaming: false,
@@ -90,7 +97,14 @@ describe('parseAgentCard', () => {
   });
 
   it("skips another extension's entry it cannot read, and finds ours at its index as the card lists it", () => {
-    const unreadable = ['a string', null, 42, { description: 'no uri' }, { uri: 7, params: {} }, { uri: 'https://x', params: 'odd' }];
+    const unreadable = [
+      'a string',
+      null,
+      42,
+      { description: 'no uri' },
+      { uri: 7, params: {} },
+      { uri: 'https://x', params: 'odd' },
+    ];
     const card = { ...v1Card, capabilities: { extensions: [...unreadable, { uri: EXTENSION_URI, params }] } };
 
     expect(parseAgentCard(card).declaration).toEqual({ index: 6, params });
@@ -122,7 +136,9 @@ describe('parseAgentCard: security schemes', () => {
     const card = {
       ...v1Card,
       securitySchemes: {
-        bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'opaque', description: 'a principal token' } },
+        bearer: {
+          httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'opaque', description: 'a principal token' },
+        },
         key: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' } },
         oauth: {
           oauth2SecurityScheme: {
@@ -130,10 +146,15 @@ describe('parseAgentCard: security schemes', () => {
             oauth2MetadataUrl: 'https://auth.example/.well-known/oauth-authorization-server',
           },
         },
-        oidc: { openIdConnectSecurityScheme: { openIdConnectUrl: 'https://auth.example/.well-known/openid-configuration' } },
+        oidc: {
+          openIdConnectSecurityScheme: { openIdConnectUrl: 'https://auth.example/.well-known/openid-configuration' },
+        },
         mtls: { mtlsSecurityScheme: { description: 'client certificate' } },
       },
-      securityRequirements: [{ schemes: { bearer: {} } }, { schemes: { oauth: { list: ['read'] }, mtls: { list: [] } } }],
+      securityRequirements: [
+        { schemes: { bearer: {} } },
+        { schemes: { oauth: { list: ['read'] }, mtls: { list: [] } } },
+      ],
     };
 
     const info = parseAgentCard(card);
@@ -158,7 +179,9 @@ describe('parseAgentCard: security schemes', () => {
             value: { description: 'a principal token', scheme: 'Bearer', bearerFormat: 'opaque' },
           },
         },
-        key: { scheme: { $case: 'apiKeySecurityScheme', value: { description: '', location: 'header', name: 'X-API-Key' } } },
+        key: {
+          scheme: { $case: 'apiKeySecurityScheme', value: { description: '', location: 'header', name: 'X-API-Key' } },
+        },
         mtls: { scheme: { $case: 'mtlsSecurityScheme', value: { description: 'client certificate' } } },
       },
       securityRequirements: [{ schemes: { bearer: { list: [] } } }],
@@ -213,7 +236,11 @@ describe('parseAgentCard: security schemes', () => {
   });
 
   it("reads the watcher's own card as served (ProtoJSON) and as the SDK holds it alike", () => {
-    const bearer = { type: 'http', scheme: 'Bearer', description: 'The bearer token of a principal (agent or reporter).' };
+    const bearer = {
+      type: 'http',
+      scheme: 'Bearer',
+      description: 'The bearer token of a principal (agent or reporter).',
+    };
 
     for (const card of [watcherAgentCardJson('http://watcher:3000'), watcherAgentCard('http://watcher:3000')]) {
       const info = parseAgentCard(JSON.parse(JSON.stringify(card)));
@@ -258,7 +285,10 @@ describe('createCardResolver', () => {
     await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toThrow(
       new CardUnreachableError('the agent card at http://agent/card answered HTTP 500', 'http', 500),
     );
-    await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({ reason: 'http', status: 500 });
+    await expect(resolver.resolve({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({
+      reason: 'http',
+      status: 500,
+    });
   });
 
   it('reports a body that is not JSON as unreachable, without quoting it', async () => {
@@ -278,7 +308,8 @@ describe('createCardResolver', () => {
 
     await expect(resolver.read({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({
       reason: 'too-large',
-      message: 'the agent card: the answer of http://agent/card is over the 4096-byte cap: the watcher stopped reading it',
+      message:
+        'the agent card: the answer of http://agent/card is over the 4096-byte cap: the watcher stopped reading it',
     });
   });
 
@@ -313,12 +344,16 @@ describe('createCardResolver', () => {
 
   it('gives up on a card that does not answer, at its own timeout or at the caller’s signal', async () => {
     const hanging = ((_url: string, init?: RequestInit) =>
-      new Promise((_resolve, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal?.reason)))) as typeof fetch;
+      new Promise((_resolve, reject) =>
+        init?.signal?.addEventListener('abort', () => reject(init.signal?.reason)),
+      )) as typeof fetch;
     const resolver = createCardResolver({ fetch: hanging, cacheSeconds: 0, timeoutMs: 50 });
     const patient = createCardResolver({ fetch: hanging, cacheSeconds: 0, timeoutMs: 60_000 });
 
     await expect(resolver.read({ cardUrl: 'http://agent/card' })).rejects.toMatchObject({ reason: 'timeout' });
-    await expect(patient.read({ cardUrl: 'http://agent/card' }, { signal: AbortSignal.timeout(50) })).rejects.toMatchObject({
+    await expect(
+      patient.read({ cardUrl: 'http://agent/card' }, { signal: AbortSignal.timeout(50) }),
+    ).rejects.toMatchObject({
       reason: 'timeout',
       message: 'the agent card at http://agent/card did not answer in time',
     });
@@ -433,7 +468,11 @@ describe('checkDeclaration: every kind alike', () => {
   });
 
   it('refuses an empty and a placeholder describes alike, on any kind, with one rule', () => {
-    const card = kindsOf(delivery, { ...delivery, kind: 'pickup', describes: '' }, { ...delivery, kind: 'transit', describes: ' TBD ' });
+    const card = kindsOf(
+      delivery,
+      { ...delivery, kind: 'pickup', describes: '' },
+      { ...delivery, kind: 'transit', describes: ' TBD ' },
+    );
 
     expect(checkDeclaration(card)).toEqual({
       ok: false,
@@ -453,7 +492,10 @@ describe('checkDeclaration: every kind alike', () => {
   });
 
   it("refuses a kind's skill that is not a skill on the card, and accepts those that are", () => {
-    const card = { ...kindsOf({ ...delivery, skills: ['quote', 'ship', 'handle-lapse'] }), skillIds: ['handle-lapse', 'ship'] };
+    const card = {
+      ...kindsOf({ ...delivery, skills: ['quote', 'ship', 'handle-lapse'] }),
+      skillIds: ['handle-lapse', 'ship'],
+    };
 
     expect(checkDeclaration(card)).toEqual({
       ok: false,
@@ -461,7 +503,8 @@ describe('checkDeclaration: every kind alike', () => {
         {
           path: 'card/capabilities/extensions/0/params/kinds/0/skills/0',
           rule: 'kind-skills',
-          message: "the card's kind 'delivery' names skill 'quote', which is not a skill on the card (skills: handle-lapse, ship)",
+          message:
+            "the card's kind 'delivery' names skill 'quote', which is not a skill on the card (skills: handle-lapse, ship)",
         },
       ],
     });
@@ -555,10 +598,17 @@ describe('isPlaceholder', () => {
     },
   );
 
-  it.each(['The shipment is delivered', 'TODO: later', 'tbd by the carrier', 'N/A items are returned', 'ok', 'Paid', 'x-ray taken', '<b>The invoice is paid</b>', 'Delivery (3–5 days)'])(
-    '%j is not',
-    (text) => {
-      expect(isPlaceholder(text)).toBe(false);
-    },
-  );
+  it.each([
+    'The shipment is delivered',
+    'TODO: later',
+    'tbd by the carrier',
+    'N/A items are returned',
+    'ok',
+    'Paid',
+    'x-ray taken',
+    '<b>The invoice is paid</b>',
+    'Delivery (3–5 days)',
+  ])('%j is not', (text) => {
+    expect(isPlaceholder(text)).toBe(false);
+  });
 });

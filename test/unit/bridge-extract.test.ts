@@ -50,11 +50,17 @@ describe('extractEvent: v1.0', () => {
       statusUpdate: {
         taskId: 't1',
         contextId: 'c1',
-        status: { state: 'TASK_STATE_INPUT_REQUIRED', message: { messageId: 'm', metadata: ext({ expectations: [exp] }) } },
+        status: {
+          state: 'TASK_STATE_INPUT_REQUIRED',
+          message: { messageId: 'm', metadata: ext({ expectations: [exp] }) },
+        },
       },
     });
 
-    expect([out.expectations, out.placementErrors]).toEqual([[`statusUpdate/status/message/metadata/${U}/expectations/0`], []]);
+    expect([out.expectations, out.placementErrors]).toEqual([
+      [`statusUpdate/status/message/metadata/${U}/expectations/0`],
+      [],
+    ]);
   });
 
   it('refuses expectations in the status message of a task that is not input-required', () => {
@@ -80,7 +86,9 @@ describe('extractEvent: v1.0', () => {
   });
 
   it('refuses expectations and withdraw lists in a plain message, keeping its facts', () => {
-    const out = extract({ message: { messageId: 'm', taskId: 't', metadata: ext({ expectations: [exp], withdraw: ['x'], facts: [fact] }) } });
+    const out = extract({
+      message: { messageId: 'm', taskId: 't', metadata: ext({ expectations: [exp], withdraw: ['x'], facts: [fact] }) },
+    });
 
     expect([out.origin, out.facts, out.placementErrors.map((e) => [e.path, e.rule])]).toEqual([
       { taskId: 't' },
@@ -97,13 +105,27 @@ describe('extractEvent: v1.0', () => {
       task: { id: 't', contextId: 'c', history: [{ metadata: ext({ expectations: [exp], facts: [fact] }) }] },
     });
 
-    expect([out.expectations, out.facts, out.placementErrors]).toEqual([[], [`task/history/0/metadata/${U}/facts/0`], []]);
-    expect(out.notApplied).toEqual([{ path: `task/history/0/metadata/${U}/expectations`, rule: 'history-not-raised', message: expect.stringContaining('not raised') }]);
+    expect([out.expectations, out.facts, out.placementErrors]).toEqual([
+      [],
+      [`task/history/0/metadata/${U}/facts/0`],
+      [],
+    ]);
+    expect(out.notApplied).toEqual([
+      {
+        path: `task/history/0/metadata/${U}/expectations`,
+        rule: 'history-not-raised',
+        message: expect.stringContaining('not raised'),
+      },
+    ]);
   });
 
   it('takes the artifact of an artifact update', () => {
     const out = extract({
-      artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'a', metadata: ext({ expectations: [exp] }) } },
+      artifactUpdate: {
+        taskId: 't',
+        contextId: 'c',
+        artifact: { artifactId: 'a', metadata: ext({ expectations: [exp] }) },
+      },
     });
 
     expect([out.origin, out.expectations]).toEqual([
@@ -114,7 +136,11 @@ describe('extractEvent: v1.0', () => {
 
   it('reports metadata[URI] of the wrong shape as a schema error with its path', () => {
     const out = extract({
-      artifactUpdate: { taskId: 't', contextId: 'c', artifact: { metadata: ext({ expectations: 'e1', withdraw: [''] }) } },
+      artifactUpdate: {
+        taskId: 't',
+        contextId: 'c',
+        artifact: { metadata: ext({ expectations: 'e1', withdraw: [''] }) },
+      },
     });
 
     expect(out.schemaErrors.map((e) => e.path)).toEqual([
@@ -124,7 +150,9 @@ describe('extractEvent: v1.0', () => {
   });
 
   it('finds nothing in an object without the extension', () => {
-    const out = extract({ task: { id: 't', contextId: 'c', artifacts: [{ artifactId: 'a', metadata: { other: 1 } }] } });
+    const out = extract({
+      task: { id: 't', contextId: 'c', artifacts: [{ artifactId: 'a', metadata: { other: 1 } }] },
+    });
 
     expect([out.expectations, out.facts, out.withdraw]).toEqual([[], [], []]);
   });
@@ -140,21 +168,40 @@ describe('extractEvent: v0.3', () => {
       artifacts: [{ artifactId: 'a', metadata: ext({ expectations: [exp] }) }],
     });
 
-    expect(out.expectations).toEqual([`artifacts/0/metadata/${U}/expectations/0`, `status/message/metadata/${U}/expectations/0`]);
+    expect(out.expectations).toEqual([
+      `artifacts/0/metadata/${U}/expectations/0`,
+      `status/message/metadata/${U}/expectations/0`,
+    ]);
   });
 
   it('says where the origin ids are, in each shape', () => {
     const paths = (body: unknown) => extract(body).originPaths;
     const status = { state: 'TASK_STATE_WORKING' };
 
-    expect(paths({ statusUpdate: { taskId: 't', contextId: 'c', status } })).toEqual({ taskId: ['statusUpdate', 'taskId'], contextId: ['statusUpdate', 'contextId'] });
-    expect(paths({ message: { messageId: 'm', role: 'ROLE_USER', parts: [], taskId: 't' } })).toEqual({ taskId: ['message', 'taskId'], contextId: ['message', 'contextId'] });
-    expect(paths({ kind: 'task', id: 't', contextId: 'c', status: { state: 'working' } })).toEqual({ taskId: ['id'], contextId: ['contextId'] });
-    expect(paths({ kind: 'status-update', taskId: 't', contextId: 'c', status: { state: 'working' }, final: false })).toEqual({ taskId: ['taskId'], contextId: ['contextId'] });
+    expect(paths({ statusUpdate: { taskId: 't', contextId: 'c', status } })).toEqual({
+      taskId: ['statusUpdate', 'taskId'],
+      contextId: ['statusUpdate', 'contextId'],
+    });
+    expect(paths({ message: { messageId: 'm', role: 'ROLE_USER', parts: [], taskId: 't' } })).toEqual({
+      taskId: ['message', 'taskId'],
+      contextId: ['message', 'contextId'],
+    });
+    expect(paths({ kind: 'task', id: 't', contextId: 'c', status: { state: 'working' } })).toEqual({
+      taskId: ['id'],
+      contextId: ['contextId'],
+    });
+    expect(
+      paths({ kind: 'status-update', taskId: 't', contextId: 'c', status: { state: 'working' }, final: false }),
+    ).toEqual({ taskId: ['taskId'], contextId: ['contextId'] });
   });
 
   it('takes the artifact of a v0.3 artifact-update', () => {
-    const out = extract({ kind: 'artifact-update', taskId: 't', contextId: 'c', artifact: { metadata: ext({ withdraw: ['e'] }) } });
+    const out = extract({
+      kind: 'artifact-update',
+      taskId: 't',
+      contextId: 'c',
+      artifact: { metadata: ext({ withdraw: ['e'] }) },
+    });
 
     expect(out.withdraw).toEqual([[`artifact/metadata/${U}/withdraw/0`, 'e']]);
   });
@@ -170,25 +217,49 @@ describe('extractEvent: activation by the extensions fields', () => {
   const other = 'https://example.com/other/v1';
 
   it.each([
-    ['a v1.0 artifact update', { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { extensions: [other, EXTENSION_URI] } } }],
-    ['a v1.0 task artifact', { task: { id: 't', contextId: 'c', artifacts: [{ artifactId: 'a' }, { extensions: [EXTENSION_URI] }] } }],
+    [
+      'a v1.0 artifact update',
+      { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { extensions: [other, EXTENSION_URI] } } },
+    ],
+    [
+      'a v1.0 task artifact',
+      { task: { id: 't', contextId: 'c', artifacts: [{ artifactId: 'a' }, { extensions: [EXTENSION_URI] }] } },
+    ],
     ['a v1.0 message', { message: { messageId: 'm', extensions: [EXTENSION_URI] } }],
     [
       'a v1.0 status message',
-      { statusUpdate: { taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_WORKING', message: { extensions: [EXTENSION_URI] } } } },
+      {
+        statusUpdate: {
+          taskId: 't',
+          contextId: 'c',
+          status: { state: 'TASK_STATE_WORKING', message: { extensions: [EXTENSION_URI] } },
+        },
+      },
     ],
-    ['a v1.0 task history message', { task: { id: 't', contextId: 'c', history: [{ messageId: 'm', extensions: [EXTENSION_URI] }] } }],
-    ['a v0.3 artifact-update', { kind: 'artifact-update', taskId: 't', contextId: 'c', artifact: { extensions: [EXTENSION_URI] } }],
+    [
+      'a v1.0 task history message',
+      { task: { id: 't', contextId: 'c', history: [{ messageId: 'm', extensions: [EXTENSION_URI] }] } },
+    ],
+    [
+      'a v0.3 artifact-update',
+      { kind: 'artifact-update', taskId: 't', contextId: 'c', artifact: { extensions: [EXTENSION_URI] } },
+    ],
     ['a v0.3 message', { kind: 'message', messageId: 'm', extensions: [EXTENSION_URI] }],
   ])('reads the extension as activated when %s lists its URI', (_where, body) => {
     expect(extract(body).activated).toBe(true);
   });
 
   it.each([
-    ['no extensions field', { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { metadata: ext({ facts: [fact] }) } } }],
+    [
+      'no extensions field',
+      { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { metadata: ext({ facts: [fact] }) } } },
+    ],
     ['only other extensions', { message: { messageId: 'm', extensions: [other], metadata: ext({ facts: [fact] }) } }],
     ['an extensions field that is not a list of URIs', { kind: 'message', messageId: 'm', extensions: EXTENSION_URI }],
-    ['the URI on the task, which has no extensions field in A2A', { task: { id: 't', contextId: 'c', extensions: [EXTENSION_URI] } }],
+    [
+      'the URI on the task, which has no extensions field in A2A',
+      { task: { id: 't', contextId: 'c', extensions: [EXTENSION_URI] } },
+    ],
   ])('reads it as not activated with %s, and reads the payload all the same', (_what, body) => {
     const out = extract(body);
 
@@ -198,7 +269,9 @@ describe('extractEvent: activation by the extensions fields', () => {
 
   it('reads the payload of an unactivated object as of an activated one', () => {
     const artifact = { artifactId: 'a', metadata: ext({ expectations: [exp], facts: [fact] }) };
-    const update = (extra: object) => ({ artifactUpdate: { taskId: 't', contextId: 'c', artifact: { ...artifact, ...extra } } });
+    const update = (extra: object) => ({
+      artifactUpdate: { taskId: 't', contextId: 'c', artifact: { ...artifact, ...extra } },
+    });
 
     const { activated: on, ...activated } = extract(update({ extensions: [EXTENSION_URI] }));
     const { activated: off, ...unactivated } = extract(update({}));

@@ -66,7 +66,9 @@ describe('late', () => {
 
   it('refuses anything else, naming late', () => {
     for (const value of ['yes', '1', 'TRUE', '', ['true', 'false']]) {
-      expect(errors(listQuerySchema, { late: value })).toEqual([{ path: 'late', message: 'late must be true or false' }]);
+      expect(errors(listQuerySchema, { late: value })).toEqual([
+        { path: 'late', message: 'late must be true or false' },
+      ]);
     }
   });
 });
@@ -74,7 +76,9 @@ describe('late', () => {
 describe('subject filter', () => {
   it('keeps a plain subject as type/id, so an operator types it into the UI as it reads', () => {
     expect(subjectKey({ type: 'shipment', id: 'S-1/a' })).toBe('shipment/S-1/a');
-    expect(listQuery({ subjectType: 'shipment', subjectId: 'S-1' })).toBe(`${base} AND ExpectationSubject = 'shipment/S-1'`);
+    expect(listQuery({ subjectType: 'shipment', subjectId: 'S-1' })).toBe(
+      `${base} AND ExpectationSubject = 'shipment/S-1'`,
+    );
     expect(listQuery({ subjectType: 'shipment' })).toBe(`${base} AND ExpectationSubject STARTS_WITH 'shipment/'`);
   });
 
@@ -87,23 +91,32 @@ describe('subject filter', () => {
     expect(subjectKey({ type: '100%', id: 'x' })).toBe('100%25/x');
     expect(subjectKey(slashType).startsWith(subjectTypePrefix('org'))).toBe(false);
     expect(listQuery({ subjectType: 'org/unit' })).toBe(`${base} AND ExpectationSubject STARTS_WITH 'org%2Funit/'`);
-    expect(listQuery({ subjectType: 'org/unit', subjectId: 'U-1' })).toBe(`${base} AND ExpectationSubject = 'org%2Funit/U-1'`);
+    expect(listQuery({ subjectType: 'org/unit', subjectId: 'U-1' })).toBe(
+      `${base} AND ExpectationSubject = 'org%2Funit/U-1'`,
+    );
   });
 
   it('reads back every subject from its key, whatever its type and id hold', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 40 }), fc.string({ minLength: 1, maxLength: 40 }), (type, id) => {
-        const key = subjectKey({ type, id });
-        expect(parseSubjectKey(key)).toEqual({ type, id });
-        expect(key.startsWith(subjectTypePrefix(type))).toBe(true);
-      }),
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 40 }),
+        fc.string({ minLength: 1, maxLength: 40 }),
+        (type, id) => {
+          const key = subjectKey({ type, id });
+          expect(parseSubjectKey(key)).toEqual({ type, id });
+          expect(key.startsWith(subjectTypePrefix(type))).toBe(true);
+        },
+      ),
     );
   });
 
   it('reads a key whose id was hashed with the hash as its id, and a key with no type as no subject', () => {
     const long = { type: 'a/b', id: 'i'.repeat(300) };
 
-    expect(parseSubjectKey(subjectKey(long))).toEqual({ type: 'a/b', id: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    expect(parseSubjectKey(subjectKey(long))).toEqual({
+      type: 'a/b',
+      id: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    });
     expect(parseSubjectKey('sha256:00ff')).toBeUndefined();
   });
 });

@@ -45,13 +45,17 @@ describe('page tokens', () => {
   it('refuse a forged token, or one signed under another key, before it reaches the visibility store', () => {
     const token = encodePageToken(Uint8Array.from([1, 2, 3]), query, key);
     const body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { q: string; t: string; s: string };
-    const forged = Buffer.from(JSON.stringify({ ...body, t: Buffer.from([9, 9, 9]).toString('base64') })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ ...body, t: Buffer.from([9, 9, 9]).toString('base64') })).toString(
+      'base64url',
+    );
     const unsigned = Buffer.from(JSON.stringify({ q: body.q, t: body.t })).toString('base64url');
     const message =
       'not a page token from a previous answer (its signature does not match: forged, or from a bridge with another WATCHER_PAGE_TOKEN_SECRET)';
 
     expect(refusal(() => decodePageToken(forged, query, key))).toEqual([{ path: 'pageToken', message }]);
-    expect(refusal(() => decodePageToken(token, query, Buffer.from('another key')))).toEqual([{ path: 'pageToken', message }]);
+    expect(refusal(() => decodePageToken(token, query, Buffer.from('another key')))).toEqual([
+      { path: 'pageToken', message },
+    ]);
     expect(refusal(() => decodePageToken(unsigned, query, key))).toEqual([
       { path: 'pageToken', message: 'not a page token from a previous answer' },
     ]);

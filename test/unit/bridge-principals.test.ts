@@ -74,10 +74,7 @@ describe('loadPrincipals', () => {
   it('refuses an agent without cardUrl and a hash that is not sha256, naming both', async () => {
     const dir = await tmp();
     const at = path.join(dir, 'p.json');
-    await writeFile(
-      at,
-      JSON.stringify({ principals: [{ id: 'a', tokenSha256: 'abc', roles: ['agent'] }] }),
-    );
+    await writeFile(at, JSON.stringify({ principals: [{ id: 'a', tokenSha256: 'abc', roles: ['agent'] }] }));
 
     const error = await loadPrincipals(at).catch((e: unknown) => e);
 
@@ -92,10 +89,20 @@ describe('loadPrincipals', () => {
   it('refuses a card URL that is not http(s) or that names a user, at load rather than at every delivery', async () => {
     const dir = await tmp();
     const at = path.join(dir, 'p.json');
-    const agentWith = (id: string, cardUrl: string) => ({ id, tokenSha256: 'a'.repeat(63) + id, roles: ['agent'], agent: { cardUrl } });
+    const agentWith = (id: string, cardUrl: string) => ({
+      id,
+      tokenSha256: 'a'.repeat(63) + id,
+      roles: ['agent'],
+      agent: { cardUrl },
+    });
     await writeFile(
       at,
-      JSON.stringify({ principals: [agentWith('1', 'file:///etc/agent-card.json'), agentWith('2', 'https://bot:pw@agents.example/card')] }),
+      JSON.stringify({
+        principals: [
+          agentWith('1', 'file:///etc/agent-card.json'),
+          agentWith('2', 'https://bot:pw@agents.example/card'),
+        ],
+      }),
     );
 
     const error = await loadPrincipals(at).catch((e: unknown) => e);
@@ -137,7 +144,13 @@ describe('loadPrincipals', () => {
 
 describe('loadReloadingPrincipals', () => {
   const agentEntry = (authorization: string, token = 'agent-token') => ({
-    principals: [{ ...file.principals[0]!, tokenSha256: tokenSha256(token), agent: { cardUrl: 'http://127.0.0.1:9/card', authorization } }],
+    principals: [
+      {
+        ...file.principals[0]!,
+        tokenSha256: tokenSha256(token),
+        agent: { cardUrl: 'http://127.0.0.1:9/card', authorization },
+      },
+    ],
   });
 
   it('picks up a rotated agent credential and bearer token once the file changes', async () => {
@@ -152,7 +165,10 @@ describe('loadReloadingPrincipals', () => {
 
     expect(before).toEqual({ cardUrl: 'http://127.0.0.1:9/card', authorization: 'Bearer old' });
     expect(after).toEqual({ cardUrl: 'http://127.0.0.1:9/card', authorization: 'Bearer new-and-longer' });
-    expect([store.authenticate('agent-token'), store.authenticate('new-token')?.id]).toEqual([undefined, 'shipping-agent']);
+    expect([store.authenticate('agent-token'), store.authenticate('new-token')?.id]).toEqual([
+      undefined,
+      'shipping-agent',
+    ]);
     expect(await directory.contact('nobody')).toBeUndefined();
   });
 

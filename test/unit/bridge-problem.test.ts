@@ -53,7 +53,11 @@ describe('toProblem', () => {
   });
 
   it('gives a Retry-After to 429 and 503 only', () => {
-    expect([new TemporalUnavailableError('x'), new TemporalBusyError('x'), new RuleViolationError('x')].map((e) => retryAfterOf(e))).toEqual([5, 2, undefined]);
+    expect(
+      [new TemporalUnavailableError('x'), new TemporalBusyError('x'), new RuleViolationError('x')].map((e) =>
+        retryAfterOf(e),
+      ),
+    ).toEqual([5, 2, undefined]);
   });
 
   it('carries the field errors, with the rule of a 422', () => {
@@ -92,12 +96,20 @@ describe('toProblem', () => {
 
 describe('summarise', () => {
   it('says a single field error with its path', () => {
-    expect(summarise([{ path: 'facts/0/observedAt', message: 'bad' }], 'fields are invalid')).toBe('facts/0/observedAt: bad');
+    expect(summarise([{ path: 'facts/0/observedAt', message: 'bad' }], 'fields are invalid')).toBe(
+      'facts/0/observedAt: bad',
+    );
   });
 
   it('counts several', () => {
-    expect(summarise([{ path: 'a', message: 'x' }, { path: 'b', message: 'y' }], 'rules are broken')).toBe(
-      '2 rules are broken; see errors',
-    );
+    expect(
+      summarise(
+        [
+          { path: 'a', message: 'x' },
+          { path: 'b', message: 'y' },
+        ],
+        'rules are broken',
+      ),
+    ).toBe('2 rules are broken; see errors');
   });
 });

@@ -52,7 +52,10 @@ describe('ensureChromium', () => {
     });
 
     expect(found).toBe(path.join(dir, 'chromium'));
-    expect(lines).toEqual([expect.stringMatching(/^provision: no Chromium .*installing/), `provision: Chromium installed at ${found}`]);
+    expect(lines).toEqual([
+      expect.stringMatching(/^provision: no Chromium .*installing/),
+      `provision: Chromium installed at ${found}`,
+    ]);
   });
 
   it('says how to get one when it can neither find nor install it', () => {

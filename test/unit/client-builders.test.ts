@@ -67,7 +67,9 @@ describe('expectation()', () => {
   });
 
   it('refuses a dueAt with an offset and a nested empty factKey, by their paths', () => {
-    expect(refusal(() => expectation({ ...seed, dueAt: '2026-12-04T17:00:00+02:00', satisfiedBy: { factKey: '' } })).errors).toEqual([
+    expect(
+      refusal(() => expectation({ ...seed, dueAt: '2026-12-04T17:00:00+02:00', satisfiedBy: { factKey: '' } })).errors,
+    ).toEqual([
       { path: 'satisfiedBy/factKey', message: 'satisfiedBy.factKey must not be empty' },
       { path: 'dueAt', message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' },
     ]);
@@ -82,7 +84,11 @@ describe('expectation()', () => {
 
 describe('fact()', () => {
   it('answers the fact, with no source (the watcher sets it)', () => {
-    const input = { factKey: 'shipment/SHP-1/delivered', observedAt: '2026-12-04T10:00:00Z', subject: { type: 'shipment', id: 'SHP-1' } };
+    const input = {
+      factKey: 'shipment/SHP-1/delivered',
+      observedAt: '2026-12-04T10:00:00Z',
+      subject: { type: 'shipment', id: 'SHP-1' },
+    };
 
     expect(fact(input)).toEqual(input);
   });
@@ -132,22 +138,30 @@ describe('extensionPayload()', () => {
 });
 
 describe('withExtension()', () => {
-  const artifact = { artifactId: 'plan', parts: [{ text: 'Delivery on Friday' }], metadata: { other: 1, [EXTENSION_URI]: 'old' } };
+  const artifact = {
+    artifactId: 'plan',
+    parts: [{ text: 'Delivery on Friday' }],
+    metadata: { other: 1, [EXTENSION_URI]: 'old' },
+  };
 
   it('puts the payload under metadata[URI], keeps the other metadata and lists the extension once', () => {
     const once = withExtension(artifact, { expectations: [seed] });
     const twice = withExtension(once, { facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] });
 
-    expect(once).toEqual({ ...artifact, metadata: { other: 1, [EXTENSION_URI]: { expectations: [seed] } }, extensions: [EXTENSION_URI] });
+    expect(once).toEqual({
+      ...artifact,
+      metadata: { other: 1, [EXTENSION_URI]: { expectations: [seed] } },
+      extensions: [EXTENSION_URI],
+    });
     expect(twice.extensions).toEqual([EXTENSION_URI]);
     expect(twice.metadata[EXTENSION_URI]).toEqual({ facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] });
     expect(artifact.metadata[EXTENSION_URI]).toBe('old');
   });
 
   it('refuses a bad payload before anything is sent', () => {
-    expect(refusal(() => withExtension(artifact, { expectations: [{ ...seed, basis: 7 as unknown as string }] })).errors).toEqual([
-      { path: 'expectations/0/basis', message: 'Invalid input: expected string, received number' },
-    ]);
+    expect(
+      refusal(() => withExtension(artifact, { expectations: [{ ...seed, basis: 7 as unknown as string }] })).errors,
+    ).toEqual([{ path: 'expectations/0/basis', message: 'Invalid input: expected string, received number' }]);
   });
 });
 
@@ -156,7 +170,10 @@ describe('artifactUpdateEvent()', () => {
     const event = artifactUpdateEvent({
       taskId: 'task-1',
       contextId: 'ctx-1',
-      artifact: withExtension({ artifactId: 'plan', parts: [{ text: 'plan' }] }, { expectations: [seed], facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] }),
+      artifact: withExtension(
+        { artifactId: 'plan', parts: [{ text: 'plan' }] },
+        { expectations: [seed], facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] },
+      ),
     });
 
     const parsed = parseA2AEvent(event);
@@ -165,7 +182,9 @@ describe('artifactUpdateEvent()', () => {
 
     const at = `artifactUpdate/artifact/metadata/${joinPath([EXTENSION_URI])}`;
     expect(extracted.origin).toEqual({ taskId: 'task-1', contextId: 'ctx-1' });
-    expect(extracted.expectations.map((item) => [joinPath(item.path), item.value])).toEqual([[`${at}/expectations/0`, seed]]);
+    expect(extracted.expectations.map((item) => [joinPath(item.path), item.value])).toEqual([
+      [`${at}/expectations/0`, seed],
+    ]);
     expect(extracted.facts.map((item) => joinPath(item.path))).toEqual([`${at}/facts/0`]);
     expect([...extracted.schemaErrors, ...extracted.placementErrors]).toEqual([]);
   });

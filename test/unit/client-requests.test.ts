@@ -38,11 +38,22 @@ function clientAnswering(answers: ((sent: Sent) => Response)[], baseUrl = 'http:
   return { client: new WatcherClient({ baseUrl, token: 'tok-1', fetch }), sent };
 }
 
-const json = (body: unknown, init: ResponseInit = {}) => () =>
-  new Response(JSON.stringify(body), { status: 200, ...init, headers: { 'content-type': 'application/json', ...init.headers } });
+const json =
+  (body: unknown, init: ResponseInit = {}) =>
+  () =>
+    new Response(JSON.stringify(body), {
+      status: 200,
+      ...init,
+      headers: { 'content-type': 'application/json', ...init.headers },
+    });
 
-const problem = (body: Record<string, unknown>, headers: Record<string, string> = {}) => () =>
-  new Response(JSON.stringify(body), { status: body.status as number, headers: { 'content-type': 'application/problem+json', ...headers } });
+const problem =
+  (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  () =>
+    new Response(JSON.stringify(body), {
+      status: body.status as number,
+      headers: { 'content-type': 'application/problem+json', ...headers },
+    });
 
 /** The error `call` rejects with; the test fails if it resolves or rejects with something else. */
 async function problemOf(call: Promise<unknown>): Promise<WatcherProblemError> {
@@ -77,7 +88,11 @@ describe('requests', () => {
   });
 
   it('reports facts (with wait too), reads a record by its encoded id, withdraws and re-sends a lapse under a base path', async () => {
-    const resent: ResendResult = { expectationId: 'EXP/1 a', result: 'resent', delivery: { status: 'pending', messageId: 'm' } };
+    const resent: ResendResult = {
+      expectationId: 'EXP/1 a',
+      result: 'resent',
+      delivery: { status: 'pending', messageId: 'm' },
+    };
     const { client, sent } = clientAnswering(
       [
         json({ facts: [] }),
@@ -96,20 +111,49 @@ describe('requests', () => {
     const answer = await client.resendLapse('EXP/1 a', 'b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8');
 
     expect(sent.map((s) => [s.method, s.url, s.body])).toEqual([
-      ['POST', 'https://example.test/watcher/v1/facts', { facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] }],
-      ['POST', 'https://example.test/watcher/v1/facts?wait=true', { facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] }],
+      [
+        'POST',
+        'https://example.test/watcher/v1/facts',
+        { facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] },
+      ],
+      [
+        'POST',
+        'https://example.test/watcher/v1/facts?wait=true',
+        { facts: [{ factKey: 'k', observedAt: '2026-12-01T00:00:00Z' }] },
+      ],
       ['GET', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a', undefined],
-      ['POST', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a/withdraw', { reason: 'the order was cancelled' }],
-      ['POST', 'https://example.test/watcher/v1/expectations/EXP%2F1%20a/lapses/b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8/resend', undefined],
+      [
+        'POST',
+        'https://example.test/watcher/v1/expectations/EXP%2F1%20a/withdraw',
+        { reason: 'the order was cancelled' },
+      ],
+      [
+        'POST',
+        'https://example.test/watcher/v1/expectations/EXP%2F1%20a/lapses/b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8/resend',
+        undefined,
+      ],
     ]);
-    expect(sent.map((s) => s.headers['a2a-extensions'])).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect(sent.map((s) => s.headers['a2a-extensions'])).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(answer).toEqual(resent);
   });
 
   it('lists with every filter given, and none of those left out', async () => {
     const { client, sent } = clientAnswering([json({ items: [] }), json({ items: [] })]);
 
-    await client.listExpectations({ subjectType: 'cold chain', subjectId: 'S&1', state: 'lapsed', kind: 'delivery', pageSize: 2, pageToken: 'abc_-' });
+    await client.listExpectations({
+      subjectType: 'cold chain',
+      subjectId: 'S&1',
+      state: 'lapsed',
+      kind: 'delivery',
+      pageSize: 2,
+      pageToken: 'abc_-',
+    });
     await client.listExpectations();
 
     expect(sent.map((s) => s.url)).toEqual([
@@ -119,7 +163,11 @@ describe('requests', () => {
   });
 
   it('iterates over every page with the same filter, following nextPageToken to the last page', async () => {
-    const item = (expectationId: string) => ({ expectationId, workflowId: `expectation:${expectationId}`, links: { self: '' } });
+    const item = (expectationId: string) => ({
+      expectationId,
+      workflowId: `expectation:${expectationId}`,
+      links: { self: '' },
+    });
     const { client, sent } = clientAnswering([
       json({ items: [item('a'), item('b')], nextPageToken: 'p2' }),
       json({ items: [item('c')], nextPageToken: 'p3' }),
@@ -127,7 +175,8 @@ describe('requests', () => {
     ]);
 
     const ids: string[] = [];
-    for await (const summary of client.allExpectations({ kind: 'delivery', pageSize: 2 })) ids.push(summary.expectationId);
+    for await (const summary of client.allExpectations({ kind: 'delivery', pageSize: 2 }))
+      ids.push(summary.expectationId);
 
     expect(ids).toEqual(['a', 'b', 'c']);
     expect(sent.map((s) => new URL(s.url).search)).toEqual([
@@ -138,9 +187,15 @@ describe('requests', () => {
   });
 
   it('sends no token to /healthz and /readyz', async () => {
-    const { client, sent } = clientAnswering([json({ status: 'ok' }), json({ status: 'ready', temporal: 'reachable' })]);
+    const { client, sent } = clientAnswering([
+      json({ status: 'ok' }),
+      json({ status: 'ready', temporal: 'reachable' }),
+    ]);
 
-    expect([await client.health(), await client.ready()]).toEqual([{ status: 'ok' }, { status: 'ready', temporal: 'reachable' }]);
+    expect([await client.health(), await client.ready()]).toEqual([
+      { status: 'ok' },
+      { status: 'ready', temporal: 'reachable' },
+    ]);
     expect(sent.map((s) => [s.url, s.headers.authorization])).toEqual([
       ['http://watcher.test:3000/healthz', undefined],
       ['http://watcher.test:3000/readyz', undefined],
@@ -171,7 +226,12 @@ describe('problems', () => {
 
     const error = await problemOf(client.reportFacts([]));
 
-    expect(error).toMatchObject({ ...body, retryAfter: undefined, problem: body, request: { method: 'POST', path: '/v1/facts' } });
+    expect(error).toMatchObject({
+      ...body,
+      retryAfter: undefined,
+      problem: body,
+      request: { method: 'POST', path: '/v1/facts' },
+    });
     expect(error.message).toBe(
       'POST /v1/facts: 422 A rule of the extension is broken: 2 rules are broken; see errors (facts/0/observedAt: too far ahead; facts/1/observedAt: too far ahead too)',
     );
@@ -179,9 +239,17 @@ describe('problems', () => {
   });
 
   it('reads Retry-After in seconds, and as an HTTP date from now', async () => {
-    const unavailable = { type: 'urn:expectations-watcher:problem:temporal-unavailable', title: 'Temporal is unreachable', status: 503, detail: 'x' };
+    const unavailable = {
+      type: 'urn:expectations-watcher:problem:temporal-unavailable',
+      title: 'Temporal is unreachable',
+      status: 503,
+      detail: 'x',
+    };
     const inTenSeconds = new Date(Math.ceil(Date.now() / 1000) * 1000 + 10_000).toUTCString();
-    const { client } = clientAnswering([problem(unavailable, { 'retry-after': '5' }), problem(unavailable, { 'retry-after': inTenSeconds })]);
+    const { client } = clientAnswering([
+      problem(unavailable, { 'retry-after': '5' }),
+      problem(unavailable, { 'retry-after': inTenSeconds }),
+    ]);
 
     const inSeconds = await problemOf(client.ready());
     const asDate = await problemOf(client.ready());
@@ -193,12 +261,23 @@ describe('problems', () => {
 
   it('makes an about:blank problem of an answer that is none (a proxy page)', async () => {
     const { client } = clientAnswering([
-      () => new Response('<html>Bad gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } }),
+      () =>
+        new Response('<html>Bad gateway</html>', {
+          status: 502,
+          statusText: 'Bad Gateway',
+          headers: { 'content-type': 'text/html' },
+        }),
     ]);
 
     const error = await problemOf(client.getExpectation('e1'));
 
-    expect(error).toMatchObject({ status: 502, type: 'about:blank', title: 'Bad Gateway', detail: '<html>Bad gateway</html>', errors: [] });
+    expect(error).toMatchObject({
+      status: 502,
+      type: 'about:blank',
+      title: 'Bad Gateway',
+      detail: '<html>Bad gateway</html>',
+      errors: [],
+    });
     expect(error.message).toBe('GET /v1/expectations/e1: 502 Bad Gateway: <html>Bad gateway</html>');
   });
 

@@ -34,15 +34,26 @@ async function bridgeAnswering(answers: Answer[], onRequest?: () => void) {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      received.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString() });
+      received.push({
+        method: request.method ?? '',
+        url: request.url ?? '',
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString(),
+      });
       onRequest?.();
-      const answer = answers.shift() ?? { status: 500, body: { type: 'about:blank', title: 'no answer left', status: 500 } };
+      const answer = answers.shift() ?? {
+        status: 500,
+        body: { type: 'about:blank', title: 'no answer left', status: 500 },
+      };
       if (answer === 'drop') {
         request.socket.destroy();
         return;
       }
       const problem = answer.status >= 400;
-      response.writeHead(answer.status, { 'content-type': problem ? 'application/problem+json' : 'application/json', ...answer.headers });
+      response.writeHead(answer.status, {
+        'content-type': problem ? 'application/problem+json' : 'application/json',
+        ...answer.headers,
+      });
       response.end(JSON.stringify(answer.body ?? {}));
     });
   });
@@ -71,13 +82,21 @@ function clientOf(url: string, options: Partial<WatcherClientOptions> = {}) {
   return { client, waits };
 }
 
-const problemBody = (status: number, title: string) => ({ type: `urn:expectations-watcher:problem:s${status}`, title, status });
+const problemBody = (status: number, title: string) => ({
+  type: `urn:expectations-watcher:problem:s${status}`,
+  title,
+  status,
+});
 const unavailable = (retryAfter?: string): Answer => ({
   status: 503,
   headers: retryAfter === undefined ? {} : { 'retry-after': retryAfter },
   body: problemBody(503, 'Temporal is unreachable'),
 });
-const quota = (retryAfter: string): Answer => ({ status: 429, headers: { 'retry-after': retryAfter }, body: problemBody(429, 'A quota is used up') });
+const quota = (retryAfter: string): Answer => ({
+  status: 429,
+  headers: { 'retry-after': retryAfter },
+  body: problemBody(429, 'A quota is used up'),
+});
 const ok = (body: unknown): Answer => ({ status: 200, body });
 
 const raised = { expectations: [{ expectationId: 'e1', result: 'raised' }], facts: [], withdrawn: [] };
@@ -118,7 +137,12 @@ describe('what is sent again', () => {
       extensions: headers['a2a-extensions'],
       contentType: headers['content-type'],
     }));
-    expect(first).toMatchObject({ method: 'POST', url: '/a2a/events', body: JSON.stringify(event), authorization: 'Bearer tok-1' });
+    expect(first).toMatchObject({
+      method: 'POST',
+      url: '/a2a/events',
+      body: JSON.stringify(event),
+      authorization: 'Bearer tok-1',
+    });
     expect(again).toEqual([first, first]);
   });
 
@@ -133,7 +157,10 @@ describe('what is sent again', () => {
   });
 
   it('backs off 1 s, doubling up to 8 s, after 503s that name no Retry-After', async () => {
-    const bridge = await bridgeAnswering([...Array.from({ length: 5 }, () => unavailable()), ok({ expectationId: 'e1' })]);
+    const bridge = await bridgeAnswering([
+      ...Array.from({ length: 5 }, () => unavailable()),
+      ok({ expectationId: 'e1' }),
+    ]);
     const { client, waits } = clientOf(bridge.url);
 
     await client.getExpectation('e1');
@@ -165,7 +192,10 @@ describe('what is sent again', () => {
 
     expect(await client.withdraw('e1', 'cancelled')).toEqual({ expectationId: 'e1', result: 'withdrawn' });
     expect(waits).toEqual([1_000]);
-    expect(bridge.received.map((r) => r.body)).toEqual([JSON.stringify({ reason: 'cancelled' }), JSON.stringify({ reason: 'cancelled' })]);
+    expect(bridge.received.map((r) => r.body)).toEqual([
+      JSON.stringify({ reason: 'cancelled' }),
+      JSON.stringify({ reason: 'cancelled' }),
+    ]);
   });
 
   it('throws the refused connection itself once the total wait is spent', async () => {
@@ -182,7 +212,9 @@ describe('what is sent again', () => {
   });
 
   it('does not send again after an error of fetch that is no dropped connection (a name that does not resolve)', async () => {
-    const notFound = new TypeError('fetch failed', { cause: Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' }) });
+    const notFound = new TypeError('fetch failed', {
+      cause: Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' }),
+    });
     let calls = 0;
     const { client, waits } = clientOf('http://nowhere.invalid', {
       fetch: () => {
@@ -198,7 +230,10 @@ describe('what is sent again', () => {
 
 describe('what is not sent again', () => {
   it.each([400, 401, 403, 404, 409, 422, 500, 502])('throws a %i at once', async (status) => {
-    const bridge = await bridgeAnswering([{ status, headers: { 'retry-after': '1' }, body: problemBody(status, 'No') }, ok(raised)]);
+    const bridge = await bridgeAnswering([
+      { status, headers: { 'retry-after': '1' }, body: problemBody(status, 'No') },
+      ok(raised),
+    ]);
     const { client, waits } = clientOf(bridge.url);
 
     const error = await problemOf(client.sendEvent(event));
@@ -252,7 +287,11 @@ describe('what is not sent again', () => {
   });
 
   it('answers /readyz’s 503 at once, and waits for readiness only when the call asks', async () => {
-    const bridge = await bridgeAnswering([unavailable('5'), unavailable('5'), ok({ status: 'ready', temporal: 'reachable' })]);
+    const bridge = await bridgeAnswering([
+      unavailable('5'),
+      unavailable('5'),
+      ok({ status: 'ready', temporal: 'reachable' }),
+    ]);
     const { client, waits } = clientOf(bridge.url);
 
     const notReady = await problemOf(client.ready());

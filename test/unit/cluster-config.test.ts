@@ -30,10 +30,16 @@ describe('cluster server configuration', () => {
 
   it('puts the default store and SQL visibility on the one PostgreSQL, in their own databases', () => {
     const { persistence } = temporalServerConfig(input) as {
-      persistence: { datastores: Record<string, { sql: { pluginName: string; databaseName: string; connectAddr: string } }> };
+      persistence: {
+        datastores: Record<string, { sql: { pluginName: string; databaseName: string; connectAddr: string } }>;
+      };
     };
 
-    const stores = Object.values(persistence.datastores).map(({ sql }) => [sql.pluginName, sql.databaseName, sql.connectAddr]);
+    const stores = Object.values(persistence.datastores).map(({ sql }) => [
+      sql.pluginName,
+      sql.databaseName,
+      sql.connectAddr,
+    ]);
 
     expect(stores).toEqual([
       ['postgres12', 'temporal', '127.0.0.1:25432'],
@@ -45,7 +51,12 @@ describe('cluster server configuration', () => {
     const { services } = temporalServerConfig(input) as { services: Record<string, { rpc: Record<string, unknown> }> };
 
     expect(Object.keys(services).sort()).toEqual([...TEMPORAL_SERVICES].sort());
-    expect(services.frontend!.rpc).toEqual({ grpcPort: 20005, membershipPort: 20006, bindOnLocalHost: true, httpPort: 20009 });
+    expect(services.frontend!.rpc).toEqual({
+      grpcPort: 20005,
+      membershipPort: 20006,
+      bindOnLocalHost: true,
+      httpPort: 20009,
+    });
     expect(services.worker!.rpc).toEqual({ grpcPort: 20007, membershipPort: 20008, bindOnLocalHost: true });
   });
 

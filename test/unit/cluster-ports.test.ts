@@ -43,7 +43,10 @@ describe('cluster ports', () => {
   it('refuses a port held on every address, not only on the loopback', async () => {
     const port = await holdPort('0.0.0.0');
 
-    await expect(ensurePortFree(port, 'postgres')).rejects.toMatchObject({ name: 'PortInUseError', message: expect.stringMatching(/^port \d+ \(postgres\) is in use: /) });
+    await expect(ensurePortFree(port, 'postgres')).rejects.toMatchObject({
+      name: 'PortInUseError',
+      message: expect.stringMatching(/^port \d+ \(postgres\) is in use: /),
+    });
   });
 
   it('lets a free port through', async () => {

@@ -12,7 +12,10 @@ import { clearStalePostmasterPid } from '../../dev/cluster/postgres.js';
 /** A data directory whose postmaster.pid names `pid`, as PostgreSQL writes it (pid, data directory, start time, port...). */
 function dataDirWithLock(pid: number): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-pg-lock-'));
-  writeFileSync(path.join(dir, 'postmaster.pid'), `${pid}\n${dir}\n1764880000\n5432\n\n127.0.0.1\n  1234567      1\nready   \n`);
+  writeFileSync(
+    path.join(dir, 'postmaster.pid'),
+    `${pid}\n${dir}\n1764880000\n5432\n\n127.0.0.1\n  1234567      1\nready   \n`,
+  );
   return dir;
 }
 

@@ -89,10 +89,16 @@ interface PublishedPort {
 function portsOf(name: string): PublishedPort[] {
   return (service(name).ports ?? []).map((port) => {
     if (typeof port === 'object') {
-      return { hostIp: port.host_ip, published: port.published === undefined ? undefined : Number(port.published), target: port.target };
+      return {
+        hostIp: port.host_ip,
+        published: port.published === undefined ? undefined : Number(port.published),
+        target: port.target,
+      };
     }
     // [host_ip:]published:target[/protocol], or a bare target
-    const parts = interpolate(String(port)).replace(/\/(tcp|udp)$/, '').split(':');
+    const parts = interpolate(String(port))
+      .replace(/\/(tcp|udp)$/, '')
+      .split(':');
     const target = Number(parts.pop());
     const published = parts.length > 0 ? Number(parts.pop()) : undefined;
     return { hostIp: parts[0], published, target };
@@ -266,7 +272,11 @@ function importClosure(entries: string[]): { files: Set<string>; packages: Set<s
       const specifier = (match[1] ?? match[2] ?? match[3])!;
       if (specifier.startsWith('.')) {
         const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
-        pending.push(target.endsWith('.js') && existsSync(path.join(root, target.replace(/\.js$/, '.ts'))) ? target.replace(/\.js$/, '.ts') : target);
+        pending.push(
+          target.endsWith('.js') && existsSync(path.join(root, target.replace(/\.js$/, '.ts')))
+            ? target.replace(/\.js$/, '.ts')
+            : target,
+        );
       } else if (!specifier.startsWith('node:') && !builtinModules.includes(specifier)) {
         const parts = specifier.split('/');
         packages.add(specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!);
@@ -415,9 +425,14 @@ describe('docker-compose.yml', () => {
     for (const name of ['worker', 'bridge']) {
       const env = environmentOf(name);
 
-      expect(Object.keys(env)).toEqual(expect.arrayContaining(['TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TASK_QUEUE']));
+      expect(Object.keys(env)).toEqual(
+        expect.arrayContaining(['TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TASK_QUEUE']),
+      );
       // Node's own: the worker's heap bound.
-      expect(Object.keys(env).filter((key) => !known.has(key) && key !== 'NODE_OPTIONS'), `${name}: unknown variables`).toEqual([]);
+      expect(
+        Object.keys(env).filter((key) => !known.has(key) && key !== 'NODE_OPTIONS'),
+        `${name}: unknown variables`,
+      ).toEqual([]);
       expect(() => loadConfig(env)).not.toThrow();
     }
   });
@@ -434,11 +449,18 @@ describe('docker-compose.yml', () => {
   it('takes every setting from the host except those the stack itself fixes', () => {
     // The stack's own: its frontend, the container's port and paths, the secret. The host's values for these would
     // point elsewhere (e.g. what `npm start` uses).
-    const fixed = ['TEMPORAL_ADDRESS', 'PORT', 'WATCHER_DATA_DIR', 'WATCHER_WORKFLOW_BUNDLE', 'WATCHER_PRINCIPALS_FILE'];
+    const fixed = [
+      'TEMPORAL_ADDRESS',
+      'PORT',
+      'WATCHER_DATA_DIR',
+      'WATCHER_WORKFLOW_BUNDLE',
+      'WATCHER_PRINCIPALS_FILE',
+    ];
     for (const name of ['worker', 'bridge']) {
       const raw = rawEnvironmentOf(name);
       const notPassed = [...configVariables()].filter(
-        (variable) => !fixed.includes(variable) && !new RegExp(`^\\$\\{${variable}(:?-[^}]*)?\\}$`).test(raw[variable] ?? ''),
+        (variable) =>
+          !fixed.includes(variable) && !new RegExp(`^\\$\\{${variable}(:?-[^}]*)?\\}$`).test(raw[variable] ?? ''),
       );
 
       expect(notPassed, `${name}: settings not written as \${NAME:-default}`).toEqual([]);
@@ -467,7 +489,10 @@ describe('docker-compose.yml', () => {
     const mounted = (service('bridge').secrets ?? []).map((secret) =>
       typeof secret === 'string'
         ? { source: secret, target: `/run/secrets/${secret}` }
-        : { source: secret.source, target: secret.target?.startsWith('/') ? secret.target : `/run/secrets/${secret.target ?? secret.source}` },
+        : {
+            source: secret.source,
+            target: secret.target?.startsWith('/') ? secret.target : `/run/secrets/${secret.target ?? secret.source}`,
+          },
     );
     const secret = mounted.find((entry) => entry.target === file);
 
@@ -551,7 +576,9 @@ describe('Dockerfile', () => {
 
   it('bundles the workflows at build time into the file the worker is told to load', () => {
     const [, , , , output] = bundleStep();
-    const runBeforeUser = dockerInstructions().findIndex(({ keyword, args }) => keyword === 'RUN' && /bundle-cli\.ts/.test(args));
+    const runBeforeUser = dockerInstructions().findIndex(
+      ({ keyword, args }) => keyword === 'RUN' && /bundle-cli\.ts/.test(args),
+    );
     const user = dockerInstructions().findIndex(({ keyword }) => keyword === 'USER');
 
     expect(output).toMatch(/^\/app\/.+\.js$/);

@@ -47,7 +47,11 @@ describe('the profile', () => {
 
     const { temporal } = loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod' });
 
-    expect(temporal).toMatchObject({ address: 'prod.a1b2c.tmprl.cloud:7233', namespace: 'prod.a1b2c', apiKey: 'prod-api-key' });
+    expect(temporal).toMatchObject({
+      address: 'prod.a1b2c.tmprl.cloud:7233',
+      namespace: 'prod.a1b2c',
+      apiKey: 'prod-api-key',
+    });
     expect(temporal.source).toEqual({ profile: { name: 'prod', file }, variables: [] });
   });
 
@@ -68,7 +72,10 @@ describe('the profile', () => {
     const { temporal } = loadConfig({ XDG_CONFIG_HOME: configHome, TEMPORAL_PROFILE: 'prod' });
 
     expect(temporal.address).toBe('prod.a1b2c.tmprl.cloud:7233');
-    expect(temporal.source.profile).toEqual({ name: 'prod', file: path.join(configHome, 'temporalio', 'temporal.toml') });
+    expect(temporal.source.profile).toEqual({
+      name: 'prod',
+      file: path.join(configHome, 'temporalio', 'temporal.toml'),
+    });
   });
 
   it('without an address connects where Temporal clients do by default, not to an embedded server', () => {
@@ -93,21 +100,34 @@ describe('the TEMPORAL_* variables', () => {
       TEMPORAL_API_KEY: 'staging-api-key',
     });
 
-    expect(temporal).toMatchObject({ address: 'staging.a1b2c.tmprl.cloud:7233', namespace: 'staging.a1b2c', apiKey: 'staging-api-key' });
+    expect(temporal).toMatchObject({
+      address: 'staging.a1b2c.tmprl.cloud:7233',
+      namespace: 'staging.a1b2c',
+      apiKey: 'staging-api-key',
+    });
     expect(temporal.source.variables).toEqual(['TEMPORAL_ADDRESS', 'TEMPORAL_API_KEY', 'TEMPORAL_NAMESPACE']);
   });
 
   it('count as unset when empty, as docker-compose passes them', () => {
     const file = write(TEAM_FILE);
 
-    const { temporal } = loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_ADDRESS: '', TEMPORAL_NAMESPACE: '', TEMPORAL_PROFILE: '' });
+    const { temporal } = loadConfig({
+      TEMPORAL_CONFIG_FILE: file,
+      TEMPORAL_ADDRESS: '',
+      TEMPORAL_NAMESPACE: '',
+      TEMPORAL_PROFILE: '',
+    });
 
     expect(temporal).toMatchObject({ address: 'temporal.internal:7233', namespace: 'team' });
     expect(temporal.source.variables).toEqual([]);
   });
 
   it('alone give the connection when there is no config file', () => {
-    const { temporal } = loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_NAMESPACE: 'ops', TEMPORAL_API_KEY: 'k' });
+    const { temporal } = loadConfig({
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'ops',
+      TEMPORAL_API_KEY: 'k',
+    });
 
     expect(temporal).toMatchObject({ address: 'temporal:7233', namespace: 'ops', apiKey: 'k', tls: true });
     expect(temporal.source).toEqual({ variables: ['TEMPORAL_ADDRESS', 'TEMPORAL_API_KEY', 'TEMPORAL_NAMESPACE'] });
@@ -117,7 +137,9 @@ describe('the TEMPORAL_* variables', () => {
     const file = write(TEAM_FILE);
 
     expect(loadConfig({ TEMPORAL_CONFIG_FILE: file }).temporal.taskQueue).toBe('expectations');
-    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_TASK_QUEUE: 'watcher' }).temporal.taskQueue).toBe('watcher');
+    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_TASK_QUEUE: 'watcher' }).temporal.taskQueue).toBe(
+      'watcher',
+    );
   });
 });
 
@@ -158,7 +180,12 @@ client_key_data = """${KEY}"""
   });
 
   it('takes files named by TEMPORAL_TLS_*_PATH over the profile', () => {
-    const [profileCert, profileKey, envCert, envKey] = [write(CERT), write(KEY), write(`${CERT}env`), write(`${KEY}env`)];
+    const [profileCert, profileKey, envCert, envKey] = [
+      write(CERT),
+      write(KEY),
+      write(`${CERT}env`),
+      write(`${KEY}env`),
+    ];
     const file = write(`
 [profile.default]
 address = "temporal.internal:7233"
@@ -168,7 +195,11 @@ client_key_path = "${profileKey}"
 `);
 
     const tls = tlsOf(
-      loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_TLS_CLIENT_CERT_PATH: envCert, TEMPORAL_TLS_CLIENT_KEY_PATH: envKey }),
+      loadConfig({
+        TEMPORAL_CONFIG_FILE: file,
+        TEMPORAL_TLS_CLIENT_CERT_PATH: envCert,
+        TEMPORAL_TLS_CLIENT_KEY_PATH: envKey,
+      }),
     );
 
     expect(text(tls.clientCertPair?.crt)).toBe(`${CERT}env`);
@@ -177,7 +208,11 @@ client_key_path = "${profileKey}"
 
   it('takes certificate and key data from TEMPORAL_TLS_CLIENT_CERT_DATA and _KEY_DATA', () => {
     const tls = tlsOf(
-      loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_TLS_CLIENT_CERT_DATA: CERT, TEMPORAL_TLS_CLIENT_KEY_DATA: KEY }),
+      loadConfig({
+        TEMPORAL_ADDRESS: 'temporal:7233',
+        TEMPORAL_TLS_CLIENT_CERT_DATA: CERT,
+        TEMPORAL_TLS_CLIENT_KEY_DATA: KEY,
+      }),
     );
 
     expect(text(tls.clientCertPair?.crt)).toBe(CERT);
@@ -185,11 +220,15 @@ client_key_path = "${profileKey}"
   });
 
   it('is on for an API key unless the profile or TEMPORAL_TLS turns it off', () => {
-    const file = write('[profile.default]\naddress = "temporal.internal:7233"\napi_key = "k"\n[profile.default.tls]\ndisabled = true\n');
+    const file = write(
+      '[profile.default]\naddress = "temporal.internal:7233"\napi_key = "k"\n[profile.default.tls]\ndisabled = true\n',
+    );
 
     expect(loadConfig({ TEMPORAL_CONFIG_FILE: write(TEAM_FILE), TEMPORAL_PROFILE: 'prod' }).temporal.tls).toBe(true);
     expect(loadConfig({ TEMPORAL_CONFIG_FILE: file }).temporal).toMatchObject({ apiKey: 'k', tls: false });
-    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_API_KEY: 'k', TEMPORAL_TLS: 'false' }).temporal.tls).toBe(false);
+    expect(
+      loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_API_KEY: 'k', TEMPORAL_TLS: 'false' }).temporal.tls,
+    ).toBe(false);
   });
 });
 
@@ -203,7 +242,11 @@ x-team = "ops"
 x-region = "eu"
 `);
 
-    const { temporal } = loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_GRPC_META_X_TENANT: 'acme', TEMPORAL_GRPC_META_X_REGION: '' });
+    const { temporal } = loadConfig({
+      TEMPORAL_CONFIG_FILE: file,
+      TEMPORAL_GRPC_META_X_TENANT: 'acme',
+      TEMPORAL_GRPC_META_X_REGION: '',
+    });
 
     expect(temporal.metadata).toEqual({ 'x-team': 'ops', 'x-tenant': 'acme' });
     expect(connectionOptions(temporal).metadata).toEqual({ 'x-team': 'ops', 'x-tenant': 'acme' });
@@ -226,7 +269,9 @@ client_key_path = "${key}"
 authorization-extras = "secret-header-value"
 `);
 
-    const summary = connectionSummary(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod', TEMPORAL_NAMESPACE: 'other.a1b2c' }).temporal);
+    const summary = connectionSummary(
+      loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod', TEMPORAL_NAMESPACE: 'other.a1b2c' }).temporal,
+    );
 
     expect(summary).toMatchObject({
       address: 'prod.a1b2c.tmprl.cloud:7233',
@@ -295,7 +340,9 @@ describe('errors', () => {
     const read = () => loadConfig({ HOME: home, TEMPORAL_PROFILE: 'prod' });
 
     expect(read).toThrow(ConfigError);
-    expect(read).toThrow(`TEMPORAL_PROFILE: no profile "prod": ${path.join(home, '.config', 'temporalio', 'temporal.toml')} does not exist`);
+    expect(read).toThrow(
+      `TEMPORAL_PROFILE: no profile "prod": ${path.join(home, '.config', 'temporalio', 'temporal.toml')} does not exist`,
+    );
   });
 
   it('names TEMPORAL_CONFIG_FILE when the file it names does not exist, rather than starting an embedded server', () => {
@@ -318,12 +365,16 @@ describe('errors', () => {
   it('names the file when it is not TOML', () => {
     const file = write('[profile.default\naddress = ');
 
-    expect(() => loadConfig({ TEMPORAL_CONFIG_FILE: file })).toThrow(`TEMPORAL_CONFIG_FILE: ${file} is not a Temporal config file`);
+    expect(() => loadConfig({ TEMPORAL_CONFIG_FILE: file })).toThrow(
+      `TEMPORAL_CONFIG_FILE: ${file} is not a Temporal config file`,
+    );
   });
 
   it('names the profile key of a TLS file that cannot be read', () => {
     const missing = path.join(dir, 'no-such-cert.pem');
-    const file = write(`[profile.prod]\naddress = "a:7233"\n[profile.prod.tls]\nclient_cert_path = "${missing}"\nclient_key_path = "${missing}"\n`);
+    const file = write(
+      `[profile.prod]\naddress = "a:7233"\n[profile.prod.tls]\nclient_cert_path = "${missing}"\nclient_key_path = "${missing}"\n`,
+    );
 
     expect(() => loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod' })).toThrow(
       `tls.client_cert_path of profile "prod" of ${file}: cannot read ${missing} (ENOENT)`,

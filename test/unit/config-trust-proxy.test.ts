@@ -35,7 +35,9 @@ describe('WATCHER_TRUST_PROXY', () => {
     'refuses %j, naming the variable',
     (value) => {
       expect(() => trustProxyOf(value)).toThrow(ConfigError);
-      expect(() => trustProxyOf(value)).toThrow(/WATCHER_TRUST_PROXY: must be true, false, a hop count, or a comma-separated list/);
+      expect(() => trustProxyOf(value)).toThrow(
+        /WATCHER_TRUST_PROXY: must be true, false, a hop count, or a comma-separated list/,
+      );
     },
   );
 

@@ -70,11 +70,14 @@ describe('loadConfig', () => {
     expect(loadConfig({}).listenHost).toBeUndefined();
     expect(loadConfig({ WATCHER_LISTEN_HOST: '127.0.0.1' }).listenHost).toBe('127.0.0.1');
     expect(loadConfig({ WATCHER_LISTEN_HOST: '::1' }).listenHost).toBe('::1');
-    expect(() => loadConfig({ WATCHER_LISTEN_HOST: 'localhost' })).toThrow(/WATCHER_LISTEN_HOST.*must be an IP address/);
+    expect(() => loadConfig({ WATCHER_LISTEN_HOST: 'localhost' })).toThrow(
+      /WATCHER_LISTEN_HOST.*must be an IP address/,
+    );
   });
 
   it('names each bad variable and its rule', () => {
-    const read = () => loadConfig({ PORT: 'eighty', WATCHER_LATE_WINDOW: '30 days', WATCHER_MAX_CLOCK_SKEW: '5 minutes' });
+    const read = () =>
+      loadConfig({ PORT: 'eighty', WATCHER_LATE_WINDOW: '30 days', WATCHER_MAX_CLOCK_SKEW: '5 minutes' });
 
     expect(read).toThrow(ConfigError);
     expect(read).toThrow(/PORT: .*number/);
@@ -83,7 +86,12 @@ describe('loadConfig', () => {
   });
 
   it('takes an empty variable for an unset one', () => {
-    const config = loadConfig({ TEMPORAL_API_KEY: '', TEMPORAL_UI_URL: '', WATCHER_MAX_LINEAGE: '', WATCHER_WORKFLOW_BUNDLE: '' });
+    const config = loadConfig({
+      TEMPORAL_API_KEY: '',
+      TEMPORAL_UI_URL: '',
+      WATCHER_MAX_LINEAGE: '',
+      WATCHER_WORKFLOW_BUNDLE: '',
+    });
 
     expect(config.temporal.apiKey).toBeUndefined();
     expect(config.temporal.tls).toBeUndefined();

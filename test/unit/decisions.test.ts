@@ -33,7 +33,14 @@ function lapseEntry(lapse: 'overdue' | 'stalled' | 'skipped', dueAt: string, lap
 
 function inputs(record: Partial<ExpectationRecord> = {}, rest: Partial<DeadlineInputs> = {}): DeadlineInputs {
   return {
-    record: { expectation, state: 'open', dueAt: expectation.dueAt, lapses: [], raisedAt: '2026-01-01T00:00:00Z', ...record },
+    record: {
+      expectation,
+      state: 'open',
+      dueAt: expectation.dueAt,
+      lapses: [],
+      raisedAt: '2026-01-01T00:00:00Z',
+      ...record,
+    },
     horizonChecked: false,
     lateWindow: 'P30D',
     ...rest,
@@ -47,12 +54,18 @@ describe('next deadline', () => {
 
   it('is the horizon when it comes before due plus grace, and only until it was checked', () => {
     const withHorizon = { ...expectation, horizon: '2026-11-01T00:00:00Z' };
-    expect(nextDeadline(inputs({ expectation: withHorizon }))).toEqual({ kind: 'stalled', atMs: at('2026-11-01T00:00:00Z') });
+    expect(nextDeadline(inputs({ expectation: withHorizon }))).toEqual({
+      kind: 'stalled',
+      atMs: at('2026-11-01T00:00:00Z'),
+    });
     expect(nextDeadline(inputs({ expectation: withHorizon }, { horizonChecked: true }))?.kind).toBe('overdue');
   });
 
   it('is the end of the late window after the last lapse once nothing else is pending', () => {
-    const record = { state: 'lapsed' as const, lapses: [lapseEntry('overdue', expectation.dueAt, '2026-12-01T06:00:00Z')] };
+    const record = {
+      state: 'lapsed' as const,
+      lapses: [lapseEntry('overdue', expectation.dueAt, '2026-12-01T06:00:00Z')],
+    };
     expect(nextDeadline(inputs(record))).toEqual({ kind: 'close', atMs: at('2026-12-31T06:00:00Z') });
   });
 
@@ -78,7 +91,10 @@ describe('which lapse at an instant', () => {
   });
 
   it('raises overdue at most once per dueAt', () => {
-    const record = { state: 'lapsed' as const, lapses: [lapseEntry('overdue', '2026-12-01T00:00:00Z', '2026-12-01T06:00:00Z')] };
+    const record = {
+      state: 'lapsed' as const,
+      lapses: [lapseEntry('overdue', '2026-12-01T00:00:00Z', '2026-12-01T06:00:00Z')],
+    };
     expect(dueChecks(inputs(record), at('2026-12-05T00:00:00Z')).lapses).toEqual([]);
   });
 
@@ -95,7 +111,9 @@ describe('which lapse at an instant', () => {
 
   it('checks the horizon only once', () => {
     const withHorizon = { ...expectation, horizon: '2026-06-01T00:00:00Z' };
-    expect(dueChecks(inputs({ expectation: withHorizon }, { horizonChecked: true }), at('2026-07-01T00:00:00Z'))).toEqual({
+    expect(
+      dueChecks(inputs({ expectation: withHorizon }, { horizonChecked: true }), at('2026-07-01T00:00:00Z')),
+    ).toEqual({
       lapses: [],
       horizonReached: false,
     });
@@ -108,7 +126,10 @@ describe('which lapse at an instant', () => {
   it('allows one skipped lapse per dueAt, while open or lapsed', () => {
     expect(maySkip(inputs().record)).toBe(true);
     expect(maySkip(inputs({ state: 'withdrawn' }).record)).toBe(false);
-    const skipped = { state: 'lapsed' as const, lapses: [lapseEntry('skipped', expectation.dueAt, '2026-11-01T00:00:00Z')] };
+    const skipped = {
+      state: 'lapsed' as const,
+      lapses: [lapseEntry('skipped', expectation.dueAt, '2026-11-01T00:00:00Z')],
+    };
     expect(maySkip(inputs(skipped).record)).toBe(false);
   });
 });
@@ -136,13 +157,19 @@ describe('may the workflow close', () => {
   });
 
   it('closes a lapsed one lateWindow after its last lapse, not a millisecond before', () => {
-    const record = { state: 'lapsed' as const, lapses: [lapseEntry('overdue', expectation.dueAt, '2026-12-01T06:00:00Z')] };
+    const record = {
+      state: 'lapsed' as const,
+      lapses: [lapseEntry('overdue', expectation.dueAt, '2026-12-01T06:00:00Z')],
+    };
     expect(mayClose(inputs(record), at('2026-12-31T06:00:00Z') - 1)).toBe(false);
     expect(mayClose(inputs(record), at('2026-12-31T06:00:00Z'))).toBe(true);
   });
 
   it('keeps a lapsed one alive while an overdue check is still pending', () => {
-    const record = { state: 'lapsed' as const, lapses: [lapseEntry('skipped', expectation.dueAt, '2026-10-01T00:00:00Z')] };
+    const record = {
+      state: 'lapsed' as const,
+      lapses: [lapseEntry('skipped', expectation.dueAt, '2026-10-01T00:00:00Z')],
+    };
     expect(mayClose(inputs(record), at('2026-11-30T00:00:00Z'))).toBe(false);
     expect(nextDeadline(inputs(record))?.kind).toBe('overdue');
   });

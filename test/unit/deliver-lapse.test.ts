@@ -67,10 +67,13 @@ function deliveryFailure(agent: TestAgent, deps: DeliveryDeps = { fetch: loopbac
 function answeringRpcWith(body: unknown): typeof fetch {
   return async (resource, init) => {
     if (init?.method === 'POST') {
-      return new Response(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(String(init.body)).id, ...(body as object) }), {
-        status: 200,
-        headers: { 'Content-Type': 'application/json' },
-      });
+      return new Response(
+        JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(String(init.body)).id, ...(body as object) }),
+        {
+          status: 200,
+          headers: { 'Content-Type': 'application/json' },
+        },
+      );
     }
     return fetch(resource, init);
   };
@@ -130,7 +133,10 @@ describe('deliverLapse to a v1.0 agent', () => {
     };
     const { deliverLapse } = createDeliveryActivities({ agents, fetch: loopbackFetch });
 
-    const result = await deliverLapse({ ...inputFor('http://127.0.0.1:1/stale-card', 'Bearer stale'), agent: { id: 'shipping-agent' } });
+    const result = await deliverLapse({
+      ...inputFor('http://127.0.0.1:1/stale-card', 'Bearer stale'),
+      agent: { id: 'shipping-agent' },
+    });
 
     expect(asked).toEqual(['shipping-agent']);
     expect(agent.received[0]?.headers.authorization).toBe('Bearer rotated');
@@ -140,7 +146,9 @@ describe('deliverLapse to a v1.0 agent', () => {
   it('refuses, not retries, a lapse of an agent the principals file no longer has', async () => {
     const { deliverLapse } = createDeliveryActivities({ agents: { contact: async () => undefined } });
 
-    const failure = await failureOf(deliverLapse({ ...inputFor('http://127.0.0.1:1/card'), agent: { id: 'gone-agent' } }));
+    const failure = await failureOf(
+      deliverLapse({ ...inputFor('http://127.0.0.1:1/card'), agent: { id: 'gone-agent' } }),
+    );
 
     expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
       LAPSE_REJECTED,
@@ -157,7 +165,9 @@ describe('deliverLapse to a v1.0 agent', () => {
 
     const { message } = agent.received[0]!;
     expect(message.metadata[EXTENSION_URI]).toEqual({ lapse, lapseSkill: 'act-on-overdue' });
-    expect(message.parts[0].content.value).toContain('the watcher asks you to act on it with your skill act-on-overdue: ');
+    expect(message.parts[0].content.value).toContain(
+      'the watcher asks you to act on it with your skill act-on-overdue: ',
+    );
     expect(result.warnings).toEqual([]);
   });
 
@@ -174,10 +184,14 @@ describe('deliverLapse to a v1.0 agent', () => {
 
     const { message } = agent.received[0]!;
     expect(message.metadata[EXTENSION_URI]).toEqual({ lapse });
-    expect(message.parts[0].content.value).toMatch(/^Expectation e1 \(delivery\) lapsed; the watcher asks you to act on it: expects /);
+    expect(message.parts[0].content.value).toMatch(
+      /^Expectation e1 \(delivery\) lapsed; the watcher asks you to act on it: expects /,
+    );
     expect(result).toEqual({
       taskId: agent.received[0]!.taskId,
-      warnings: ["agent shipping-agent's card declares no lapseSkill that names a skill on it: the lapse task names none"],
+      warnings: [
+        "agent shipping-agent's card declares no lapseSkill that names a skill on it: the lapse task names none",
+      ],
     });
   });
 
@@ -205,14 +219,19 @@ describe('deliverLapse to a v1.0 agent', () => {
   it('records a task id of 256 characters, and not a longer one (with a warning)', async () => {
     const agent = await agentWith();
     const task = (id: string) => ({ id, contextId: 'ctx-1', status: { state: 'TASK_STATE_SUBMITTED' } });
-    const deliver = (id: string) => createDeliveryActivities({ fetch: answeringRpcWith({ result: { task: task(id) } }) }).deliverLapse(inputFor(agent.cardUrl));
+    const deliver = (id: string) =>
+      createDeliveryActivities({ fetch: answeringRpcWith({ result: { task: task(id) } }) }).deliverLapse(
+        inputFor(agent.cardUrl),
+      );
 
     const longest = await deliver('t'.repeat(256));
     const tooLong = await deliver('t'.repeat(257));
 
     expect(longest.taskId).toBe('t'.repeat(256));
     expect(tooLong.taskId).toBeUndefined();
-    expect(tooLong.warnings).toContainEqual('agent shipping-agent answered with a task id of 257 characters, over 256: not recorded');
+    expect(tooLong.warnings).toContainEqual(
+      'agent shipping-agent answered with a task id of 257 characters, over 256: not recorded',
+    );
   });
 });
 
@@ -424,8 +443,10 @@ describe('the agent card during delivery', () => {
 
 describe('a card that cannot be read', () => {
   /** A fetch that answers the card request itself and passes the JSON-RPC call to the network. */
-  const cardAnswering = (response: () => Response): typeof fetch => async (resource, init) =>
-    init?.method === 'POST' ? fetch(resource, init) : response();
+  const cardAnswering =
+    (response: () => Response): typeof fetch =>
+    async (resource, init) =>
+      init?.method === 'POST' ? fetch(resource, init) : response();
 
   it.each([404, 401])('refuses the lapse, not retries it, when the card URL answers %i', async (status) => {
     const agent = await agentWith();
@@ -502,7 +523,11 @@ describe('what the guarded fetch refuses (issue 15)', () => {
     const rpcUrl = agent.card().supportedInterfaces[0].url as string;
     const redirector = await plainServer((_req, res) => res.writeHead(307, { location: rpcUrl }).end('see the agent'));
 
-    const failure = await failureOf(createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(inputFor(await cardNaming(agent, `${redirector}/a2a`))));
+    const failure = await failureOf(
+      createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(
+        inputFor(await cardNaming(agent, `${redirector}/a2a`)),
+      ),
+    );
 
     expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_REJECTED, true]);
     expect(failure.message).toBe(
@@ -513,9 +538,15 @@ describe('what the guarded fetch refuses (issue 15)', () => {
 
   it('stops reading an answer over the cap and refuses the lapse without quoting it', async () => {
     const agent = await agentWith();
-    const flood = await plainServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(`{"x":"${'y'.repeat(2 * 1024 * 1024)}"}`));
+    const flood = await plainServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(`{"x":"${'y'.repeat(2 * 1024 * 1024)}"}`),
+    );
 
-    const failure = await failureOf(createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(inputFor(await cardNaming(agent, `${flood}/a2a`))));
+    const failure = await failureOf(
+      createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(
+        inputFor(await cardNaming(agent, `${flood}/a2a`)),
+      ),
+    );
 
     expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_REJECTED, true]);
     expect(failure.message).toBe(
@@ -525,9 +556,13 @@ describe('what the guarded fetch refuses (issue 15)', () => {
 
   it('retries an answer that is not JSON, without quoting what it was', async () => {
     const agent = await agentWith();
-    const html = await plainServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>router admin: password hunter2</html>'));
+    const html = await plainServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html>router admin: password hunter2</html>'),
+    );
 
-    const failure = await failureOf(createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(inputFor(await cardNaming(agent, `${html}/a2a`))));
+    const failure = await failureOf(
+      createDeliveryActivities({ fetch: loopbackFetch }).deliverLapse(inputFor(await cardNaming(agent, `${html}/a2a`))),
+    );
 
     expect([failure.type, failure.nonRetryable]).toEqual([LAPSE_UNAVAILABLE, false]);
     expect(failure.message).toBe('agent shipping-agent: lapse delivery failed: the answer is not JSON');

@@ -19,7 +19,10 @@ import {
 } from '../../src/temporal/encryption-codec.js';
 
 const key = () => new Uint8Array(randomBytes(32));
-const ring = (current: string, keys: Record<string, Uint8Array>): CodecKeyRing => ({ current, keys: new Map(Object.entries(keys)) });
+const ring = (current: string, keys: Record<string, Uint8Array>): CodecKeyRing => ({
+  current,
+  keys: new Map(Object.entries(keys)),
+});
 const text = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? []).toString('utf8');
 
 const subject = { type: 'shipment', id: 'S-secret-42' };
@@ -44,7 +47,11 @@ describe('EncryptionCodec', () => {
 
   it('decodes what it encoded back to the same payload, metadata and data', async () => {
     const codec = new EncryptionCodec(ring('k1', { k1 }));
-    const original = [plain(), defaultPayloadConverter.toPayload(null), defaultPayloadConverter.toPayload(new Uint8Array([0, 1, 2]))];
+    const original = [
+      plain(),
+      defaultPayloadConverter.toPayload(null),
+      defaultPayloadConverter.toPayload(new Uint8Array([0, 1, 2])),
+    ];
 
     const decoded = await codec.decode(await codec.encode(original));
 
@@ -73,7 +80,10 @@ describe('EncryptionCodec', () => {
     const [opened] = await after.decode([old!]);
 
     expect(text(fresh!.metadata![KEY_ID_METADATA_KEY])).toBe('k2');
-    expect(defaultPayloadConverter.fromPayload(opened!)).toEqual({ subject, expects: 'The parcel reaches Ms. Example' });
+    expect(defaultPayloadConverter.fromPayload(opened!)).toEqual({
+      subject,
+      expects: 'The parcel reaches Ms. Example',
+    });
   });
 
   it('fails on a key id it does not hold, naming the id and the ids it has', async () => {
@@ -114,9 +124,9 @@ describe('EncryptionCodec', () => {
     await expect(codec.decode([{ ...sealed!, data: sealed!.data!.subarray(0, 20) }])).rejects.toThrow(
       "an encrypted payload (key id 'k1') is 20 bytes, too short to be one",
     );
-    await expect(codec.decode([{ metadata: { encoding: sealed!.metadata!.encoding! }, data: sealed!.data! }])).rejects.toThrow(
-      "an encrypted payload carries no 'encryption-key-id' metadata",
-    );
+    await expect(
+      codec.decode([{ metadata: { encoding: sealed!.metadata!.encoding! }, data: sealed!.data! }]),
+    ).rejects.toThrow("an encrypted payload carries no 'encryption-key-id' metadata");
   });
 
   it('hands a payload that is not encrypted back unchanged on decode', async () => {
@@ -148,7 +158,10 @@ describe('the key file (WATCHER_CODEC_KEYS_FILE)', () => {
   it('reads the current id and every key', () => {
     const a = key();
     const b = key();
-    const target = file('good.json', JSON.stringify({ current: '2026-07', keys: { '2026-07': b64(b), '2026-01': b64(a) } }));
+    const target = file(
+      'good.json',
+      JSON.stringify({ current: '2026-07', keys: { '2026-07': b64(b), '2026-01': b64(a) } }),
+    );
 
     const keys = loadCodecKeys(target);
 
@@ -162,7 +175,9 @@ describe('the key file (WATCHER_CODEC_KEYS_FILE)', () => {
 
     expect(() => loadCodecKeys(missing)).toThrow(ConfigError);
     expect(() => loadCodecKeys(missing)).toThrow(`WATCHER_CODEC_KEYS_FILE: ${missing}: does not exist`);
-    expect(() => loadCodecKeys(file('bad.json', '{"current":'))).toThrow(/^WATCHER_CODEC_KEYS_FILE: .*bad\.json: .*JSON/);
+    expect(() => loadCodecKeys(file('bad.json', '{"current":'))).toThrow(
+      /^WATCHER_CODEC_KEYS_FILE: .*bad\.json: .*JSON/,
+    );
   });
 
   it('names each bad field: a short key, a key that is not base64, a current id without a key, an unknown field', () => {
@@ -206,10 +221,14 @@ describe('the codec settings of loadConfig', () => {
   });
 
   it('refuses an origin with a path, a wildcard, and origins without a key file', () => {
-    expect(() => loadConfig({ WATCHER_CODEC_KEYS_FILE: 'k', WATCHER_CODEC_CORS_ORIGINS: 'http://ui:8080/namespaces' })).toThrow(
+    expect(() =>
+      loadConfig({ WATCHER_CODEC_KEYS_FILE: 'k', WATCHER_CODEC_CORS_ORIGINS: 'http://ui:8080/namespaces' }),
+    ).toThrow(
       "WATCHER_CODEC_CORS_ORIGINS: 'http://ui:8080/namespaces' is not an origin (scheme://host[:port], e.g. http://localhost:8080)",
     );
-    expect(() => loadConfig({ WATCHER_CODEC_KEYS_FILE: 'k', WATCHER_CODEC_CORS_ORIGINS: '*' })).toThrow("'*' is not an origin");
+    expect(() => loadConfig({ WATCHER_CODEC_KEYS_FILE: 'k', WATCHER_CODEC_CORS_ORIGINS: '*' })).toThrow(
+      "'*' is not an origin",
+    );
     expect(() => loadConfig({ WATCHER_CODEC_CORS_ORIGINS: 'http://localhost:8080' })).toThrow(
       'WATCHER_CODEC_CORS_ORIGINS: set, but without WATCHER_CODEC_KEYS_FILE there is no codec endpoint to call',
     );

@@ -29,7 +29,10 @@ afterEach(async () => {
 });
 
 /** An HTTP server on `host` that counts its connections and records its requests; `handle` answers them. */
-async function serve(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void, host = '127.0.0.1'): Promise<Listener> {
+async function serve(
+  handle: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+  host = '127.0.0.1',
+): Promise<Listener> {
   const requests: Listener['requests'] = [];
   const server = http.createServer((req, res) => {
     let body = '';
@@ -113,7 +116,11 @@ describe('the outbound address policy', () => {
         method: 'POST',
         url: '/a2a?x=1',
         body: '{"jsonrpc":"2.0"}',
-        headers: expect.objectContaining({ authorization: 'Bearer t', 'accept-encoding': 'identity', 'content-length': '17' }),
+        headers: expect.objectContaining({
+          authorization: 'Bearer t',
+          'accept-encoding': 'identity',
+          'content-length': '17',
+        }),
       }),
     ]);
   });
@@ -202,7 +209,9 @@ describe('the outbound address policy', () => {
       return l.port;
     });
 
-    const error = await createGuardedFetch({ rules: rules({ WATCHER_OUTBOUND_ALLOW: 'loopback' }) })(`http://127.0.0.1:${closedPort}/`).catch((e: unknown) => e);
+    const error = await createGuardedFetch({ rules: rules({ WATCHER_OUTBOUND_ALLOW: 'loopback' }) })(
+      `http://127.0.0.1:${closedPort}/`,
+    ).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(TypeError);
     expect((error as Error & { cause: { code?: string } }).cause.code).toBe('ECONNREFUSED');
@@ -219,19 +228,26 @@ describe('the outbound address policy', () => {
 });
 
 describe('redirects', () => {
-  it.each([301, 302, 303, 307, 308])('refuses a %i without following it, and without reading its body', async (status) => {
-    const target = await serve((_req, res) => json(res, { secret: 'from the redirect target' }));
-    const redirecting = await serve((_req, res) => {
-      res.writeHead(status, { location: `http://127.0.0.1:${target.port}/internal` }).end('<p>moved, see the internal page</p>');
-    });
-    const guarded = createGuardedFetch({ rules: rules({ WATCHER_OUTBOUND_ALLOW: 'loopback' }) });
+  it.each([301, 302, 303, 307, 308])(
+    'refuses a %i without following it, and without reading its body',
+    async (status) => {
+      const target = await serve((_req, res) => json(res, { secret: 'from the redirect target' }));
+      const redirecting = await serve((_req, res) => {
+        res
+          .writeHead(status, { location: `http://127.0.0.1:${target.port}/internal` })
+          .end('<p>moved, see the internal page</p>');
+      });
+      const guarded = createGuardedFetch({ rules: rules({ WATCHER_OUTBOUND_ALLOW: 'loopback' }) });
 
-    const refused = await refusalOf(guarded(`http://127.0.0.1:${redirecting.port}/card`, { redirect: 'follow' }));
+      const refused = await refusalOf(guarded(`http://127.0.0.1:${redirecting.port}/card`, { redirect: 'follow' }));
 
-    expect(refused.refusal).toBe('redirect');
-    expect(refused.message).toBe(`http://127.0.0.1:${redirecting.port}/card answered HTTP ${status}, a redirect: the watcher follows none`);
-    expect(target.connections).toBe(0);
-  });
+      expect(refused.refusal).toBe('redirect');
+      expect(refused.message).toBe(
+        `http://127.0.0.1:${redirecting.port}/card answered HTTP ${status}, a redirect: the watcher follows none`,
+      );
+      expect(target.connections).toBe(0);
+    },
+  );
 });
 
 describe('the size cap', () => {
@@ -258,15 +274,21 @@ describe('the size cap', () => {
     const refused = await refusalOf(createGuardedFetch({ rules: loopback })(`http://127.0.0.1:${flood.port}/a2a`));
 
     expect(refused.refusal).toBe('too-large');
-    expect(refused.message).toBe(`the answer of http://127.0.0.1:${flood.port}/a2a is over the 1048576-byte cap: the watcher stopped reading it`);
+    expect(refused.message).toBe(
+      `the answer of http://127.0.0.1:${flood.port}/a2a is over the 1048576-byte cap: the watcher stopped reading it`,
+    );
     await expect.poll(() => finished).toBe(false);
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('refuses at once an answer whose Content-Length is over the cap', async () => {
-    const big = await serve((_req, res) => res.writeHead(200, { 'content-length': String(2 * 1024 * 1024) }).write('{'));
+    const big = await serve((_req, res) =>
+      res.writeHead(200, { 'content-length': String(2 * 1024 * 1024) }).write('{'),
+    );
 
-    expect((await refusalOf(createGuardedFetch({ rules: loopback })(`http://127.0.0.1:${big.port}/`))).refusal).toBe('too-large');
+    expect((await refusalOf(createGuardedFetch({ rules: loopback })(`http://127.0.0.1:${big.port}/`))).refusal).toBe(
+      'too-large',
+    );
   });
 
   it('takes an answer of exactly the cap, and refuses one byte more', async () => {
@@ -286,7 +308,9 @@ describe('the size cap', () => {
 
     const refused = await refusalOf(readCapped(new Response(endless), 10_000, 'http://agent/card'));
 
-    expect(refused.message).toBe('the answer of http://agent/card is over the 10000-byte cap: the watcher stopped reading it');
+    expect(refused.message).toBe(
+      'the answer of http://agent/card is over the 10000-byte cap: the watcher stopped reading it',
+    );
     expect(cancelled).toBe(true);
     expect((await readCapped(new Response('small'), 10_000, 'x')).toString()).toBe('small');
   });
@@ -299,21 +323,31 @@ describe('timeouts', () => {
     const mute = await silent();
     const started = Date.now();
 
-    const error = await createGuardedFetch({ rules: loopback, connectTimeoutMs: 200, timeoutMs: 30_000 })(`https://127.0.0.1:${mute.port}/card`).catch(
-      (e: unknown) => e,
-    );
+    const error = await createGuardedFetch({ rules: loopback, connectTimeoutMs: 200, timeoutMs: 30_000 })(
+      `https://127.0.0.1:${mute.port}/card`,
+    ).catch((e: unknown) => e);
 
-    expect(error).toMatchObject({ name: 'TimeoutError', message: `https://127.0.0.1:${mute.port} did not accept a connection within 200 ms` });
+    expect(error).toMatchObject({
+      name: 'TimeoutError',
+      message: `https://127.0.0.1:${mute.port} did not accept a connection within 200 ms`,
+    });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(mute.connections).toBe(1);
   });
 
   it('gives up on an answer that does not finish in time (headers sent, the body stalls)', async () => {
-    const stalling = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).write('{"par'));
+    const stalling = await serve((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).write('{"par'),
+    );
 
-    const error = await createGuardedFetch({ rules: loopback, timeoutMs: 300 })(`http://127.0.0.1:${stalling.port}/a2a`).catch((e: unknown) => e);
+    const error = await createGuardedFetch({ rules: loopback, timeoutMs: 300 })(
+      `http://127.0.0.1:${stalling.port}/a2a`,
+    ).catch((e: unknown) => e);
 
-    expect(error).toMatchObject({ name: 'TimeoutError', message: `http://127.0.0.1:${stalling.port}/a2a did not answer within 300 ms` });
+    expect(error).toMatchObject({
+      name: 'TimeoutError',
+      message: `http://127.0.0.1:${stalling.port}/a2a did not answer within 300 ms`,
+    });
   });
 
   it("stops at the caller's signal with the signal's reason", async () => {
@@ -322,13 +356,17 @@ describe('timeouts', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(reason), 100);
 
-    await expect(createGuardedFetch({ rules: loopback })(`http://127.0.0.1:${stalling.port}/`, { signal: controller.signal })).rejects.toBe(reason);
+    await expect(
+      createGuardedFetch({ rules: loopback })(`http://127.0.0.1:${stalling.port}/`, { signal: controller.signal }),
+    ).rejects.toBe(reason);
   });
 });
 
 describe('answers fetch gives as they are', () => {
   it('gives statuses without a body (204) and error statuses with theirs', async () => {
-    const answering = await serve((req, res) => (req.url === '/none' ? res.writeHead(204).end() : json(res, { error: 'no' }, 503)));
+    const answering = await serve((req, res) =>
+      req.url === '/none' ? res.writeHead(204).end() : json(res, { error: 'no' }, 503),
+    );
     const guarded = createGuardedFetch({ rules: rules({ WATCHER_OUTBOUND_ALLOW: 'loopback' }) });
 
     const empty = await guarded(`http://127.0.0.1:${answering.port}/none`);

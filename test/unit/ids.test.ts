@@ -39,7 +39,9 @@ describe('workflow ids', () => {
     expect(keywordValue(keywordValue(long))).not.toBe(keywordValue(long));
     expect(subjectKey({ type: 'shipment', id: hashedSubjectKey.slice('shipment/'.length) })).not.toBe(hashedSubjectKey);
     // `subject:<type>:<id>` with type `sha256` reads like the hashed ledger id.
-    expect(subjectLedgerWorkflowId({ type: 'sha256', id: hashedLedger.slice('subject:sha256:'.length) })).not.toBe(hashedLedger);
+    expect(subjectLedgerWorkflowId({ type: 'sha256', id: hashedLedger.slice('subject:sha256:'.length) })).not.toBe(
+      hashedLedger,
+    );
     // Every other id stays as typed.
     expect(expectationWorkflowId('sha256-report')).toBe('expectation:sha256-report');
     expect(keywordValue('shipment/sha256')).toBe('shipment/sha256');
@@ -49,19 +51,24 @@ describe('workflow ids', () => {
     const id = 'i'.repeat(300);
 
     expect(subjectKey({ type: 'shipment', id: 'SHP-1' })).toBe('shipment/SHP-1');
-    expect(subjectKey({ type: 'shipment', id })).toBe(`shipment/sha256:${createHash('sha256').update(id).digest('hex')}`);
+    expect(subjectKey({ type: 'shipment', id })).toBe(
+      `shipment/sha256:${createHash('sha256').update(id).digest('hex')}`,
+    );
     expect(keywordValue('k'.repeat(255))).toBe('k'.repeat(255));
     expect(keywordValue('k'.repeat(256))).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
   it('link an expectation to its ledgers, after and anchor targets', () => {
-    const links = expectationLinks({
-      expectationId: 'e2',
-      subject: { type: 'shipment', id: 'SHP-1' },
-      satisfiedBy: { factKey: 'k' },
-      after: ['e1'],
-      anchor: { expectationId: 'e0' },
-    }, 'expectations');
+    const links = expectationLinks(
+      {
+        expectationId: 'e2',
+        subject: { type: 'shipment', id: 'SHP-1' },
+        satisfiedBy: { factKey: 'k' },
+        after: ['e1'],
+        anchor: { expectationId: 'e0' },
+      },
+      'expectations',
+    );
 
     expect(links).toEqual({
       self: 'expectation:e2',
@@ -76,7 +83,8 @@ describe('workflow ids', () => {
 
 describe('fact routers', () => {
   it('hash a key by its UTF-8 bytes (FNV-1a), the same as TextEncoder would give them', () => {
-    const fnv = (bytes: Uint8Array) => bytes.reduce((hash, byte) => Math.imul(hash ^ byte, 0x01000193) >>> 0, 0x811c9dc5);
+    const fnv = (bytes: Uint8Array) =>
+      bytes.reduce((hash, byte) => Math.imul(hash ^ byte, 0x01000193) >>> 0, 0x811c9dc5);
     for (const key of ['shipment/SHP-1/delivered', 'é😀✓', 'a\ud800b', '']) {
       expect(shardOf(key), key).toBe(fnv(new TextEncoder().encode(key)) % FACT_ROUTER_SHARDS);
     }

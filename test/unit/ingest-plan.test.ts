@@ -241,7 +241,7 @@ describe('raise, unchanged and conflicts (same id)', () => {
     );
   });
 
-  it("refuses an id another agent raised (409), even with identical content", () => {
+  it('refuses an id another agent raised (409), even with identical content', () => {
     const e = expectation('e1');
 
     expect(refusal(request({ expectations: [e] }), { principal: agentB, records: [record(e)] })).toEqual(
@@ -258,14 +258,16 @@ describe('raise, unchanged and conflicts (same id)', () => {
   });
 });
 
-describe("rules against the card (422)", () => {
+describe('rules against the card (422)', () => {
   it('refuses when the card does not declare the extension', () => {
     const message =
       "the agent's card does not declare the extension https://rsaxb.com/a2a/expectations/v1 in capabilities.extensions";
 
-    expect(refusal(request({ expectations: [expectation('e1')] }), { card: { ...card, skillIds: [], declaration: undefined } })).toEqual(
-      rule('card/capabilities/extensions', 'extension-declared', message),
-    );
+    expect(
+      refusal(request({ expectations: [expectation('e1')] }), {
+        card: { ...card, skillIds: [], declaration: undefined },
+      }),
+    ).toEqual(rule('card/capabilities/extensions', 'extension-declared', message));
   });
 
   it('refuses when lapseSkill names no skill on the card', () => {
@@ -282,7 +284,11 @@ describe("rules against the card (422)", () => {
 
   it('refuses a kind the card does not declare', () => {
     expect(refusal(request({ expectations: [expectation('e1', { kind: 'teleport' })] }))).toEqual(
-      rule('expectations/0/kind', 'kind-declared', "kind 'teleport' is not declared on the agent's card (declared: delivery, pickup)"),
+      rule(
+        'expectations/0/kind',
+        'kind-declared',
+        "kind 'teleport' is not declared on the agent's card (declared: delivery, pickup)",
+      ),
     );
   });
 
@@ -300,10 +306,16 @@ describe("rules against the card (422)", () => {
   });
 
   it('refuses every raise while the card declares a kind twice, naming the second', () => {
-    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [...kinds, { ...kinds[0]!, basis: 'observed' }] };
+    const params = {
+      keepsTime: false,
+      lapseSkill: 'handle-lapse',
+      kinds: [...kinds, { ...kinds[0]!, basis: 'observed' }],
+    };
     const twice = { ...card, declaration: { index: 0, params } };
 
-    expect(refusal(request({ expectations: [expectation('e1', { kind: 'pickup', basis: 'observed' })] }), { card: twice })).toEqual(
+    expect(
+      refusal(request({ expectations: [expectation('e1', { kind: 'pickup', basis: 'observed' })] }), { card: twice }),
+    ).toEqual(
       rule(
         'card/capabilities/extensions/0/params/kinds/2/kind',
         'kind-unique',
@@ -325,7 +337,11 @@ describe("rules against the card (422)", () => {
   });
 
   it("refuses every raise while a kind's skills name a skill the card does not have", () => {
-    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [kinds[0]!, { ...kinds[1]!, skills: ['book-pickup'] }] };
+    const params = {
+      keepsTime: false,
+      lapseSkill: 'handle-lapse',
+      kinds: [kinds[0]!, { ...kinds[1]!, skills: ['book-pickup'] }],
+    };
     const missing = { ...card, declaration: { index: 0, params } };
 
     expect(refusal(request({ expectations: [expectation('e1')] }), { card: missing })).toEqual(
@@ -337,16 +353,26 @@ describe("rules against the card (422)", () => {
     );
   });
 
-  it("raises a kind whose skills are on the card (which skill the origin task ran is not known, so not checked)", () => {
-    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ ...kinds[0]!, skills: ['book-delivery'] }] };
+  it('raises a kind whose skills are on the card (which skill the origin task ran is not known, so not checked)', () => {
+    const params = {
+      keepsTime: false,
+      lapseSkill: 'handle-lapse',
+      kinds: [{ ...kinds[0]!, skills: ['book-delivery'] }],
+    };
     const named = { ...card, skillIds: ['handle-lapse', 'book-delivery'], declaration: { index: 0, params } };
 
-    expect(plan(request({ expectations: [expectation('e1')] }), { card: named }).expectations.map((p) => p.action)).toEqual(['raise']);
+    expect(
+      plan(request({ expectations: [expectation('e1')] }), { card: named }).expectations.map((p) => p.action),
+    ).toEqual(['raise']);
   });
 
   it('refuses a basis other than the declared one', () => {
     expect(refusal(request({ expectations: [expectation('e1', { basis: 'observed' })] }))).toEqual(
-      rule('expectations/0/basis', 'basis', "basis 'observed' differs from the basis 'contract' declared for kind 'delivery'"),
+      rule(
+        'expectations/0/basis',
+        'basis',
+        "basis 'observed' differs from the basis 'contract' declared for kind 'delivery'",
+      ),
     );
   });
 
@@ -385,8 +411,14 @@ describe('after and anchor', () => {
   it('refuses after naming an expectation on another subject', () => {
     const other = expectation('e0', { subject: { type: 'shipment', id: 'S-2' } });
 
-    expect(refusal(request({ expectations: [expectation('e1', { after: ['e0'] })] }), { records: [record(other)] })).toEqual(
-      rule('expectations/0/after/0', 'after-subject', "after names 'e0', which is on subject shipment/S-2, not shipment/S-1"),
+    expect(
+      refusal(request({ expectations: [expectation('e1', { after: ['e0'] })] }), { records: [record(other)] }),
+    ).toEqual(
+      rule(
+        'expectations/0/after/0',
+        'after-subject',
+        "after names 'e0', which is on subject shipment/S-2, not shipment/S-1",
+      ),
     );
   });
 
@@ -414,7 +446,9 @@ describe('after and anchor', () => {
   });
 
   it("refuses (403) after naming another agent's expectation, telling nothing of its subject", () => {
-    const theirs = record(expectation('e0', { subject: { type: 'shipment', id: 'S-2' } }), { agent: { id: 'agent-b' } });
+    const theirs = record(expectation('e0', { subject: { type: 'shipment', id: 'S-2' } }), {
+      agent: { id: 'agent-b' },
+    });
 
     expect(refusal(request({ expectations: [expectation('e1', { after: ['e0'] })] }), { records: [theirs] })).toEqual(
       forbidden('expectations/0/after/0', "expectation 'e0' was raised by another agent"),
@@ -469,7 +503,9 @@ describe('supersedes and lineage', () => {
   });
 
   it('counts lineage along a chain raised in the same request', () => {
-    const result = plan(request({ expectations: [expectation('e1'), superseding('e2', 'e1'), superseding('e3', 'e2')] }));
+    const result = plan(
+      request({ expectations: [expectation('e1'), superseding('e2', 'e1'), superseding('e3', 'e2')] }),
+    );
 
     expect(result.expectations.map((p) => (p.action === 'raise' ? p.lineage : undefined))).toEqual([0, 1, 2]);
   });
@@ -585,14 +621,15 @@ describe('observedAt bound', () => {
     const message =
       "observedAt 2026-06-01T12:05:00.001Z is more than PT5M ahead of the watcher's clock; a fact is reported once observed";
 
-    expect(refusal(request({ facts: [fact('2026-01-01T00:00:00Z'), fact(isoAfter(5 * 60_000 + 1))] }), { principal: feed })).toEqual(
-      rule('facts/1/observedAt', 'observed-at-future', message),
-    );
+    expect(
+      refusal(request({ facts: [fact('2026-01-01T00:00:00Z'), fact(isoAfter(5 * 60_000 + 1))] }), { principal: feed }),
+    ).toEqual(rule('facts/1/observedAt', 'observed-at-future', message));
   });
 
   it('reads the bound from the settings, and names every fact beyond it', () => {
     const tight = { ...settings, maxClockSkew: 'PT0S' };
-    const message = (at: string) => `observedAt ${at} is more than PT0S ahead of the watcher's clock; a fact is reported once observed`;
+    const message = (at: string) =>
+      `observedAt ${at} is more than PT0S ahead of the watcher's clock; a fact is reported once observed`;
 
     const refused = refusal(request({ facts: [fact(isoAfter(1)), fact('9999-12-31T23:59:59Z')] }), { settings: tight });
 
@@ -611,13 +648,17 @@ describe('planner contract', () => {
   it('refuses to plan something new without the card', () => {
     const parsed = parseIngest(agentA, request({ expectations: [expectation('e1')] }));
 
-    expect(() => planIngest({ parsed, principal: agentA, records: new Map([['e1', undefined]]), settings, now })).toThrow(
-      'planIngest: something new is raised, so the card is needed (see needsCard)',
-    );
+    expect(() =>
+      planIngest({ parsed, principal: agentA, records: new Map([['e1', undefined]]), settings, now }),
+    ).toThrow('planIngest: something new is raised, so the card is needed (see needsCard)');
   });
 
   it('lists each referenced id once: incoming ids, after, anchor, supersedes, withdraw', () => {
-    const e = expectation('e3', { after: ['e1', 'e2'], anchor: { expectationId: 'e1', offset: 'P1D' }, supersedes: 'e0' });
+    const e = expectation('e3', {
+      after: ['e1', 'e2'],
+      anchor: { expectationId: 'e1', offset: 'P1D' },
+      supersedes: 'e0',
+    });
     const parsed = parseIngest(agentA, request({ expectations: [e], withdraw: ['e4', 'e3'] }));
 
     expect(referencedIds(parsed)).toEqual(['e3', 'e1', 'e2', 'e0', 'e4']);

@@ -26,9 +26,16 @@ function expectation(id: string, overrides: Partial<Expectation> = {}): Expectat
     ...overrides,
   };
 }
-const fact = (i = 0, overrides: object = {}) => ({ factKey: `k-${i}`, observedAt: '2026-01-01T00:00:00Z', ...overrides });
+const fact = (i = 0, overrides: object = {}) => ({
+  factKey: `k-${i}`,
+  observedAt: '2026-01-01T00:00:00Z',
+  ...overrides,
+});
 
-function request(items: { expectations?: unknown[]; facts?: unknown[]; withdraw?: string[] }, rest: Partial<IngestRequest> = {}): IngestRequest {
+function request(
+  items: { expectations?: unknown[]; facts?: unknown[]; withdraw?: string[] },
+  rest: Partial<IngestRequest> = {},
+): IngestRequest {
   const at = (name: string) => (value: unknown, i: number) => ({ path: [name, i], value });
   return {
     origin: { taskId: 't-1', contextId: 'c-1' },
@@ -62,27 +69,53 @@ interface Items {
   withdraw?: string[];
 }
 
-const onExpectation = (field: (n: number) => Partial<Expectation>) => (n: number) => ({ expectations: [expectation('e1', field(n))] });
+const onExpectation = (field: (n: number) => Partial<Expectation>) => (n: number) => ({
+  expectations: [expectation('e1', field(n))],
+});
 
 const fieldCases: Case[] = [
   ['expectations/0/expectationId', MAX_LENGTH.id, onExpectation((n) => ({ expectationId: text(n) }))],
   ['expectations/0/kind', MAX_LENGTH.kind, onExpectation((n) => ({ kind: text(n) }))],
-  ['expectations/0/subject/type', MAX_LENGTH.subjectType, onExpectation((n) => ({ subject: { type: text(n), id: 'S-1' } }))],
-  ['expectations/0/subject/id', MAX_LENGTH.subjectId, onExpectation((n) => ({ subject: { type: 'shipment', id: text(n) } }))],
+  [
+    'expectations/0/subject/type',
+    MAX_LENGTH.subjectType,
+    onExpectation((n) => ({ subject: { type: text(n), id: 'S-1' } })),
+  ],
+  [
+    'expectations/0/subject/id',
+    MAX_LENGTH.subjectId,
+    onExpectation((n) => ({ subject: { type: 'shipment', id: text(n) } })),
+  ],
   ['expectations/0/expects', MAX_LENGTH.expects, onExpectation((n) => ({ expects: text(n) }))],
-  ['expectations/0/satisfiedBy/factKey', MAX_LENGTH.factKey, onExpectation((n) => ({ satisfiedBy: { factKey: text(n) } }))],
+  [
+    'expectations/0/satisfiedBy/factKey',
+    MAX_LENGTH.factKey,
+    onExpectation((n) => ({ satisfiedBy: { factKey: text(n) } })),
+  ],
   ['expectations/0/dueAt', MAX_LENGTH.instant, onExpectation((n) => ({ dueAt: instant(n) }))],
   ['expectations/0/horizon', MAX_LENGTH.instant, onExpectation((n) => ({ horizon: instant(n) }))],
   ['expectations/0/grace', MAX_LENGTH.duration, onExpectation((n) => ({ grace: duration(n) }))],
-  ['expectations/0/anchor/expectationId', MAX_LENGTH.id, onExpectation((n) => ({ anchor: { expectationId: text(n), offset: 'PT1H' } }))],
-  ['expectations/0/anchor/offset', MAX_LENGTH.duration, onExpectation((n) => ({ anchor: { expectationId: 'a', offset: duration(n) } }))],
+  [
+    'expectations/0/anchor/expectationId',
+    MAX_LENGTH.id,
+    onExpectation((n) => ({ anchor: { expectationId: text(n), offset: 'PT1H' } })),
+  ],
+  [
+    'expectations/0/anchor/offset',
+    MAX_LENGTH.duration,
+    onExpectation((n) => ({ anchor: { expectationId: 'a', offset: duration(n) } })),
+  ],
   ['expectations/0/after/0', MAX_LENGTH.id, onExpectation((n) => ({ after: [text(n)] }))],
   ['expectations/0/basis', MAX_LENGTH.basis, onExpectation((n) => ({ basis: text(n) }))],
   ['expectations/0/supersedes', MAX_LENGTH.id, onExpectation((n) => ({ supersedes: text(n) }))],
   ['facts/0/factKey', MAX_LENGTH.factKey, (n) => ({ facts: [fact(0, { factKey: text(n) })] })],
   ['facts/0/observedAt', MAX_LENGTH.instant, (n) => ({ facts: [fact(0, { observedAt: instant(n) })] })],
   ['facts/0/source', MAX_LENGTH.source, (n) => ({ facts: [fact(0, { source: text(n) })] })],
-  ['facts/0/subject/type', MAX_LENGTH.subjectType, (n) => ({ facts: [fact(0, { subject: { type: text(n), id: 'S' } })] })],
+  [
+    'facts/0/subject/type',
+    MAX_LENGTH.subjectType,
+    (n) => ({ facts: [fact(0, { subject: { type: text(n), id: 'S' } })] }),
+  ],
   ['facts/0/subject/id', MAX_LENGTH.subjectId, (n) => ({ facts: [fact(0, { subject: { type: 'T', id: text(n) } })] })],
   ['withdraw/0', MAX_LENGTH.id, (n) => ({ withdraw: [text(n)] })],
 ];
@@ -97,7 +130,12 @@ describe('a text field', () => {
 
     expect(error).toBeInstanceOf(RuleViolationError);
     expect((error as RuleViolationError).errors).toEqual([
-      { path, rule: 'max-length', limit: bound, message: `must be at most ${bound} characters (this one has ${bound + 1})` },
+      {
+        path,
+        rule: 'max-length',
+        limit: bound,
+        message: `must be at most ${bound} characters (this one has ${bound + 1})`,
+      },
     ]);
   });
 
@@ -112,16 +150,19 @@ describe('a text field', () => {
 describe("the origin's ids", () => {
   const originPaths = { taskId: ['artifactUpdate', 'taskId'], contextId: ['artifactUpdate', 'contextId'] };
 
-  it.each(['taskId', 'contextId'] as const)('%s passes at its bound and is refused one past it, named by its path in the body', (field) => {
-    const at = (n: number) => request({ facts: [fact()] }, { origin: { [field]: text(n) }, originPaths });
+  it.each(['taskId', 'contextId'] as const)(
+    '%s passes at its bound and is refused one past it, named by its path in the body',
+    (field) => {
+      const at = (n: number) => request({ facts: [fact()] }, { origin: { [field]: text(n) }, originPaths });
 
-    const error = refusal(at(MAX_LENGTH.originId + 1));
+      const error = refusal(at(MAX_LENGTH.originId + 1));
 
-    expect(refusal(at(MAX_LENGTH.originId))).toBeUndefined();
-    expect((error as RuleViolationError).errors).toEqual([
-      expect.objectContaining({ path: `artifactUpdate/${field}`, rule: 'max-length', limit: MAX_LENGTH.originId }),
-    ]);
-  });
+      expect(refusal(at(MAX_LENGTH.originId))).toBeUndefined();
+      expect((error as RuleViolationError).errors).toEqual([
+        expect.objectContaining({ path: `artifactUpdate/${field}`, rule: 'max-length', limit: MAX_LENGTH.originId }),
+      ]);
+    },
+  );
 });
 
 describe('a list', () => {
@@ -142,30 +183,39 @@ describe('a list', () => {
   });
 
   const counts: Array<[keyof Items & keyof typeof MAX_ITEMS, (n: number) => Items, string]> = [
-    ['expectations', (n) => ({ expectations: Array.from({ length: n }, (_, i) => expectation(`e${i}`)) }), 'expectations'],
+    [
+      'expectations',
+      (n) => ({ expectations: Array.from({ length: n }, (_, i) => expectation(`e${i}`)) }),
+      'expectations',
+    ],
     ['facts', (n) => ({ facts: Array.from({ length: n }, (_, i) => fact(i)) }), 'facts'],
     ['withdraw', (n) => ({ withdraw: Array.from({ length: n }, (_, i) => `w${i}`) }), 'withdraw ids'],
   ];
 
-  it.each(counts)('of %s passes at its bound and is refused (413) with one more, at the first item past it', (list, make, noun) => {
-    const limit = MAX_ITEMS[list];
+  it.each(counts)(
+    'of %s passes at its bound and is refused (413) with one more, at the first item past it',
+    (list, make, noun) => {
+      const limit = MAX_ITEMS[list];
 
-    const error = refusal(request(make(limit + 1)));
+      const error = refusal(request(make(limit + 1)));
 
-    expect(refusal(request(make(limit)))).toBeUndefined();
-    expect(error).toBeInstanceOf(TooManyItemsError);
-    expect((error as TooManyItemsError).errors).toEqual([
-      {
-        path: `${list}/${limit}`,
-        rule: 'max-items',
-        limit,
-        message: `one request carries at most ${limit} ${noun}; this one carries ${limit + 1}: send the rest in another`,
-      },
-    ]);
-  });
+      expect(refusal(request(make(limit)))).toBeUndefined();
+      expect(error).toBeInstanceOf(TooManyItemsError);
+      expect((error as TooManyItemsError).errors).toEqual([
+        {
+          path: `${list}/${limit}`,
+          rule: 'max-items',
+          limit,
+          message: `one request carries at most ${limit} ${noun}; this one carries ${limit + 1}: send the rest in another`,
+        },
+      ]);
+    },
+  );
 
   it('is counted before any item is parsed: a broken item past the bound does not turn the 413 into a 400', () => {
-    const error = refusal(request({ facts: [...Array.from({ length: MAX_ITEMS.facts }, (_, i) => fact(i)), { factKey: '' }] }));
+    const error = refusal(
+      request({ facts: [...Array.from({ length: MAX_ITEMS.facts }, (_, i) => fact(i)), { factKey: '' }] }),
+    );
 
     expect(error).toBeInstanceOf(TooManyItemsError);
   });
@@ -204,7 +254,12 @@ describe("a card's kinds", () => {
       params: {
         keepsTime: false,
         lapseSkill: 'handle-lapse',
-        kinds: Array.from({ length: n }, (_, i) => ({ kind: `k${i}`, subjectType: 's', basis: 'contract', describes: 'the step is done' })),
+        kinds: Array.from({ length: n }, (_, i) => ({
+          kind: `k${i}`,
+          subjectType: 's',
+          basis: 'contract',
+          describes: 'the step is done',
+        })),
       },
     },
     securitySchemes: {},
@@ -231,7 +286,11 @@ describe('the places left in ledgers and anchors', () => {
     skillIds: ['handle-lapse'],
     declaration: {
       index: 0,
-      params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'the step is done' }] },
+      params: {
+        keepsTime: false,
+        lapseSkill: 'handle-lapse',
+        kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'the step is done' }],
+      },
     },
     securitySchemes: {},
     securityRequirements: [],
@@ -260,7 +319,15 @@ describe('the places left in ledgers and anchors', () => {
     const parsed = parseIngest(agent, request({ expectations }));
     const records = new Map([['anchor', anchorRecord]]);
     try {
-      planIngest({ parsed, principal: agent, records, card, occupancy: occupancy(present), settings: { maxLineage: 10, maxClockSkew: 'PT5M' }, now: Date.parse('2026-06-01T00:00:00Z') });
+      planIngest({
+        parsed,
+        principal: agent,
+        records,
+        card,
+        occupancy: occupancy(present),
+        settings: { maxLineage: 10, maxClockSkew: 'PT5M' },
+        now: Date.parse('2026-06-01T00:00:00Z'),
+      });
       return [];
     } catch (error) {
       if (!(error instanceof RuleViolationError)) throw error;
@@ -271,32 +338,56 @@ describe('the places left in ledgers and anchors', () => {
   const cases: Array<[keyof Occupancy, string, string, Partial<Expectation>]> = [
     ['factKey', 'fact-key-subscribers', 'expectations/0/satisfiedBy/factKey', {}],
     ['subject', 'subject-subscribers', 'expectations/0/subject', {}],
-    ['anchor', 'anchor-dependents', 'expectations/0/anchor/expectationId', { anchor: { expectationId: 'anchor', offset: 'PT1H' } }],
+    [
+      'anchor',
+      'anchor-dependents',
+      'expectations/0/anchor/expectationId',
+      { anchor: { expectationId: 'anchor', offset: 'PT1H' } },
+    ],
   ];
 
-  it.each(cases)('a raise takes the last place the bridge gives of a %s (%s), and is refused (422) once it is taken', (what, rule, path, extra) => {
-    const limit = 100 - RACE_ROOM;
+  it.each(cases)(
+    'a raise takes the last place the bridge gives of a %s (%s), and is refused (422) once it is taken',
+    (what, rule, path, extra) => {
+      const limit = 100 - RACE_ROOM;
 
-    expect(plan([expectation('e1', extra)], { [what]: limit - 1 })).toEqual([]);
-    expect(plan([expectation('e1', extra)], { [what]: limit })).toEqual([expect.objectContaining({ path, rule, limit })]);
-  });
+      expect(plan([expectation('e1', extra)], { [what]: limit - 1 })).toEqual([]);
+      expect(plan([expectation('e1', extra)], { [what]: limit })).toEqual([
+        expect.objectContaining({ path, rule, limit }),
+      ]);
+    },
+  );
 
   it.each([
     ['ownFactKey', 'fact-key-share', 'expectations/0/satisfiedBy/factKey'],
     ['ownSubject', 'subject-share', 'expectations/0/subject'],
-  ] as const)('an agent takes its last share of a key or subject (%s), and is refused (422 %s) past it, whatever is free', (what, rule, path) => {
-    expect(plan([expectation('e1')], { [what]: MAX_AGENT_SHARE - 1, factKey: MAX_AGENT_SHARE - 1, subject: MAX_AGENT_SHARE - 1 })).toEqual([]);
-    expect(plan([expectation('e1')], { [what]: MAX_AGENT_SHARE, factKey: MAX_AGENT_SHARE, subject: MAX_AGENT_SHARE })).toEqual([
-      expect.objectContaining({ path, rule, limit: MAX_AGENT_SHARE }),
-    ]);
-  });
+  ] as const)(
+    'an agent takes its last share of a key or subject (%s), and is refused (422 %s) past it, whatever is free',
+    (what, rule, path) => {
+      expect(
+        plan([expectation('e1')], {
+          [what]: MAX_AGENT_SHARE - 1,
+          factKey: MAX_AGENT_SHARE - 1,
+          subject: MAX_AGENT_SHARE - 1,
+        }),
+      ).toEqual([]);
+      expect(
+        plan([expectation('e1')], { [what]: MAX_AGENT_SHARE, factKey: MAX_AGENT_SHARE, subject: MAX_AGENT_SHARE }),
+      ).toEqual([expect.objectContaining({ path, rule, limit: MAX_AGENT_SHARE })]);
+    },
+  );
 
   it("counts an agent's raises of the same request against its share", () => {
     const key = { satisfiedBy: { factKey: 'shared' } };
 
-    const errors = plan([expectation('e1', key), expectation('e2', key)], { ownFactKey: MAX_AGENT_SHARE - 1, factKey: MAX_AGENT_SHARE - 1 });
+    const errors = plan([expectation('e1', key), expectation('e2', key)], {
+      ownFactKey: MAX_AGENT_SHARE - 1,
+      factKey: MAX_AGENT_SHARE - 1,
+    });
 
-    expect(errors).toEqual([expect.objectContaining({ path: 'expectations/1/satisfiedBy/factKey', rule: 'fact-key-share' })]);
+    expect(errors).toEqual([
+      expect.objectContaining({ path: 'expectations/1/satisfiedBy/factKey', rule: 'fact-key-share' }),
+    ]);
   });
 
   it('counts the raises of the same request on the same fact key', () => {
@@ -305,7 +396,9 @@ describe('the places left in ledgers and anchors', () => {
 
     const errors = plan([expectation('e1', key), expectation('e2', key)], { factKey: limit - 1 });
 
-    expect(errors).toEqual([expect.objectContaining({ path: 'expectations/1/satisfiedBy/factKey', rule: 'fact-key-subscribers' })]);
+    expect(errors).toEqual([
+      expect.objectContaining({ path: 'expectations/1/satisfiedBy/factKey', rule: 'fact-key-subscribers' }),
+    ]);
   });
 
   it('lets a supersede on the same key and subject through at the bound: its predecessor leaves them', () => {

@@ -25,11 +25,14 @@ const SRC = 'Import types only from src/: its runtime code is not deterministic 
 const ACTIVITIES = 'Workflows reach activities through proxyActivities and import them as types only (STYLE 2).';
 const PACKAGES = 'Workflow code imports only @temporalio/workflow and @temporalio/common at runtime (STYLE 2).';
 const floor = (folder: string) => `core/ is the ground floor: it imports types only from ${folder}.`;
-const BELOW_SRC = 'Activities stand below src/: they import core/, workflows/ and activities/ only, not even types from src/.';
+const BELOW_SRC =
+  'Activities stand below src/: they import core/, workflows/ and activities/ only, not even types from src/.';
 const EXPRESS = "'express' import is restricted from being used. Activities do not import the HTTP layer (express).";
 const CLIENT_PACKAGES = 'The client loads no package but zod at run time: no Temporal, Express or Node built-ins.';
-const CLIENT_SRC = 'The client imports only core/ (the schemas, the duration arithmetic) at run time: the bridge and Temporal stay out of it.';
-const DEV = 'The product never imports dev/ (the dev server, provisioning, the local cluster), not even types: the image has no dev/.';
+const CLIENT_SRC =
+  'The client imports only core/ (the schemas, the duration arithmetic) at run time: the bridge and Temporal stay out of it.';
+const DEV =
+  'The product never imports dev/ (the dev server, provisioning, the local cluster), not even types: the image has no dev/.';
 
 /** Deliberate violations: where the file stands, the import, the one error expected. */
 const refused: [folder: string, importLine: string, error: string][] = [
@@ -50,7 +53,11 @@ const refused: [folder: string, importLine: string, error: string][] = [
   ['activities', "import type { AppDeps as x } from '../src/http/app.js';", byPattern('../src/http/app.js', BELOW_SRC)],
   ['activities', "import { x } from '../src/temporal/ids.js';", byPattern('../src/temporal/ids.js', BELOW_SRC)],
   ['activities', "import { type Config as x } from '../src/config.js';", byPattern('../src/config.js', BELOW_SRC)],
-  ['activities/agent-card', "import { x } from '../../src/service/errors.js';", byPattern('../../src/service/errors.js', BELOW_SRC)],
+  [
+    'activities/agent-card',
+    "import { x } from '../../src/service/errors.js';",
+    byPattern('../../src/service/errors.js', BELOW_SRC),
+  ],
   ['src/client', "import { x } from '@temporalio/client';", byPattern('@temporalio/client', CLIENT_PACKAGES)],
   ['src/client', "import x from 'express';", byPattern('express', CLIENT_PACKAGES)],
   ['src/client', "import { x } from 'node:crypto';", byPattern('node:crypto', CLIENT_PACKAGES)],
@@ -58,9 +65,21 @@ const refused: [folder: string, importLine: string, error: string][] = [
   ['src/client', "import { x } from '../schemas/a2a.js';", byPattern('../schemas/a2a.js', CLIENT_SRC)],
   ['src', "import { x } from '../dev/temporal/embedded.js';", byPattern('../dev/temporal/embedded.js', DEV)],
   // The development machinery is kept out of the product even as types.
-  ['src/temporal', "import type { DevServer as x } from '../../dev/temporal/dev-server.js';", byPattern('../../dev/temporal/dev-server.js', DEV)],
-  ['src/client', "import type { Cluster as x } from '../../dev/cluster/cluster.js';", byPattern('../../dev/cluster/cluster.js', DEV)],
-  ['workflows', "import type { Cluster as x } from '../dev/cluster/cluster.js';", byPattern('../dev/cluster/cluster.js', DEV)],
+  [
+    'src/temporal',
+    "import type { DevServer as x } from '../../dev/temporal/dev-server.js';",
+    byPattern('../../dev/temporal/dev-server.js', DEV),
+  ],
+  [
+    'src/client',
+    "import type { Cluster as x } from '../../dev/cluster/cluster.js';",
+    byPattern('../../dev/cluster/cluster.js', DEV),
+  ],
+  [
+    'workflows',
+    "import type { Cluster as x } from '../dev/cluster/cluster.js';",
+    byPattern('../dev/cluster/cluster.js', DEV),
+  ],
 ];
 
 /** What must stay allowed: the workflow packages, siblings, core/, zod and core/ for the client, and type-only imports from anywhere. */

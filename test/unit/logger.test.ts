@@ -8,19 +8,38 @@ const at = Date.parse('2026-12-01T14:02:07.123Z');
 
 describe('prettyLine', () => {
   it('shows the time, the level and the message, then the fields as key=value', () => {
-    const json = JSON.stringify({ level: 30, time: at, pid: 7, hostname: 'h', name: 'expectations-watcher', msg: 'bridge listening', url: 'http://localhost:3000' });
+    const json = JSON.stringify({
+      level: 30,
+      time: at,
+      pid: 7,
+      hostname: 'h',
+      name: 'expectations-watcher',
+      msg: 'bridge listening',
+      url: 'http://localhost:3000',
+    });
 
     expect(prettyLine(json)).toBe('14:02:07 INFO  bridge listening url=http://localhost:3000\n');
   });
 
   it('quotes a field with spaces and writes objects as JSON', () => {
-    const json = JSON.stringify({ level: 40, time: at, msg: 'card unreadable', reason: 'not a card', ids: { expectationId: 'EXP-1' } });
+    const json = JSON.stringify({
+      level: 40,
+      time: at,
+      msg: 'card unreadable',
+      reason: 'not a card',
+      ids: { expectationId: 'EXP-1' },
+    });
 
     expect(prettyLine(json)).toBe('14:02:07 WARN  card unreadable reason="not a card" ids={"expectationId":"EXP-1"}\n');
   });
 
   it("puts an error's stack on the lines below, indented", () => {
-    const json = JSON.stringify({ level: 50, time: at, msg: 'error while stopping', err: { message: 'boom', stack: 'Error: boom\n    at stop (x.ts:1:1)' } });
+    const json = JSON.stringify({
+      level: 50,
+      time: at,
+      msg: 'error while stopping',
+      err: { message: 'boom', stack: 'Error: boom\n    at stop (x.ts:1:1)' },
+    });
 
     expect(prettyLine(json)).toBe('14:02:07 ERROR error while stopping\n  Error: boom\n      at stop (x.ts:1:1)\n');
   });

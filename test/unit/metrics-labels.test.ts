@@ -4,7 +4,8 @@ import { createMetrics, MAX_KIND_LABELS } from '../../src/metrics.js';
 describe('the kind label', () => {
   it(`keeps the first ${MAX_KIND_LABELS} kinds as they are and counts any later one as other`, async () => {
     const metrics = createMetrics();
-    for (let i = 0; i < MAX_KIND_LABELS + 50; i++) metrics.expectationsRaised.inc({ kind: metrics.kindLabel(`kind-${i}`) });
+    for (let i = 0; i < MAX_KIND_LABELS + 50; i++)
+      metrics.expectationsRaised.inc({ kind: metrics.kindLabel(`kind-${i}`) });
     metrics.expectationsRaised.inc({ kind: metrics.kindLabel('kind-0') });
 
     const values = (await metrics.expectationsRaised.get()).values;

@@ -19,7 +19,10 @@ function valid(): Record<string, any> {
           operationId: 'getThing',
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
           responses: {
-            200: { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } } },
+            200: {
+              description: 'ok',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } },
+            },
             404: { $ref: '#/components/responses/NotFound', description: 'unknown id' },
           },
         },
@@ -27,7 +30,14 @@ function valid(): Record<string, any> {
     },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      schemas: { Thing: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'], additionalProperties: false } },
+      schemas: {
+        Thing: {
+          type: 'object',
+          properties: { id: { type: 'string' } },
+          required: ['id'],
+          additionalProperties: false,
+        },
+      },
       responses: { NotFound: { description: 'not found' } },
     },
   };

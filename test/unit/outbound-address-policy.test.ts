@@ -93,7 +93,10 @@ describe('WATCHER_OUTBOUND_ALLOW and WATCHER_OUTBOUND_DENY', () => {
   });
 
   it('decide by the longest range that holds the address, a deny winning a tie', () => {
-    const rules = rulesOf({ WATCHER_OUTBOUND_ALLOW: '10.0.0.0/8, 192.168.1.0/24', WATCHER_OUTBOUND_DENY: '10.9.0.0/16, 192.168.1.0/24' });
+    const rules = rulesOf({
+      WATCHER_OUTBOUND_ALLOW: '10.0.0.0/8, 192.168.1.0/24',
+      WATCHER_OUTBOUND_DENY: '10.9.0.0/16, 192.168.1.0/24',
+    });
 
     expect(verdict(rules, '10.1.0.1').allowed).toBe(true);
     expect(verdict(rules, '10.9.3.4')).toEqual({ allowed: false, by: 'deny', range: '10.9.0.0/16' });
@@ -101,7 +104,10 @@ describe('WATCHER_OUTBOUND_ALLOW and WATCHER_OUTBOUND_DENY', () => {
   });
 
   it('scope an entry with a port to that port: the host allowed for one service is not open on its others', () => {
-    const rules = rulesOf({ WATCHER_OUTBOUND_ALLOW: '10.1.0.5:8443, 10.2.0.0/16:443, [fd00::/8]:9000', WATCHER_OUTBOUND_DENY: '0.0.0.0/0:25' });
+    const rules = rulesOf({
+      WATCHER_OUTBOUND_ALLOW: '10.1.0.5:8443, 10.2.0.0/16:443, [fd00::/8]:9000',
+      WATCHER_OUTBOUND_DENY: '0.0.0.0/0:25',
+    });
     const at = (address: string, port?: number) => {
       const decision = decideAddress(rules, address, port);
       return { allowed: decision.allowed, by: decision.by, range: decision.range?.text };
@@ -137,7 +143,12 @@ describe('WATCHER_OUTBOUND_ALLOW and WATCHER_OUTBOUND_DENY', () => {
   it('turn the policy off with an allow of everything', () => {
     const rules = rulesOf({ WATCHER_OUTBOUND_ALLOW: '0.0.0.0/0,::/0' });
 
-    expect(['127.0.0.1', '169.254.169.254', '::1', 'fd00::1'].map((a) => verdict(rules, a).allowed)).toEqual([true, true, true, true]);
+    expect(['127.0.0.1', '169.254.169.254', '::1', 'fd00::1'].map((a) => verdict(rules, a).allowed)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
   });
 
   it('default to loopback when the watcher runs Temporal itself (npm start), and to nothing on an existing cluster', () => {
@@ -154,7 +165,9 @@ describe('WATCHER_OUTBOUND_ALLOW and WATCHER_OUTBOUND_DENY', () => {
   });
 
   it('read an empty value as unset, as docker-compose.yml passes an unset one', () => {
-    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', WATCHER_OUTBOUND_ALLOW: '', WATCHER_OUTBOUND_DENY: '' }).outbound).toEqual({
+    expect(
+      loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', WATCHER_OUTBOUND_ALLOW: '', WATCHER_OUTBOUND_DENY: '' }).outbound,
+    ).toEqual({
       allow: [],
       deny: [],
     });
@@ -172,7 +185,9 @@ describe('WATCHER_OUTBOUND_ALLOW and WATCHER_OUTBOUND_DENY', () => {
     const load = () => loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', [name]: value });
 
     expect(load).toThrow(ConfigError);
-    expect(load).toThrow(new RegExp(`${name}: must be a comma-separated list of IPv4/IPv6 addresses, CIDR ranges .*\\(not ${entry}\\)`));
+    expect(load).toThrow(
+      new RegExp(`${name}: must be a comma-separated list of IPv4/IPv6 addresses, CIDR ranges .*\\(not ${entry}\\)`),
+    );
   });
 });
 
@@ -195,7 +210,16 @@ describe('parsing addresses and ranges', () => {
   });
 
   it('refuses what is no address or range', () => {
-    for (const text of ['', 'localhost', '10.0.0', '10.0.0.0/-1', '10.0.0.0/0x8', '::1/200', '1.2.3.4/33', 'fe80::zz']) {
+    for (const text of [
+      '',
+      'localhost',
+      '10.0.0',
+      '10.0.0.0/-1',
+      '10.0.0.0/0x8',
+      '::1/200',
+      '1.2.3.4/33',
+      'fe80::zz',
+    ]) {
       expect(parseRange(text), text).toBeUndefined();
     }
   });
@@ -222,8 +246,8 @@ describe('parsing addresses and ranges', () => {
     const otherwise = 'loopback, link-local, private (RFC 1918, ULA), CGNAT and reserved addresses denied otherwise';
 
     expect(describeRules(rulesOf({}))).toBe(`nothing allowed beyond the public internet; ${otherwise}`);
-    expect(describeRules(rulesOf({ WATCHER_OUTBOUND_ALLOW: 'loopback', WATCHER_OUTBOUND_DENY: '203.0.113.0/24' }))).toBe(
-      `allowed beyond the public internet: 127.0.0.0/8, ::1/128; denied: 203.0.113.0/24; ${otherwise}`,
-    );
+    expect(
+      describeRules(rulesOf({ WATCHER_OUTBOUND_ALLOW: 'loopback', WATCHER_OUTBOUND_DENY: '203.0.113.0/24' })),
+    ).toBe(`allowed beyond the public internet: 127.0.0.0/8, ::1/128; denied: 203.0.113.0/24; ${otherwise}`);
   });
 });

@@ -74,7 +74,9 @@ describe('facts per minute', () => {
 
     const refused = refusalOf(() => quotas.takeRates(agentA, { raises: 0, facts: 11 }));
 
-    expect(refused?.message).toBe("quota facts-per-minute: principal 'agent-a' may send at most 10 facts per minute, and this request alone carries 11: split it");
+    expect(refused?.message).toBe(
+      "quota facts-per-minute: principal 'agent-a' may send at most 10 facts per minute, and this request alone carries 11: split it",
+    );
     expect(refused?.retryAfterSeconds).toBe(60);
   });
 
@@ -99,7 +101,9 @@ describe('facts per minute', () => {
     const { quotas } = setup({ factsPerMinute: 1, windowMs: 2_000 });
     quotas.takeRates(agentA, { raises: 0, facts: 1 });
 
-    expect(refusalOf(() => quotas.takeRates(agentA, { raises: 0, facts: 1 }))?.message).toContain('at most 1 facts per 2 s');
+    expect(refusalOf(() => quotas.takeRates(agentA, { raises: 0, facts: 1 }))?.message).toContain(
+      'at most 1 facts per 2 s',
+    );
   });
 });
 
@@ -109,7 +113,10 @@ describe('raises per minute', () => {
 
     quotas.takeRates(agentA, { raises: 3, facts: 0 });
 
-    expect(refusalOf(() => quotas.takeRates(agentA, { raises: 1, facts: 0 }))).toMatchObject({ quota: 'raises-per-minute', limit: 3 });
+    expect(refusalOf(() => quotas.takeRates(agentA, { raises: 1, facts: 0 }))).toMatchObject({
+      quota: 'raises-per-minute',
+      limit: 3,
+    });
   });
 });
 
@@ -122,7 +129,9 @@ describe('open expectations', () => {
 
     expect(refused).toBeInstanceOf(QuotaExceededError);
     expect(refused).toMatchObject({ quota: 'open-expectations', limit: 5, retryAfterSeconds: 5 });
-    expect((refused as Error).message).toMatch(/^quota open-expectations: principal 'agent-a' may have at most 5 open expectations and has 4 /);
+    expect((refused as Error).message).toMatch(
+      /^quota open-expectations: principal 'agent-a' may have at most 5 open expectations and has 4 /,
+    );
   });
 
   it('reuses a count for its cache time, adding the raises made meanwhile, then asks the store again', async () => {

@@ -87,14 +87,33 @@ describe('RecentTaskStore', () => {
     await store.save(task('t1'), as('a'));
 
     expect(await store.load('t1', as('b'))).toBeUndefined();
-    expect((await store.list({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined }, as('b'))).tasks).toEqual([]);
+    expect(
+      (
+        await store.list(
+          {
+            tenant: '',
+            contextId: '',
+            status: TaskState.TASK_STATE_UNSPECIFIED,
+            pageToken: '',
+            statusTimestampAfter: undefined,
+          },
+          as('b'),
+        )
+      ).tasks,
+    ).toEqual([]);
   });
 
   it('lists newest first, filtered by context, a page at a time', async () => {
     const store = new RecentTaskStore();
     for (const id of ['t1', 't2', 't3']) await store.save(task(id, 'c1'), as('a'));
     await store.save(task('other', 'c2'), as('a'));
-    const query = { tenant: '', contextId: 'c1', status: TaskState.TASK_STATE_UNSPECIFIED, statusTimestampAfter: undefined, pageSize: 2 };
+    const query = {
+      tenant: '',
+      contextId: 'c1',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      statusTimestampAfter: undefined,
+      pageSize: 2,
+    };
 
     const first = await store.list({ ...query, pageToken: '' }, as('a'));
     const second = await store.list({ ...query, pageToken: first.nextPageToken }, as('a'));
@@ -108,7 +127,13 @@ describe('RecentTaskStore', () => {
   it('keeps its pages when receipts arrive between them (a token names a receipt, not an offset)', async () => {
     const store = new RecentTaskStore();
     for (const id of ['t1', 't2', 't3']) await store.save(task(id), as('a'));
-    const query = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, statusTimestampAfter: undefined, pageSize: 2 };
+    const query = {
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      statusTimestampAfter: undefined,
+      pageSize: 2,
+    };
 
     const first = await store.list({ ...query, pageToken: '' }, as('a'));
     await store.save(task('t4'), as('a'));
@@ -125,19 +150,41 @@ describe('RecentTaskStore', () => {
     const store = new RecentTaskStore();
     for (const id of ['t1', 't2', 't3']) await store.save(task(id), as('a'));
 
-    const listing = store.list({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, statusTimestampAfter: undefined, pageToken }, as('a'));
+    const listing = store.list(
+      {
+        tenant: '',
+        contextId: '',
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        statusTimestampAfter: undefined,
+        pageToken,
+      },
+      as('a'),
+    );
 
     await expect(listing).rejects.toBeInstanceOf(RequestMalformedError);
-    await expect(listing).rejects.toMatchObject({ message: expect.stringContaining('params.pageToken is unknown'), metadata: { field: 'params.pageToken' } });
+    await expect(listing).rejects.toMatchObject({
+      message: expect.stringContaining('params.pageToken is unknown'),
+      metadata: { field: 'params.pageToken' },
+    });
   });
 
   it('refuses a page token handed to another caller, or by another store (a restart)', async () => {
     const store = new RecentTaskStore();
     for (const id of ['t1', 't2']) await store.save(task(id), as('a'));
-    const query = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, statusTimestampAfter: undefined, pageSize: 1 };
+    const query = {
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      statusTimestampAfter: undefined,
+      pageSize: 1,
+    };
     const { nextPageToken } = await store.list({ ...query, pageToken: '' }, as('a'));
 
-    await expect(store.list({ ...query, pageToken: nextPageToken }, as('b'))).rejects.toBeInstanceOf(RequestMalformedError);
-    await expect(new RecentTaskStore().list({ ...query, pageToken: nextPageToken }, as('a'))).rejects.toBeInstanceOf(RequestMalformedError);
+    await expect(store.list({ ...query, pageToken: nextPageToken }, as('b'))).rejects.toBeInstanceOf(
+      RequestMalformedError,
+    );
+    await expect(new RecentTaskStore().list({ ...query, pageToken: nextPageToken }, as('a'))).rejects.toBeInstanceOf(
+      RequestMalformedError,
+    );
   });
 });

@@ -57,7 +57,9 @@ describe('requestLog', () => {
   });
 
   it('names the expectation of a lapse resend', async () => {
-    const url = await serve((app) => app.post('/v1/expectations/:id/lapses/:messageId/resend', (_req, res) => void res.json({})));
+    const url = await serve((app) =>
+      app.post('/v1/expectations/:id/lapses/:messageId/resend', (_req, res) => void res.json({})),
+    );
 
     await fetch(`${url}/v1/expectations/EXP-7/lapses/b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8/resend`, { method: 'POST' });
 
@@ -66,14 +68,24 @@ describe('requestLog', () => {
 
   it('names every expectation of a per-item answer', async () => {
     const url = await serve((app) =>
-      app.post('/a2a/events', (_req, res) =>
-        void res.json({ expectations: [{ expectationId: 'e1', result: 'raised' }, { expectationId: 'e2', result: 'unchanged' }] }),
+      app.post(
+        '/a2a/events',
+        (_req, res) =>
+          void res.json({
+            expectations: [
+              { expectationId: 'e1', result: 'raised' },
+              { expectationId: 'e2', result: 'unchanged' },
+            ],
+          }),
       ),
     );
 
     await fetch(`${url}/a2a/events`, { method: 'POST' });
 
-    expect(await logged()).toMatchObject({ expectationIds: ['e1', 'e2'], workflowIds: ['expectation:e1', 'expectation:e2'] });
+    expect(await logged()).toMatchObject({
+      expectationIds: ['e1', 'e2'],
+      workflowIds: ['expectation:e1', 'expectation:e2'],
+    });
   });
 
   it('logs a client error at warn with its status', async () => {

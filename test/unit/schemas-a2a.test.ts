@@ -63,9 +63,9 @@ describe('parseA2AEvent: v1.0 ProtoJSON', () => {
   });
 
   it('names an unknown state by its path', () => {
-    expect(paths({ statusUpdate: { taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_NAPPING' } } })[0]?.path).toBe(
-      'statusUpdate/status/state',
-    );
+    expect(
+      paths({ statusUpdate: { taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_NAPPING' } } })[0]?.path,
+    ).toBe('statusUpdate/status/state');
   });
 
   it('names a metadata that is not an object by its path', () => {
@@ -86,7 +86,10 @@ describe('parseA2AEvent: v1.0 ProtoJSON', () => {
 
   it('refuses a StreamResponse with two payloads', () => {
     expect(paths({ task: { id: 't', contextId: 'c' }, message: {} })).toEqual([
-      { path: '', message: 'must carry exactly one of task, message, statusUpdate, artifactUpdate (found task, message)' },
+      {
+        path: '',
+        message: 'must carry exactly one of task, message, statusUpdate, artifactUpdate (found task, message)',
+      },
     ]);
   });
 
@@ -110,7 +113,12 @@ describe('parseA2AEvent: v0.3 kind forms', () => {
   it('reads v0.3 status and artifact updates and messages', () => {
     const bodies = [
       { kind: 'status-update', taskId: 't', contextId: 'c', status: { state: 'working' }, final: false },
-      { kind: 'artifact-update', taskId: 't', contextId: 'c', artifact: { artifactId: 'a', parts: [{ kind: 'text', text: 'x' }] } },
+      {
+        kind: 'artifact-update',
+        taskId: 't',
+        contextId: 'c',
+        artifact: { artifactId: 'a', parts: [{ kind: 'text', text: 'x' }] },
+      },
       { kind: 'message', messageId: 'm', role: 'agent', parts: [{ kind: 'text', text: 'x' }] },
     ];
 
@@ -122,8 +130,8 @@ describe('parseA2AEvent: v0.3 kind forms', () => {
   });
 
   it('names a v1.0 state in a v0.3 object by its path', () => {
-    expect(paths({ kind: 'status-update', taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } })[0]?.path).toBe(
-      'status/state',
-    );
+    expect(
+      paths({ kind: 'status-update', taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } })[0]?.path,
+    ).toBe('status/state');
   });
 });

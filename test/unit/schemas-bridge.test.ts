@@ -92,11 +92,15 @@ describe('reported facts', () => {
 
 describe('bridge bodies and queries', () => {
   it('requires at least one fact in POST /v1/facts', () => {
-    expect(errors(factsBodySchema, { facts: [] })).toEqual([{ path: 'facts', message: 'must carry at least one fact' }]);
+    expect(errors(factsBodySchema, { facts: [] })).toEqual([
+      { path: 'facts', message: 'must carry at least one fact' },
+    ]);
   });
 
   it('requires a non-empty reason to withdraw', () => {
-    expect(errors(withdrawBodySchema, { reason: '  ' })).toEqual([{ path: 'reason', message: 'reason must not be empty' }]);
+    expect(errors(withdrawBodySchema, { reason: '  ' })).toEqual([
+      { path: 'reason', message: 'reason must not be empty' },
+    ]);
   });
 
   it('defaults pageSize to 100 and coerces it from the query string', () => {
@@ -117,7 +121,9 @@ describe('bridge bodies and queries', () => {
   it('refuses a filter with a control character (a NUL would reach the visibility query), naming it', () => {
     const message = (name: string) => `${name} must not contain control characters (U+0000 to U+001F, U+007F)`;
 
-    expect(errors(listQuerySchema, { subjectType: 'ship\u0000ment', subjectId: 'S-\u001f', kind: 'delivery\u007f' })).toEqual([
+    expect(
+      errors(listQuerySchema, { subjectType: 'ship\u0000ment', subjectId: 'S-\u001f', kind: 'delivery\u007f' }),
+    ).toEqual([
       { path: 'subjectType', message: message('subjectType') },
       { path: 'subjectId', message: message('subjectId') },
       { path: 'kind', message: message('kind') },

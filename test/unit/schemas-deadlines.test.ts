@@ -12,7 +12,9 @@ const seed = {
 };
 
 const issues = (value: unknown) =>
-  expectationSchema.safeParse(value).error?.issues.map((issue) => ({ path: issue.path.join('/'), message: issue.message }));
+  expectationSchema
+    .safeParse(value)
+    .error?.issues.map((issue) => ({ path: issue.path.join('/'), message: issue.message }));
 
 describe('deadlines a clock can reach', () => {
   it('accepts long but real graces and offsets', () => {
@@ -43,7 +45,9 @@ describe('deadlines a clock can reach', () => {
 
 describe('duration format', () => {
   it.each(['P1W2D', 'P', 'PT', 'P1.5Y', '6 hours'])('refuses %s as RFC 3339 does', (grace) => {
-    expect(issues({ ...seed, grace })).toEqual([{ path: 'grace', message: 'must be an ISO 8601 duration, e.g. PT6H or P7D' }]);
+    expect(issues({ ...seed, grace })).toEqual([
+      { path: 'grace', message: 'must be an ISO 8601 duration, e.g. PT6H or P7D' },
+    ]);
   });
 
   it.each(['P1W', 'P1Y2M3DT4H5M6.5S', 'PT0.5S', 'P0D'])('accepts %s', (grace) => {

@@ -14,13 +14,17 @@ describe('sha256Hex', () => {
     expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 
-  it.each([55, 56, 63, 64, 65, 119, 120, 10_000])('agrees with node:crypto on %i bytes (the padding edges)', (length) => {
-    const text = 'x'.repeat(length);
+  it.each([55, 56, 63, 64, 65, 119, 120, 10_000])(
+    'agrees with node:crypto on %i bytes (the padding edges)',
+    (length) => {
+      const text = 'x'.repeat(length);
 
-    expect(sha256Hex(text)).toBe(nodeSha256(text));
-  });
+      expect(sha256Hex(text)).toBe(nodeSha256(text));
+    },
+  );
 
   it('hashes the UTF-8 bytes, a lone surrogate as U+FFFD, as node:crypto does', () => {
-    for (const text of ['é'.repeat(130), 'subject:😀/ü', 'a\uD800b', 'z\uDC00']) expect(sha256Hex(text)).toBe(nodeSha256(text));
+    for (const text of ['é'.repeat(130), 'subject:😀/ü', 'a\uD800b', 'z\uDC00'])
+      expect(sha256Hex(text)).toBe(nodeSha256(text));
   });
 });

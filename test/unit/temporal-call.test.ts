@@ -36,13 +36,22 @@ describe('a Temporal call that Temporal refuses with RESOURCE_EXHAUSTED', () => 
     const error = await call(() => Promise.resolve()).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(TemporalBusyError);
-    expect((error as Error).message).toMatch(/^Temporal is overloaded \(RESOURCE_EXHAUSTED: namespace rate limit exceeded\)/);
+    expect((error as Error).message).toMatch(
+      /^Temporal is overloaded \(RESOURCE_EXHAUSTED: namespace rate limit exceeded\)/,
+    );
   });
 
   it('is answered 503 temporal-busy with Retry-After: 2', async () => {
-    const error = await createTemporalCall(clientFailingWith(exhausted), 1_000)(() => Promise.resolve()).catch((e: unknown) => e);
+    const error = await createTemporalCall(
+      clientFailingWith(exhausted),
+      1_000,
+    )(() => Promise.resolve()).catch((e: unknown) => e);
 
-    expect(toProblem(error)).toMatchObject({ status: 503, type: 'urn:expectations-watcher:problem:temporal-busy', title: 'Temporal is overloaded' });
+    expect(toProblem(error)).toMatchObject({
+      status: 503,
+      type: 'urn:expectations-watcher:problem:temporal-busy',
+      title: 'Temporal is overloaded',
+    });
     expect(retryAfterOf(error)).toBe(2);
   });
 
@@ -51,15 +60,23 @@ describe('a Temporal call that Temporal refuses with RESOURCE_EXHAUSTED', () => 
 
     expect(temporalBusyReason(wrapped)).toBe('namespace rate limit exceeded');
     expect(temporalBusyReason(new ServiceError('x', { cause: grpcError(status.UNAVAILABLE, 'down') }))).toBeUndefined();
-    expect(temporalBusyReason(new ServiceError('x', { cause: grpcError(status.INVALID_ARGUMENT, 'bad') }))).toBeUndefined();
+    expect(
+      temporalBusyReason(new ServiceError('x', { cause: grpcError(status.INVALID_ARGUMENT, 'bad') })),
+    ).toBeUndefined();
   });
 
   it('leaves UNAVAILABLE a 503 temporal-unavailable with Retry-After: 5', async () => {
     const down = new ServiceError('Failed', { cause: grpcError(status.UNAVAILABLE, 'connect ECONNREFUSED') });
 
-    const error = await createTemporalCall(clientFailingWith(down), 1_000)(() => Promise.resolve()).catch((e: unknown) => e);
+    const error = await createTemporalCall(
+      clientFailingWith(down),
+      1_000,
+    )(() => Promise.resolve()).catch((e: unknown) => e);
 
-    expect(toProblem(error)).toMatchObject({ status: 503, type: 'urn:expectations-watcher:problem:temporal-unavailable' });
+    expect(toProblem(error)).toMatchObject({
+      status: 503,
+      type: 'urn:expectations-watcher:problem:temporal-unavailable',
+    });
     expect(retryAfterOf(error)).toBe(5);
   });
 });
@@ -97,24 +114,35 @@ describe('the bridge on a Temporal frontend that answers RESOURCE_EXHAUSTED', ()
       ]),
     );
     const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
     );
     address = `127.0.0.1:${port}`;
     server.addService(definition, handlers);
     // No retry interceptor: the client's default one retries status 8 with backoff until the call's deadline.
     connection = Connection.lazy({ address, interceptors: [] });
     const principals = createPrincipalStore(
-      principalsFileOf([
-        { id: 'ops', roles: ['reader'] },
-        { id: 'feed', roles: ['reporter'] },
-      ], { ops: token, feed: 'feed-token' }),
+      principalsFileOf(
+        [
+          { id: 'ops', roles: ['reader'] },
+          { id: 'feed', roles: ['reporter'] },
+        ],
+        { ops: token, feed: 'feed-token' },
+      ),
     );
     const app = createApp({
       client: new Client({ connection }),
       taskQueue: 'busy',
       namespace: 'default',
       principals,
-      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, temporalWaitMs: 3_000 },
+      settings: {
+        factRetention: 'P7D',
+        lateWindow: 'P30D',
+        maxLineage: 10,
+        cardCacheSeconds: 0,
+        temporalWaitMs: 3_000,
+      },
     });
     const listening = await listen(app);
     bridge = { url: urlOf(listening), close: () => close(listening) };

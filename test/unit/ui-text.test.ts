@@ -26,7 +26,12 @@ const input: ExpectationInput = {
   agent: { id: 'shipping-agent' },
   origin: { taskId: 't1', contextId: 'c1' },
   lineage: 0,
-  links: { self: 'expectation:e1', factRouter: 'fact:shipment/S1/delivered', subjectLedger: 'subject:shipment:S1', after: {} },
+  links: {
+    self: 'expectation:e1',
+    factRouter: 'fact:shipment/S1/delivered',
+    subjectLedger: 'subject:shipment:S1',
+    after: {},
+  },
   settings: { lateWindow: 'P30D', factRetention: 'P7D' },
 };
 
@@ -100,7 +105,9 @@ describe('static details', () => {
   });
 
   it('escapes pipes and flattens newlines, so a value stays in its cell', () => {
-    const rows = expectationDetails({ ...input, expectation: { ...expectation, expects: 'a | b\nc' } }, 's').split('\n');
+    const rows = expectationDetails({ ...input, expectation: { ...expectation, expects: 'a | b\nc' } }, 's').split(
+      '\n',
+    );
 
     expect(rows).toContain('| expects | a \\| b c |');
   });
@@ -163,7 +170,13 @@ describe('current details', () => {
   });
 
   it('says when and by whom a lapse was re-sent', () => {
-    const delivery = { status: 'pending' as const, messageId: 'm1', resends: 1, resentAt: '2026-12-09T10:00:00.000Z', resentBy: 'ops' };
+    const delivery = {
+      status: 'pending' as const,
+      messageId: 'm1',
+      resends: 1,
+      resentAt: '2026-12-09T10:00:00.000Z',
+      resentBy: 'ops',
+    };
 
     expect(currentDetails({ ...record, state: 'lapsed', lapses: [lapseEntry('overdue', delivery)] })).toBe(
       '**lapsed** · due 2026-12-01T00:00:00.000Z\n\n' +
@@ -186,6 +199,8 @@ describe('timer and activity summaries', () => {
     expect(subscribeSummary('fact:k')).toBe('subscribe to fact:k');
     expect(linkAnchorSummary('expectation:e0')).toBe('link to anchor expectation:e0');
     expect(deliverLapseSummary('overdue', 'shipping-agent')).toBe('deliver overdue lapse to shipping-agent');
-    expect(deliverLapseSummary('overdue', 'shipping-agent', 2)).toBe('re-send overdue lapse to shipping-agent (resend 2)');
+    expect(deliverLapseSummary('overdue', 'shipping-agent', 2)).toBe(
+      're-send overdue lapse to shipping-agent (resend 2)',
+    );
   });
 });

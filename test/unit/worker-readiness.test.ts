@@ -4,7 +4,12 @@
  * worker. The clock and the pollers are the test's.
  */
 import { describe, expect, it } from 'vitest';
-import { ownWorkerReadiness, POLLER_CACHE_MS, POLLER_FRESH_MS, pollerReadiness } from '../../src/temporal/worker-readiness.js';
+import {
+  ownWorkerReadiness,
+  POLLER_CACHE_MS,
+  POLLER_FRESH_MS,
+  pollerReadiness,
+} from '../../src/temporal/worker-readiness.js';
 
 /** A probe on fake pollers and a fake clock; `calls` counts the DescribeTaskQueue calls it made. */
 function probeWith(pollers: () => Promise<number[]>) {
@@ -70,22 +75,39 @@ describe('readiness from the pollers Temporal reports', () => {
 
 describe("readiness from the process's own worker", () => {
   it('is ready while it runs', () => {
-    expect(ownWorkerReadiness('expectations', () => 'RUNNING', () => undefined)).toEqual({ ready: true, worker: 'running' });
+    expect(
+      ownWorkerReadiness(
+        'expectations',
+        () => 'RUNNING',
+        () => undefined,
+      ),
+    ).toEqual({ ready: true, worker: 'running' });
   });
 
   it.each(['STOPPING', 'DRAINING', 'DRAINED', 'STOPPED', 'INITIALIZED'])('is not ready when it is %s', (state) => {
-    expect(ownWorkerReadiness('expectations', () => state, () => undefined)).toEqual({
+    expect(
+      ownWorkerReadiness(
+        'expectations',
+        () => state,
+        () => undefined,
+      ),
+    ).toEqual({
       ready: false,
       reason: `no worker polls expectations: the worker of this process is ${state.toLowerCase()}, so raised expectations would never progress`,
     });
   });
 
   it('names the error a failed worker died of', () => {
-    const failed = ownWorkerReadiness('expectations', () => 'FAILED', () => new Error('Namespace default is not found'));
+    const failed = ownWorkerReadiness(
+      'expectations',
+      () => 'FAILED',
+      () => new Error('Namespace default is not found'),
+    );
 
     expect(failed).toEqual({
       ready: false,
-      reason: 'no worker polls expectations: the worker of this process has failed (Namespace default is not found), so raised expectations would never progress',
+      reason:
+        'no worker polls expectations: the worker of this process has failed (Namespace default is not found), so raised expectations would never progress',
     });
   });
 });

@@ -31,7 +31,8 @@ import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } f
 const h = useHarness();
 
 /** Workflow ids of expectations that do not exist: places taken in a ledger (a fact sent to one drops it). */
-const placeholders = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => expectationWorkflowId(`${prefix}-${i}`));
+const placeholders = (n: number, prefix: string) =>
+  Array.from({ length: n }, (_, i) => expectationWorkflowId(`${prefix}-${i}`));
 
 /** Starts the fact router of `factKey` with `subscribers` waiting on it (as the bridge subscribes a request's raises). */
 async function startFactRouter(factKey: string, subscribers: string[]): Promise<string> {
@@ -41,7 +42,9 @@ async function startFactRouter(factKey: string, subscribers: string[]): Promise<
     taskQueue: h.taskQueue,
     args: [{ shard: shardOf(factKey), retention: 'P7D' }],
   });
-  await h.client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowIds: subscribers, factKeys: subscribers.map(() => factKey) });
+  await h.client.workflow
+    .getHandle(workflowId)
+    .signal(subscribeSignal, { workflowIds: subscribers, factKeys: subscribers.map(() => factKey) });
   return workflowId;
 }
 
@@ -56,8 +59,10 @@ async function startSubjectLedger(subject: Subject, subscribers: string[]): Prom
   return workflowId;
 }
 
-const loadOf = (workflowId: string): Promise<LedgerLoad> => h.client.workflow.getHandle(workflowId).query(ledgerLoadQuery);
-const keyLoadOf = (factKey: string): Promise<LedgerLoad> => h.client.workflow.getHandle(factRouterWorkflowId(factKey, h.taskQueue)).query(keyLoadQuery, factKey);
+const loadOf = (workflowId: string): Promise<LedgerLoad> =>
+  h.client.workflow.getHandle(workflowId).query(ledgerLoadQuery);
+const keyLoadOf = (factKey: string): Promise<LedgerLoad> =>
+  h.client.workflow.getHandle(factRouterWorkflowId(factKey, h.taskQueue)).query(keyLoadQuery, factKey);
 
 describe('a fact key in its router', () => {
   it(`serves its ${MAX_FACT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
@@ -172,7 +177,9 @@ describe('a subject ledger', () => {
     const record = await h.until(id, (r) => r.state === 'withdrawn');
 
     expect(record.withdrawnReason).toMatch(
-      new RegExp(`^not registered: the subject ledger of "shipment/S-${id}" already forwards to ${MAX_SUBJECT_LEDGER_SUBSCRIBERS} expectations, its bound`),
+      new RegExp(
+        `^not registered: the subject ledger of "shipment/S-${id}" already forwards to ${MAX_SUBJECT_LEDGER_SUBSCRIBERS} expectations, its bound`,
+      ),
     );
     expect((await loadOf(ledger)).subscribers).toBe(MAX_SUBJECT_LEDGER_SUBSCRIBERS);
   });
@@ -195,7 +202,9 @@ describe('an anchor', () => {
     const id = h.id('last-dependent');
 
     await h.raise(shipmentExpectation(id, start, 12 * DAY, { anchor: { expectationId: anchorId, offset: 'P1D' } }));
-    await expect.poll(() => handle.query(dependentsQuery), { timeout: 15_000 }).toEqual({ dependents: MAX_DEPENDENTS, bound: MAX_DEPENDENTS });
+    await expect
+      .poll(() => handle.query(dependentsQuery), { timeout: 15_000 })
+      .toEqual({ dependents: MAX_DEPENDENTS, bound: MAX_DEPENDENTS });
     await reportFact(h, anchor.expectation.satisfiedBy.factKey, start);
     const record = await h.until(id, (r) => r.dueAt !== r.projectedDueAt);
 
@@ -257,7 +266,9 @@ describe('a fact router at its carried budget', () => {
     });
     const router = h.client.workflow.getHandle(workflowId);
     const record = (factKey: string, i: number) =>
-      router.executeUpdate(recordFactUpdate, { args: [{ factKey, observedAt: new Date(start + i).toISOString(), source: 'feed' }] });
+      router.executeUpdate(recordFactUpdate, {
+        args: [{ factKey, observedAt: new Date(start + i).toISOString(), source: 'feed' }],
+      });
 
     // The router measures itself every 200 facts it records.
     for (const [i, factKey] of keysOfShard(200, h.id('feed')).entries()) await record(factKey, i);
@@ -272,4 +283,3 @@ describe('a fact router at its carried budget', () => {
     expect(await record(busy[seen.indexOf(8)]!, 1_000_000)).toBe('recorded');
   });
 });
-

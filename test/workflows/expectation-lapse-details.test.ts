@@ -45,7 +45,9 @@ describe('lastFactAt on a lapse', () => {
     // Arrives later but was observed earlier: it does not move lastFactAt back.
     await reportFact(h, `shipment/${id}/labelled`, start + DAY, { subject: expectation.subject });
     // Another subject's fact does not count.
-    await reportFact(h, `shipment/${id}/other`, start + 4 * DAY - HOUR, { subject: { type: 'shipment', id: `${id}-other` } });
+    await reportFact(h, `shipment/${id}/other`, start + 4 * DAY - HOUR, {
+      subject: { type: 'shipment', id: `${id}-other` },
+    });
     await h.until(id, (r) => r.lastFactAt !== undefined);
     await h.advanceTo(start + 10 * DAY + HOUR);
     const record = await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
@@ -78,14 +80,25 @@ describe('stalled, then overdue', () => {
     expect(stalled.state).toBe('lapsed');
     const [first, second] = record.lapses;
     expect(first!.lapse).toEqual(stalled.lapses[0]!.lapse);
-    expect(first!.lapse).toMatchObject({ lapse: 'stalled', dueAt: expectation.dueAt, projectedDueAt: expectation.dueAt });
+    expect(first!.lapse).toMatchObject({
+      lapse: 'stalled',
+      dueAt: expectation.dueAt,
+      projectedDueAt: expectation.dueAt,
+    });
     expect(first!.lapse.lastFactAt).toBeUndefined();
     expect(Date.parse(first!.lapse.lapsedAt)).toBeGreaterThanOrEqual(horizon);
     expect(Date.parse(first!.lapse.lapsedAt)).toBeLessThan(horizon + 10_000);
-    expect(second!.lapse).toMatchObject({ lapse: 'overdue', dueAt: expectation.dueAt, projectedDueAt: expectation.dueAt });
+    expect(second!.lapse).toMatchObject({
+      lapse: 'overdue',
+      dueAt: expectation.dueAt,
+      projectedDueAt: expectation.dueAt,
+    });
     expect(Date.parse(second!.lapse.lapsedAt)).toBeGreaterThanOrEqual(overdueAt);
     expect(Date.parse(second!.lapse.lapsedAt)).toBeLessThan(overdueAt + 10_000);
-    const messageIds = [lapseMessageId(id, 'stalled', expectation.dueAt), lapseMessageId(id, 'overdue', expectation.dueAt)];
+    const messageIds = [
+      lapseMessageId(id, 'stalled', expectation.dueAt),
+      lapseMessageId(id, 'overdue', expectation.dueAt),
+    ];
     expect(record.lapses.map((entry) => [entry.delivery.status, entry.delivery.messageId, entry.lapseTaskId])).toEqual(
       messageIds.map((messageId) => ['delivered', messageId, `task-${messageId}`]),
     );
@@ -160,7 +173,10 @@ describe('superseding a lapsed expectation', () => {
     await h.advanceTo(start + DAY + HOUR);
     await h.until(oldId, (r) => r.state === 'lapsed' && h.deliveries.some((d) => d.lapse.expectationId === oldId));
 
-    await h.raise(shipmentExpectation(newId, start, 5 * DAY, { supersedes: oldId }), { agent: { id: agentId }, lineage: 1 });
+    await h.raise(shipmentExpectation(newId, start, 5 * DAY, { supersedes: oldId }), {
+      agent: { id: agentId },
+      lineage: 1,
+    });
     const superseded = await h.until(oldId, (r) => r.closedAt !== undefined);
 
     expect(superseded.state).toBe('withdrawn');
@@ -181,7 +197,10 @@ describe('summaries on timers and activities (the Temporal UI)', () => {
       shipmentExpectation(id, start, 5 * DAY, { grace: 'PT1H', horizon: iso(horizon) }),
     );
     await h.advanceTo(start + 5 * DAY + 2 * HOUR);
-    const lapsed = await h.until(id, (r) => r.lapses.length === 2 && r.lapses.every((e) => e.delivery.status === 'delivered'));
+    const lapsed = await h.until(
+      id,
+      (r) => r.lapses.length === 2 && r.lapses.every((e) => e.delivery.status === 'delivered'),
+    );
     const closesAt = Date.parse(lapsed.lapses[1]!.lapse.lapsedAt) + 30 * DAY;
     await h.advanceTo(closesAt + HOUR);
     await untilStatus(h, expectationWorkflowId(id), 'COMPLETED');
@@ -218,7 +237,7 @@ describe('summaries on timers and activities (the Temporal UI)', () => {
   });
 });
 
-describe('ExpectationLate (the list\'s late filter)', () => {
+describe("ExpectationLate (the list's late filter)", () => {
   const attributesOf = async (id: string) =>
     (await h.client.workflow.getHandle(expectationWorkflowId(id)).describe()).typedSearchAttributes;
 
@@ -240,7 +259,10 @@ describe('ExpectationLate (the list\'s late filter)', () => {
     expect([whileLapsed.get(ExpectationState), whileLapsed.get(ExpectationLate)]).toEqual(['lapsed', undefined]);
     const [lateAttributes, onTimeAttributes] = [await attributesOf(lateId), await attributesOf(onTimeId)];
     expect([lateAttributes.get(ExpectationState), lateAttributes.get(ExpectationLate)]).toEqual(['satisfied', true]);
-    expect([onTimeAttributes.get(ExpectationState), onTimeAttributes.get(ExpectationLate)]).toEqual(['satisfied', false]);
+    expect([onTimeAttributes.get(ExpectationState), onTimeAttributes.get(ExpectationLate)]).toEqual([
+      'satisfied',
+      false,
+    ]);
     expect([(await h.record(lateId)).late, (await h.record(onTimeId)).late]).toEqual([true, false]);
   });
 

@@ -106,7 +106,11 @@ describe('overdue', () => {
     await reportFact(h, expectation.satisfiedBy.factKey, start + 94 * DAY);
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
-    expect(record).toMatchObject({ state: 'satisfied', late: true, observedAt: new Date(start + 94 * DAY).toISOString() });
+    expect(record).toMatchObject({
+      state: 'satisfied',
+      late: true,
+      observedAt: new Date(start + 94 * DAY).toISOString(),
+    });
     expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(['overdue']);
   });
 
@@ -156,7 +160,9 @@ describe('stalled', () => {
     const start = await h.now();
     const id = h.id('alive');
     const horizon = start + 182 * DAY;
-    const { expectation } = await h.raise(shipmentExpectation(id, start, 365 * DAY, { horizon: new Date(horizon).toISOString() }));
+    const { expectation } = await h.raise(
+      shipmentExpectation(id, start, 365 * DAY, { horizon: new Date(horizon).toISOString() }),
+    );
     await h.advanceTo(start + 60 * DAY);
     await reportFact(h, 'shipment/customs-cleared', start + 59 * DAY, { subject: expectation.subject });
     await h.until(id, (r) => r.lastFactAt !== undefined);
@@ -215,7 +221,10 @@ describe('withdraw', () => {
 
     expect(await withdrawExpectation(h.client, id, { reason: 'gave up' })).toBe('withdrawn');
 
-    expect(await h.until(id, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'withdrawn', withdrawnReason: 'gave up' });
+    expect(await h.until(id, (r) => r.closedAt !== undefined)).toMatchObject({
+      state: 'withdrawn',
+      withdrawnReason: 'gave up',
+    });
   });
 
   it('ignores a withdraw once satisfied', async () => {
@@ -235,13 +244,19 @@ describe('lapse delivery records', () => {
   it('hands the delivery activity the agent principal id only, never a card URL or credential', async () => {
     const start = await h.now();
     const id = h.id('by-id');
-    const agent = { id: 'shipping-agent', cardUrl: 'http://127.0.0.1:9/card', authorization: 'Bearer never-in-temporal' };
+    const agent = {
+      id: 'shipping-agent',
+      cardUrl: 'http://127.0.0.1:9/card',
+      authorization: 'Bearer never-in-temporal',
+    };
     await h.raise(shipmentExpectation(id, start, DAY), { agent });
     await h.advanceTo(start + 2 * DAY);
 
     await h.until(id, (r) => r.lapses[0]?.delivery.status === 'delivered');
 
-    expect(h.deliveries.filter((d) => d.lapse.expectationId === id).map((d) => d.agent)).toEqual([{ id: 'shipping-agent' }]);
+    expect(h.deliveries.filter((d) => d.lapse.expectationId === id).map((d) => d.agent)).toEqual([
+      { id: 'shipping-agent' },
+    ]);
     const history = await historyText(h.client, expectationWorkflowId(id));
     expect(history).toContain('shipping-agent');
     expect(history).not.toContain('never-in-temporal');

@@ -33,7 +33,11 @@ describe('anchors', () => {
 
     await h.advanceTo(start + 5 * DAY + HOUR);
     const lapsed = await h.until(id, (r) => r.state === 'lapsed');
-    expect(lapsed.lapse).toMatchObject({ lapse: 'overdue', dueAt: iso(start + 5 * DAY - HOUR), projectedDueAt: projected });
+    expect(lapsed.lapse).toMatchObject({
+      lapse: 'overdue',
+      dueAt: iso(start + 5 * DAY - HOUR),
+      projectedDueAt: projected,
+    });
   });
 
   it('bounds a due time its anchor moves past the year 9999 to the end of 9999, and stays answerable', async () => {
@@ -43,7 +47,9 @@ describe('anchors', () => {
     const anchor = await h.raise(shipmentExpectation(anchorId, start, 10 * DAY));
     // The bridge refuses such an offset at the raise; the workflow must survive one all the same (an older bridge,
     // or an anchor observed later than the bridge could foresee).
-    await h.raise(shipmentExpectation(id, start, 12 * DAY, { anchor: { expectationId: anchorId, offset: 'P9998Y' }, grace: 'P1D' }));
+    await h.raise(
+      shipmentExpectation(id, start, 12 * DAY, { anchor: { expectationId: anchorId, offset: 'P9998Y' }, grace: 'P1D' }),
+    );
     await h.until(id, (r) => r.state === 'open');
 
     await reportFact(h, anchor.expectation.satisfiedBy.factKey, start + HOUR);
@@ -163,7 +169,9 @@ describe('skipped', () => {
     await reportFact(h, b2.expectation.satisfiedBy.factKey, start);
     await h.until(b2.expectation.expectationId, (r) => r.closedAt !== undefined);
 
-    expect((await h.record(a)).lapses.map((entry) => entry.lapse.satisfiedAfter)).toEqual([[b1.expectation.expectationId]]);
+    expect((await h.record(a)).lapses.map((entry) => entry.lapse.satisfiedAfter)).toEqual([
+      [b1.expectation.expectationId],
+    ]);
   });
 
   it('lists in satisfiedAfter every later expectation one fact satisfied, gathered over the settle interval', async () => {
@@ -191,7 +199,9 @@ describe('skipped', () => {
     const start = await h.now();
     const a = h.id('first-received');
     const subject = { type: 'shipment', id: h.id('S') };
-    const first = await h.raise(shipmentExpectation(a, start, 10 * DAY, { subject }), { settings: { ...settings, settle: 'PT10S' } });
+    const first = await h.raise(shipmentExpectation(a, start, 10 * DAY, { subject }), {
+      settings: { ...settings, settle: 'PT10S' },
+    });
     const b = await h.raise(shipmentExpectation(h.id('second-received'), start, 20 * DAY, { subject, after: [a] }));
 
     await reportFact(h, b.expectation.satisfiedBy.factKey, start + HOUR, { receivedAt: iso(start + 2_000) });
@@ -228,7 +238,9 @@ describe('supersedes and lineage', () => {
     for (const [i, id] of ids.slice(1).entries()) {
       const previous = await h.record(ids[i]!);
       // What the bridge does: lineage is the superseded one's lineage + 1.
-      await h.raise(shipmentExpectation(id, start, (6 + i) * DAY, { supersedes: ids[i] }), { lineage: previous.lineage + 1 });
+      await h.raise(shipmentExpectation(id, start, (6 + i) * DAY, { supersedes: ids[i] }), {
+        lineage: previous.lineage + 1,
+      });
       await h.until(ids[i]!, (r) => r.closedAt !== undefined);
     }
 

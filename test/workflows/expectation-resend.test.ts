@@ -69,7 +69,12 @@ describe('resendLapse', () => {
       entry: { delivery: { status: 'pending', messageId, resends: 1, resentBy: 'ops-admin' } },
     });
     expect(record.lapses).toHaveLength(1);
-    expect(record.lapses[0]!.delivery).toMatchObject({ status: 'delivered', messageId, resends: 1, resentBy: 'ops-admin' });
+    expect(record.lapses[0]!.delivery).toMatchObject({
+      status: 'delivered',
+      messageId,
+      resends: 1,
+      resentBy: 'ops-admin',
+    });
     expect(record.lapses[0]!.delivery.error).toBeUndefined();
     // Past the lapse's own budget (8 days after it): delivered only because the resend has a budget of its own.
     expect(Date.parse(record.lapses[0]!.delivery.resentAt!)).toBeGreaterThanOrEqual(askedAt);
@@ -117,7 +122,10 @@ describe('resendLapse', () => {
     const otherId = lapseMessageId(id, 'stalled', new Date(start).toISOString());
 
     const unknownLapse = await resendLapse(h.client, id, { messageId: otherId, requestedBy: 'ops-admin' });
-    const unknownExpectation = await resendLapse(h.client, h.id('never-raised'), { messageId, requestedBy: 'ops-admin' });
+    const unknownExpectation = await resendLapse(h.client, h.id('never-raised'), {
+      messageId,
+      requestedBy: 'ops-admin',
+    });
 
     expect(beforeLapse).toEqual({
       result: 'unknown-lapse',
@@ -181,7 +189,7 @@ describe('resendLapse', () => {
     ]);
   });
 
-  it('re-sends once when the resend comes in the continued run\'s first workflow task, before it resumes deliveries', async () => {
+  it("re-sends once when the resend comes in the continued run's first workflow task, before it resumes deliveries", async () => {
     const { id, input, messageId, nextInput } = await refusedAndEnded('first-task');
 
     // Start and update in one request: the run's first workflow task holds both, whatever the worker's timing.

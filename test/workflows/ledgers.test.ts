@@ -9,7 +9,16 @@ import { shardOf } from '../../core/fact-shards.js';
 import { MAX_RETAINED_FACTS_PER_ROUTER } from '../../core/limits.js';
 import { FORWARD_DEFERRAL_MS, type factRouterWorkflow } from '../../workflows/fact-router.js';
 import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
-import { DAY, HOUR, reportFact, settings, shipmentExpectation, untilStatus, useHarness, workflowStatus } from './support.js';
+import {
+  DAY,
+  HOUR,
+  reportFact,
+  settings,
+  shipmentExpectation,
+  untilStatus,
+  useHarness,
+  workflowStatus,
+} from './support.js';
 
 const h = useHarness();
 
@@ -93,7 +102,8 @@ describe('early facts', () => {
     // A router of one shard that retains MAX_RETAINED_FACTS_PER_ROUTER keys (as one that continued as new carries them).
     const shard = shardOf(factKey(0));
     const keys: string[] = [];
-    for (let i = 0; keys.length < MAX_RETAINED_FACTS_PER_ROUTER + 1; i++) if (shardOf(factKey(i)) === shard) keys.push(factKey(i));
+    for (let i = 0; keys.length < MAX_RETAINED_FACTS_PER_ROUTER + 1; i++)
+      if (shardOf(factKey(i)) === shard) keys.push(factKey(i));
     const retained = (key: string, at: number): RoutedKey => ({
       factKey: key,
       subscribers: [],
@@ -117,7 +127,11 @@ describe('early facts', () => {
     }
     const [oldest, newest] = [h.id('oldest'), h.id('newest')];
     await h.raise(shipmentExpectation(oldest, start, 10 * DAY, { satisfiedBy: { factKey: keys[0]! } }));
-    await h.raise(shipmentExpectation(newest, start, 10 * DAY, { satisfiedBy: { factKey: keys[MAX_RETAINED_FACTS_PER_ROUTER - 1]! } }));
+    await h.raise(
+      shipmentExpectation(newest, start, 10 * DAY, {
+        satisfiedBy: { factKey: keys[MAX_RETAINED_FACTS_PER_ROUTER - 1]! },
+      }),
+    );
     const satisfied = await h.until(newest, (r) => r.closedAt !== undefined);
     await h.advanceTo(start + DAY);
 
@@ -145,9 +159,19 @@ describe('a fact router', () => {
     await h.raise(shipmentExpectation(h.id('on-subject'), start, 10 * DAY, { subject }));
     await untilStatus(h, ledger, 'RUNNING');
     const wall = Date.now();
-    const fact = (what: string) => ({ factKey: `shipment/${subject.id}/${what}`, observedAt: new Date(start).toISOString(), source: 'carrier-feed', subject });
+    const fact = (what: string) => ({
+      factKey: `shipment/${subject.id}/${what}`,
+      observedAt: new Date(start).toISOString(),
+      source: 'carrier-feed',
+      subject,
+    });
     const record = (what: string, receivedMs: number) =>
-      recordFactRouted(h.client, h.taskQueue, { ...fact(what), receivedAt: new Date(receivedMs).toISOString() }, settings);
+      recordFactRouted(
+        h.client,
+        h.taskQueue,
+        { ...fact(what), receivedAt: new Date(receivedMs).toISOString() },
+        settings,
+      );
 
     // A retry a minute after the first attempt: told again (it may not have been, if the first request died half way).
     expect((await record('scanned', wall - 60_000)).result).toBe('recorded');
@@ -169,7 +193,9 @@ describe('a fact router', () => {
     const router = h.client.workflow.getHandle<typeof factRouterWorkflow>(factRouterWorkflowId(key, h.taskQueue));
     await reportFact(h, key, start, { receivedAt: new Date(start + 1_000).toISOString() });
 
-    const answer = await router.executeUpdate(recordFactUpdate, { args: [{ ...fact, receivedAt: new Date(start + 9_000).toISOString() }, { tellFirstReceipt: true }] });
+    const answer = await router.executeUpdate(recordFactUpdate, {
+      args: [{ ...fact, receivedAt: new Date(start + 9_000).toISOString() }, { tellFirstReceipt: true }],
+    });
 
     expect(answer).toEqual({ result: 'duplicate', firstReceivedAt: new Date(start + 1_000).toISOString() });
   });
@@ -191,7 +217,11 @@ describe('a fact router', () => {
     const start = await h.now();
     const id = h.id('awaited');
     const expectation = shipmentExpectation(id, start, 10 * DAY);
-    const fact = (key: string, at: number) => ({ factKey: key, observedAt: new Date(at).toISOString(), source: 'feed' });
+    const fact = (key: string, at: number) => ({
+      factKey: key,
+      observedAt: new Date(at).toISOString(),
+      source: 'feed',
+    });
     const record = (key: string, at: number, retention = 'P7D') =>
       recordFactRouted(h.client, h.taskQueue, fact(key, at), { factRetention: retention });
     const unexpected = `shipment/${h.id('S')}/unexpected`;
@@ -219,10 +249,17 @@ describe('a fact router', () => {
     const start = await h.now();
     const key = `shipment/${h.id('S')}/delivered`;
     const [taker, left] = [h.id('taker'), h.id('left')];
-    for (const id of [taker, left]) await h.raise(shipmentExpectation(id, start, 10 * DAY, { satisfiedBy: { factKey: key } }));
+    for (const id of [taker, left])
+      await h.raise(shipmentExpectation(id, start, 10 * DAY, { satisfiedBy: { factKey: key } }));
     const fact = { factKey: key, observedAt: new Date(start).toISOString(), source: 'feed' };
 
-    const answer = await recordFactRouted(h.client, h.taskQueue, fact, { factRetention: 'P7D' }, { listForwarded: true });
+    const answer = await recordFactRouted(
+      h.client,
+      h.taskQueue,
+      fact,
+      { factRetention: 'P7D' },
+      { listForwarded: true },
+    );
     // The caller delivers to one of them (as the bridge does with wait=true) and, say, dies before the other.
     const [taken] = await awaitFactTaken(h.client, [expectationWorkflowId(taker)], fact, Date.now() + 10_000);
     await h.until(taker, (r) => r.closedAt !== undefined);
@@ -230,17 +267,25 @@ describe('a fact router', () => {
     await h.advanceTo(start + FORWARD_DEFERRAL_MS + 1_000);
     const leftAfter = await h.until(left, (r) => r.state === 'satisfied');
     const ours = new Set([taker, left].map(expectationWorkflowId));
-    const signalled = (await h.client.workflow.getHandle(factRouterWorkflowId(key, h.taskQueue)).fetchHistory()).events!.filter(
-      (event) => ours.has(event.signalExternalWorkflowExecutionInitiatedEventAttributes?.workflowExecution?.workflowId ?? ''),
+    const signalled = (
+      await h.client.workflow.getHandle(factRouterWorkflowId(key, h.taskQueue)).fetchHistory()
+    ).events!.filter((event) =>
+      ours.has(event.signalExternalWorkflowExecutionInitiatedEventAttributes?.workflowExecution?.workflowId ?? ''),
     );
 
-    expect(answer).toEqual({ result: 'recorded', awaited: true, forwardedTo: [taker, left].map(expectationWorkflowId) });
+    expect(answer).toEqual({
+      result: 'recorded',
+      awaited: true,
+      forwardedTo: [taker, left].map(expectationWorkflowId),
+    });
     expect(taken).toMatchObject({ expectationId: taker, agentId: 'shipping-agent', state: 'satisfied', late: false });
     expect(leftBefore.state).toBe('open');
     expect(Date.parse(leftAfter.satisfiedAt!)).toBeGreaterThanOrEqual(start + FORWARD_DEFERRAL_MS);
-    expect(signalled.map((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId)).toEqual([
-      expectationWorkflowId(left),
-    ]);
+    expect(
+      signalled.map(
+        (event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId,
+      ),
+    ).toEqual([expectationWorkflowId(left)]);
   });
 });
 
@@ -263,7 +308,9 @@ describe('a satisfied expectation and its ledgers', () => {
 
     expect(record).toMatchObject({ state: 'satisfied', lastFactAt: new Date(start).toISOString() });
     expect(await signalsSent(links.self)).toEqual([{ to: links.subjectLedger, name: 'unsubscribe' }]);
-    const load = await h.client.workflow.getHandle(links.factRouter).query(keyLoadQuery, expectation.satisfiedBy.factKey);
+    const load = await h.client.workflow
+      .getHandle(links.factRouter)
+      .query(keyLoadQuery, expectation.satisfiedBy.factKey);
     expect(load.subscribers).toBe(0);
   });
 
@@ -276,7 +323,13 @@ describe('a satisfied expectation and its ledgers', () => {
     // "already started" (a real server starts it once and signals it twice).
     const raised = [
       await h.raise(shipmentExpectation(plain, start, 10 * DAY, { subject, satisfiedBy: { factKey } })),
-      await h.raise(shipmentExpectation(watched, start, 10 * DAY, { subject, satisfiedBy: { factKey }, horizon: new Date(start + 5 * DAY).toISOString() })),
+      await h.raise(
+        shipmentExpectation(watched, start, 10 * DAY, {
+          subject,
+          satisfiedBy: { factKey },
+          horizon: new Date(start + 5 * DAY).toISOString(),
+        }),
+      ),
     ];
     await reportFact(h, factKey, start, { subject });
     const records = await Promise.all([plain, watched].map((id) => h.until(id, (r) => r.closedAt !== undefined)));
@@ -285,7 +338,9 @@ describe('a satisfied expectation and its ledgers', () => {
       ['satisfied', new Date(start).toISOString()],
       ['satisfied', new Date(start).toISOString()],
     ]);
-    const told = (await signalsSent(subjectLedgerWorkflowId(subject))).filter((s) => s.name === 'subjectFact').map((s) => s.to);
+    const told = (await signalsSent(subjectLedgerWorkflowId(subject)))
+      .filter((s) => s.name === 'subjectFact')
+      .map((s) => s.to);
     expect(told).toEqual([raised[1]!.links.self]);
   });
 
@@ -311,7 +366,9 @@ describe('a fact that satisfies one expectation and names no subject', () => {
     await h.raise(shipmentExpectation(b, start, 10 * DAY, { subject, horizon: new Date(start + HOUR).toISOString() }));
     await untilStatus(h, subjectLedgerWorkflowId(subject), 'RUNNING');
 
-    await reportFact(h, a.expectation.satisfiedBy.factKey, start, { receivedAt: new Date(start + 60_000).toISOString() });
+    await reportFact(h, a.expectation.satisfiedBy.factKey, start, {
+      receivedAt: new Date(start + 60_000).toISOString(),
+    });
     await h.until(a.expectation.expectationId, (r) => r.closedAt !== undefined);
 
     expect((await h.until(b, (r) => r.lastFactAt !== undefined)).lastFactAt).toBe(new Date(start).toISOString());

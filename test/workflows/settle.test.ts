@@ -43,7 +43,7 @@ describe('an overdue deadline with a settle interval', () => {
     expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(['overdue']);
   });
 
-  it('is met by its key\'s fact though a later fact on the subject, received after the deadline, arrives first', async () => {
+  it("is met by its key's fact though a later fact on the subject, received after the deadline, arrives first", async () => {
     const start = await h.now();
     const id = h.id('settle-subject-first');
     const e = shipmentExpectation(id, start, HOUR);
@@ -51,7 +51,10 @@ describe('an overdue deadline with a settle interval', () => {
     await h.advanceTo(start + HOUR + SETTLE_MS / 4);
 
     // The subject's ledger is quick, the key's fact is still on its way (a busy router): the scan comes first.
-    await reportFact(h, `shipment/${id}/scanned`, start + HOUR + 1_000, { subject: e.subject, receivedAt: iso(start + HOUR + 2_000) });
+    await reportFact(h, `shipment/${id}/scanned`, start + HOUR + 1_000, {
+      subject: e.subject,
+      receivedAt: iso(start + HOUR + 2_000),
+    });
     await h.until(id, (r) => r.lastFactAt !== undefined);
     await reportFact(h, e.satisfiedBy.factKey, start + HOUR - 5_000, { receivedAt: iso(start + HOUR - 1_000) });
     const record = await h.until(id, (r) => r.closedAt !== undefined);
@@ -84,7 +87,10 @@ describe('a horizon with a settle interval', () => {
     await h.raise(e, settling);
     await h.advanceTo(start + HOUR + SETTLE_MS / 2);
 
-    await reportFact(h, `other/${id}`, start + HOUR - 5_000, { subject: e.subject, receivedAt: iso(start + HOUR - 1_000) });
+    await reportFact(h, `other/${id}`, start + HOUR - 5_000, {
+      subject: e.subject,
+      receivedAt: iso(start + HOUR - 1_000),
+    });
     await h.until(id, (r) => r.lastFactAt !== undefined);
     await h.advanceTo(start + HOUR + 2 * SETTLE_MS);
 
@@ -106,20 +112,29 @@ describe('a horizon with a settle interval', () => {
   it.each([
     ['before it: not stalled', -1_000, []],
     ['after it: stalled', 5_000, ['stalled']],
-  ])('reads what its subject ledger has not sent on yet, a fact the bridge received %s', async (_case, receivedOffset, lapses) => {
-    const start = await h.now();
-    const id = h.id('horizon-ledger-behind');
-    const e = onSubject(id, start);
-    await stuckLedger(e);
-    await h.raise(e, settling);
+  ])(
+    'reads what its subject ledger has not sent on yet, a fact the bridge received %s',
+    async (_case, receivedOffset, lapses) => {
+      const start = await h.now();
+      const id = h.id('horizon-ledger-behind');
+      const e = onSubject(id, start);
+      await stuckLedger(e);
+      await h.raise(e, settling);
 
-    await reportFact(h, `other/${id}`, start + HOUR - 5_000, { subject: e.subject, receivedAt: iso(start + HOUR + receivedOffset) });
-    await h.advanceTo(start + HOUR + 3 * SETTLE_MS);
-    const record = await h.until(id, (r) => r.lapses.length === lapses.length && (lapses.length > 0 || r.lastFactAt !== undefined));
+      await reportFact(h, `other/${id}`, start + HOUR - 5_000, {
+        subject: e.subject,
+        receivedAt: iso(start + HOUR + receivedOffset),
+      });
+      await h.advanceTo(start + HOUR + 3 * SETTLE_MS);
+      const record = await h.until(
+        id,
+        (r) => r.lapses.length === lapses.length && (lapses.length > 0 || r.lastFactAt !== undefined),
+      );
 
-    expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(lapses);
-    expect(record.lastFactAt).toBe(lapses.length === 0 ? iso(start + HOUR - 5_000) : undefined);
-  });
+      expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(lapses);
+      expect(record.lastFactAt).toBe(lapses.length === 0 ? iso(start + HOUR - 5_000) : undefined);
+    },
+  );
 
   it.each([
     ['with a subject fact received before it that its ledger has not sent on: satisfied, no stall', true, []],
@@ -130,7 +145,11 @@ describe('a horizon with a settle interval', () => {
     const e = onSubject(id, start);
     await stuckLedger(e);
     await h.raise(e, settling);
-    if (heard) await reportFact(h, `other/${id}`, start + HOUR - 5_000, { subject: e.subject, receivedAt: iso(start + HOUR - 1_000) });
+    if (heard)
+      await reportFact(h, `other/${id}`, start + HOUR - 5_000, {
+        subject: e.subject,
+        receivedAt: iso(start + HOUR - 1_000),
+      });
     await h.advanceTo(start + HOUR + SETTLE_MS / 4);
 
     // The key's fact, received after the horizon, reaches the workflow before the horizon's own timer has fired.
@@ -148,7 +167,10 @@ describe('a horizon with a settle interval', () => {
     await h.raise(e, settling);
     await h.advanceTo(start + HOUR + SETTLE_MS / 2);
 
-    await reportFact(h, `other/${id}`, start + HOUR + 1_000, { subject: e.subject, receivedAt: iso(start + HOUR + 5_000) });
+    await reportFact(h, `other/${id}`, start + HOUR + 1_000, {
+      subject: e.subject,
+      receivedAt: iso(start + HOUR + 5_000),
+    });
     const record = await h.until(id, (r) => r.state === 'lapsed');
 
     expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(['stalled']);

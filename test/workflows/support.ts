@@ -64,9 +64,7 @@ export const settings: ExpectationSettings = { lateWindow: 'P30D', factRetention
 async function addSearchAttributes(env: TestWorkflowEnvironment): Promise<void> {
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
-    searchAttributes: Object.fromEntries(
-      allSearchAttributes.map((key) => [key.name, indexedValueType[key.type]!]),
-    ),
+    searchAttributes: Object.fromEntries(allSearchAttributes.map((key) => [key.name, indexedValueType[key.type]!])),
   });
 }
 
@@ -95,7 +93,11 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
           throw ApplicationFailure.create({ type: LAPSE_REJECTED, message: 'agent answered 400', nonRetryable: true });
         }
         if (fault === 'unavailable') {
-          throw ApplicationFailure.create({ type: LAPSE_UNAVAILABLE, message: 'connection refused', nonRetryable: false });
+          throw ApplicationFailure.create({
+            type: LAPSE_UNAVAILABLE,
+            message: 'connection refused',
+            nonRetryable: false,
+          });
         }
         return { taskId: `task-${input.messageId}`, warnings: [] };
       },
