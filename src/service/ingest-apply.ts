@@ -105,190 +105,203 @@ export interface ApplyContext {
   share: () => number;
 }
 
-export function createApplier(deps: IngestDeps, { lookup, lateFacts, share }: ApplyContext) {
-  /**
-   * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one
-   * signal-with-start per ledger. An id another request
-   * raised between our check and our start (concurrent re-delivery) is a no-op when it carried the same content from
-   * the same agent, a conflict otherwise. Every start is settled before an error is thrown, so nothing runs on
-   * after the answer.
-   */
-  async function raiseAll(
-    principal: Principal,
-    origin: Origin,
-    items: ReadonlyArray<PlannedExpectation & { action: 'raise' }>,
-  ): Promise<Array<'raised' | 'unchanged'>> {
-    const inputs = items.map((item) =>
-      inputOf(deps.taskQueue, deps.settings, principal, origin, item.expectation, item.lineage),
-    );
-    // Of concurrent supersedes of one expectation exactly one starts (withdrawSuperseded); the others are refused.
-    const replaced = await settled(inputs.map((input) => deps.call(() => withdrawSuperseded(deps.client, input))));
-    const started = await settled(
-      inputs.map((input, i) =>
-        replaced[i]
-          ? deps.call(() => startExpectationWorkflow(deps.client, deps.taskQueue, input))
-          : Promise.resolve('lost' as const),
-      ),
-    );
-    const raised = inputs.filter((_, i) => started[i] === 'raised');
-    if (raised.length > 0) await deps.call(() => registerExpectations(deps.client, deps.taskQueue, raised));
-    return settled(
-      items.map(async (item, i) => {
-        const { expectation } = item;
-        if (started[i] === 'lost') {
-          const superseded = expectation.supersedes!;
-          const now = await lookup(superseded);
-          const by = now?.supersededBy ? `was superseded by '${now.supersededBy}'` : `is ${now?.state ?? 'gone'}`;
-          const message = `supersedes '${superseded}', which ${by} while this request was applied; '${expectation.expectationId}' was not raised`;
-          throw new ConflictError(message, [{ path: joinPath([...item.path, 'supersedes']), message }]);
-        }
-        if (started[i] === 'raised') {
-          deps.metrics?.expectationsRaised.inc({ kind: deps.metrics.kindLabel(expectation.kind) });
-          return 'raised' as const;
-        }
-        const existing = await lookup(expectation.expectationId);
-        if (existing && sameContent(existing, principal, expectation)) {
-          await reregister(principal, origin, existing);
-          return 'unchanged' as const;
-        }
-        const message = `expectation '${expectation.expectationId}' was raised concurrently with other content; it is immutable and its id is never reused`;
-        throw new ConflictError(message, [{ path: joinPath([...item.path, 'expectationId']), message }]);
-      }),
-    );
-  }
+/** What applying a plan reads: the service's dependencies, its record lookups and this request's share of the starts. */
+export interface Applier extends ApplyContext {
+  deps: IngestDeps;
+}
 
-  /**
-   * A raise sent again (push delivery is at-least-once, clients retry a 503) may follow one interrupted between its
-   * start and its ledger subscriptions: an open expectation is subscribed again (idempotent).
-   */
-  async function reregister(principal: Principal, origin: Origin, existing: ExpectationRecord | undefined) {
-    if (!existing || existing.closedAt || existing.state === 'satisfied' || existing.state === 'withdrawn') return;
-    const input = inputOf(deps.taskQueue, deps.settings, principal, origin, existing.expectation, existing.lineage);
-    await deps.call(() => registerExpectation(deps.client, deps.taskQueue, input));
-  }
+/**
+ * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one
+ * signal-with-start per ledger. An id another request
+ * raised between our check and our start (concurrent re-delivery) is a no-op when it carried the same content from
+ * the same agent, a conflict otherwise. Every start is settled before an error is thrown, so nothing runs on
+ * after the answer.
+ */
+async function raiseAll(
+  ctx: Applier,
+  principal: Principal,
+  origin: Origin,
+  items: ReadonlyArray<PlannedExpectation & { action: 'raise' }>,
+): Promise<Array<'raised' | 'unchanged'>> {
+  const inputs = items.map((item) =>
+    inputOf(ctx.deps.taskQueue, ctx.deps.settings, principal, origin, item.expectation, item.lineage),
+  );
+  // Of concurrent supersedes of one expectation exactly one starts (withdrawSuperseded); the others are refused.
+  const replaced = await settled(
+    inputs.map((input) => ctx.deps.call(() => withdrawSuperseded(ctx.deps.client, input))),
+  );
+  const started = await settled(
+    inputs.map((input, i) =>
+      replaced[i]
+        ? ctx.deps.call(() => startExpectationWorkflow(ctx.deps.client, ctx.deps.taskQueue, input))
+        : Promise.resolve('lost' as const),
+    ),
+  );
+  const raised = inputs.filter((_, i) => started[i] === 'raised');
+  if (raised.length > 0) await ctx.deps.call(() => registerExpectations(ctx.deps.client, ctx.deps.taskQueue, raised));
+  return settled(
+    items.map(async (item, i) => {
+      const { expectation } = item;
+      if (started[i] === 'lost') {
+        const superseded = expectation.supersedes!;
+        const now = await ctx.lookup(superseded);
+        const by = now?.supersededBy ? `was superseded by '${now.supersededBy}'` : `is ${now?.state ?? 'gone'}`;
+        const message = `supersedes '${superseded}', which ${by} while this request was applied; '${expectation.expectationId}' was not raised`;
+        throw new ConflictError(message, [{ path: joinPath([...item.path, 'supersedes']), message }]);
+      }
+      if (started[i] === 'raised') {
+        ctx.deps.metrics?.expectationsRaised.inc({ kind: ctx.deps.metrics.kindLabel(expectation.kind) });
+        return 'raised' as const;
+      }
+      const existing = await ctx.lookup(expectation.expectationId);
+      if (existing && sameContent(existing, principal, expectation)) {
+        await reregister(ctx, principal, origin, existing);
+        return 'unchanged' as const;
+      }
+      const message = `expectation '${expectation.expectationId}' was raised concurrently with other content; it is immutable and its id is never reused`;
+      throw new ConflictError(message, [{ path: joinPath([...item.path, 'expectationId']), message }]);
+    }),
+  );
+}
 
-  /**
-   * `wait=true`: the expectations the ledger sent the fact on to, once they have taken it (at most FACT_WAIT_MS),
-   * those the principal may read. A ledger that nobody waited on names none (0); one of a worker from before
-   * `listForwarded` names none either, though some waited: then the answer says nothing about them (no fields).
-   */
-  async function takenBy(
-    principal: Principal,
-    fact: Fact,
-    { awaited, forwardedTo = [] }: { awaited: boolean; forwardedTo?: string[] },
-  ) {
-    if (awaited && forwardedTo.length === 0) return {};
-    const deadline = (deps.now ?? Date.now)() + FACT_WAIT_MS;
-    const taken = forwardedTo.length > 0 ? await awaitFactTaken(deps.client, forwardedTo, fact, deadline) : [];
-    const readable = taken.filter(({ agentId }) => canRead(principal) || agentId === principal.id);
-    return {
-      expectations: readable.map(({ agentId: _agentId, ...expectation }) => expectation),
-      awaitedBy: forwardedTo.length,
-    };
-  }
+/**
+ * A raise sent again (push delivery is at-least-once, clients retry a 503) may follow one interrupted between its
+ * start and its ledger subscriptions: an open expectation is subscribed again (idempotent).
+ */
+async function reregister(ctx: Applier, principal: Principal, origin: Origin, existing: ExpectationRecord | undefined) {
+  if (!existing || existing.closedAt || existing.state === 'satisfied' || existing.state === 'withdrawn') return;
+  const input = inputOf(
+    ctx.deps.taskQueue,
+    ctx.deps.settings,
+    principal,
+    origin,
+    existing.expectation,
+    existing.lineage,
+  );
+  await ctx.deps.call(() => registerExpectation(ctx.deps.client, ctx.deps.taskQueue, input));
+}
 
-  /** Records one fact in its ledgers; with `wait`, names the expectations that took it. */
-  async function recordFact(
-    principal: Principal,
-    reported: Fact,
-    wait: boolean,
-    receivedAt: string,
-  ): Promise<IngestResult['facts'][number]> {
-    // The watcher's clock for a fact is when this bridge accepted the request (DESIGN 3.2), whenever a workflow sees it.
-    const fact: Fact = { ...reported, receivedAt };
-    const {
-      result: outcome,
-      awaited,
-      forwardedTo,
-    } = await deps.call(() =>
-      recordFactRouted(
-        deps.client,
-        deps.taskQueue,
-        fact,
-        { factRetention: deps.settings.factRetention },
-        { listForwarded: wait },
-      ),
-    );
-    if (outcome === 'recorded') deps.metrics?.factsRecorded.inc();
-    // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
-    if (!awaited) await lateFacts.afterUnawaited(fact);
-    const taken = wait && outcome === 'recorded' ? await takenBy(principal, fact, { awaited, forwardedTo }) : {};
-    return { factKey: fact.factKey, result: outcome, ...taken };
-  }
+/**
+ * `wait=true`: the expectations the ledger sent the fact on to, once they have taken it (at most FACT_WAIT_MS),
+ * those the principal may read. A ledger that nobody waited on names none (0); one of a worker from before
+ * `listForwarded` names none either, though some waited: then the answer says nothing about them (no fields).
+ */
+async function takenBy(
+  ctx: Applier,
+  principal: Principal,
+  fact: Fact,
+  { awaited, forwardedTo = [] }: { awaited: boolean; forwardedTo?: string[] },
+) {
+  if (awaited && forwardedTo.length === 0) return {};
+  const deadline = (ctx.deps.now ?? Date.now)() + FACT_WAIT_MS;
+  const taken = forwardedTo.length > 0 ? await awaitFactTaken(ctx.deps.client, forwardedTo, fact, deadline) : [];
+  const readable = taken.filter(({ agentId }) => canRead(principal) || agentId === principal.id);
+  return {
+    expectations: readable.map(({ agentId: _agentId, ...expectation }) => expectation),
+    awaitedBy: forwardedTo.length,
+  };
+}
 
-  /**
-   * The request's facts, their results in its order. Facts that share a ledger (a key or a subject) are recorded
-   * one after the other in the request's order, so every ledger sees them as sent; the others go together, as many
-   * chains at once as the request's share of RAISES_IN_FLIGHT. After a failure no further fact is begun, and the
-   * error is thrown once the chains under way have stopped.
-   */
-  async function recordFacts(
-    principal: Principal,
-    facts: readonly Fact[],
-    wait: boolean,
-    receivedAt: string,
-  ): Promise<IngestResult['facts']> {
-    const results: IngestResult['facts'] = [];
-    const chains = chainsOf(facts);
-    let next = 0;
-    let failed = false;
-    const runChains = async () => {
-      while (!failed && next < chains.length) {
-        for (const i of chains[next++]!) {
-          if (failed) return;
-          try {
-            results[i] = await recordFact(principal, facts[i]!, wait, receivedAt);
-          } catch (error) {
-            failed = true;
-            throw error;
-          }
+/** Records one fact in its ledgers; with `wait`, names the expectations that took it. */
+async function recordFact(
+  ctx: Applier,
+  principal: Principal,
+  reported: Fact,
+  wait: boolean,
+  receivedAt: string,
+): Promise<IngestResult['facts'][number]> {
+  // The watcher's clock for a fact is when this bridge accepted the request (DESIGN 3.2), whenever a workflow sees it.
+  const fact: Fact = { ...reported, receivedAt };
+  const {
+    result: outcome,
+    awaited,
+    forwardedTo,
+  } = await ctx.deps.call(() =>
+    recordFactRouted(
+      ctx.deps.client,
+      ctx.deps.taskQueue,
+      fact,
+      { factRetention: ctx.deps.settings.factRetention },
+      { listForwarded: wait },
+    ),
+  );
+  if (outcome === 'recorded') ctx.deps.metrics?.factsRecorded.inc();
+  // Nothing running waited on the key: an early fact, or one for an expectation past its late window.
+  if (!awaited) await ctx.lateFacts.afterUnawaited(fact);
+  const taken = wait && outcome === 'recorded' ? await takenBy(ctx, principal, fact, { awaited, forwardedTo }) : {};
+  return { factKey: fact.factKey, result: outcome, ...taken };
+}
+
+/**
+ * The request's facts, their results in its order. Facts that share a ledger (a key or a subject) are recorded
+ * one after the other in the request's order, so every ledger sees them as sent; the others go together, as many
+ * chains at once as the request's share of RAISES_IN_FLIGHT. After a failure no further fact is begun, and the
+ * error is thrown once the chains under way have stopped.
+ */
+async function recordFacts(
+  ctx: Applier,
+  principal: Principal,
+  facts: readonly Fact[],
+  wait: boolean,
+  receivedAt: string,
+): Promise<IngestResult['facts']> {
+  const results: IngestResult['facts'] = [];
+  const chains = chainsOf(facts);
+  let next = 0;
+  let failed = false;
+  const runChains = async () => {
+    while (!failed && next < chains.length) {
+      for (const i of chains[next++]!) {
+        if (failed) return;
+        try {
+          results[i] = await recordFact(ctx, principal, facts[i]!, wait, receivedAt);
+        } catch (error) {
+          failed = true;
+          throw error;
         }
       }
-    };
-    const runners = Math.min(chains.length, share());
-    await settled(Array.from({ length: runners }, runChains));
-    return results;
-  }
+    }
+  };
+  const runners = Math.min(chains.length, ctx.share());
+  await settled(Array.from({ length: runners }, runChains));
+  return results;
+}
 
-  /** Raises first, so that a fact in the same request finds the expectation that waits on it; then facts, withdraws. */
-  async function apply(
-    principal: Principal,
-    origin: Origin,
-    plan: IngestPlan,
-    records: Map<string, ExpectationRecord | undefined>,
-    receivedAt: string,
-    wait = false,
-  ): Promise<IngestResult> {
-    const result: IngestResult = { expectations: [], facts: [], withdrawn: [] };
-    const outcomes = new Map<string, 'raised' | 'unchanged'>();
-    for (const wave of wavesOf(plan.expectations)) {
-      for (let i = 0; i < wave.length;) {
-        const group = wave.slice(i, (i += share()));
-        const raises = group.filter(
-          (item): item is PlannedExpectation & { action: 'raise' } => item.action === 'raise',
-        );
-        await settled(
-          group
-            .filter((item) => item.action === 'unchanged')
-            .map((item) => reregister(principal, origin, records.get(item.expectation.expectationId))),
-        );
-        const raised = await raiseAll(principal, origin, raises);
-        raises.forEach((item, j) => outcomes.set(item.expectation.expectationId, raised[j]!));
-      }
+/** Raises first, so that a fact in the same request finds the expectation that waits on it; then facts, withdraws. */
+export async function apply(
+  ctx: Applier,
+  principal: Principal,
+  origin: Origin,
+  plan: IngestPlan,
+  records: Map<string, ExpectationRecord | undefined>,
+  receivedAt: string,
+  wait = false,
+): Promise<IngestResult> {
+  const result: IngestResult = { expectations: [], facts: [], withdrawn: [] };
+  const outcomes = new Map<string, 'raised' | 'unchanged'>();
+  for (const wave of wavesOf(plan.expectations)) {
+    for (let i = 0; i < wave.length;) {
+      const group = wave.slice(i, (i += ctx.share()));
+      const raises = group.filter((item): item is PlannedExpectation & { action: 'raise' } => item.action === 'raise');
+      await settled(
+        group
+          .filter((item) => item.action === 'unchanged')
+          .map((item) => reregister(ctx, principal, origin, records.get(item.expectation.expectationId))),
+      );
+      const raised = await raiseAll(ctx, principal, origin, raises);
+      raises.forEach((item, j) => outcomes.set(item.expectation.expectationId, raised[j]!));
     }
-    for (const item of plan.expectations) {
-      const id = item.expectation.expectationId;
-      result.expectations.push({ expectationId: id, result: outcomes.get(id) ?? 'unchanged' });
-    }
-    result.facts = await recordFacts(principal, plan.facts, wait, receivedAt);
-    for (const { expectationId, reason } of plan.withdraw) {
-      const outcome = await deps.call(() => withdrawExpectation(deps.client, expectationId, { reason }));
-      if (outcome === 'withdrawn') deps.metrics?.withdrawals.inc();
-      result.withdrawn.push({ expectationId, result: outcome === 'withdrawn' ? 'withdrawn' : 'not-open' });
-    }
-    if (plan.warnings.length > 0) result.warnings = plan.warnings;
-    return result;
   }
-
-  return { apply };
+  for (const item of plan.expectations) {
+    const id = item.expectation.expectationId;
+    result.expectations.push({ expectationId: id, result: outcomes.get(id) ?? 'unchanged' });
+  }
+  result.facts = await recordFacts(ctx, principal, plan.facts, wait, receivedAt);
+  for (const { expectationId, reason } of plan.withdraw) {
+    const outcome = await ctx.deps.call(() => withdrawExpectation(ctx.deps.client, expectationId, { reason }));
+    if (outcome === 'withdrawn') ctx.deps.metrics?.withdrawals.inc();
+    result.withdrawn.push({ expectationId, result: outcome === 'withdrawn' ? 'withdrawn' : 'not-open' });
+  }
+  if (plan.warnings.length > 0) result.warnings = plan.warnings;
+  return result;
 }

@@ -21,9 +21,9 @@ import {
 } from './ingest-plan.js';
 import { createQuotas, type QuotaSettings } from './quotas.js';
 import { openExpectationsQuery } from './records.js';
-import { createApplier } from './ingest-apply.js';
+import { apply as applyPlan, type Applier } from './ingest-apply.js';
 import type { IngestDeps, IngestResult } from './ingest-types.js';
-import { createLedgerRoom, placesOf, refusedForRoom, type LedgerLoads } from './ledger-room.js';
+import { LedgerRoom, placesOf, refusedForRoom, type LedgerLoads } from './ledger-room.js';
 
 export type { IngestRequest } from './ingest-plan.js';
 export type { IngestDeps, IngestResult, IngestSettings } from './ingest-types.js';
@@ -56,7 +56,7 @@ async function lookupAll(
 export function createIngestService(deps: IngestDeps) {
   const lookup = (id: string) => deps.call(() => getExpectationRecord(deps.client, id));
   const lateFacts = createLateFactCheck(deps);
-  const { askLedgers, occupancyOf, places } = createLedgerRoom(deps);
+  const room = new LedgerRoom(deps);
   /** Requests being ingested now: they share RAISES_IN_FLIGHT. */
   let raising = 0;
   /** This request's share of RAISES_IN_FLIGHT: how many starts, or chains of facts, it runs at once. */
@@ -67,7 +67,7 @@ export function createIngestService(deps: IngestDeps) {
       deps.call(async () => (await deps.client.workflow.count(openExpectationsQuery(deps.taskQueue, agentId))).count),
     now: deps.now,
   });
-  const { apply } = createApplier(deps, { lookup, lateFacts, share });
+  const applier: Applier = { deps, lookup, lateFacts, share };
 
   return {
     /**
@@ -93,7 +93,7 @@ export function createIngestService(deps: IngestDeps) {
     // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
     const asked =
       parsed.expectations.length > 0
-        ? askLedgers(
+        ? room.askLedgers(
             parsed.expectations.map(({ value }) => value),
             principal.id,
           )
@@ -113,7 +113,7 @@ export function createIngestService(deps: IngestDeps) {
     const ledgers = await asked;
     const [card, occupancy] =
       raises.length > 0
-        ? await settled([deps.cards.resolve(principal.agent!), occupancyOf(raises, records, ledgers)])
+        ? await settled([deps.cards.resolve(principal.agent!), room.occupancyOf(raises, records, ledgers)])
         : [undefined, undefined];
     const planWith = (occupancy: Occupancy | undefined) =>
       planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
@@ -123,22 +123,30 @@ export function createIngestService(deps: IngestDeps) {
     } catch (error) {
       if (!occupancy || !refusedForRoom(error)) throw error;
       // Refused on what a memo or an estimate said, with the places held beside it: read the ids and plan again.
-      const exactly = await askLedgers(
+      const exactly = await room.askLedgers(
         parsed.expectations.map(({ value }) => value),
         principal.id,
         true,
       );
-      plan = planWith(await occupancyOf(raises, records, exactly));
+      plan = planWith(await room.occupancyOf(raises, records, exactly));
     }
     // Taken in the same step as the plan (no await between): a request planned after this one counts them.
-    const release = places.take(placesOf(plan));
+    const release = room.places.take(placesOf(plan));
     try {
       // A supersede replaces an open expectation: it adds none.
       const adding = plan.expectations.filter(
         (item) => item.action === 'raise' && item.expectation.supersedes === undefined,
       ).length;
       await quotas.checkOpen(principal, adding);
-      const result = await apply(principal, request.origin, plan, records, receivedAt, request.waitForFacts);
+      const result = await applyPlan(
+        applier,
+        principal,
+        request.origin,
+        plan,
+        records,
+        receivedAt,
+        request.waitForFacts,
+      );
       quotas.raised(principal, adding);
       return result;
     } finally {

@@ -49,14 +49,19 @@ export const placesOf = (plan: IngestPlan) =>
   });
 
 /** The ledger reads of one bridge, and the places its requests hold. */
-export function createLedgerRoom(deps: IngestDeps) {
-  const places = new Places(deps.now);
+export class LedgerRoom {
+  readonly places: Places;
+
+  constructor(private readonly deps: IngestDeps) {
+    this.places = new Places(deps.now);
+  }
+
   /** A load with the places this bridge's requests hold on it (see places.ts). */
-  const withHeld = (loadKey: string, load: Load | undefined): number => {
-    const held = places.holders(loadKey);
+  private withHeld(loadKey: string, load: Load | undefined): number {
+    const held = this.places.holders(loadKey);
     if (typeof load === 'object') return new Set([...load, ...held]).size;
     return (load ?? 0) + held.length;
-  };
+  }
 
   /**
    * How full the fact keys and subject ledgers of the request's expectations are, in parallel, asked while their
@@ -66,7 +71,7 @@ export function createLedgerRoom(deps: IngestDeps) {
    * store counts it. A subject ledger that runs is counted there too. Its failure is thrown where it is awaited, never
    * as an unhandled rejection.
    */
-  function askLedgers(expectations: readonly Expectation[], agentId: string, exact = false): Promise<LedgerLoads> {
+  askLedgers(expectations: readonly Expectation[], agentId: string, exact = false): Promise<LedgerLoads> {
     const bringing = new Map<string, number>();
     const subjects = new Map<string, Subject>();
     const onSubject = new Map<string, number>();
@@ -78,30 +83,32 @@ export function createLedgerRoom(deps: IngestDeps) {
     }
     const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
     const memoOf = (factKey: string) => {
-      const id = factRouterWorkflowId(factKey, deps.taskQueue);
+      const id = factRouterWorkflowId(factKey, this.deps.taskQueue);
       if (!routers.has(id))
         routers.set(
           id,
-          deps.call(() => getFactRouterMemo(deps.client, id)),
+          this.deps.call(() => getFactRouterMemo(this.deps.client, id)),
         );
       return routers.get(id)!;
     };
-    const countOf = (query: string) => deps.call(async () => (await deps.client.workflow.count(query)).count);
+    const countOf = (query: string) => this.deps.call(async () => (await this.deps.client.workflow.count(query)).count);
     const idsOf = (query: string) =>
-      deps.call(() => workflowIdsOf(deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
+      this.deps.call(() => workflowIdsOf(this.deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
     // Near a bound (with what this request brings and the places held beside it), or when asked to be exact, the ids.
     const near = (loadKey: string, estimate: number, brought: number) =>
-      exact || estimate + places.holders(loadKey).length + brought > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
+      exact || estimate + this.places.holders(loadKey).length + brought > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
     const keyLoad = async (factKey: string): Promise<Load> => {
       const estimate = (await memoOf(factKey))?.crowded[factKey] ?? ROUTER_CROWDED_KEY - 1;
       const exactly = near(factLoadKey(factKey), estimate, bringing.get(factKey)!);
-      return exactly ? idsOf(ledgerOccupancyQuery(deps.taskQueue, { factKey })) : estimate;
+      return exactly ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { factKey })) : estimate;
     };
     // A subject ledger that is not running forwards to nobody: one point read by id, and a count only if it runs.
     const subjectLoad = async (id: string, subject: Subject): Promise<Load> => {
-      if (!(await deps.call(() => isRunning(deps.client, id)))) return 0;
-      const count = await countOf(ledgerOccupancyQuery(deps.taskQueue, { subject }));
-      return near(id, count, onSubject.get(id)!) ? idsOf(ledgerOccupancyQuery(deps.taskQueue, { subject })) : count;
+      if (!(await this.deps.call(() => isRunning(this.deps.client, id)))) return 0;
+      const count = await countOf(ledgerOccupancyQuery(this.deps.taskQueue, { subject }));
+      return near(id, count, onSubject.get(id)!)
+        ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { subject }))
+        : count;
     };
     // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
     // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount.
@@ -113,7 +120,7 @@ export function createLedgerRoom(deps: IngestDeps) {
     ) => {
       const all = sizeOf(await load);
       return all + brought > MAX_AGENT_SHARE || all >= floor
-        ? countOf(ledgerOccupancyQuery(deps.taskQueue, of, agentId))
+        ? countOf(ledgerOccupancyQuery(this.deps.taskQueue, of, agentId))
         : 0;
     };
     const asks: Array<[string, Promise<Load>]> = [];
@@ -137,7 +144,7 @@ export function createLedgerRoom(deps: IngestDeps) {
    * How full the ledgers and anchors of the new raises are. An anchor whose record says it has ended takes no more
    * dependents anyway: it is not asked.
    */
-  async function occupancyOf(
+  async occupancyOf(
     raises: Expectation[],
     records: Map<string, ExpectationRecord | undefined>,
     ledgers: LedgerLoads,
@@ -149,17 +156,16 @@ export function createLedgerRoom(deps: IngestDeps) {
     const anchorIds = [
       ...new Set(raises.flatMap((e) => (e.anchor && running(e.anchor.expectationId) ? [e.anchor.expectationId] : []))),
     ];
-    const counts = await settled(anchorIds.map((id) => deps.call(() => dependentCount(deps.client, id))));
+    const counts = await settled(anchorIds.map((id) => this.deps.call(() => dependentCount(this.deps.client, id))));
     const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
     return {
       // Read when the plan is made, with the places held by then (places.ts).
-      factKey: (factKey) => withHeld(factLoadKey(factKey), ledgers.get(factLoadKey(factKey))),
-      subject: (subject) => withHeld(subjectLedgerWorkflowId(subject), ledgers.get(subjectLedgerWorkflowId(subject))),
+      factKey: (factKey) => this.withHeld(factLoadKey(factKey), ledgers.get(factLoadKey(factKey))),
+      subject: (subject) =>
+        this.withHeld(subjectLedgerWorkflowId(subject), ledgers.get(subjectLedgerWorkflowId(subject))),
       ownFactKey: (factKey) => sizeOf(ledgers.get(ownLoadKey(factLoadKey(factKey)))),
       ownSubject: (subject) => sizeOf(ledgers.get(ownLoadKey(subjectLedgerWorkflowId(subject)))),
       anchor: (id) => anchors.get(id) ?? 0,
     };
   }
-
-  return { askLedgers, occupancyOf, places };
 }
