@@ -53,6 +53,69 @@ async function lookupAll(
   return found;
 }
 
+/** What planning a request reads through: the service's dependencies, its ledger room, lookups and quotas. */
+interface Planner {
+  deps: IngestDeps;
+  room: LedgerRoom;
+  lookup: (id: string) => Promise<ExpectationRecord | undefined>;
+  quotas: ReturnType<typeof createQuotas>;
+}
+
+/**
+ * Validates every item and bound (before any Temporal call), takes the request from the principal's per-minute
+ * quotas, and plans it on what it refers to and how full its ledgers are; a refusal on an estimate is planned again
+ * on the ledgers' exact ids.
+ */
+async function planRequest(
+  { deps, room, lookup, quotas }: Planner,
+  principal: Principal,
+  request: IngestRequest,
+): Promise<{ plan: IngestPlan; records: Map<string, ExpectationRecord | undefined> }> {
+  const parsed = parseIngest(principal, request);
+  quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
+  // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
+  const asked =
+    parsed.expectations.length > 0
+      ? room.askLedgers(
+          parsed.expectations.map(({ value }) => value),
+          principal.id,
+        )
+      : Promise.resolve(new Map() as LedgerLoads);
+  let records: Map<string, ExpectationRecord | undefined>;
+  let raises: Expectation[];
+  try {
+    records = await lookupAll(lookup, referencedIds(parsed));
+    // The card is fetched only when something is new (after a conflict has had its say).
+    raises = raisesOf({ parsed, principal, records });
+  } catch (error) {
+    // A conflict or a failed lookup is answered once the ledger queries are done: nothing runs on after the answer.
+    await asked.catch(() => undefined);
+    throw error;
+  }
+  const known = { parsed, principal, records };
+  const ledgers = await asked;
+  const [card, occupancy] =
+    raises.length > 0
+      ? await settled([deps.cards.resolve(principal.agent!), room.occupancyOf(raises, records, ledgers)])
+      : [undefined, undefined];
+  const planWith = (occupancy: Occupancy | undefined) =>
+    planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
+  let plan: IngestPlan;
+  try {
+    plan = planWith(occupancy);
+  } catch (error) {
+    if (!occupancy || !refusedForRoom(error)) throw error;
+    // Refused on what a memo or an estimate said, with the places held beside it: read the ids and plan again.
+    const exactly = await room.askLedgers(
+      parsed.expectations.map(({ value }) => value),
+      principal.id,
+      true,
+    );
+    plan = planWith(await room.occupancyOf(raises, records, exactly));
+  }
+  return { plan, records };
+}
+
 export function createIngestService(deps: IngestDeps) {
   const lookup = (id: string) => deps.call(() => getExpectationRecord(deps.client, id));
   const lateFacts = createLateFactCheck(deps);
@@ -88,48 +151,7 @@ export function createIngestService(deps: IngestDeps) {
   /** `ingest`, counted among the requests in flight (`raising`), which share RAISES_IN_FLIGHT. */
   async function ingestCounted(principal: Principal, request: IngestRequest): Promise<IngestResult> {
     const receivedAt = new Date((deps.now ?? Date.now)()).toISOString();
-    const parsed = parseIngest(principal, request);
-    quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
-    // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
-    const asked =
-      parsed.expectations.length > 0
-        ? room.askLedgers(
-            parsed.expectations.map(({ value }) => value),
-            principal.id,
-          )
-        : Promise.resolve(new Map() as LedgerLoads);
-    let records: Map<string, ExpectationRecord | undefined>;
-    let raises: Expectation[];
-    try {
-      records = await lookupAll(lookup, referencedIds(parsed));
-      // The card is fetched only when something is new (after a conflict has had its say).
-      raises = raisesOf({ parsed, principal, records });
-    } catch (error) {
-      // A conflict or a failed lookup is answered once the ledger queries are done: nothing runs on after the answer.
-      await asked.catch(() => undefined);
-      throw error;
-    }
-    const known = { parsed, principal, records };
-    const ledgers = await asked;
-    const [card, occupancy] =
-      raises.length > 0
-        ? await settled([deps.cards.resolve(principal.agent!), room.occupancyOf(raises, records, ledgers)])
-        : [undefined, undefined];
-    const planWith = (occupancy: Occupancy | undefined) =>
-      planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
-    let plan: IngestPlan;
-    try {
-      plan = planWith(occupancy);
-    } catch (error) {
-      if (!occupancy || !refusedForRoom(error)) throw error;
-      // Refused on what a memo or an estimate said, with the places held beside it: read the ids and plan again.
-      const exactly = await room.askLedgers(
-        parsed.expectations.map(({ value }) => value),
-        principal.id,
-        true,
-      );
-      plan = planWith(await room.occupancyOf(raises, records, exactly));
-    }
+    const { plan, records } = await planRequest({ deps, room, lookup, quotas }, principal, request);
     // Taken in the same step as the plan (no await between): a request planned after this one counts them.
     const release = room.places.take(placesOf(plan));
     try {
