@@ -111,14 +111,16 @@ export class LedgerRoom {
         : count;
     };
     // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
-    // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount.
+    // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount;
+    // the places this bridge's own requests hold count too, as the memo may not show them yet.
     const ownLoad = async (
+      loadKey: string,
       load: Promise<Load>,
       brought: number,
       of: Parameters<typeof ledgerOccupancyQuery>[1],
       floor: number,
     ) => {
-      const all = sizeOf(await load);
+      const all = this.withHeld(loadKey, await load);
       return all + brought > MAX_AGENT_SHARE || all >= floor
         ? countOf(ledgerOccupancyQuery(this.deps.taskQueue, of, agentId))
         : 0;
@@ -126,12 +128,15 @@ export class LedgerRoom {
     const asks: Array<[string, Promise<Load>]> = [];
     for (const [factKey, brought] of bringing) {
       const load = keyLoad(factKey);
-      const own = ownLoad(load, brought, { factKey }, ROUTER_CROWDED_KEY);
+      const own = ownLoad(factLoadKey(factKey), load, brought, { factKey }, ROUTER_CROWDED_KEY);
       asks.push([factLoadKey(factKey), load], [ownLoadKey(factLoadKey(factKey)), own]);
     }
     for (const [id, subject] of subjects) {
       const load = subjectLoad(id, subject);
-      asks.push([id, load], [ownLoadKey(id), ownLoad(load, onSubject.get(id)!, { subject }, Number.POSITIVE_INFINITY)]);
+      asks.push(
+        [id, load],
+        [ownLoadKey(id), ownLoad(id, load, onSubject.get(id)!, { subject }, Number.POSITIVE_INFINITY)],
+      );
     }
     const asked = settled(asks.map(([, load]) => load)).then(
       (counts) => new Map(asks.map(([id], i) => [id, counts[i]!])),
