@@ -48,15 +48,22 @@ afterAll(async () => {
 
 const openCount = () => countWorkflows(client, `WorkflowType = 'expectationWorkflow' AND ExpectationState = 'open'`);
 
-/** Raises the expectations in concurrent requests of ten (the dev server's SQLite file is slow one write at a time). */
+/**
+ * Raises the expectations in concurrent requests of ten (the dev server's SQLite file is slow one write at a time),
+ * each sent again after a 503 as a client does (DESIGN 4: the retry completes what the first left half done).
+ */
 async function raise(expectations: Expectation[]): Promise<void> {
   const answers = await Promise.all(
-    chunks(expectations, 10).map((batch) =>
-      send(`${bridge.url}/a2a/events`, {
-        token: bridge.tokens['shipping-agent'],
-        json: artifactUpdate({ expectations: batch }),
-      }),
-    ),
+    chunks(expectations, 10).map(async (batch) => {
+      for (let attempt = 1; ; attempt++) {
+        const answer = await send(`${bridge.url}/a2a/events`, {
+          token: bridge.tokens['shipping-agent'],
+          json: artifactUpdate({ expectations: batch }),
+        });
+        if (answer.status !== 503 || attempt === 5) return answer;
+        await new Promise((resolve) => setTimeout(resolve, 1_000 * Number(answer.headers.get('retry-after') ?? 1)));
+      }
+    }),
   );
   for (const answer of answers) expect(answer.status, JSON.stringify(answer.body)).toBe(200);
 }
