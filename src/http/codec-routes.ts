@@ -88,17 +88,15 @@ function assertMayUseCodec(principal: Principal): void {
 }
 
 /** The codec endpoint's router, mounted at CODEC_PATH. */
-export function createCodecRouter(deps: CodecRouterDeps): express.Router {
-  const origins = new Set(deps.corsOrigins);
-  const router = express.Router();
-
-  /** CORS for an allowed origin; another browser origin is refused before anything else is read. */
-  const cors: RequestHandler = (req, res, next) => {
+/** CORS for an allowed origin; another browser origin is refused before anything else is read. */
+function corsFor(corsOrigins: readonly string[]): RequestHandler {
+  const origins = new Set(corsOrigins);
+  return (req, res, next) => {
     res.vary('Origin');
     const origin = req.get('origin');
     if (origin !== undefined) {
       if (!origins.has(origin)) {
-        const allowed = deps.corsOrigins.length > 0 ? deps.corsOrigins.join(', ') : 'none';
+        const allowed = corsOrigins.length > 0 ? corsOrigins.join(', ') : 'none';
         throw new ForbiddenError(
           `origin '${origin}' may not call the codec endpoint (WATCHER_CODEC_CORS_ORIGINS allows ${allowed})`,
         );
@@ -108,31 +106,63 @@ export function createCodecRouter(deps: CodecRouterDeps): express.Router {
     }
     next();
   };
+}
 
-  /** The caller: bearer token first (a wrong one is not rescued by a cookie), else the session cookie. */
-  const caller = (req: Request): Principal => {
-    const header = req.get('authorization');
-    const session = sessionToken(req);
-    if (header !== undefined || session === undefined) return bearerPrincipal(deps.principals, header);
-    const principal = deps.principals.authenticate(session);
-    if (!principal)
-      throw new UnauthenticatedError(
-        `the codec session names no principal any more: sign in again at ${CODEC_PATH}/login`,
+/** The caller: bearer token first (a wrong one is not rescued by a cookie), else the session cookie. */
+function callerOf(principals: CodecRouterDeps['principals'], req: Request): Principal {
+  const header = req.get('authorization');
+  const session = sessionToken(req);
+  if (header !== undefined || session === undefined) return bearerPrincipal(principals, header);
+  const principal = principals.authenticate(session);
+  if (!principal)
+    throw new UnauthenticatedError(
+      `the codec session names no principal any more: sign in again at ${CODEC_PATH}/login`,
+    );
+  return principal;
+}
+
+const codecJson: RequestHandler[] = [
+  (req, _res, next) => {
+    if (req.is('application/json') === false) {
+      throw new UnsupportedMediaTypeError(
+        `Content-Type must be application/json, not '${req.get('content-type') ?? 'none'}'`,
       );
-    return principal;
-  };
+    }
+    next();
+  },
+  express.json({ limit: '1mb', type: 'application/json' }),
+];
 
-  const json: RequestHandler[] = [
-    (req, _res, next) => {
-      if (req.is('application/json') === false) {
-        throw new UnsupportedMediaTypeError(
-          `Content-Type must be application/json, not '${req.get('content-type') ?? 'none'}'`,
-        );
-      }
-      next();
-    },
-    express.json({ limit: '1mb', type: 'application/json' }),
-  ];
+/** One codec operation on a request's payloads: a payload the codec hands back as it was goes back exactly as it came. */
+async function convert(deps: CodecRouterDeps, operation: 'decode' | 'encode', req: Request, res: express.Response) {
+  assertMayUseCodec(callerOf(deps.principals, req));
+  const namespace = req.get('x-namespace');
+  if (namespace !== undefined && namespace !== deps.namespace) {
+    throw new ForbiddenError(`this codec endpoint serves namespace '${deps.namespace}', not '${namespace}'`);
+  }
+  const parsed = codecBodySchema.safeParse(req.body ?? {});
+  if (!parsed.success) {
+    const errors = parsed.error.issues.map((issue) => ({ path: joinPath(issue.path), message: issue.message }));
+    throw new SchemaError(summarise(errors, 'fields are invalid'), errors);
+  }
+  const payloads = parsed.data.payloads.map(fromJson);
+  let converted: Payload[];
+  try {
+    converted = operation === 'decode' ? await deps.codec.decode(payloads) : await deps.codec.encode(payloads);
+  } catch (error) {
+    if (error instanceof PayloadDecryptionError) throw new UndecryptablePayloadError(error.message);
+    throw error;
+  }
+  // A payload the codec handed back as it was (not encrypted) goes back exactly as it came.
+  res.json({
+    payloads: converted.map((payload, i) => (payload === payloads[i] ? parsed.data.payloads[i] : toJson(payload))),
+  });
+}
+
+export function createCodecRouter(deps: CodecRouterDeps): express.Router {
+  const router = express.Router();
+
+  const cors = corsFor(deps.corsOrigins);
 
   for (const operation of ['decode', 'encode'] as const) {
     router.options(`/${operation}`, cors, (_req, res) => {
@@ -142,30 +172,7 @@ export function createCodecRouter(deps: CodecRouterDeps): express.Router {
       res.status(204).end();
     });
 
-    router.post(`/${operation}`, cors, ...json, async (req, res) => {
-      assertMayUseCodec(caller(req));
-      const namespace = req.get('x-namespace');
-      if (namespace !== undefined && namespace !== deps.namespace) {
-        throw new ForbiddenError(`this codec endpoint serves namespace '${deps.namespace}', not '${namespace}'`);
-      }
-      const parsed = codecBodySchema.safeParse(req.body ?? {});
-      if (!parsed.success) {
-        const errors = parsed.error.issues.map((issue) => ({ path: joinPath(issue.path), message: issue.message }));
-        throw new SchemaError(summarise(errors, 'fields are invalid'), errors);
-      }
-      const payloads = parsed.data.payloads.map(fromJson);
-      let converted: Payload[];
-      try {
-        converted = operation === 'decode' ? await deps.codec.decode(payloads) : await deps.codec.encode(payloads);
-      } catch (error) {
-        if (error instanceof PayloadDecryptionError) throw new UndecryptablePayloadError(error.message);
-        throw error;
-      }
-      // A payload the codec handed back as it was (not encrypted) goes back exactly as it came.
-      res.json({
-        payloads: converted.map((payload, i) => (payload === payloads[i] ? parsed.data.payloads[i] : toJson(payload))),
-      });
-    });
+    router.post(`/${operation}`, cors, ...codecJson, (req, res) => convert(deps, operation, req, res));
   }
 
   router.get('/login', (_req, res) => {
