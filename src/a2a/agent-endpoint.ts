@@ -305,35 +305,37 @@ export function problemText(problem: Problem): string {
 }
 
 /** The executor: applies the message through the ingest service and publishes the receipt task. */
-export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest' | 'logger'>): AgentExecutor {
-  const receipt = (requestContext: RequestContext, state: TaskState, parts: Part[], artifacts: Task['artifacts']) =>
-    AgentEvent.task({
-      id: requestContext.taskId,
-      contextId: requestContext.contextId,
-      status: {
-        state,
-        timestamp: new Date().toISOString(),
-        message: {
-          messageId: crypto.randomUUID(),
-          contextId: requestContext.contextId,
-          taskId: requestContext.taskId,
-          role: Role.ROLE_AGENT,
-          parts,
-          metadata: undefined,
-          extensions: [EXTENSION_URI],
-          referenceTaskIds: [],
-        },
+/** The receipt task of a message: final the moment it is made. */
+const receipt = (requestContext: RequestContext, state: TaskState, parts: Part[], artifacts: Task['artifacts']) =>
+  AgentEvent.task({
+    id: requestContext.taskId,
+    contextId: requestContext.contextId,
+    status: {
+      state,
+      timestamp: new Date().toISOString(),
+      message: {
+        messageId: crypto.randomUUID(),
+        contextId: requestContext.contextId,
+        taskId: requestContext.taskId,
+        role: Role.ROLE_AGENT,
+        parts,
+        metadata: undefined,
+        extensions: [EXTENSION_URI],
+        referenceTaskIds: [],
       },
-      artifacts,
-      history: [requestContext.userMessage],
-      metadata: undefined,
-    });
+    },
+    artifacts,
+    history: [requestContext.userMessage],
+    metadata: undefined,
+  });
 
-  const refuse = (requestContext: RequestContext, eventBus: ExecutionEventBus, problem: Problem) => {
-    const state = problem.status < 500 ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
-    eventBus.publish(receipt(requestContext, state, [textPart(problemText(problem)), dataPart(problem)], []));
-  };
+/** A receipt that refuses the message with its problem: rejected for a 4xx, failed for a 5xx. */
+const refuse = (requestContext: RequestContext, eventBus: ExecutionEventBus, problem: Problem) => {
+  const state = problem.status < 500 ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
+  eventBus.publish(receipt(requestContext, state, [textPart(problemText(problem)), dataPart(problem)], []));
+};
 
+export function createWatcherAgentExecutor(deps: Pick<WatcherAgentDeps, 'ingest' | 'logger'>): AgentExecutor {
   return {
     async execute(requestContext, eventBus) {
       const { context } = requestContext;
