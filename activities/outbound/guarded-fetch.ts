@@ -164,6 +164,26 @@ interface Exchange {
   where: string;
 }
 
+/** The request's headers as Node sends them: no compression (the cap counts bytes as they come), a set length. */
+function headersOf(request: Request, body: Buffer | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  request.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  headers['accept-encoding'] = 'identity';
+  if (body) headers['content-length'] = String(body.length);
+  return headers;
+}
+
+/** A lookup that answers the addresses checked already: the connection goes to them, not to a second DNS answer. */
+function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
+  return (_hostname, lookupOptions, callback) => {
+    const first = addresses[0]!;
+    if (lookupOptions.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, addresses);
+    else callback(null, first.address, first.family);
+  };
+}
+
 /** One request on a connection of its own to the checked addresses, its answer read whole up to the cap. */
 function exchange({
   url,
@@ -176,18 +196,8 @@ function exchange({
   connectTimeoutMs,
   where,
 }: Exchange): Promise<Response> {
-  const headers: Record<string, string> = {};
-  request.headers.forEach((value, name) => {
-    headers[name] = value;
-  });
-  headers['accept-encoding'] = 'identity';
-  if (body) headers['content-length'] = String(body.length);
-  // The connection goes to the addresses checked above, not to a second DNS answer.
-  const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
-    const first = addresses[0]!;
-    if (lookupOptions.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, addresses);
-    else callback(null, first.address, first.family);
-  };
+  const headers = headersOf(request, body);
+  const pinned = pinnedLookup(addresses);
   const tooLarge = () => tooLargeError(where, maxBytes);
 
   return new Promise<Response>((resolve, reject) => {
