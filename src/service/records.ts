@@ -160,34 +160,34 @@ export function openExpectationsQuery(taskQueue: string, agentId: string): strin
   ].join(' AND ');
 }
 
+/** The record, after the read/ownership check; 404 when unknown. */
+async function readable(deps: RecordsDeps, principal: Principal, expectationId: string, action: 'read' | 'withdraw') {
+  const allowed =
+    action === 'read'
+      ? canRead(principal) || hasRole(principal, 'agent')
+      : hasRole(principal, 'admin') || hasRole(principal, 'agent');
+  if (!allowed) {
+    throw new ForbiddenError(
+      action === 'read'
+        ? `principal '${principal.id}' may not read expectations (needs reader, admin, or the agent that raised it)`
+        : `principal '${principal.id}' may not withdraw expectations (needs admin, or the agent that raised it)`,
+    );
+  }
+  const record = await deps.call(() => getExpectationRecord(deps.client, expectationId));
+  if (!record) throw new NotFoundError(`no expectation '${expectationId}'`);
+  const privileged = action === 'read' ? canRead(principal) : hasRole(principal, 'admin');
+  if (!privileged && record.agent.id !== principal.id) {
+    throw new ForbiddenError(`expectation '${expectationId}' was raised by another agent`);
+  }
+  return record;
+}
+
 export function createRecordsService(deps: RecordsDeps) {
   const pageTokenKey = deps.pageTokenKey ?? randomBytes(32);
   const temporalUi = (workflowId: string) =>
     deps.temporalUiUrl
       ? `${deps.temporalUiUrl.replace(/\/+$/, '')}/namespaces/${encodeURIComponent(deps.namespace)}/workflows/${encodeURIComponent(workflowId)}`
       : undefined;
-
-  /** The record, after the read/ownership check; 404 when unknown. */
-  async function readable(principal: Principal, expectationId: string, action: 'read' | 'withdraw') {
-    const allowed =
-      action === 'read'
-        ? canRead(principal) || hasRole(principal, 'agent')
-        : hasRole(principal, 'admin') || hasRole(principal, 'agent');
-    if (!allowed) {
-      throw new ForbiddenError(
-        action === 'read'
-          ? `principal '${principal.id}' may not read expectations (needs reader, admin, or the agent that raised it)`
-          : `principal '${principal.id}' may not withdraw expectations (needs admin, or the agent that raised it)`,
-      );
-    }
-    const record = await deps.call(() => getExpectationRecord(deps.client, expectationId));
-    if (!record) throw new NotFoundError(`no expectation '${expectationId}'`);
-    const privileged = action === 'read' ? canRead(principal) : hasRole(principal, 'admin');
-    if (!privileged && record.agent.id !== principal.id) {
-      throw new ForbiddenError(`expectation '${expectationId}' was raised by another agent`);
-    }
-    return record;
-  }
 
   /**
    * The memo's raised id, decoded as the client decodes: the memo passes through the payload codecs (encrypted under
@@ -201,7 +201,7 @@ export function createRecordsService(deps: RecordsDeps) {
   return {
     /** The record plus `links.temporalUi`. */
     async get(principal: Principal, expectationId: string): Promise<ExpectationRecord> {
-      const record = await readable(principal, expectationId, 'read');
+      const record = await readable(deps, principal, expectationId, 'read');
       const ui = temporalUi(expectationWorkflowId(expectationId));
       return ui ? { ...record, links: { ...record.links, temporalUi: ui } } : record;
     },
@@ -239,7 +239,7 @@ export function createRecordsService(deps: RecordsDeps) {
       expectationId: string,
       reason: string,
     ): Promise<z.infer<typeof withdrawResultSchema>> {
-      await readable(principal, expectationId, 'withdraw');
+      await readable(deps, principal, expectationId, 'withdraw');
       const outcome = await deps.call(() => withdrawExpectation(deps.client, expectationId, { reason }));
       if (outcome === 'unknown') throw new NotFoundError(`no expectation '${expectationId}'`);
       if (outcome === 'withdrawn') deps.metrics?.withdrawals.inc();
