@@ -250,48 +250,20 @@ const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 /** One line a person reads: what was recorded. */
 export function receiptText(result: IngestResult): string {
-  const groups: string[] = [];
-  const add = (items: { result: string }[], noun: string, outcome: string, ids: string[]) => {
-    if (ids.length > 0) groups.push(`${count(ids.length, noun)} ${outcome} (${ids.join(', ')})`);
-  };
-  const ids = <T extends { result: string }>(items: T[], outcome: string, id: (item: T) => string) =>
-    items.filter((item) => item.result === outcome).map(id);
-  add(
-    result.expectations,
-    'expectation',
-    'raised',
-    ids(result.expectations, 'raised', (e) => e.expectationId),
-  );
-  add(
-    result.expectations,
-    'expectation',
-    'unchanged',
-    ids(result.expectations, 'unchanged', (e) => e.expectationId),
-  );
-  add(
-    result.facts,
-    'fact',
-    'recorded',
-    ids(result.facts, 'recorded', (f) => f.factKey),
-  );
-  add(
-    result.facts,
-    'fact',
-    'already known',
-    ids(result.facts, 'duplicate', (f) => f.factKey),
-  );
-  add(
-    result.withdrawn,
-    'expectation',
-    'withdrawn',
-    ids(result.withdrawn, 'withdrawn', (w) => w.expectationId),
-  );
-  add(
-    result.withdrawn,
-    'expectation',
-    'not open (nothing to withdraw)',
-    ids(result.withdrawn, 'not-open', (w) => w.expectationId),
-  );
+  type Item = { result: string; expectationId?: string; factKey?: string };
+  // Each group of the line: its items, their noun, the words for the outcome, and the outcome.
+  const said: Array<[items: Item[], noun: string, words: string, outcome: string]> = [
+    [result.expectations, 'expectation', 'raised', 'raised'],
+    [result.expectations, 'expectation', 'unchanged', 'unchanged'],
+    [result.facts, 'fact', 'recorded', 'recorded'],
+    [result.facts, 'fact', 'already known', 'duplicate'],
+    [result.withdrawn, 'expectation', 'withdrawn', 'withdrawn'],
+    [result.withdrawn, 'expectation', 'not open (nothing to withdraw)', 'not-open'],
+  ];
+  const groups = said.flatMap(([items, noun, words, outcome]) => {
+    const ids = items.filter((item) => item.result === outcome).map((item) => item.expectationId ?? item.factKey);
+    return ids.length > 0 ? [`${count(ids.length, noun)} ${words} (${ids.join(', ')})`] : [];
+  });
   const warnings = result.warnings?.length
     ? ` Warnings: ${result.warnings.map((w) => `${w.path}: ${w.message}`).join('; ')}.`
     : '';
