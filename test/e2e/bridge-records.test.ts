@@ -3,47 +3,22 @@
  * filters and paging, the HTTP withdraw, and 503 when Temporal is unreachable.
  */
 import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
-import {
-  artifactUpdate,
-  cardJson,
-  expectation,
-  problem,
-  request,
-  startBridgeEnv,
-  startCardServer,
-  unique,
-  type Answer,
-  type BridgeEnv,
-  type CardServer,
-} from '../support/bridge.js';
+import { artifactUpdate, expectation, problem, request, unique, useBridgeEnv, type Answer } from '../support/bridge.js';
 import { close, freePort, listen } from '../support/net.js';
 import { loopbackAgents } from '../support/outbound.js';
 
-let cards: CardServer;
-let env: BridgeEnv;
-
-beforeAll(async () => {
-  cards = await startCardServer();
-  cards.set('good', cardJson());
-  env = await startBridgeEnv(
-    [
-      { id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') },
-      { id: 'agent-b', roles: ['agent'], cardUrl: cards.url('good') },
-      { id: 'feed', roles: ['reporter'] },
-      { id: 'reader', roles: ['reader'] },
-      { id: 'admin', roles: ['admin'] },
-    ],
-    { name: 'records' },
-  );
-});
-
-afterAll(async () => {
-  await env?.close();
-  await cards?.close();
-});
+const env = useBridgeEnv(
+  ['agent-a', 'agent-b'],
+  [
+    { id: 'feed', roles: ['reporter'] },
+    { id: 'reader', roles: ['reader'] },
+    { id: 'admin', roles: ['admin'] },
+  ],
+  'records',
+);
 
 const token = (principal: string) => env.tokens[principal]!;
 
@@ -481,7 +456,7 @@ describe('Temporal unreachable (503)', () => {
             id: 'agent-a',
             tokenSha256: tokenSha256(token('agent-a')),
             roles: ['agent'],
-            agent: { cardUrl: cards.url('good') },
+            agent: { cardUrl: env.cardUrl },
           },
         ],
       }),

@@ -7,17 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Expectation, Fact } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
-import {
-  getExpectationRecord,
-  recordFact,
-  startExpectation,
-  withdrawExpectation,
-} from '../../src/temporal/expectations.js';
+import { getExpectationRecord, recordFact, withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { registerAgent } from '../support/agents.js';
-import { expectationInput } from '../support/expectations.js';
-import { useWatcherWorker } from '../support/watcher.js';
+import { untilRecord } from '../support/poll.js';
+import { raiseOn, useWatcherWorker } from '../support/watcher.js';
 
 const FACTS = 2000;
 const taskQueue = `busy-subject-${randomUUID()}`;
@@ -51,24 +45,12 @@ function expectation(name: string, dueInMs: number, extra: Partial<Expectation> 
 
 async function raise(e: Expectation): Promise<void> {
   const origin = { taskId: `origin-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(
-    e,
-    registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }),
-    origin,
-    taskQueue,
-  );
-  expect(await startExpectation(client, taskQueue, input)).toBe('raised');
+  const { started } = await raiseOn(client, taskQueue, e, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
+  expect(started).toBe('raised');
 }
 
-async function until(id: string, accept: (record: ExpectationRecord) => boolean, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const record = await getExpectationRecord(client, id);
-    if (record && accept(record)) return record;
-    if (Date.now() > deadline) throw new Error(`timed out on ${id}: ${JSON.stringify(record)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const until = (id: string, accept: (record: ExpectationRecord) => boolean, timeoutMs = 60_000) =>
+  untilRecord((recordId) => getExpectationRecord(client, recordId), id, accept, { timeoutMs });
 
 /** The first run of a workflow chain, and whether the chain continued as new. */
 async function runs(workflowId: string): Promise<{ continued: boolean; firstRunClosedAt?: Date }> {

@@ -4,34 +4,11 @@
  * (what the namespace retention does to a closed workflow, done here at once with DeleteWorkflowExecution), nothing
  * remembers the id and it is raised afresh.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { expectationWorkflowId } from '../../core/ids.js';
-import {
-  artifactUpdate,
-  cardJson,
-  expectation,
-  problem,
-  request,
-  startBridgeEnv,
-  startCardServer,
-  unique,
-  type BridgeEnv,
-  type CardServer,
-} from '../support/bridge.js';
+import { artifactUpdate, expectation, problem, request, unique, useBridgeEnv } from '../support/bridge.js';
 
-let cards: CardServer;
-let env: BridgeEnv;
-
-beforeAll(async () => {
-  cards = await startCardServer();
-  cards.set('good', cardJson());
-  env = await startBridgeEnv([{ id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') }], { name: 'ids' });
-});
-
-afterAll(async () => {
-  await env?.close();
-  await cards?.close();
-});
+const env = useBridgeEnv(['agent-a'], [], 'ids');
 
 const raise = (e: ReturnType<typeof expectation>) =>
   request(`${env.url}/a2a/events`, { token: env.tokens['agent-a'], body: artifactUpdate({ expectations: [e] }) });

@@ -19,6 +19,8 @@ import { factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
 import { expectationInput } from '../support/expectations.js';
+import { unique } from '../support/ids.js';
+import { untilRecord, untilTrue } from '../support/poll.js';
 import { routerEventsOf } from '../support/routers.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
@@ -26,7 +28,6 @@ const taskQueue = `fact-routing-${randomUUID()}`;
 const retention = { factRetention: 'P7D' };
 const { client } = useWatcherWorker(taskQueue);
 
-const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 const DAY = 86_400_000;
 
 function expectationOn(subjectId: string, extra: Partial<Expectation> = {}): Expectation {
@@ -59,23 +60,8 @@ function fact(factKey: string, extra: Partial<Fact> = {}): Fact {
 }
 
 /** Polls the record until `accept` holds (10 s). */
-async function until(id: string, accept: (record: ExpectationRecord) => boolean): Promise<ExpectationRecord> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const record = await getExpectationRecord(client, id);
-    if (record && accept(record)) return record;
-    if (Date.now() > deadline) throw new Error(`timed out on ${id}: ${JSON.stringify(record)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-async function untilTrue(check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const until = (id: string, accept: (record: ExpectationRecord) => boolean) =>
+  untilRecord((recordId) => getExpectationRecord(client, recordId), id, accept, { timeoutMs: 10_000, intervalMs: 100 });
 
 async function ledgerExists(workflowId: string): Promise<boolean> {
   try {
@@ -167,7 +153,7 @@ describe('recordFact', () => {
     expect(await ledgerExists(subjectLedgerWorkflowId(subject))).toBe(false);
 
     const { expectation } = await raise(expectationOn(subject.id));
-    await untilTrue(() => ledgerExists(subjectLedgerWorkflowId(subject)));
+    await untilTrue(() => ledgerExists(subjectLedgerWorkflowId(subject)), { timeoutMs: 10_000, intervalMs: 100 });
     const scan = fact(unique('scan'), { subject });
     await recordFact(client, taskQueue, scan, { factRetention: 'PT0S' });
 

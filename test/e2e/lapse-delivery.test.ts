@@ -7,13 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Expectation } from '../../core/schemas/extension.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
-import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
+import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { registerAgent } from '../support/agents.js';
-import { expectationInput } from '../support/expectations.js';
+import { untilRecord } from '../support/poll.js';
 import { nodeUuidv5, URL_NAMESPACE } from '../support/uuid-v5.js';
-import { useWatcherWorker } from '../support/watcher.js';
+import { raiseOn, useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `lapse-delivery-${randomUUID()}`;
 const { client } = useWatcherWorker(taskQueue);
@@ -43,27 +42,14 @@ async function raiseDueSoon(agent: TestAgent, dueInMs = 3_000) {
   };
   const origin = { taskId: `origin-task-${suffix}`, contextId: `ctx-${suffix}` };
   // Each test's agent under an id of its own: the worker finds its card by that id (never in the input).
-  const agentRef = registerAgent(taskQueue, { id: `shipping-agent-${suffix}`, cardUrl: agent.cardUrl });
-  const input = expectationInput(expectation, agentRef, origin, taskQueue);
-  await startExpectation(client, taskQueue, input);
+  const agentSpec = { id: `shipping-agent-${suffix}`, cardUrl: agent.cardUrl };
+  const { input } = await raiseOn(client, taskQueue, expectation, agentSpec, origin);
   return { expectation, input, messageId: lapseMessageId(expectation.expectationId, 'overdue', expectation.dueAt) };
 }
 
 /** Polls the record until `done` holds (the record is read through a query; there is nothing to subscribe to). */
-async function recordWhen(
-  expectationId: string,
-  done: (record: ExpectationRecord) => boolean,
-  timeoutMs = 45_000,
-): Promise<ExpectationRecord> {
-  const deadline = Date.now() + timeoutMs;
-  let record: ExpectationRecord | undefined;
-  while (Date.now() < deadline) {
-    record = await getExpectationRecord(client, expectationId);
-    if (record && done(record)) return record;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`record of ${expectationId} never reached the state awaited: ${JSON.stringify(record)}`);
-}
+const recordWhen = (expectationId: string, done: (record: ExpectationRecord) => boolean, timeoutMs = 45_000) =>
+  untilRecord((id) => getExpectationRecord(client, id), expectationId, done, { timeoutMs });
 
 const deliverySettled = (record: ExpectationRecord) =>
   record.lapses.length > 0 && record.lapses.every((entry) => entry.delivery.status !== 'pending');

@@ -32,6 +32,7 @@ import { deliveryExpectation } from '../support/expectations.js';
 import { historyText } from '../support/history-text.js';
 import { close, listen, urlOf } from '../support/net.js';
 import { startNeighbour, type Neighbour } from '../support/neighbour.js';
+import { untilRecord } from '../support/poll.js';
 import { loopbackAgents } from '../support/outbound.js';
 
 /** Raises per scenario in `npm test`; `WATCHER_RACE_COUNT=1000 npx vitest run test/e2e/raise-path.test.ts` runs the issue's 1,000 alone. */
@@ -175,15 +176,8 @@ async function pool<T>(items: T[], task: (item: T) => Promise<void>): Promise<vo
 }
 
 /** Polls until `accept` holds for the record, or fails naming the record after `timeoutMs`. */
-async function until(stack: Stack, id: string, accept: (r: ExpectationRecord) => boolean, timeoutMs = 90_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const record = await recordWhenAvailable(stack, id);
-    if (record && accept(record)) return record;
-    if (Date.now() > deadline) throw new Error(`timed out waiting on ${id}: ${JSON.stringify(record)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const until = (stack: Stack, id: string, accept: (r: ExpectationRecord) => boolean, timeoutMs = 90_000) =>
+  untilRecord((recordId) => recordWhenAvailable(stack, recordId), id, accept, { timeoutMs });
 
 /** The records of `ids` that are not satisfied without a lapse (the missed and the falsely lapsed). */
 async function notCleanlySatisfied(stack: Stack, ids: string[]): Promise<string[]> {

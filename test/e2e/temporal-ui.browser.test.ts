@@ -9,13 +9,13 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
-import { getExpectationRecord, startExpectation } from '../../src/temporal/expectations.js';
+import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { launchChromium, screenshotPath } from '../support/browser.js';
-import { registerAgent } from '../support/agents.js';
-import { expectationInput } from '../support/expectations.js';
-import { useWatcherWorker } from '../support/watcher.js';
+import { shipmentDelivery, wholeSecondsFromNow } from '../support/expectations.js';
+import { untilRecord } from '../support/poll.js';
+import { raiseOn, useWatcherWorker } from '../support/watcher.js';
 
 const taskQueue = `temporal-ui-${randomUUID()}`;
 const suffix = randomUUID().slice(0, 8);
@@ -32,29 +32,13 @@ let elsewhere: Expectation;
 let record: ExpectationRecord;
 
 function expectation(id: string, subjectId: string, dueInMs: number): Expectation {
-  const due = new Date(Date.now() + dueInMs);
-  due.setUTCMilliseconds(0);
-  return {
-    expectationId: id,
-    kind: 'delivery',
-    subject: { type: 'shipment', id: subjectId },
-    expects: 'The shipment is delivered to the consignee',
-    satisfiedBy: { factKey: `shipment/${subjectId}/delivered` },
-    dueAt: due.toISOString().replace('.000Z', 'Z'),
-    grace: 'PT0S',
-    basis: 'contract',
-  };
+  const expects = 'The shipment is delivered to the consignee';
+  return shipmentDelivery(id, subjectId, wholeSecondsFromNow(dueInMs), { expects, grace: 'PT0S' });
 }
 
 async function raise(e: Expectation): Promise<void> {
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
-  const input = expectationInput(
-    e,
-    registerAgent(taskQueue, { id: 'shipping-agent', cardUrl: agent.cardUrl }),
-    origin,
-    taskQueue,
-  );
-  await startExpectation(watcher.client, taskQueue, input);
+  await raiseOn(watcher.client, taskQueue, e, { id: 'shipping-agent', cardUrl: agent.cardUrl }, origin);
 }
 
 beforeAll(async () => {
@@ -76,20 +60,8 @@ afterAll(async () => {
 });
 
 /** Polls the record (a query: nothing to subscribe to) until `done` holds. */
-async function recordWhen(
-  id: string,
-  done: (r: ExpectationRecord) => boolean,
-  timeoutMs = 30_000,
-): Promise<ExpectationRecord> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await getExpectationRecord(watcher.client, id);
-    if (found && done(found)) return found;
-    if (Date.now() > deadline)
-      throw new Error(`record of ${id} never reached the awaited state: ${JSON.stringify(found)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const recordWhen = (id: string, done: (r: ExpectationRecord) => boolean, timeoutMs = 30_000) =>
+  untilRecord((recordId) => getExpectationRecord(watcher.client, recordId), id, done, { timeoutMs });
 
 const subjectQuery = (e: Expectation) => `ExpectationSubject="${e.subject.type}/${e.subject.id}"`;
 

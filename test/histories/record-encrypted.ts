@@ -20,6 +20,7 @@ import { getExpectationRecord, recordFact, startExpectation } from '../../src/te
 import { expectationLinks } from '../../core/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { loopbackAgents } from '../support/outbound.js';
+import { untilTrue } from '../support/poll.js';
 import { atRest } from '../support/routers.js';
 import { subscribeSignal, type ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent } from '../support/agent.js';
@@ -57,12 +58,8 @@ async function startWorker(codec: EncryptionCodec): Promise<{ watcher: WatcherWo
   return { watcher, running: watcher.run() };
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  return untilTrue(check, { timeoutMs, retryErrors: true, describe: () => `timed out waiting for ${what}` });
 }
 
 const e: Expectation = {

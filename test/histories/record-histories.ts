@@ -35,6 +35,7 @@ import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
 import { loopbackAgents } from '../support/outbound.js';
+import { untilTrue } from '../support/poll.js';
 import { atRest } from '../support/routers.js';
 
 const { History } = proto.temporal.api.history.v1;
@@ -120,12 +121,8 @@ const fact = (factKey: string, extra: Partial<Fact> = {}): Fact => ({
 
 const report = (f: Fact) => recordFact(client, taskQueue, f, settings);
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  return untilTrue(check, { timeoutMs, retryErrors: true });
 }
 
 const recorded: Array<{ name: string; workflowId: string }> = [];

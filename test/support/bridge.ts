@@ -14,15 +14,15 @@ import { createApp, type AppDeps } from '../../src/http/app.js';
 import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { principalsFileOf, registerAgents, type PrincipalSpec } from './agents.js';
-import { deliveryExpectation } from './expectations.js';
+import { deliveryExpectation, wholeSecondsFromNow } from './expectations.js';
+import { unique } from './ids.js';
 import { close, listen, urlOf } from './net.js';
 import { loopbackAgents } from './outbound.js';
 import { startWatcherWorker } from './watcher.js';
 
 export const UI_URL = 'http://temporal-ui.test:8233';
 
-/** A unique suffix for ids, so files and tests never collide on the shared server. */
-export const unique = (): string => randomUUID().slice(0, 8);
+export { unique };
 
 /** The v1.0 push body of an artifact update carrying `payload` under metadata[URI]. */
 export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, contextId = `ctx-${unique()}`) {
@@ -37,10 +37,8 @@ export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, co
 
 /** An expectation of kind `delivery`, due in a year (it never lapses during a test). */
 export function expectation(id: string, overrides: Partial<Expectation> = {}): Expectation {
-  const dueAt = new Date(Date.now() + 365 * 24 * 3600 * 1000);
-  dueAt.setUTCMilliseconds(0);
-  const wholeSeconds = dueAt.toISOString().replace('.000Z', 'Z');
-  return deliveryExpectation(id, wholeSeconds, { expects: 'The shipment is delivered to the consignee', ...overrides });
+  const dueAt = wholeSecondsFromNow(365 * 24 * 3600 * 1000);
+  return deliveryExpectation(id, dueAt, { expects: 'The shipment is delivered to the consignee', ...overrides });
 }
 
 /** A `delivery` expectation on `shipment` (the test agent's default kind), due at `dueAt` with no grace. */
@@ -207,12 +205,17 @@ export async function startBridgeEnv(
   };
 }
 
+/** A test file's bridge from `useBridgeEnv`, with the URL of the good card its agents have. */
+export interface CardBridgeEnv extends BridgeEnv {
+  cardUrl: string;
+}
+
 /**
  * One test file's bridge: a card server serving a good card to every agent of `agents` (ids), the other principals
  * as given, started in `beforeAll` and closed in `afterAll`. The object is filled in when the hook has run.
  */
-export function useBridgeEnv(agents: string[], others: PrincipalSpec[], name: string): BridgeEnv {
-  const env = {} as BridgeEnv;
+export function useBridgeEnv(agents: string[], others: PrincipalSpec[], name: string): CardBridgeEnv {
+  const env = {} as CardBridgeEnv;
   let cards: CardServer | undefined;
   let started: BridgeEnv | undefined;
   beforeAll(async () => {
@@ -220,7 +223,7 @@ export function useBridgeEnv(agents: string[], others: PrincipalSpec[], name: st
     cards.set('good', cardJson());
     const withCards = agents.map((id): PrincipalSpec => ({ id, roles: ['agent'], cardUrl: cards!.url('good') }));
     started = await startBridgeEnv([...withCards, ...others], { name });
-    Object.assign(env, started);
+    Object.assign(env, started, { cardUrl: cards.url('good') });
   });
   afterAll(async () => {
     await started?.close();

@@ -19,6 +19,34 @@ export function deliveryExpectation(id: string, dueAt: string, extra: Partial<Ex
   };
 }
 
+/** The instant `ms` from now in whole seconds, written without milliseconds (`2026-06-01T12:00:05Z`). */
+export function wholeSecondsFromNow(ms: number): string {
+  const due = new Date(Date.now() + ms);
+  due.setUTCMilliseconds(0);
+  return due.toISOString().replace('.000Z', 'Z');
+}
+
+/** A `delivery` expectation `id` on shipment `shipmentId` (fact key `shipment/<shipmentId>/delivered`), due at `dueAt`. */
+export function shipmentDelivery(
+  id: string,
+  shipmentId: string,
+  dueAt: string,
+  extra: Partial<Expectation> = {},
+): Expectation {
+  const satisfiedBy = { factKey: `shipment/${shipmentId}/delivered` };
+  return deliveryExpectation(id, dueAt, { subject: { type: 'shipment', id: shipmentId }, satisfiedBy, ...extra });
+}
+
+/** A `delivery` expectation on shipment S-1 (a fact key of its own), due 2026-12-01: for the planner's fixed clock. */
+export function plannedExpectation(id: string, overrides: Partial<Expectation> = {}): Expectation {
+  const satisfiedBy = { factKey: `shipment/S-1/delivered/${id}` };
+  return shipmentDelivery(id, 'S-1', '2026-12-01T00:00:00Z', {
+    expects: 'S-1 is delivered',
+    satisfiedBy,
+    ...overrides,
+  });
+}
+
 /** The settings the bridge runs with by default (config.ts). */
 export const defaultSettings: ExpectationSettings = { lateWindow: 'P30D', factRetention: 'P7D' };
 

@@ -1,38 +1,18 @@
 /**
- * What the fault tests share: polling, a dev server of a test's own on a SQLite file (stopped and started again on
- * the same database), and the worker as a child process that can be killed with SIGKILL. The bridge they test is
- * in bridge.ts.
+ * What the fault tests share: a dev server of a test's own on a SQLite file (stopped and started again on the same
+ * database), and the worker as a child process that can be killed with SIGKILL; polling is poll.ts's (re-exported
+ * here for the fault tests). The bridge they test is in bridge.ts.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startDevServer, type DevServer } from '../../dev/temporal/dev-server.js';
 import { freePort } from './net.js';
+import { waitUntil } from './poll.js';
 import { LOOPBACK_AGENTS_ENV } from './outbound.js';
 import { spawnEntry, type Spawned } from './processes.js';
 
-/** Polls `probe` until it returns something other than undefined/false; fails naming `what` and the last value. */
-export async function waitUntil<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  options: { timeoutMs?: number; intervalMs?: number } = {},
-): Promise<T> {
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-      lastError = undefined;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 200));
-  }
-}
+export { waitUntil } from './poll.js';
 
 /** A dev server of the test's own on a SQLite file in a temporary directory; `restart()` keeps the database and ports. */
 export interface OwnDevServer {

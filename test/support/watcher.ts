@@ -7,7 +7,11 @@ import type { DataConverter } from '@temporalio/common';
 import { afterAll, beforeAll, inject } from 'vitest';
 import type { OutboundRules } from '../../activities/outbound/address-policy.js';
 import { createWatcherWorker } from '../../src/temporal/worker.js';
-import { agentsOf } from './agents.js';
+import type { Expectation, Origin } from '../../core/types.js';
+import { startExpectation } from '../../src/temporal/expectations.js';
+import type { ExpectationInput } from '../../workflows/messages.js';
+import { agentsOf, registerAgent } from './agents.js';
+import { expectationInput } from './expectations.js';
 import { loopbackAgents } from './outbound.js';
 
 export interface RunningWatcher {
@@ -77,6 +81,21 @@ export function useWatcherWorker(taskQueue: string, options: { outbound?: Outbou
     await watcher?.stop();
   });
   return { taskQueue, client };
+}
+
+/**
+ * Starts `expectation` on `taskQueue` as the bridge would when `agent` raises it in `origin`, without a bridge: the
+ * agent is registered as that queue's, so the worker finds its card. Returns the input and what the start answered.
+ */
+export async function raiseOn(
+  client: Client,
+  taskQueue: string,
+  expectation: Expectation,
+  agent: { id: string; cardUrl: string },
+  origin: Origin,
+): Promise<{ input: ExpectationInput; started: 'raised' | 'exists' }> {
+  const input = expectationInput(expectation, registerAgent(taskQueue, agent), origin, taskQueue);
+  return { input, started: await startExpectation(client, taskQueue, input) };
 }
 
 /** How many workflow executions the visibility store counts for a query (eventually consistent). */

@@ -10,7 +10,8 @@ import { loadConfig } from '../../src/config.js';
 import { createGuardedFetch } from '../../activities/outbound/guarded-fetch.js';
 import { checkDeclaration, checkKind, isPlaceholder, PLACEHOLDER_WORDS } from '../../src/service/card-rules.js';
 import { CardUnreachableError } from '../../activities/agent-card/errors.js';
-import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
+import { shipmentDelivery } from '../support/expectations.js';
 
 const params = {
   keepsTime: false,
@@ -53,15 +54,10 @@ const v03Card = {
   skills: [{ id: 'handle-lapse', name: 'Handle lapse', description: '', tags: [] }],
 };
 
-const expectation: Expectation = {
-  expectationId: 'e1',
-  kind: 'delivery',
-  subject: { type: 'shipment', id: 'S-1' },
+const expectation = shipmentDelivery('e1', 'S-1', '2026-12-01T00:00:00Z', {
   expects: 'delivered',
   satisfiedBy: { factKey: 'k' },
-  dueAt: '2026-12-01T00:00:00Z',
-  basis: 'contract',
-};
+});
 
 const withParams = (p: unknown): AgentCardInfo => ({
   version: '1.0',

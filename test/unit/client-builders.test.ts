@@ -17,17 +17,12 @@ import { describe, expect, it } from 'vitest';
 import { parseA2AEvent } from '../../src/schemas/a2a.js';
 import { joinPath } from '../../src/service/errors.js';
 import { extractEvent } from '../../src/service/extract.js';
+import { shipmentDelivery } from '../support/expectations.js';
 
-const seed: ExpectationInput = {
-  expectationId: 'SHP-1-delivery',
-  kind: 'delivery',
-  subject: { type: 'shipment', id: 'SHP-1' },
+const seed: ExpectationInput = shipmentDelivery('SHP-1-delivery', 'SHP-1', '2026-12-04T17:00:00Z', {
   expects: 'The shipment is delivered to the consignee',
-  satisfiedBy: { factKey: 'shipment/SHP-1/delivered' },
-  dueAt: '2026-12-04T17:00:00Z',
   grace: 'PT6H',
-  basis: 'contract',
-};
+});
 
 /** The WatcherValidationError `build` throws (the test fails if it throws nothing or something else). */
 function refusal(build: () => unknown): { message: string; errors: unknown } {

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord, LapseEntry } from '../../core/schemas/record.js';
 import {
   anchoredDueAt,
@@ -10,19 +9,11 @@ import {
   nextDeadline,
   type DeadlineInputs,
 } from '../../workflows/decisions.js';
+import { shipmentDelivery } from '../support/expectations.js';
 
 const at = (iso: string) => Date.parse(iso);
 
-const expectation: Expectation = {
-  expectationId: 'e1',
-  kind: 'delivery',
-  subject: { type: 'shipment', id: 'S1' },
-  expects: 'delivered',
-  satisfiedBy: { factKey: 'shipment/S1/delivered' },
-  dueAt: '2026-12-01T00:00:00.000Z',
-  grace: 'PT6H',
-  basis: 'contract',
-};
+const expectation = shipmentDelivery('e1', 'S1', '2026-12-01T00:00:00.000Z', { expects: 'delivered', grace: 'PT6H' });
 
 function lapseEntry(lapse: 'overdue' | 'stalled' | 'skipped', dueAt: string, lapsedAt: string): LapseEntry {
   return {

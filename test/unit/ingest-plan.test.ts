@@ -16,6 +16,7 @@ import {
   type IngestRequest,
   type PlanSettings,
 } from '../../src/service/ingest-plan.js';
+import { plannedExpectation as expectation } from '../support/expectations.js';
 
 const agentA: Principal = { id: 'agent-a', roles: ['agent'], agent: { cardUrl: 'http://127.0.0.1:1/card.json' } };
 const agentB: Principal = { id: 'agent-b', roles: ['agent'], agent: { cardUrl: 'http://127.0.0.1:1/card.json' } };
@@ -35,19 +36,6 @@ const card: AgentCardInfo = {
 const settings: PlanSettings = { maxLineage: 2, maxClockSkew: 'PT5M' };
 /** The watcher's clock in these tests. */
 const now = Date.parse('2026-06-01T12:00:00Z');
-
-function expectation(id: string, overrides: Partial<Expectation> = {}): Expectation {
-  return {
-    expectationId: id,
-    kind: 'delivery',
-    subject: { type: 'shipment', id: 'S-1' },
-    expects: 'S-1 is delivered',
-    satisfiedBy: { factKey: `shipment/S-1/delivered/${id}` },
-    dueAt: '2026-12-01T00:00:00Z',
-    basis: 'contract',
-    ...overrides,
-  };
-}
 
 function record(e: Expectation, overrides: Partial<ExpectationRecord> = {}): ExpectationRecord {
   return {

@@ -11,21 +11,10 @@ import type { Expectation } from '../../core/schemas/extension.js';
 import { checkDeclaration } from '../../src/service/card-rules.js';
 import { RuleViolationError, TooManyItemsError, type FieldError } from '../../src/service/errors.js';
 import { parseIngest, planIngest, type IngestRequest, type Occupancy } from '../../src/service/ingest-plan.js';
+import { plannedExpectation as expectation } from '../support/expectations.js';
 
 const agent: Principal = { id: 'agent-a', roles: ['agent'], agent: { cardUrl: 'http://127.0.0.1:1/card.json' } };
 
-function expectation(id: string, overrides: Partial<Expectation> = {}): Expectation {
-  return {
-    expectationId: id,
-    kind: 'delivery',
-    subject: { type: 'shipment', id: 'S-1' },
-    expects: 'S-1 is delivered',
-    satisfiedBy: { factKey: `shipment/S-1/delivered/${id}` },
-    dueAt: '2026-12-01T00:00:00Z',
-    basis: 'contract',
-    ...overrides,
-  };
-}
 const fact = (i = 0, overrides: object = {}) => ({
   factKey: `k-${i}`,
   observedAt: '2026-01-01T00:00:00Z',

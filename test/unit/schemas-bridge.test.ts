@@ -3,16 +3,9 @@ import type { z } from 'zod';
 import { expectationSchema, reportedFactSchema } from '../../core/schemas/extension.js';
 import { factsBodySchema, listQuerySchema, withdrawBodySchema } from '../../src/schemas/http.js';
 import { joinPath } from '../../src/service/errors.js';
+import { shipmentDelivery } from '../support/expectations.js';
 
-const seed = {
-  expectationId: 'EXP-1',
-  kind: 'delivery',
-  subject: { type: 'shipment', id: 'S-1' },
-  expects: 'delivered to the consignee',
-  satisfiedBy: { factKey: 'shipment/S-1/delivered' },
-  dueAt: '2026-12-01T00:00:00Z',
-  basis: 'contract',
-};
+const seed = shipmentDelivery('EXP-1', 'S-1', '2026-12-01T00:00:00Z', { expects: 'delivered to the consignee' });
 
 function errors(schema: z.ZodType, value: unknown) {
   const parsed = schema.safeParse(value);

@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { expectationSchema } from '../../core/schemas/extension.js';
+import { shipmentDelivery } from '../support/expectations.js';
 
-const seed = {
-  expectationId: 'e1',
-  kind: 'delivery',
-  subject: { type: 'shipment', id: 'SHP-1' },
-  expects: 'SHP-1 is delivered',
-  satisfiedBy: { factKey: 'shipment/SHP-1/delivered' },
-  dueAt: '2026-12-04T17:00:00Z',
-  basis: 'contract',
-};
+const seed = shipmentDelivery('e1', 'SHP-1', '2026-12-04T17:00:00Z', { expects: 'SHP-1 is delivered' });
 
 const issues = (value: unknown) =>
   expectationSchema

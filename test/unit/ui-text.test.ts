@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Expectation, ExpectationRecord, LapseEntry } from '../../core/types.js';
+import type { ExpectationRecord, LapseEntry } from '../../core/types.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import {
   currentDetails,
@@ -10,16 +10,9 @@ import {
   linkAnchorSummary,
   subscribeSummary,
 } from '../../workflows/ui-text.js';
+import { shipmentDelivery } from '../support/expectations.js';
 
-const expectation: Expectation = {
-  expectationId: 'e1',
-  kind: 'delivery',
-  subject: { type: 'shipment', id: 'S1' },
-  expects: 'the shipment is delivered',
-  satisfiedBy: { factKey: 'shipment/S1/delivered' },
-  dueAt: '2026-12-01T00:00:00Z',
-  basis: 'contract',
-};
+const expectation = shipmentDelivery('e1', 'S1', '2026-12-01T00:00:00Z', { expects: 'the shipment is delivered' });
 
 const input: ExpectationInput = {
   expectation,

@@ -20,6 +20,8 @@ import { indexedValueType } from '../../src/temporal/search-attributes.js';
 import type { ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
 import { deliveryExpectation } from '../support/expectations.js';
+import { unique } from '../support/ids.js';
+import { until, untilRecord } from '../support/poll.js';
 
 export const DAY = 86_400_000;
 export const HOUR = 3_600_000;
@@ -111,7 +113,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     taskQueue,
     deliveries,
     faults,
-    id: (prefix) => `${prefix}-${randomUUID().slice(0, 8)}`,
+    id: unique,
     async raise(expectation, options = {}) {
       const input: ExpectationInput = {
         expectation,
@@ -133,15 +135,11 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
       if (!record) throw new Error(`no record for ${expectationId}`);
       return record;
     },
-    async until(expectationId, accept) {
-      const deadline = Date.now() + 15_000;
-      for (;;) {
-        const record = await getExpectationRecord(client, expectationId);
-        if (record && accept(record)) return record;
-        if (Date.now() > deadline) throw new Error(`timed out waiting on ${expectationId}: ${JSON.stringify(record)}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    },
+    until: (expectationId, accept) =>
+      untilRecord((id) => getExpectationRecord(client, id), expectationId, accept, {
+        timeoutMs: 15_000,
+        intervalMs: 50,
+      }),
     now: () => env.currentTimeMs(),
     async advanceTo(instantMs) {
       const now = await env.currentTimeMs();
@@ -197,13 +195,11 @@ export async function workflowStatus(h: TimeSkippingHarness, workflowId: string)
 
 /** Polls a workflow's status (without moving the clock) until it is `status`. */
 export async function untilStatus(h: TimeSkippingHarness, workflowId: string, status: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const current = await workflowStatus(h, workflowId);
-    if (current === status) return;
-    if (Date.now() > deadline) throw new Error(`${workflowId} is ${current}, not ${status}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await until(
+    () => workflowStatus(h, workflowId),
+    (current) => current === status,
+    { timeoutMs: 15_000, intervalMs: 50, describe: (current) => `${workflowId} is ${current}, not ${status}` },
+  );
 }
 
 /** A `delivery` expectation on shipment `S-<id>`, due `dueInMs` after `nowMs`. */
