@@ -26,7 +26,7 @@ import type { Principal, PrincipalStore } from '../auth/principals.js';
 import { authenticate, principalOf } from '../web/auth.js';
 import { toProblem, type Problem } from '../web/problem.js';
 import { z } from 'zod';
-import { EXTENSION_URI, extensionMetadataSchema } from '../../core/schemas/extension.js';
+import { EXTENSION_MEMBERS, EXTENSION_URI, extensionMetadataSchema } from '../../core/schemas/extension.js';
 import type { Origin } from '../../core/schemas/record.js';
 import { joinPath, RuleViolationError, SchemaError, type FieldError } from '../service/errors.js';
 import { unknownMembers, type Located, type OriginPaths } from '../service/extract.js';
@@ -163,6 +163,9 @@ const dataPart = (value: unknown): Part => ({
   mediaType: 'application/json',
 });
 
+/** What this endpoint reads under metadata[URI]: the extension's members and `origin` (see raiseOriginOf). */
+const JSONRPC_MEMBERS: ReadonlySet<string> = new Set([...EXTENSION_MEMBERS, 'origin']);
+
 /** What the message asks for: its items with their paths in the JSON-RPC request body. */
 function locate(message: Message) {
   const base = ['params', 'message', 'metadata', EXTENSION_URI];
@@ -182,10 +185,7 @@ function locate(message: Message) {
     }
     return found;
   }
-  // `origin` is this endpoint's own member (see raiseOriginOf); elsewhere it would be unknown.
-  found.notApplied.push(
-    ...unknownMembers(payload, base).filter((error) => error.path !== joinPath([...base, 'origin'])),
-  );
+  found.notApplied.push(...unknownMembers(payload, base, JSONRPC_MEMBERS));
   parsed.data.expectations?.forEach((value, i) =>
     found.expectations.push({ path: [...base, 'expectations', i], value }),
   );

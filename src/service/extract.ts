@@ -203,15 +203,19 @@ const HISTORY_NOT_RAISED =
 const HISTORY_NOT_WITHDRAWN =
   "not withdrawn: a task's history holds its earlier messages; withdraw lists are carried only in artifacts";
 
-/** The members of metadata[URI] the extension does not define: ignored, and said so. */
-export function unknownMembers(payload: unknown, base: PropertyKey[]): FieldError[] {
+/** The members of metadata[URI] that `read` (the extension's, by default) does not hold: ignored, and said so. */
+export function unknownMembers(
+  payload: unknown,
+  base: PropertyKey[],
+  read: ReadonlySet<string> = EXTENSION_MEMBERS,
+): FieldError[] {
   if (typeof payload !== 'object' || payload === null) return [];
   return Object.keys(payload)
-    .filter((key) => !EXTENSION_MEMBERS.has(key))
+    .filter((key) => !read.has(key))
     .map((key) => ({
       path: joinPath([...base, key]),
       rule: 'unknown-member',
-      message: `ignored: not a member of the extension's metadata (${[...EXTENSION_MEMBERS].join(', ')})`,
+      message: `ignored: not a member of the extension's metadata (${[...read].join(', ')})`,
     }));
 }
 

@@ -157,7 +157,6 @@ describe('a fact router', () => {
     const subject = { type: 'shipment', id: h.id('S') };
     const ledger = subjectLedgerWorkflowId(subject);
     await h.raise(shipmentExpectation(h.id('on-subject'), start, 10 * DAY, { subject }));
-    await untilStatus(h, ledger, 'RUNNING');
     const wall = Date.now();
     const fact = (what: string) => ({
       factKey: `shipment/${subject.id}/${what}`,
@@ -364,7 +363,6 @@ describe('a fact that satisfies one expectation and names no subject', () => {
     const a = await h.raise(shipmentExpectation(h.id('satisfied'), start, 10 * DAY, { subject }));
     const b = h.id('sibling');
     await h.raise(shipmentExpectation(b, start, 10 * DAY, { subject, horizon: new Date(start + HOUR).toISOString() }));
-    await untilStatus(h, subjectLedgerWorkflowId(subject), 'RUNNING');
 
     await reportFact(h, a.expectation.satisfiedBy.factKey, start, {
       receivedAt: new Date(start + 60_000).toISOString(),
