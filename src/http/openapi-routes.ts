@@ -88,7 +88,8 @@ export interface OperationSpec {
   roles?: Partial<Record<Role, string>>;
   params?: z.ZodObject;
   query?: z.ZodObject;
-  body?: { schema: z.ZodType; mediaTypes: readonly string[]; description: string };
+  /** `problems`: what the route answers before its own rules are read (bad JSON, too large, not JSON). */
+  body?: { schema: z.ZodType; mediaTypes: readonly string[]; description: string; problems?: Record<number, string> };
   responses: Record<number, ResponseSpec>;
 }
 
@@ -108,6 +109,12 @@ const bodyProblems = {
   415: 'the body is not JSON (`Content-Type` other than application/json, application/a2a+json, application/*+json)',
 } as const;
 const unauthenticated = bodyProblems[401];
+const jsonBody = (schema: z.ZodType, description: string) => ({
+  schema,
+  mediaTypes: JSON_BODY,
+  description,
+  problems: bodyProblems,
+});
 const temporalDown =
   'Temporal did not answer in time, or is overloaded (`temporal-busy`); nothing is half-applied that the same request sent again would not complete';
 const tooManyItems =
@@ -128,10 +135,9 @@ export const operations: readonly OperationSpec[] = [
       'with `kind`. Expectations, facts and withdraw lists are read from `metadata["https://rsaxb.com/a2a/expectations/v1"]` ' +
       '(an ExtensionPayload) of its artifacts and messages; every item is validated before any is applied.',
     roles: { agent: 'expectations, facts, withdraw (its own expectations)', reporter: 'facts only (403 otherwise)' },
-    body: { schema: a2aEventSchema, mediaTypes: JSON_BODY, description: 'One A2A object' },
+    body: jsonBody(a2aEventSchema, 'One A2A object'),
     responses: {
       200: json(ingestResultSchema, 'One result per item, in the order found'),
-      ...bodyProblems,
       413: tooManyItems,
       403: "the role does not allow it, a reporter carries expectations or withdraw lists, or an item names another agent's expectation",
       409: 'an expectation id raised before with other content, or by another agent',
@@ -153,10 +159,9 @@ export const operations: readonly OperationSpec[] = [
       'lists under `expectations` those the principal may read, with the state the fact left them in; `awaitedBy` counts all of them.',
     roles: { agent: '', reporter: '' },
     query: factsQuerySchema,
-    body: { schema: factsBodySchema, mediaTypes: JSON_BODY, description: 'At least one fact' },
+    body: jsonBody(factsBodySchema, 'At least one fact'),
     responses: {
       200: json(factsResultSchema, 'One result per fact, in order'),
-      ...bodyProblems,
       413: tooManyItems,
       403: 'the principal is neither agent nor reporter',
       422: "an observedAt is more than WATCHER_MAX_CLOCK_SKEW ahead of the watcher's clock, or a field is over its bound; no fact is recorded",
@@ -213,10 +218,9 @@ export const operations: readonly OperationSpec[] = [
       'The reason is recorded as `withdrawnReason`. A satisfied, withdrawn or closed expectation answers `not-open`.',
     roles: { agent: "the expectations it raised (another agent's: 403)", admin: '' },
     params: expectationParamsSchema,
-    body: { schema: withdrawBodySchema, mediaTypes: JSON_BODY, description: 'Why it is withdrawn' },
+    body: jsonBody(withdrawBodySchema, 'Why it is withdrawn'),
     responses: {
       200: json(withdrawResultSchema, 'withdrawn, or not-open (nothing to withdraw)'),
-      ...bodyProblems,
       403: "the principal may not withdraw expectations, or it is another agent's",
       404: 'no expectation has this id',
       503: temporalDown,

@@ -100,25 +100,16 @@ const responseComponents: Record<string, Component> = {
   Fact: { schema: factSchema, description: 'A fact as the watcher recorded it' },
   Subject: { schema: subjectSchema, description: 'What an expectation or fact is about' },
   ExpectationPage: { schema: expectationPageSchema, description: 'One page of GET /v1/expectations' },
-  ExpectationSummary: {
-    schema: expectationSummarySchema,
-    description: 'An expectation as the visibility store knows it',
-  },
+  ExpectationSummary: { schema: expectationSummarySchema, description: 'An expectation as visibility knows it' },
   IngestResult: { schema: ingestResultSchema, description: 'One result per item of the request' },
   FactsResult: { schema: factsResultSchema, description: 'One result per fact' },
   WithdrawResult: { schema: withdrawResultSchema, description: 'What withdrawing did' },
   ResendResult: { schema: resendResultSchema, description: 'What re-sending a lapse task did' },
   Problem: { schema: problemSchema, description: 'An application/problem+json body (RFC 9457)' },
-  FieldError: {
-    schema: fieldErrorSchema,
-    description: 'One bad field: a slash-separated path into the body, RFC 6901 escaping',
-  },
+  FieldError: { schema: fieldErrorSchema, description: 'One bad field, its path slash-separated (RFC 6901 escaping)' },
   Health: { schema: healthSchema, description: 'Liveness' },
   Readiness: { schema: readinessSchema, description: 'Readiness' },
-  AgentCard: {
-    schema: agentCardSchema,
-    description: 'An A2A v1.0 AgentCard (https://a2a-protocol.org/latest/specification/)',
-  },
+  AgentCard: { schema: agentCardSchema, description: 'An A2A v1.0 AgentCard (https://a2a-protocol.org)' },
   JsonRpcResponse: { schema: jsonRpcResponseSchema, description: 'A JSON-RPC 2.0 response of A2A' },
   OpenApiDocument: { schema: openApiDocumentSchema, description: 'An OpenAPI 3.1 document' },
 };
@@ -224,6 +215,9 @@ function problemResponses(statuses: readonly number[]): Record<string, Json> {
   );
 }
 
+/** What an operation answers: its own responses and those its body implies. */
+const responsesOf = (op: OperationSpec): Record<number, ResponseSpec> => ({ ...op.body?.problems, ...op.responses });
+
 function responseOf(status: number, spec: ResponseSpec): Json {
   if (typeof spec === 'string') return { $ref: `#/components/responses/Problem${status}`, description: spec };
   return {
@@ -266,7 +260,7 @@ function operationOf(op: OperationSpec): Json {
         }
       : {}),
     responses: Object.fromEntries(
-      Object.entries(op.responses).map(([status, spec]) => [status, responseOf(Number(status), spec)]),
+      Object.entries(responsesOf(op)).map(([status, spec]) => [status, responseOf(Number(status), spec)]),
     ),
   };
 }
@@ -286,7 +280,7 @@ function build(): Json {
   const problemStatuses = [
     ...new Set(
       operations.flatMap((op) =>
-        Object.entries(op.responses)
+        Object.entries(responsesOf(op))
           .filter(([, s]) => typeof s === 'string')
           .map(([status]) => Number(status)),
       ),

@@ -344,6 +344,19 @@ interface Joining {
 
 const subjectRef = (subject: Subject): string => JSON.stringify([subject.type, subject.id]);
 
+/** A place a raise would take past its bound: the bound and how many hold it now. */
+interface Place {
+  limit: number;
+  present: number;
+}
+
+/** How a refusal names the place: `own` and `all` follow "N (of your) open expectations". */
+interface Where {
+  noun: string;
+  own: string;
+  all: string;
+}
+
 /**
  * A new raise joins its fact ledger, its subject ledger and its anchor's dependents: refused (422) when that would
  * take one of the last RACE_ROOM places of the bound the workflow keeps (core/limits.ts), counting what is there now
@@ -372,49 +385,45 @@ function checkOccupancy(
     counts.set(key, (counts.get(key) ?? 0) + 1);
     return total > MAX_AGENT_SHARE ? { limit: MAX_AGENT_SHARE, present: total - 1 } : undefined;
   };
+  /** The first refusal of a place: the agent's own share, else the bound of all; `where` says which place. */
+  const refuse = (path: string, own: Place | undefined, full: Place | undefined, rule: string, where: Where) => {
+    if (own) {
+      problems.rules.push({
+        path,
+        rule: `${rule}-share`,
+        limit: own.limit,
+        message: `${own.present} of your open expectations ${where.own}, as many as one agent may keep on one ${where.noun}; raise this one once some have closed`,
+      });
+    } else if (full) {
+      problems.rules.push({
+        path,
+        rule: `${rule}-subscribers`,
+        limit: full.limit,
+        message: `${full.present} open expectations ${where.all}; raise this one once some have closed`,
+      });
+    }
+  };
   if (replaced?.satisfiedBy.factKey !== e.satisfiedBy.factKey) {
     const key = e.satisfiedBy.factKey;
-    const own = share(joining.ownFactKeys, key, occupancy.ownFactKey(key));
-    const full = join(joining.factKeys, key, occupancy.factKey(key), MAX_FACT_LEDGER_SUBSCRIBERS);
-    if (own) {
-      problems.rules.push({
-        path: joinPath([...item.path, 'satisfiedBy', 'factKey']),
-        rule: 'fact-key-share',
-        limit: own.limit,
-        message: `${own.present} of your open expectations already wait on fact key '${key}', as many as one agent may keep on one key; raise this one once some have closed`,
-      });
-    } else if (full) {
-      problems.rules.push({
-        path: joinPath([...item.path, 'satisfiedBy', 'factKey']),
-        rule: 'fact-key-subscribers',
-        limit: full.limit,
-        message: `${full.present} open expectations already wait on fact key '${key}', as many as the watcher lets wait on one key; raise this one once some have closed`,
-      });
-    }
+    const waiting = `already wait on fact key '${key}'`;
+    refuse(
+      joinPath([...item.path, 'satisfiedBy', 'factKey']),
+      share(joining.ownFactKeys, key, occupancy.ownFactKey(key)),
+      join(joining.factKeys, key, occupancy.factKey(key), MAX_FACT_LEDGER_SUBSCRIBERS),
+      'fact-key',
+      { noun: 'key', own: waiting, all: `${waiting}, as many as the watcher lets wait on one key` },
+    );
   }
   if (!replaced || subjectRef(replaced.subject) !== subjectRef(e.subject)) {
-    const own = share(joining.ownSubjects, subjectRef(e.subject), occupancy.ownSubject(e.subject));
-    const full = join(
-      joining.subjects,
-      subjectRef(e.subject),
-      occupancy.subject(e.subject),
-      MAX_SUBJECT_LEDGER_SUBSCRIBERS,
+    const ref = subjectRef(e.subject);
+    const on = `are already on subject ${e.subject.type}/${e.subject.id}`;
+    refuse(
+      joinPath([...item.path, 'subject']),
+      share(joining.ownSubjects, ref, occupancy.ownSubject(e.subject)),
+      join(joining.subjects, ref, occupancy.subject(e.subject), MAX_SUBJECT_LEDGER_SUBSCRIBERS),
+      'subject',
+      { noun: 'subject', own: on, all: `${on}, as many as the watcher keeps on one subject` },
     );
-    if (own) {
-      problems.rules.push({
-        path: joinPath([...item.path, 'subject']),
-        rule: 'subject-share',
-        limit: own.limit,
-        message: `${own.present} of your open expectations are already on subject ${e.subject.type}/${e.subject.id}, as many as one agent may keep on one subject; raise this one once some have closed`,
-      });
-    } else if (full) {
-      problems.rules.push({
-        path: joinPath([...item.path, 'subject']),
-        rule: 'subject-subscribers',
-        limit: full.limit,
-        message: `${full.present} open expectations are already on subject ${e.subject.type}/${e.subject.id}, as many as the watcher keeps on one subject; raise this one once some have closed`,
-      });
-    }
   }
   const anchor = e.anchor?.expectationId;
   if (anchor !== undefined) {

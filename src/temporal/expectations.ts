@@ -47,17 +47,20 @@ import {
 } from '../../core/ids.js';
 import { registerAllWithLedgers } from './registration.js';
 
+/** How a raise starts: 'exists' when the id is taken (running or closed); `now` is the raise instant's clock. */
+type Start = (
+  client: Client,
+  taskQueue: string,
+  input: ExpectationInput,
+  options?: { now?: () => number },
+) => Promise<'raised' | 'exists'>;
+
 /**
  * Raises an expectation (docs/raise-path.md): starts its workflow, then subscribes it to its fact and subject
  * ledgers, so that when this returns 'raised' every fact recorded afterwards reaches it. An id already used
  * (running or closed) answers 'exists' and starts nothing; `registerExpectation` completes an interrupted raise.
  */
-export async function startExpectation(
-  client: Client,
-  taskQueue: string,
-  input: ExpectationInput,
-  options: { now?: () => number } = {},
-): Promise<'raised' | 'exists'> {
+export const startExpectation: Start = async (client, taskQueue, input, options = {}) => {
   if (!(await withdrawSuperseded(client, input))) {
     throw new Error(
       `${input.expectation.supersedes} was superseded by another expectation or has ended; ${input.expectation.expectationId} was not started`,
@@ -66,7 +69,7 @@ export async function startExpectation(
   const outcome = await startExpectationWorkflow(client, taskQueue, input, options);
   if (outcome === 'raised') await registerExpectation(client, taskQueue, input);
   return outcome;
-}
+};
 
 /**
  * Withdraws the expectation `input` supersedes, before `input`'s start (one update: the superseded workflow decides, so
@@ -89,12 +92,7 @@ export async function withdrawSuperseded(client: Client, input: ExpectationInput
  * The start alone: `registerExpectations` must follow before the raise is answered. The bridge starts the
  * expectations of one request together, then subscribes them all, one call per ledger.
  */
-export async function startExpectationWorkflow(
-  client: Client,
-  taskQueue: string,
-  input: ExpectationInput,
-  options: { now?: () => number } = {},
-): Promise<'raised' | 'exists'> {
+export const startExpectationWorkflow: Start = async (client, taskQueue, input, options = {}) => {
   const e = input.expectation;
   const now = options.now ?? Date.now;
   // The agent by its principal id only: whatever a caller passes, no card URL or credential enters Temporal. The
@@ -129,7 +127,7 @@ export async function startExpectationWorkflow(
     throw error;
   }
   return 'raised';
-}
+};
 
 /** Subscribes a raised expectation to its ledgers; idempotent, so a re-delivered raise completes an interrupted one. */
 export function registerExpectation(client: Client, taskQueue: string, input: ExpectationInput): Promise<void> {

@@ -40,40 +40,56 @@ export async function registerAllWithLedgers(
 ): Promise<void> {
   const factRouters = groupBy(registrations, (r) => r.factRouter);
   const subjectLedgers = groupBy(registrations, (r) => r.subjectLedger);
+  const subscribe = <W extends typeof factRouterWorkflow | typeof subjectLedgerWorkflow>(
+    workflowType: 'factRouterWorkflow' | 'subjectLedgerWorkflow',
+    workflowId: string,
+    args: Parameters<W>,
+    subscription: SubscribeArgs,
+    staticSummary: string,
+  ) =>
+    client.workflow.signalWithStart<W, [SubscribeArgs]>(workflowType, {
+      workflowId,
+      taskQueue,
+      args,
+      signal: subscribeSignal,
+      signalArgs: [subscription],
+      staticSummary,
+    });
   await settled([
     ...[...factRouters].map(([workflowId, group]) => {
       const { factKey, retention } = group[0]!;
       const shard = shardOf(factKey);
-      return client.workflow.signalWithStart<
-        typeof factRouterWorkflow,
-        [{ workflowIds: string[]; factKeys?: Array<string | null> }]
-      >('factRouterWorkflow', {
+      const subscription = { workflowIds: group.map((r) => r.subscriber), factKeys: group.map((r) => r.factKey) };
+      return subscribe<typeof factRouterWorkflow>(
+        'factRouterWorkflow',
         workflowId,
-        taskQueue,
-        args: [{ shard, retention }],
-        signal: subscribeSignal,
-        signalArgs: [{ workflowIds: group.map((r) => r.subscriber), factKeys: group.map((r) => r.factKey) }],
-        staticSummary: `fact router ${shard}`,
-      });
+        [{ shard, retention }],
+        subscription,
+        `fact router ${shard}`,
+      );
     }),
     ...[...subjectLedgers].map(([workflowId, group]) => {
       const { subject } = group[0]!;
       const factKeys = group.map((r) => (r.leavesSubjectOnFact ? r.factKey : null));
-      return client.workflow.signalWithStart<
-        typeof subjectLedgerWorkflow,
-        [{ workflowIds: string[]; factKeys?: Array<string | null> }]
-      >('subjectLedgerWorkflow', {
+      const subscription = {
+        workflowIds: group.map((r) => r.subscriber),
+        ...(factKeys.some((k) => k !== null) ? { factKeys } : {}),
+      };
+      return subscribe<typeof subjectLedgerWorkflow>(
+        'subjectLedgerWorkflow',
         workflowId,
-        taskQueue,
-        args: [{ subject }],
-        signal: subscribeSignal,
-        signalArgs: [
-          { workflowIds: group.map((r) => r.subscriber), ...(factKeys.some((k) => k !== null) ? { factKeys } : {}) },
-        ],
-        staticSummary: `subject ledger of ${subject.type}/${subject.id}`,
-      });
+        [{ subject }],
+        subscription,
+        `subject ledger of ${subject.type}/${subject.id}`,
+      );
     }),
   ]);
+}
+
+/** What a subscribe signal carries: the subscribers, and for each the fact key it leaves on (null: none). */
+interface SubscribeArgs {
+  workflowIds: string[];
+  factKeys?: Array<string | null>;
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
