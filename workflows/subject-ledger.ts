@@ -29,68 +29,87 @@ export function latestObserved(pending: SubjectFact | undefined, next: SubjectFa
   return { ...latest, receivedAt };
 }
 
-/**
- * Runs while an expectation on the subject is open; continues as new when Temporal suggests it. Facts are
- * coalesced per subscriber: an expectation only needs to know that one arrived and the latest observedAt.
- */
-export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<void> {
-  // Subscriber → the fact key that satisfies it, given for those that leave with it (no horizon, see subscribe).
-  const subscribers = new Map<string, string | undefined>(
-    (input.carried?.subscribers ?? []).map((s) => [s.workflowId, s.factKey]),
-  );
-  let lastFactAt = input.carried?.lastFactAt;
-  const outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
-  // Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new.
-  const refused = refusals();
-  let changes = 0;
+/** What a subject ledger holds: its subscribers, what it owes them, and the subject's latest fact. */
+class SubjectLedger {
+  /** Subscriber → the fact key that satisfies it, given for those that leave with it (no horizon, see subscribe). */
+  readonly subscribers: Map<string, string | undefined>;
+  lastFactAt: string | undefined;
+  readonly outbox: Outbox<SubjectFact>;
+  /** Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new. */
+  readonly refused = refusals();
+  /** Counts every change, for the main loop's wait. */
+  changes = 0;
 
-  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) =>
-    workflowIds.forEach((id, i) => subscribe(id, factKeys[i] ?? undefined)),
-  );
+  constructor(private readonly input: SubjectLedgerInput) {
+    this.subscribers = new Map((input.carried?.subscribers ?? []).map((s) => [s.workflowId, s.factKey]));
+    this.lastFactAt = input.carried?.lastFactAt;
+    this.outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
+  }
 
   /**
    * A subscriber given with its fact key leaves when a fact with that key reaches us: the same fact satisfies it
    * through its router, and it recorded the fact as its subject's. Only one without a horizon is given so, as a fact
    * its router turns away as a re-delivery would otherwise leave a horizon unwatched.
    */
-  function subscribe(workflowId: string, factKey: string | undefined): void {
-    const full = !subscribers.has(workflowId) && subscribers.size >= MAX_SUBJECT_LEDGER_SUBSCRIBERS;
-    if (full) {
-      const { type, id } = input.subject;
+  subscribe(workflowId: string, factKey: string | undefined): void {
+    this.changes++;
+    if (!this.subscribers.has(workflowId) && this.subscribers.size >= MAX_SUBJECT_LEDGER_SUBSCRIBERS) {
+      const { type, id } = this.input.subject;
       const reason =
         `not registered: the subject ledger of ${JSON.stringify(`${type}/${id}`)} already forwards to ` +
         `${MAX_SUBJECT_LEDGER_SUBSCRIBERS} expectations, its bound; withdrawn, as it would lapse stalled for lack of facts it never hears of`;
-      refused.add(workflowId, { reason });
-      changes++;
+      this.refused.add(workflowId, { reason });
       return;
     }
-    subscribers.set(workflowId, factKey);
-    changes++;
+    this.subscribers.set(workflowId, factKey);
   }
 
-  setHandler(unsubscribeSignal, ({ workflowId, heard }) => {
-    subscribers.delete(workflowId);
-    outbox.delete(workflowId);
-    if (heard) observe(heard);
-    changes++;
-  });
-
-  setHandler(subjectObservedSignal, (fact) => observe(fact));
+  unsubscribe(workflowId: string, heard: SubjectFact | undefined): void {
+    this.leave(workflowId);
+    if (heard) this.observe(heard);
+    this.changes++;
+  }
 
   /** A fact on the subject: sent on to every subscriber but those it satisfies (see subscribe). */
-  function observe(fact: SubjectFact): void {
-    if (lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(lastFactAt)) lastFactAt = fact.observedAt;
-    for (const [subscriber, factKey] of subscribers) {
-      if (factKey === fact.factKey) {
-        subscribers.delete(subscriber);
-        outbox.delete(subscriber);
-      } else {
-        outbox.add(subscriber, fact);
-      }
+  observe(fact: SubjectFact): void {
+    if (this.lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(this.lastFactAt)) {
+      this.lastFactAt = fact.observedAt;
     }
-    changes++;
+    for (const [subscriber, factKey] of this.subscribers) {
+      if (factKey === fact.factKey) this.leave(subscriber);
+      else this.outbox.add(subscriber, fact);
+    }
+    this.changes++;
   }
 
+  private leave(workflowId: string): void {
+    this.subscribers.delete(workflowId);
+    this.outbox.delete(workflowId);
+  }
+
+  carried(): SubjectLedgerInput['carried'] {
+    return {
+      subscribers: [...this.subscribers].map(([workflowId, factKey]) =>
+        factKey === undefined ? { workflowId } : { workflowId, factKey },
+      ),
+      lastFactAt: this.lastFactAt,
+      outbox: this.outbox.carry(),
+    };
+  }
+}
+
+/**
+ * Runs while an expectation on the subject is open; continues as new when Temporal suggests it. Facts are
+ * coalesced per subscriber: an expectation only needs to know that one arrived and the latest observedAt.
+ */
+export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<void> {
+  const ledger = new SubjectLedger(input);
+  const { subscribers, outbox, refused } = ledger;
+  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) =>
+    workflowIds.forEach((id, i) => ledger.subscribe(id, factKeys[i] ?? undefined)),
+  );
+  setHandler(unsubscribeSignal, ({ workflowId, heard }) => ledger.unsubscribe(workflowId, heard));
+  setHandler(subjectObservedSignal, (fact) => ledger.observe(fact));
   setHandler(ledgerLoadQuery, () => ({
     subscribers: subscribers.size,
     bound: MAX_SUBJECT_LEDGER_SUBSCRIBERS,
@@ -107,23 +126,14 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
     }
     // Checked before every batch, so that a ledger that is never idle still continues as new (outbox and all).
     if (mayContinueAsNew()) {
-      await continueAsNew<typeof subjectLedgerWorkflow>({
-        ...input,
-        carried: {
-          subscribers: [...subscribers].map(([workflowId, factKey]) =>
-            factKey === undefined ? { workflowId } : { workflowId, factKey },
-          ),
-          lastFactAt,
-          outbox: outbox.carry(),
-        },
-      });
+      await continueAsNew<typeof subjectLedgerWorkflow>({ ...input, carried: ledger.carried() });
     }
     if (outbox.size > 0) {
       for (const gone of (await outbox.flush()).gone) subscribers.delete(gone);
       continue;
     }
     if (mayClose()) return;
-    const before = changes;
-    await condition(() => changes !== before || mayClose() || mayContinueAsNew());
+    const before = ledger.changes;
+    await condition(() => ledger.changes !== before || mayClose() || mayContinueAsNew());
   }
 }

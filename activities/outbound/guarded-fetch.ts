@@ -198,7 +198,6 @@ function exchange({
 }: Exchange): Promise<Response> {
   const headers = headersOf(request, body);
   const pinned = pinnedLookup(addresses);
-  const tooLarge = () => tooLargeError(where, maxBytes);
 
   return new Promise<Response>((resolve, reject) => {
     let settled = false;
@@ -235,42 +234,49 @@ function exchange({
       socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(connectTimer));
     });
     req.on('error', (error) => fail(new TypeError('fetch failed', { cause: error })));
-    req.on('response', (res) => {
-      const status = res.statusCode ?? 0;
-      if (REDIRECTS.has(status)) {
-        fail(
-          new OutboundRefusedError(
-            'redirect',
-            `${where} answered HTTP ${status}, a redirect: the watcher follows none`,
-          ),
-        );
-        return;
-      }
-      if (Number(res.headers['content-length'] ?? 0) > maxBytes) {
-        fail(tooLarge());
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > maxBytes) fail(tooLarge());
-        else chunks.push(chunk);
-      });
-      res.on('error', (error) => fail(new TypeError('fetch failed: the answer was cut off', { cause: error })));
-      res.on('aborted', () => fail(new TypeError('fetch failed: the answer was cut off')));
-      res.on('end', () => {
+    req.on('response', (res) =>
+      readAnswer(res, { where, maxBytes }, fail, (buffer) => {
         if (settled) return;
         done();
         try {
-          resolve(toResponse(res, Buffer.concat(chunks)));
+          resolve(toResponse(res, buffer));
         } catch (error) {
           reject(error instanceof Error ? error : new Error(String(error)));
         }
-      });
-    });
+      }),
+    );
     req.end(body);
   });
+}
+
+/** Reads one answer whole, refusing a redirect and anything over `maxBytes` (announced, or as it streams in). */
+function readAnswer(
+  res: http.IncomingMessage,
+  { where, maxBytes }: { where: string; maxBytes: number },
+  fail: (error: unknown) => void,
+  succeed: (body: Buffer) => void,
+): void {
+  const status = res.statusCode ?? 0;
+  if (REDIRECTS.has(status)) {
+    fail(
+      new OutboundRefusedError('redirect', `${where} answered HTTP ${status}, a redirect: the watcher follows none`),
+    );
+    return;
+  }
+  if (Number(res.headers['content-length'] ?? 0) > maxBytes) {
+    fail(tooLargeError(where, maxBytes));
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > maxBytes) fail(tooLargeError(where, maxBytes));
+    else chunks.push(chunk);
+  });
+  res.on('error', (error) => fail(new TypeError('fetch failed: the answer was cut off', { cause: error })));
+  res.on('aborted', () => fail(new TypeError('fetch failed: the answer was cut off')));
+  res.on('end', () => succeed(Buffer.concat(chunks)));
 }
 
 /**

@@ -82,41 +82,9 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
   const password = options.password ?? 'temporal';
   const osUser = options.osUser ?? 'postgres';
   const tool = (name: string) => path.join(options.binDir, name);
-  const owner = ensureOsUser(osUser);
-  for (const dir of [options.dataDir, path.dirname(options.logFile)]) {
-    mkdirSync(path.dirname(dir), { recursive: true });
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    if (owner) chownSync(dir, owner.uid, owner.gid);
-  }
-  if (owner) {
-    // Every parent must be searchable by the OS user, or initdb fails with a bare "permission denied".
-    const reach = runAs(osUser, 'test', ['-w', options.dataDir]);
-    if (reach.status !== 0) {
-      throw new PostgresError(
-        `the ${osUser} user cannot reach ${options.dataDir} (a parent directory is not searchable by others); use a WATCHER_DATA_DIR outside it`,
-      );
-    }
-  }
-
+  const owner = prepareDirectories(options, osUser);
   const created = !existsSync(path.join(options.dataDir, 'PG_VERSION'));
-  if (created) {
-    const pwfile = path.join(options.dataDir, '..', 'postgres.pwfile');
-    writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
-    if (owner) chownSync(pwfile, owner.uid, owner.gid);
-    const init = runAs(osUser, tool('initdb'), [
-      '-D',
-      options.dataDir,
-      '-U',
-      user,
-      `--pwfile=${pwfile}`,
-      '--auth-host=scram-sha-256',
-      '--auth-local=peer',
-      '--encoding=UTF8',
-      '--locale=C',
-    ]);
-    spawnSync('rm', ['-f', pwfile]);
-    if (init.status !== 0) throw failed('initdb', init);
-  }
+  if (created) initDatabase(options, { osUser, owner, user, password });
 
   const server = managedProcess({
     name: 'postgres',
@@ -167,6 +135,51 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
     start,
     stop: () => server.stop('SIGINT', 60_000),
   };
+}
+
+type Owner = ReturnType<typeof ensureOsUser>;
+
+/** The data and log directories, owned by the OS user PostgreSQL runs as, and reachable by it. */
+function prepareDirectories(options: PostgresOptions, osUser: string): Owner {
+  const owner = ensureOsUser(osUser);
+  for (const dir of [options.dataDir, path.dirname(options.logFile)]) {
+    mkdirSync(path.dirname(dir), { recursive: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (owner) chownSync(dir, owner.uid, owner.gid);
+  }
+  if (owner) {
+    // Every parent must be searchable by the OS user, or initdb fails with a bare "permission denied".
+    const reach = runAs(osUser, 'test', ['-w', options.dataDir]);
+    if (reach.status !== 0) {
+      throw new PostgresError(
+        `the ${osUser} user cannot reach ${options.dataDir} (a parent directory is not searchable by others); use a WATCHER_DATA_DIR outside it`,
+      );
+    }
+  }
+  return owner;
+}
+
+/** initdb on an empty data directory: the superuser `user` with `password`, over scram on TCP. */
+function initDatabase(
+  options: PostgresOptions,
+  as: { osUser: string; owner: Owner; user: string; password: string },
+): void {
+  const pwfile = path.join(options.dataDir, '..', 'postgres.pwfile');
+  writeFileSync(pwfile, `${as.password}\n`, { mode: 0o600 });
+  if (as.owner) chownSync(pwfile, as.owner.uid, as.owner.gid);
+  const init = runAs(as.osUser, path.join(options.binDir, 'initdb'), [
+    '-D',
+    options.dataDir,
+    '-U',
+    as.user,
+    `--pwfile=${pwfile}`,
+    '--auth-host=scram-sha-256',
+    '--auth-local=peer',
+    '--encoding=UTF8',
+    '--locale=C',
+  ]);
+  spawnSync('rm', ['-f', pwfile]);
+  if (init.status !== 0) throw failed('initdb', init);
 }
 
 /** The postmaster's lock file: its pid on the first line, its state (`ready` once it accepts connections) on the eighth. */

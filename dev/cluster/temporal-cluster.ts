@@ -71,6 +71,56 @@ function toolsDir(dir: string, tools: Record<string, string>): string {
   return dir;
 }
 
+/** The ports of one start: the ones asked for, checked free; the others chosen free. */
+interface ClusterPorts {
+  postgres: number;
+  frontend: number;
+  ui: number;
+  http: number;
+  services: Record<TemporalService, { grpc: number; membership: number }>;
+}
+
+async function choosePorts(asked: TemporalClusterPorts = {}): Promise<ClusterPorts> {
+  // Membership ports go to a SMALLINT column of the cluster_membership table: under 32768.
+  const membership = { below: 32_768 };
+  const [postgres, frontend, ui, http, ...internal] = await freePorts([
+    asked.postgres,
+    asked.frontend,
+    asked.ui,
+    undefined,
+    ...TEMPORAL_SERVICES.flatMap((name) => (name === 'frontend' ? [membership] : [undefined, membership])),
+  ]);
+  // Before anything starts: a port asked for that something else holds (a dev server on the frontend's) is an error,
+  // not a cluster whose clients talk to that something. Each process checks its own again as it starts.
+  for (const [port, what] of [
+    [postgres, 'postgres'],
+    [frontend, 'frontend'],
+    [ui, 'ui'],
+  ] as const) {
+    await ensurePortFree(port!, what);
+  }
+  const services = {} as ClusterPorts['services'];
+  for (const name of TEMPORAL_SERVICES) {
+    const grpc = name === 'frontend' ? frontend! : internal.shift()!;
+    services[name] = { grpc, membership: internal.shift()! };
+  }
+  return { postgres: postgres!, frontend: frontend!, ui: ui!, http: http!, services };
+}
+
+/** What every step of a start shares. */
+interface StartContext {
+  options: TemporalClusterOptions;
+  env: NodeJS.ProcessEnv;
+  /** `env` with the tools the deploy scripts call on its PATH. */
+  scriptEnv: NodeJS.ProcessEnv;
+  binaries: ClusterBinaries;
+  ports: ClusterPorts;
+  logDir: string;
+  log: (line: string) => void;
+  /** What has started, to stop in reverse order. */
+  stops: Array<{ name: string; stop: () => Promise<void> }>;
+}
+
 /** Starts the cluster and resolves once the namespace has its search attributes and the UI answers. */
 export async function startTemporalCluster(options: TemporalClusterOptions): Promise<TemporalCluster> {
   const env = options.env ?? process.env;
@@ -80,104 +130,23 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
   const namespace = options.namespace ?? 'default';
   const logDir = path.join(options.dir, 'logs');
   mkdirSync(logDir, { recursive: true });
-  // Membership ports go to a SMALLINT column of the cluster_membership table: under 32768.
-  const membership = { below: 32_768 };
-  const [postgresPort, frontendPort, uiPort, httpPort, ...internal] = await freePorts([
-    options.ports?.postgres,
-    options.ports?.frontend,
-    options.ports?.ui,
-    undefined,
-    ...TEMPORAL_SERVICES.flatMap((name) => (name === 'frontend' ? [membership] : [undefined, membership])),
-  ]);
-  // Before anything starts: a port asked for that something else holds (a dev server on the frontend's) is an error,
-  // not a cluster whose clients talk to that something. Each process checks its own again as it starts.
-  for (const [port, what] of [
-    [postgresPort, 'postgres'],
-    [frontendPort, 'frontend'],
-    [uiPort, 'ui'],
-  ] as const) {
-    await ensurePortFree(port!, what);
-  }
-  const servicePorts = {} as Record<TemporalService, { grpc: number; membership: number }>;
-  for (const name of TEMPORAL_SERVICES) {
-    const grpc = name === 'frontend' ? frontendPort! : internal.shift()!;
-    servicePorts[name] = { grpc, membership: internal.shift()! };
-  }
+  const ports = await choosePorts(options.ports);
   const scriptPath = toolsDir(path.join(options.dir, 'bin'), {
     temporal: cli,
     'temporal-sql-tool': binaries.sqlTool.path,
   });
   const scriptEnv = { ...env, PATH: `${scriptPath}${path.delimiter}${env.PATH ?? ''}` };
-
-  const stops: Array<{ name: string; stop: () => Promise<void> }> = [];
+  const context: StartContext = { options, env, scriptEnv, binaries, ports, logDir, log, stops: [] };
   const stopAll = async () => {
-    for (const { name, stop } of stops.splice(0).reverse()) {
+    for (const { name, stop } of context.stops.splice(0).reverse()) {
       log(`stopping ${name}`);
       await stop().catch((error: unknown) => log(`while stopping ${name}: ${String(error)}`));
     }
   };
   try {
-    log(`PostgreSQL on 127.0.0.1:${postgresPort} (data ${path.join(options.dir, 'postgres')})`);
-    const postgres = await startPostgres({
-      binDir: binaries.postgresBinDir.path,
-      dataDir: path.join(options.dir, 'postgres'),
-      port: postgresPort!,
-      logFile: path.join(logDir, 'postgres.log'),
-    });
-    stops.push({ name: 'PostgreSQL', stop: () => postgres.stop() });
-
-    log('creating and migrating the temporal and temporal_visibility databases (deploy/temporal/setup-schema.sh)');
-    await runToEnd({
-      name: 'setup-schema.sh',
-      command: 'sh',
-      args: [path.join(deployDir, 'setup-schema.sh')],
-      env: {
-        ...scriptEnv,
-        SQL_PLUGIN: 'postgres12',
-        SQL_HOST: postgres.host,
-        SQL_PORT: String(postgres.port),
-        SQL_USER: postgres.user,
-        SQL_PASSWORD: postgres.password,
-        SCHEMA_ROOT: binaries.schemaDir.path,
-      },
-      logFile: path.join(logDir, 'setup-schema.log'),
-    });
-    await forgetMembers(binaries.postgresBinDir.path, postgres, {
-      env,
-      logFile: path.join(logDir, 'setup-schema.log'),
-      log,
-    });
-
-    const configFile = path.join(options.dir, 'temporal-server.yaml');
-    const config = temporalServerConfig({
-      postgres,
-      services: servicePorts,
-      frontendHttpPort: httpPort!,
-      numHistoryShards: options.numHistoryShards ?? 4,
-      dynamicConfigFile: path.join(deployDir, 'dynamicconfig', 'watcher.yaml'),
-    });
-    writeFileSync(configFile, `# Written by expectations-watcher (dev/cluster) at every start.\n${toYaml(config)}`);
-
-    const services = Object.fromEntries(
-      TEMPORAL_SERVICES.map((name) => [
-        name,
-        managedProcess({
-          name: `temporal ${name}`,
-          command: binaries.server.path,
-          args: ['--config-file', configFile, '--allow-no-auth', 'start', '--service', name],
-          env,
-          logFile: path.join(logDir, `temporal-${name}.log`),
-          port: servicePorts[name].grpc,
-        }),
-      ]),
-    ) as Record<TemporalService, ManagedProcess>;
-    for (const name of TEMPORAL_SERVICES) {
-      log(`temporal ${name} on 127.0.0.1:${servicePorts[name].grpc}`);
-      await services[name].start();
-      stops.push({ name: services[name].name, stop: () => services[name].stop() });
-    }
-    const address = `127.0.0.1:${frontendPort}`;
-
+    const postgres = await startDatabase(context);
+    const { services, configFile } = await startServices(context, postgres);
+    const address = `127.0.0.1:${ports.frontend}`;
     log(`namespace ${namespace} and search attributes (deploy/temporal/setup-namespace.sh)`);
     await runToEnd({
       name: 'setup-namespace.sh',
@@ -191,31 +160,103 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
       },
       logFile: path.join(logDir, 'setup-namespace.log'),
     });
-
-    const uiUrl = `http://127.0.0.1:${uiPort}`;
-    const uiRoot = writeUiConfig(path.join(options.dir, 'ui'), {
-      frontend: address,
-      port: uiPort!,
-      namespace,
-      url: uiUrl,
-    });
-    const ui = managedProcess({
-      name: 'temporal ui',
-      command: binaries.uiServer.path,
-      args: ['--root', uiRoot, '--config', 'config', '--env', 'cluster', 'start'],
-      env,
-      logFile: path.join(logDir, 'temporal-ui.log'),
-      port: uiPort,
-    });
-    log(`Temporal UI on ${uiUrl}`);
-    await ui.start();
-    stops.push({ name: ui.name, stop: () => ui.stop() });
-
+    const { ui, uiUrl } = await startUi(context, address, namespace);
     return { address, uiUrl, namespace, postgres, services, ui, logDir, configFile, stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;
   }
+}
+
+/** PostgreSQL, with the temporal and temporal_visibility databases created and migrated. */
+async function startDatabase(context: StartContext): Promise<Postgres> {
+  const { options, binaries, ports, logDir, log } = context;
+  log(`PostgreSQL on 127.0.0.1:${ports.postgres} (data ${path.join(options.dir, 'postgres')})`);
+  const postgres = await startPostgres({
+    binDir: binaries.postgresBinDir.path,
+    dataDir: path.join(options.dir, 'postgres'),
+    port: ports.postgres,
+    logFile: path.join(logDir, 'postgres.log'),
+  });
+  context.stops.push({ name: 'PostgreSQL', stop: () => postgres.stop() });
+  log('creating and migrating the temporal and temporal_visibility databases (deploy/temporal/setup-schema.sh)');
+  await runToEnd({
+    name: 'setup-schema.sh',
+    command: 'sh',
+    args: [path.join(deployDir, 'setup-schema.sh')],
+    env: {
+      ...context.scriptEnv,
+      SQL_PLUGIN: 'postgres12',
+      SQL_HOST: postgres.host,
+      SQL_PORT: String(postgres.port),
+      SQL_USER: postgres.user,
+      SQL_PASSWORD: postgres.password,
+      SCHEMA_ROOT: binaries.schemaDir.path,
+    },
+    logFile: path.join(logDir, 'setup-schema.log'),
+  });
+  await forgetMembers(binaries.postgresBinDir.path, postgres, {
+    env: context.env,
+    logFile: path.join(logDir, 'setup-schema.log'),
+    log,
+  });
+  return postgres;
+}
+
+/** The server's configuration written, and its four services started one by one, frontend first. */
+async function startServices(context: StartContext, postgres: Postgres) {
+  const { options, binaries, ports, logDir, log } = context;
+  const configFile = path.join(options.dir, 'temporal-server.yaml');
+  const config = temporalServerConfig({
+    postgres,
+    services: ports.services,
+    frontendHttpPort: ports.http,
+    numHistoryShards: options.numHistoryShards ?? 4,
+    dynamicConfigFile: path.join(deployDir, 'dynamicconfig', 'watcher.yaml'),
+  });
+  writeFileSync(configFile, `# Written by expectations-watcher (dev/cluster) at every start.\n${toYaml(config)}`);
+  const services = Object.fromEntries(
+    TEMPORAL_SERVICES.map((name) => [
+      name,
+      managedProcess({
+        name: `temporal ${name}`,
+        command: binaries.server.path,
+        args: ['--config-file', configFile, '--allow-no-auth', 'start', '--service', name],
+        env: context.env,
+        logFile: path.join(logDir, `temporal-${name}.log`),
+        port: ports.services[name].grpc,
+      }),
+    ]),
+  ) as Record<TemporalService, ManagedProcess>;
+  for (const name of TEMPORAL_SERVICES) {
+    log(`temporal ${name} on 127.0.0.1:${ports.services[name].grpc}`);
+    await services[name].start();
+    context.stops.push({ name: services[name].name, stop: () => services[name].stop() });
+  }
+  return { services, configFile };
+}
+
+async function startUi(context: StartContext, address: string, namespace: string) {
+  const { options, binaries, ports, logDir, log } = context;
+  const uiUrl = `http://127.0.0.1:${ports.ui}`;
+  const uiRoot = writeUiConfig(path.join(options.dir, 'ui'), {
+    frontend: address,
+    port: ports.ui,
+    namespace,
+    url: uiUrl,
+  });
+  const ui = managedProcess({
+    name: 'temporal ui',
+    command: binaries.uiServer.path,
+    args: ['--root', uiRoot, '--config', 'config', '--env', 'cluster', 'start'],
+    env: context.env,
+    logFile: path.join(logDir, 'temporal-ui.log'),
+    port: ports.ui,
+  });
+  log(`Temporal UI on ${uiUrl}`);
+  await ui.start();
+  context.stops.push({ name: ui.name, stop: () => ui.stop() });
+  return { ui, uiUrl };
 }
 
 /**
