@@ -3,6 +3,7 @@
  * collide and so that the worker side can register its lapse counters on the same registry.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { SECONDS_BUCKETS } from '../core/statistics.js';
 
 /** Distinct `kind` label values kept; the kinds first seen past it are counted as `other`, so a series set stays bounded. */
 export const MAX_KIND_LABELS = 200;
@@ -19,6 +20,11 @@ export interface WatcherMetrics {
   /** Incremented by the worker side (lapse activities), registered here so /metrics shows it from the start. */
   lapses: Counter<'lapse'>;
   lapseDeliveriesFailed: Counter<never>;
+  /** How expectations ended and how long their subjects took (src/observability/statistics-sink.ts). */
+  expectationsClosed: Counter<'kind' | 'outcome' | 'lapse'>;
+  timeToSatisfy: Histogram<'kind'>;
+  satisfiedEarly: Histogram<'kind'>;
+  satisfiedLate: Histogram<'kind'>;
   httpRequestDuration: Histogram<'method' | 'route' | 'status'>;
   /** Requests the bridge serves now, against WATCHER_MAX_REQUESTS_IN_FLIGHT. */
   requestsInFlight: Gauge;
@@ -28,15 +34,9 @@ export interface WatcherMetrics {
 export function createMetrics(options: { registry?: Registry; defaultMetrics?: boolean } = {}): WatcherMetrics {
   const registry = options.registry ?? new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
-  const kinds = new Set<string>();
   return {
     registry,
-    kindLabel(kind) {
-      if (kinds.has(kind)) return kind;
-      if (kinds.size >= MAX_KIND_LABELS) return 'other';
-      kinds.add(kind);
-      return kind;
-    },
+    kindLabel: boundedLabels(),
     expectationsRaised: new Counter({
       name: 'watcher_expectations_raised_total',
       help: 'Expectations raised (new workflows started), by kind.',
@@ -69,6 +69,33 @@ export function createMetrics(options: { registry?: Registry; defaultMetrics?: b
       help: 'Lapse tasks the agent refused or that could not be delivered.',
       registers: [registry],
     }),
+    expectationsClosed: new Counter({
+      name: 'watcher_expectations_closed_total',
+      help: 'Expectations closed, by kind, outcome (satisfied_on_time, satisfied_late, withdrawn, lapsed) and lapse type.',
+      labelNames: ['kind', 'outcome', 'lapse'],
+      registers: [registry],
+    }),
+    timeToSatisfy: new Histogram({
+      name: 'watcher_time_to_satisfy_seconds',
+      help: 'From the raise to the satisfying fact observedAt, by kind.',
+      labelNames: ['kind'],
+      buckets: SECONDS_BUCKETS,
+      registers: [registry],
+    }),
+    satisfiedEarly: new Histogram({
+      name: 'watcher_satisfied_early_seconds',
+      help: 'How long before dueAt the satisfying fact was observed, by kind (on-time satisfactions).',
+      labelNames: ['kind'],
+      buckets: SECONDS_BUCKETS,
+      registers: [registry],
+    }),
+    satisfiedLate: new Histogram({
+      name: 'watcher_satisfied_late_seconds',
+      help: 'How long after dueAt the satisfying fact was observed, by kind (late satisfactions).',
+      labelNames: ['kind'],
+      buckets: SECONDS_BUCKETS,
+      registers: [registry],
+    }),
     requestsInFlight: new Gauge({
       name: 'watcher_http_requests_in_flight',
       help: 'Requests the bridge serves now; past WATCHER_MAX_REQUESTS_IN_FLIGHT one is answered 503 before any work.',
@@ -81,5 +108,16 @@ export function createMetrics(options: { registry?: Registry; defaultMetrics?: b
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+  };
+}
+
+/** A label for a kind: itself among the first MAX_KIND_LABELS seen by this function, `other` past them. */
+export function boundedLabels(): (kind: string) => string {
+  const kinds = new Set<string>();
+  return (kind) => {
+    if (kinds.has(kind)) return kind;
+    if (kinds.size >= MAX_KIND_LABELS) return 'other';
+    kinds.add(kind);
+    return kind;
   };
 }

@@ -22,6 +22,7 @@ import {
   withdrawUpdate,
   type ExpectationInput,
 } from './messages.js';
+import { reportClosed } from './statistics.js';
 import { deadlineSummary } from './ui-text.js';
 
 /** Holds one expectation until it is satisfied, withdrawn, or its late window after the last lapse has passed. */
@@ -66,5 +67,6 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   expectation.abandonDeliveries('the late window ended before the lapse task was delivered');
   await expectation.tellOnClose();
   await condition(() => expectation.settled());
+  reportClosed(expectation.record);
   return expectation.close();
 }

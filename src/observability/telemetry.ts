@@ -7,6 +7,8 @@
 import { Runtime } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config.js';
+import { SECONDS_BUCKETS } from '../../core/statistics.js';
+import { SATISFIED_EARLY, SATISFIED_LATE, TIME_TO_SATISFY } from './statistics-sink.js';
 import { temporalLogger } from './temporal-logger.js';
 
 export interface TelemetryOptions {
@@ -38,7 +40,20 @@ export function installTelemetry(options: TelemetryOptions): Telemetry {
         // Core's own (Rust) log lines are forwarded to the logger above rather than printed in their own format.
         logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
         ...(withMetrics
-          ? { metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true } } }
+          ? {
+              metrics: {
+                prometheus: {
+                  bindAddress,
+                  countersTotalSuffix: true,
+                  useSecondsForDurations: true,
+                  histogramBucketOverrides: {
+                    [TIME_TO_SATISFY]: SECONDS_BUCKETS,
+                    [SATISFIED_EARLY]: SECONDS_BUCKETS,
+                    [SATISFIED_LATE]: SECONDS_BUCKETS,
+                  },
+                },
+              },
+            }
           : {}),
       },
     });

@@ -11,6 +11,7 @@ import type { OutboundRules } from '../../activities/outbound/address-policy.js'
 import { createGuardedFetch } from '../../activities/outbound/guarded-fetch.js';
 import type { WatcherMetrics } from '../metrics.js';
 import { activityObservability } from '../observability/activity-interceptor.js';
+import { statisticsSinks } from '../observability/statistics-sink.js';
 import type { ConnectionExtras } from './connection.js';
 import { registerSearchAttributes, type SearchAttributesOutcome } from './search-attributes.js';
 import { workflowsPath } from './workflows-path.js';
@@ -100,6 +101,8 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     // expectationId on every activity log line; lapse counters on the worker's metrics.
     interceptors: { activity: [activityObservability({ metrics: options.metrics })] },
     ...options.workerOptions,
+    // How each expectation ended, as metrics; beside the sinks the caller gives (a tracing bundle's).
+    sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },
   });
   let running: Promise<void> | undefined;
   const closeConnections = async () => {
