@@ -18,6 +18,7 @@ import type {
   listQuerySchema,
   readinessSchema,
   resendResultSchema,
+  statisticsSchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
 
@@ -87,6 +88,16 @@ export type ExpectationSummary = z.infer<typeof expectationSummarySchema>;
 
 /** One page of `GET /v1/expectations`; `nextPageToken` is absent on the last page. */
 export type ExpectationPage = z.infer<typeof expectationPageSchema>;
+
+/** `GET /v1/statistics`: per kind and agent, how the expectations raised in the window stand and how long they took. */
+export type Statistics = z.infer<typeof statisticsSchema>;
+
+/** The filters of `GET /v1/statistics`: `window` an ISO 8601 duration (default P7D). */
+export interface StatisticsFilter {
+  kind?: string;
+  agent?: string;
+  window?: string;
+}
 
 /** `GET /healthz`. */
 export type Health = z.infer<typeof healthSchema>;

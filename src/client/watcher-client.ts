@@ -11,6 +11,8 @@ import type {
   A2AEventBody,
   EventResult,
   ExpectationPage,
+  Statistics,
+  StatisticsFilter,
   ExpectationRecord,
   ExpectationSummary,
   FactInput,
@@ -125,6 +127,14 @@ export class WatcherClient {
       yield* page.items;
       pageToken = page.nextPageToken;
     } while (pageToken);
+  }
+
+  /** `GET /v1/statistics`: what each kind actually did over the window (an agent reads its own). */
+  statistics(filter: StatisticsFilter = {}, options?: CallOptions): Promise<Statistics> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, value);
+    const search = query.toString();
+    return this.#call('GET', `/v1/statistics${search ? `?${search}` : ''}`, options);
   }
 
   /** `POST /v1/expectations/{id}/withdraw`; a closed expectation answers `not-open`. */

@@ -21,6 +21,7 @@ import {
   factsQuerySchema,
   listQuerySchema,
   resendParamsSchema,
+  statisticsQuerySchema,
   withdrawBodySchema,
 } from '../schemas/http.js';
 import {
@@ -38,6 +39,7 @@ import { createIngestService } from '../service/ingest.js';
 import { createLapseResendService } from '../service/lapse-resend.js';
 import type { QuotaSettings } from '../service/quotas.js';
 import { createRecordsService } from '../service/records.js';
+import { createStatisticsService } from '../service/statistics.js';
 import { createTemporalCall, withRequestDeadline } from '../service/temporal-call.js';
 import { authenticate, principalOf } from '../web/auth.js';
 import { CODEC_PATH, createCodecRouter } from './codec-routes.js';
@@ -157,6 +159,7 @@ function createServices(deps: AppDeps) {
   const call = createTemporalCall(deps.client, temporalWaitMs, { probe });
   const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });
   const cards = createCardResolver({ fetch: cardFetch, cacheSeconds: deps.settings.cardCacheSeconds });
+  const statistics = createStatisticsService({ client: deps.client, namespace: deps.namespace, call });
   const ingest = createIngestService({
     client: deps.client,
     taskQueue: deps.taskQueue,
@@ -171,6 +174,7 @@ function createServices(deps: AppDeps) {
     call,
     metrics,
     logger: deps.logger,
+    observedNeed: statistics.observedNeed,
   });
   const records = createRecordsService({
     client: deps.client,
@@ -182,7 +186,7 @@ function createServices(deps: AppDeps) {
   });
   const resends = createLapseResendService({ client: deps.client, call });
 
-  return { metrics, temporalWaitMs, maxInFlight, isReachable, workerReadiness, ingest, records, resends };
+  return { metrics, temporalWaitMs, maxInFlight, isReachable, workerReadiness, ingest, records, resends, statistics };
 }
 type Services = ReturnType<typeof createServices>;
 
@@ -272,7 +276,11 @@ function mountProbes(app: express.Express, { metrics, isReachable, workerReadine
 }
 
 /** The API: A2A objects, facts, and the expectations' records, withdrawals and lapse resends. */
-function mountApi(app: express.Express, auth: RequestHandler, { ingest, records, resends }: Services): void {
+function mountApi(
+  app: express.Express,
+  auth: RequestHandler,
+  { ingest, records, resends, statistics }: Services,
+): void {
   app.post('/a2a/events', auth, ...json, async (req, res) => {
     const parsed = parseA2AEvent(req.body);
     if (!parsed.success) throw schemaError(parsed.issues);
@@ -312,6 +320,12 @@ function mountApi(app: express.Express, auth: RequestHandler, { ingest, records,
     const parsed = listQuerySchema.safeParse(req.query);
     if (!parsed.success) throw schemaError(parsed.error.issues);
     res.json(await records.list(principalOf(req), parsed.data));
+  });
+
+  app.get('/v1/statistics', auth, async (req, res) => {
+    const parsed = statisticsQuerySchema.safeParse(req.query);
+    if (!parsed.success) throw schemaError(parsed.error.issues);
+    res.json(await statistics.read(principalOf(req), parsed.data));
   });
 
   app.get('/v1/expectations/:id', auth, async (req: Request<{ id: string }>, res) => {

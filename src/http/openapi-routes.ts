@@ -21,6 +21,8 @@ import {
   readinessSchema,
   resendParamsSchema,
   resendResultSchema,
+  statisticsQuerySchema,
+  statisticsSchema,
   withdrawBodySchema,
   withdrawResultSchema,
 } from '../schemas/http.js';
@@ -184,6 +186,26 @@ export const operations: readonly OperationSpec[] = [
       400: 'a parameter does not match its schema, subjectId without subjectType, or a pageToken not from this list',
       401: unauthenticated,
       403: 'the principal is neither reader, admin nor agent',
+      503: temporalDown,
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/statistics',
+    operationId: 'getStatistics',
+    tag: 'Expectations',
+    summary: 'What each kind actually does: outcomes and times over a window',
+    description:
+      'Per kind and agent, the expectations raised in the window: how many are open, satisfied on time or late, ' +
+      'withdrawn, lapsed by type, and the p10/p50/p90/p99 of raise to satisfaction and of satisfaction against dueAt. ' +
+      'Read from the visibility store (no worker, no billable action), eventually consistent, reused for 30 s.',
+    roles: { agent: 'its own figures only (`agent` naming another: 403)', reader: '', admin: '' },
+    query: statisticsQuerySchema,
+    responses: {
+      200: json(statisticsSchema, 'One item per kind and agent, sorted by kind'),
+      400: 'a parameter does not match its schema (window not an ISO 8601 duration from PT1M to P90D)',
+      401: unauthenticated,
+      403: 'the principal is neither reader, admin nor agent, or an agent names another agent',
       503: temporalDown,
     },
   },

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { expectationStates, NO_CONTROL_CHARACTER, subjectSchema, utcDateTime } from '../../core/schemas/extension.js';
 import { lapseDeliverySchema } from '../../core/schemas/record.js';
+import { addDurationParts, matchDuration } from '../../core/duration-math.js';
 
 /** `POST /v1/facts`. */
 export const factsBodySchema = z.object({
@@ -102,6 +103,32 @@ export const listQuerySchema = z
   });
 export type ListQueryInput = z.infer<typeof listQuerySchema>;
 
+/** The statistics' window bounds, in milliseconds (a month counts as 31 days here). */
+const WINDOW_MS = { min: 60_000, max: 92 * 86_400_000 };
+
+/** `GET /v1/statistics` query string. */
+export const statisticsQuerySchema = z.object({
+  kind: single('kind').optional().describe('Only this kind'),
+  agent: single('agent')
+    .optional()
+    .describe("Only this agent's expectations (its principal id); an agent may name only itself"),
+  window: z
+    .string()
+    .refine((value) => matchDuration(value) !== undefined, {
+      message: 'window must be an ISO 8601 duration, e.g. P7D or PT6H',
+      abort: true,
+    })
+    .refine(
+      (value) => {
+        const span = addDurationParts(0, matchDuration(value)!);
+        return span >= WINDOW_MS.min && span <= WINDOW_MS.max;
+      },
+      { message: 'window must be between PT1M and P90D' },
+    )
+    .default('P7D')
+    .describe('The expectations raised this long before now (ISO 8601 duration, PT1M to P90D)'),
+});
+
 // ── answers ────────────────────────────────────────────────────────────────────────────────────────────────
 
 /** One bad field (or a warning): a slash-separated path into the request body, segments escaped as in RFC 6901. */
@@ -134,6 +161,11 @@ export const problemSchema = z.object({
 export const expectationResultSchema = z.object({
   expectationId: z.string(),
   result: z.enum(['raised', 'unchanged']),
+  /**
+   * Raised, but worth a look: `observed-due` when the kind's basis is `observed` and dueAt comes sooner after the
+   * raise than nine in ten of the agent's recent expectations of the kind needed (GET /v1/statistics). Never a refusal.
+   */
+  warnings: z.array(fieldErrorSchema).optional(),
 });
 
 /** An expectation after it took a fact, as `POST /v1/facts?wait=true` lists it. */
@@ -195,6 +227,42 @@ export const expectationSummarySchema = z.object({
 export const expectationPageSchema = z.object({
   items: z.array(expectationSummarySchema),
   nextPageToken: z.string().optional(),
+});
+
+/** A distribution in seconds (nearest-rank percentiles); only `count` when there is none. */
+const secondsDistributionSchema = z.object({
+  count: z.number().int(),
+  p10: z.number().optional(),
+  p50: z.number().optional(),
+  p90: z.number().optional(),
+  p99: z.number().optional(),
+});
+
+/**
+ * The answer of `GET /v1/statistics`: per kind and agent, the expectations raised in the window by how they stand
+ * (a lapsed one satisfied late counts as satisfiedLate), and for the satisfied ones the time from the raise to the
+ * satisfying fact's observedAt and that observedAt against dueAt (negative: early). `truncated` when more than the
+ * bound (5,000) were raised in the window: the figures are of the latest ones.
+ */
+export const statisticsSchema = z.object({
+  window: z.string(),
+  since: utcDateTime,
+  until: utcDateTime,
+  truncated: z.boolean(),
+  items: z.array(
+    z.object({
+      kind: z.string(),
+      agent: z.string(),
+      raised: z.number().int(),
+      open: z.number().int(),
+      satisfiedOnTime: z.number().int(),
+      satisfiedLate: z.number().int(),
+      withdrawn: z.number().int(),
+      lapsed: z.object({ overdue: z.number().int(), skipped: z.number().int(), stalled: z.number().int() }),
+      timeToSatisfySeconds: secondsDistributionSchema,
+      satisfiedRelativeToDueSeconds: secondsDistributionSchema,
+    }),
+  ),
 });
 
 /** `GET /healthz`. */

@@ -19,7 +19,7 @@ import {
 } from '../temporal/expectations.js';
 import { expectationLinks, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { settled } from '../temporal/settled.js';
-import { ConflictError, joinPath } from './errors.js';
+import { ConflictError, joinPath, type FieldError } from './errors.js';
 import { type createLateFactCheck } from './late-facts.js';
 import { sameContent, type IngestPlan, type PlannedExpectation } from './ingest-plan.js';
 import { canRead } from './records.js';
@@ -292,9 +292,15 @@ export async function apply(
       raises.forEach((item, j) => outcomes.set(item.expectation.expectationId, raised[j]!));
     }
   }
+  const warnings = await observedDueWarnings(ctx, principal, plan.expectations, outcomes, receivedAt);
   for (const item of plan.expectations) {
     const id = item.expectation.expectationId;
-    result.expectations.push({ expectationId: id, result: outcomes.get(id) ?? 'unchanged' });
+    const warned = warnings.get(id);
+    result.expectations.push({
+      expectationId: id,
+      result: outcomes.get(id) ?? 'unchanged',
+      ...(warned ? { warnings: warned } : {}),
+    });
   }
   result.facts = await recordFacts(ctx, principal, plan.facts, wait, receivedAt);
   for (const { expectationId, reason } of plan.withdraw) {
@@ -304,4 +310,49 @@ export async function apply(
   }
   if (plan.warnings.length > 0) result.warnings = plan.warnings;
   return result;
+}
+
+/**
+ * The `observed-due` warnings of the raised expectations whose kind's basis is `observed`: dueAt sooner after the
+ * raise than nine in ten of the agent's recent expectations of that kind needed (one statistics read per kind, cached).
+ */
+async function observedDueWarnings(
+  ctx: Applier,
+  principal: Principal,
+  items: readonly PlannedExpectation[],
+  outcomes: ReadonlyMap<string, 'raised' | 'unchanged'>,
+  receivedAt: string,
+): Promise<Map<string, FieldError[]>> {
+  const warnings = new Map<string, FieldError[]>();
+  const observedNeed = ctx.deps.observedNeed;
+  if (!observedNeed) return warnings;
+  const observed = items.filter(
+    (item) => item.expectation.basis === 'observed' && outcomes.get(item.expectation.expectationId) === 'raised',
+  );
+  await Promise.all(
+    observed.map(async ({ expectation, path }) => {
+      const need = await observedNeed(principal.id, expectation.kind);
+      const given = (Date.parse(expectation.dueAt) - Date.parse(receivedAt)) / 1000;
+      if (need === undefined || given >= need) return;
+      warnings.set(expectation.expectationId, [
+        {
+          path: joinPath([...path, 'dueAt']),
+          rule: 'observed-due',
+          message:
+            `dueAt is ${formatSeconds(given)} after the raise, sooner than nine in ten of your recent '${expectation.kind}' ` +
+            `expectations needed (${formatSeconds(need)} or more from raise to fact, GET /v1/statistics); basis 'observed' promises due times from what the subject class does`,
+        },
+      ]);
+    }),
+  );
+  return warnings;
+}
+
+/** Seconds as a person reads them: `45 s`, `12 min`, `3.5 h`, `2.1 d`. */
+function formatSeconds(seconds: number): string {
+  const s = Math.max(0, seconds);
+  if (s < 120) return `${Math.round(s)} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172_800) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86_400).toFixed(1)} d`;
 }

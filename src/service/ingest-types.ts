@@ -31,6 +31,11 @@ export interface IngestDeps {
   quotas?: QuotaSettings;
   /** The watcher's clock (epoch ms); injected so a test can pin it. */
   now?: () => number;
+  /**
+   * How long nine in ten of the agent's recent expectations of a kind needed, in seconds (StatisticsService): a raise
+   * of an `observed` kind due sooner is warned. Absent, no raise is.
+   */
+  observedNeed?: (agentId: string, kind: string) => Promise<number | undefined>;
 }
 
 /** One result per item, in the order found; `warnings` only when there is one (the schema is the answer's, in http.ts). */

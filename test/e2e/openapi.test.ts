@@ -195,6 +195,7 @@ describe('the document', () => {
       'POST /v1/facts': ['agent', 'reporter'],
       'GET /v1/expectations': ['agent', 'reader', 'admin'],
       'GET /v1/expectations/{id}': ['agent', 'reader', 'admin'],
+      'GET /v1/statistics': ['agent', 'reader', 'admin'],
       'POST /v1/expectations/{id}/withdraw': ['agent', 'admin'],
       'POST /v1/expectations/{id}/lapses/{messageId}/resend': ['admin'],
       'POST /a2a/jsonrpc': ['agent', 'reporter'],
@@ -272,6 +273,7 @@ interface StatusCase {
 const events = (on = bridge) => `${on.url}/a2a/events`;
 const facts = (on = bridge) => `${on.url}/v1/facts`;
 const list = (on = bridge) => `${on.url}/v1/expectations`;
+const statistics = (on = bridge) => `${on.url}/v1/statistics`;
 const record = (id: string, on = bridge) => `${on.url}/v1/expectations/${encodeURIComponent(id)}`;
 const withdraw = (id: string, on = bridge) => `${record(id, on)}/withdraw`;
 const resend = (id: string, messageId: string, principal?: string, on = bridge) =>
@@ -437,6 +439,24 @@ const cases: StatusCase[] = [
   { operation: 'GET /v1/expectations', status: 401, act: () => send(list()) },
   { operation: 'GET /v1/expectations', status: 403, act: () => send(list(), { token: token('carrier-feed') }) },
   { operation: 'GET /v1/expectations', status: 503, act: () => send(list(down), { token: token('ops-reader', down) }) },
+
+  { operation: 'GET /v1/statistics', status: 200, act: () => send(statistics(), { token: token('ops-reader') }) },
+  {
+    operation: 'GET /v1/statistics',
+    status: 400,
+    act: () => send(`${statistics()}?window=PT1S`, { token: token('ops-reader') }),
+  },
+  { operation: 'GET /v1/statistics', status: 401, act: () => send(statistics()) },
+  {
+    operation: 'GET /v1/statistics',
+    status: 403,
+    act: () => send(statistics(), { token: token('carrier-feed') }),
+  },
+  {
+    operation: 'GET /v1/statistics',
+    status: 503,
+    act: () => send(statistics(down), { token: token('ops-reader', down) }),
+  },
 
   {
     operation: 'GET /v1/expectations/{id}',
@@ -637,6 +657,7 @@ const roleProbes: Record<string, (principal: string) => Promise<'allowed' | 'den
   reportFacts: async (p) => verdict(await send(facts(), { token: token(p), json: { facts: [fact()] } })),
   listExpectations: async (p) => verdict(await send(list(), { token: token(p) })),
   getExpectation: async (p) => verdict(await send(record(`unknown-${unique()}`), { token: token(p) })),
+  getStatistics: async (p) => verdict(await send(statistics(), { token: token(p) })),
   withdrawExpectation: async (p) =>
     verdict(await send(withdraw(`unknown-${unique()}`), { token: token(p), json: { reason: 'probe' } })),
   resendLapse: async (p) => verdict(await resend(`unknown-${unique()}`, randomUUID(), p)),

@@ -1,0 +1,230 @@
+/**
+ * What a kind actually does (`GET /v1/statistics`): per kind and agent over a window, how the expectations raised in
+ * it ended and how long their subjects took. Read from the visibility store (search attributes and each workflow's
+ * memo, which holds its record): no worker, no billable action. Cached briefly, as a dashboard and every raise of an
+ * `observed` kind ask for the same figures.
+ */
+import type { Client } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import type { z } from 'zod';
+import { hasRole, type Principal } from '../auth/principals.js';
+import { addDurationParts, matchDuration, type DurationParts } from '../../core/duration-math.js';
+import type { ExpectationRecord } from '../../core/schemas/record.js';
+import { figuresOf, quantile } from '../../core/statistics.js';
+import { decodePayloads } from '../../activities/payloads.js';
+import type { statisticsSchema } from '../schemas/http.js';
+import { ExpectationAgent, ExpectationKind } from '../temporal/search-attributes.js';
+import { ForbiddenError } from './errors.js';
+import { canRead, quote, WORKFLOW_TYPE } from './records.js';
+import type { TemporalCall } from './temporal-call.js';
+
+export type Statistics = z.infer<typeof statisticsSchema>;
+type Item = Statistics['items'][number];
+type Distribution = Item['timeToSatisfySeconds'];
+
+/** Expectations read for one answer at most: past it the answer says `truncated`. */
+export const MAX_POPULATION = 5_000;
+/** How long one answer is reused for the same filters. */
+const CACHE_MS = 30_000;
+/** The window a raise's warning reads, and how many satisfied expectations it needs before it says anything. */
+const WARNING_WINDOW = 'P7D';
+const WARNING_SAMPLE = 10;
+
+export interface StatisticsQuery {
+  kind?: string;
+  agent?: string;
+  /** ISO 8601 duration: the expectations raised this long before now. */
+  window: string;
+}
+
+export interface StatisticsDeps {
+  client: Client;
+  namespace: string;
+  call: TemporalCall;
+  now?: () => number;
+}
+
+/** The visibility query of the expectations raised since `sinceIso` (a continued run is counted once, by its last). */
+export function statisticsQuery(query: Omit<StatisticsQuery, 'window'>, sinceIso: string): string {
+  const clauses = [
+    `WorkflowType = ${quote(WORKFLOW_TYPE)}`,
+    `ExecutionStatus != 'ContinuedAsNew'`,
+    `StartTime >= ${quote(sinceIso)}`,
+  ];
+  if (query.kind !== undefined) clauses.push(`${ExpectationKind.name} = ${quote(query.kind)}`);
+  if (query.agent !== undefined) clauses.push(`${ExpectationAgent.name} = ${quote(query.agent)}`);
+  return clauses.join(' AND ');
+}
+
+export function createStatisticsService(deps: StatisticsDeps) {
+  const now = deps.now ?? Date.now;
+  const cache = new Map<string, { atMs: number; answer: Promise<Statistics> }>();
+
+  async function compute(query: StatisticsQuery): Promise<Statistics> {
+    const untilMs = now();
+    const sinceMs = addDurationParts(untilMs, negated(query.window));
+    const since = new Date(sinceMs).toISOString();
+    const { records, truncated } = await population(deps, statisticsQuery(query, since));
+    const groups = new Map<string, ExpectationRecord[]>();
+    for (const record of records) {
+      // StartTime is the run's; a continued run's expectation may have been raised before the window.
+      if (Date.parse(record.raisedAt) < sinceMs) continue;
+      const key = JSON.stringify([record.expectation.kind, record.agent.id]);
+      groups.set(key, [...(groups.get(key) ?? []), record]);
+    }
+    const items = [...groups.values()]
+      .map(itemOf)
+      .sort((a, b) => a.kind.localeCompare(b.kind) || a.agent.localeCompare(b.agent));
+    return { window: query.window, since, until: new Date(untilMs).toISOString(), truncated, items };
+  }
+
+  /** The figures for `query`, computed at most once per CACHE_MS for the same filters. */
+  function cached(query: StatisticsQuery): Promise<Statistics> {
+    const key = JSON.stringify([query.kind, query.agent, query.window]);
+    const hit = cache.get(key);
+    if (hit && now() - hit.atMs < CACHE_MS) return hit.answer;
+    const answer = compute(query);
+    cache.set(key, { atMs: now(), answer });
+    // A failed read is not kept: the next request tries again.
+    answer.catch(() => cache.delete(key));
+    if (cache.size > 1_000) cache.delete(cache.keys().next().value!);
+    return answer;
+  }
+
+  return {
+    /** The figures a principal may read: a reader or admin any agent's, an agent its own. */
+    async read(principal: Principal, query: StatisticsQuery): Promise<Statistics> {
+      if (!canRead(principal)) {
+        if (!hasRole(principal, 'agent')) {
+          throw new ForbiddenError(
+            `principal '${principal.id}' may not read statistics (needs reader, admin or agent)`,
+          );
+        }
+        if (query.agent !== undefined && query.agent !== principal.id) {
+          throw new ForbiddenError(
+            `principal '${principal.id}' may read its own statistics only, not agent '${query.agent}'`,
+            [{ path: 'agent', message: `an agent reads its own figures: leave agent out or give '${principal.id}'` }],
+          );
+        }
+        query = { ...query, agent: principal.id };
+      }
+      return cached(query);
+    },
+
+    /**
+     * How long nine in ten of the agent's recent expectations of `kind` needed (the p10 of raise to satisfaction,
+     * seconds), once enough were satisfied; undefined before that or when the figures cannot be read.
+     */
+    async observedNeed(agentId: string, kind: string): Promise<number | undefined> {
+      try {
+        const answer = await cached({ kind, agent: agentId, window: WARNING_WINDOW });
+        const times = answer.items.find((item) => item.kind === kind && item.agent === agentId)?.timeToSatisfySeconds;
+        return times && times.count >= WARNING_SAMPLE ? times.p10 : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+export type StatisticsService = ReturnType<typeof createStatisticsService>;
+
+/** The window as a step back in time. */
+function negated(window: string): DurationParts {
+  const parts = matchDuration(window);
+  if (!parts) throw new Error(`not an ISO 8601 duration: ${window}`);
+  const { years, months, weeks, days, hours, minutes, seconds } = parts;
+  return {
+    years: -years,
+    months: -months,
+    weeks: -weeks,
+    days: -days,
+    hours: -hours,
+    minutes: -minutes,
+    seconds: -seconds,
+  };
+}
+
+/** The records of up to MAX_POPULATION expectations the query finds, from their memos. */
+async function population(
+  deps: StatisticsDeps,
+  query: string,
+): Promise<{ records: ExpectationRecord[]; truncated: boolean }> {
+  const records: ExpectationRecord[] = [];
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const response = await deps.call(() =>
+      deps.client.workflowService.listWorkflowExecutions({
+        namespace: deps.namespace,
+        query,
+        pageSize: Math.min(1_000, MAX_POPULATION - records.length),
+        nextPageToken,
+      }),
+    );
+    records.push(...(await recordsOf(deps.client, response.executions)));
+    nextPageToken = response.nextPageToken?.length ? response.nextPageToken : undefined;
+  } while (nextPageToken && records.length < MAX_POPULATION);
+  return { records, truncated: nextPageToken !== undefined };
+}
+
+/** The records the memos hold (decoded as the client decodes them); one that cannot be read is left out. */
+async function recordsOf(
+  client: Client,
+  executions: temporal.api.workflow.v1.IWorkflowExecutionInfo[],
+): Promise<ExpectationRecord[]> {
+  const payloads = executions.flatMap((info) => (info.memo?.fields?.record ? [info.memo.fields.record] : []));
+  if (payloads.length === 0) return [];
+  try {
+    const decoded = await decodePayloads(client, payloads);
+    return decoded.filter((value): value is ExpectationRecord => isRecord(value));
+  } catch {
+    return [];
+  }
+}
+
+const isRecord = (value: unknown): value is ExpectationRecord =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as ExpectationRecord).raisedAt === 'string' &&
+  typeof (value as ExpectationRecord).expectation?.kind === 'string' &&
+  typeof (value as ExpectationRecord).agent?.id === 'string';
+
+/** The figures of one kind and agent. */
+function itemOf(records: ExpectationRecord[]): Item {
+  const first = records[0]!;
+  const item: Item = {
+    kind: first.expectation.kind,
+    agent: first.agent.id,
+    raised: records.length,
+    open: 0,
+    satisfiedOnTime: 0,
+    satisfiedLate: 0,
+    withdrawn: 0,
+    lapsed: { overdue: 0, skipped: 0, stalled: 0 },
+    timeToSatisfySeconds: { count: 0 },
+    satisfiedRelativeToDueSeconds: { count: 0 },
+  };
+  const toSatisfy: number[] = [];
+  const relative: number[] = [];
+  for (const record of records) {
+    const figures = figuresOf(record);
+    if (figures.outcome === 'open') item.open++;
+    else if (figures.outcome === 'satisfied_on_time') item.satisfiedOnTime++;
+    else if (figures.outcome === 'satisfied_late') item.satisfiedLate++;
+    else if (figures.outcome === 'withdrawn') item.withdrawn++;
+    else if (figures.lapse === 'overdue' || figures.lapse === 'skipped' || figures.lapse === 'stalled')
+      item.lapsed[figures.lapse]++;
+    if (figures.timeToSatisfySeconds !== undefined) toSatisfy.push(figures.timeToSatisfySeconds);
+    if (figures.relativeToDueSeconds !== undefined) relative.push(figures.relativeToDueSeconds);
+  }
+  item.timeToSatisfySeconds = distribution(toSatisfy);
+  item.satisfiedRelativeToDueSeconds = distribution(relative);
+  return item;
+}
+
+function distribution(values: number[]): Distribution {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return { count: 0 };
+  const at = (q: number) => quantile(sorted, q)!;
+  return { count: sorted.length, p10: at(0.1), p50: at(0.5), p90: at(0.9), p99: at(0.99) };
+}
