@@ -53,6 +53,17 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   // Plain-JavaScript preloads run by `node --import` (src/early-signals.mjs): Node's globals, which only .ts files had.
   { files: ['**/*.mjs'], languageOptions: { globals: { process: 'readonly' } } },
+  // The operator's page runs in the browser (src/ui/): the browser's globals it uses, and Node's none.
+  {
+    files: ['src/ui/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ['document', 'window', 'location', 'fetch', 'URL', 'URLSearchParams', 'FormData', 'sessionStorage'].map(
+          (name) => [name, 'readonly'],
+        ),
+      ),
+    },
+  },
   {
     // Plain Node scripts loaded with --import (src/early-signals.mjs, test/support/preload/): Node's globals.
     files: ['**/*.mjs'],

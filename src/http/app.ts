@@ -7,6 +7,7 @@ import type { PayloadCodec } from '@temporalio/common';
 import express, { type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { createWatcherAgentRouter } from '../a2a/agent-endpoint.js';
+import { createUiRouter } from './ui-routes.js';
 import { createCardResolver } from '../../activities/agent-card/card.js';
 import type { PrincipalStore } from '../auth/principals.js';
 import { DEFAULT_MAX_CLOCK_SKEW, type TrustProxy } from '../config.js';
@@ -369,6 +370,7 @@ export function createApp(deps: AppDeps): express.Express {
   }
 
   app.use(createWatcherAgentRouter({ ingest, principals: deps.principals, logger: deps.logger }));
+  app.use('/ui', createUiRouter());
 
   app.use((req) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);

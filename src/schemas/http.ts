@@ -67,6 +67,9 @@ export const listQuerySchema = z
       .optional()
       .describe('The expectation state'),
     kind: single('kind').optional().describe('The kind'),
+    agent: single('agent')
+      .optional()
+      .describe('The agent that raised it (its principal id); an agent may name only itself'),
     dueAfter: instant('dueAfter')
       .optional()
       .describe('Only expectations whose current dueAt is at or after this instant (RFC 3339)'),

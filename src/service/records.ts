@@ -84,6 +84,8 @@ export interface ListQuery {
   subjectId?: string;
   state?: ExpectationState;
   kind?: string;
+  /** The raising agent's principal id. */
+  agent?: string;
   /** RFC 3339 instants: the current dueAt at or after `dueAfter`, before `dueBefore`. */
   dueAfter?: string;
   dueBefore?: string;
@@ -105,7 +107,10 @@ export const canRead = (principal: Principal) => hasRole(principal, 'reader') ||
 export const quote = (value: string): string => `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 
 /** The visibility query for a list request (and the agent's own filter). */
-export function listQuery(query: Omit<ListQuery, 'pageSize' | 'pageToken'>, agentId?: string): string {
+export function listQuery(
+  query: Omit<ListQuery, 'pageSize' | 'pageToken'>,
+  agentId: string | undefined = query.agent,
+): string {
   const clauses = [`WorkflowType = ${quote(WORKFLOW_TYPE)}`];
   if (query.subjectType !== undefined && query.subjectId !== undefined) {
     clauses.push(`${ExpectationSubject.name} = ${quote(subjectKey({ type: query.subjectType, id: query.subjectId }))}`);
@@ -208,11 +213,17 @@ export function createRecordsService(deps: RecordsDeps) {
 
     /** One page of summaries from the visibility store; an agent sees only its own. */
     async list(principal: Principal, query: ListQuery): Promise<z.infer<typeof expectationPageSchema>> {
-      let agentFilter: string | undefined;
+      let agentFilter = query.agent;
       if (!canRead(principal)) {
         if (!hasRole(principal, 'agent')) {
           throw new ForbiddenError(
             `principal '${principal.id}' may not list expectations (needs reader, admin or agent)`,
+          );
+        }
+        if (query.agent !== undefined && query.agent !== principal.id) {
+          throw new ForbiddenError(
+            `principal '${principal.id}' may list its own expectations only, not agent '${query.agent}'`,
+            [{ path: 'agent', message: `an agent lists its own: leave agent out or give '${principal.id}'` }],
           );
         }
         agentFilter = principal.id;

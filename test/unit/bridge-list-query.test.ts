@@ -142,3 +142,9 @@ it('combines every filter, and the agent of an agent’s own list, with AND', ()
     ].join(' AND '),
   );
 });
+
+it('filters by the raising agent, a reader’s choice', () => {
+  const query = listQuerySchema.parse({ agent: "ops'agent" });
+
+  expect(listQuery(query)).toBe(`${base} AND ExpectationAgent = 'ops\\'agent'`);
+});
