@@ -153,9 +153,10 @@ export async function startBridgeApp(
       lateWindow: 'P30D',
       maxLineage: 10,
       cardCacheSeconds: 0,
-      // Lapses within a test's patience: a settle interval shorter than the request wait (the settle tests and the
-      // no-false-lapse tests of raise-path.test.ts keep the coupled default).
-      temporalWaitMs: 10_000,
+      // The product's default wait (WATCHER_TEMPORAL_WAIT, PT30S): on a busy two-core machine a request to a
+      // loaded dev server waits instead of failing; the settle interval stays far shorter than it (the settle
+      // tests and the no-false-lapse tests of raise-path.test.ts keep the coupled default).
+      temporalWaitMs: 30_000,
       settle: 'PT1S',
       ...overrides.settings,
     },
