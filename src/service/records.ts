@@ -103,6 +103,27 @@ const WORKFLOW_ID_PREFIX = 'expectation:';
 /** Reader or admin: may read every expectation, not only its own. */
 export const canRead = (principal: Principal) => hasRole(principal, 'reader') || hasRole(principal, 'admin');
 
+/**
+ * The agent whose expectations a principal's request covers: for a reader or admin the one it names (or every agent),
+ * for an agent itself, naming another is a 403 on `agent`; any other principal is a 403.
+ */
+export function agentScope(
+  principal: Principal,
+  requested: string | undefined,
+  words: { action: string; own: string; hint: string },
+): string | undefined {
+  if (canRead(principal)) return requested;
+  if (!hasRole(principal, 'agent')) {
+    throw new ForbiddenError(`principal '${principal.id}' may not ${words.action} (needs reader, admin or agent)`);
+  }
+  if (requested !== undefined && requested !== principal.id) {
+    throw new ForbiddenError(`principal '${principal.id}' may ${words.own} only, not agent '${requested}'`, [
+      { path: 'agent', message: `${words.hint}: leave agent out or give '${principal.id}'` },
+    ]);
+  }
+  return principal.id;
+}
+
 /** A string literal for a visibility query. */
 export const quote = (value: string): string => `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 
@@ -213,21 +234,11 @@ export function createRecordsService(deps: RecordsDeps) {
 
     /** One page of summaries from the visibility store; an agent sees only its own. */
     async list(principal: Principal, query: ListQuery): Promise<z.infer<typeof expectationPageSchema>> {
-      let agentFilter = query.agent;
-      if (!canRead(principal)) {
-        if (!hasRole(principal, 'agent')) {
-          throw new ForbiddenError(
-            `principal '${principal.id}' may not list expectations (needs reader, admin or agent)`,
-          );
-        }
-        if (query.agent !== undefined && query.agent !== principal.id) {
-          throw new ForbiddenError(
-            `principal '${principal.id}' may list its own expectations only, not agent '${query.agent}'`,
-            [{ path: 'agent', message: `an agent lists its own: leave agent out or give '${principal.id}'` }],
-          );
-        }
-        agentFilter = principal.id;
-      }
+      const agentFilter = agentScope(principal, query.agent, {
+        action: 'list expectations',
+        own: 'list its own expectations',
+        hint: 'an agent lists its own',
+      });
       const visibilityQuery = listQuery(query, agentFilter);
       const nextPageToken = query.pageToken
         ? decodePageToken(query.pageToken, visibilityQuery, pageTokenKey)

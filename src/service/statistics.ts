@@ -7,15 +7,14 @@
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import type { z } from 'zod';
-import { hasRole, type Principal } from '../auth/principals.js';
+import type { Principal } from '../auth/principals.js';
 import { addDurationParts, matchDuration, type DurationParts } from '../../core/duration-math.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { figuresOf, quantile } from '../../core/statistics.js';
 import { decodePayloads } from '../../activities/payloads.js';
 import type { statisticsSchema } from '../schemas/http.js';
 import { ExpectationAgent, ExpectationKind } from '../temporal/search-attributes.js';
-import { ForbiddenError } from './errors.js';
-import { canRead, quote, WORKFLOW_TYPE } from './records.js';
+import { agentScope, quote, WORKFLOW_TYPE } from './records.js';
 import type { TemporalCall } from './temporal-call.js';
 
 export type Statistics = z.infer<typeof statisticsSchema>;
@@ -94,21 +93,12 @@ export function createStatisticsService(deps: StatisticsDeps) {
   return {
     /** The figures a principal may read: a reader or admin any agent's, an agent its own. */
     async read(principal: Principal, query: StatisticsQuery): Promise<Statistics> {
-      if (!canRead(principal)) {
-        if (!hasRole(principal, 'agent')) {
-          throw new ForbiddenError(
-            `principal '${principal.id}' may not read statistics (needs reader, admin or agent)`,
-          );
-        }
-        if (query.agent !== undefined && query.agent !== principal.id) {
-          throw new ForbiddenError(
-            `principal '${principal.id}' may read its own statistics only, not agent '${query.agent}'`,
-            [{ path: 'agent', message: `an agent reads its own figures: leave agent out or give '${principal.id}'` }],
-          );
-        }
-        query = { ...query, agent: principal.id };
-      }
-      return cached(query);
+      const agent = agentScope(principal, query.agent, {
+        action: 'read statistics',
+        own: 'read its own statistics',
+        hint: 'an agent reads its own figures',
+      });
+      return cached(agent === undefined ? query : { ...query, agent });
     },
 
     /**
