@@ -82,7 +82,7 @@ async function renderFind(root, params) {
   );
   const form = el(
     'form',
-    { class: 'filters', onsubmit: (event) => submitFind(event, form) },
+    { class: 'filters', onsubmit: (event) => submitTo('find', event) },
     field(params, 'subjectType', 'Subject type'),
     field(params, 'subjectId', 'Subject id'),
     field(params, 'kind', 'Kind'),
@@ -98,10 +98,11 @@ async function renderFind(root, params) {
   root.append(resultsTable(page.items), page.nextPageToken ? moreButton(root, params, page.nextPageToken) : '');
 }
 
-function submitFind(event, form) {
+/** A filter form's submit: its trimmed values become the route of `view`, which renders from them. */
+function submitTo(view, event) {
   event.preventDefault();
-  const values = Object.fromEntries([...new FormData(form)].map(([name, value]) => [name, String(value).trim()]));
-  location.hash = routeTo('find', values);
+  const values = [...new FormData(event.target)].map(([name, value]) => [name, String(value).trim()]);
+  location.hash = routeTo(view, Object.fromEntries(values));
 }
 
 function moreButton(root, params, pageToken) {
@@ -257,13 +258,7 @@ async function renderStatistics(root, params) {
     'form',
     {
       class: 'filters',
-      onsubmit: (event) => {
-        event.preventDefault();
-        location.hash = routeTo(
-          'statistics',
-          Object.fromEntries([...new FormData(form)].map(([n, v]) => [n, String(v).trim()])),
-        );
-      },
+      onsubmit: (event) => submitTo('statistics', event),
     },
     field(params, 'kind', 'Kind'),
     field(params, 'agent', 'Agent'),
