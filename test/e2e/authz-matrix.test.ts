@@ -1,5 +1,5 @@
 /**
- * Authorization (issue 6, DESIGN 4): every endpoint against no token, a bad token, a reporter, the owning agent,
+ * Authorization (DESIGN 4): every endpoint against no token, a bad token, a reporter, the owning agent,
  * another agent, a reader and an admin, one test per cell, on the real bridge, a real worker and a real agent's
  * card. Denied changes are checked to have changed nothing. Then: `source` cannot be spoofed, and malformed
  * Authorization headers are 401.
@@ -10,15 +10,8 @@ import { tokenSha256 } from '../../src/auth/principals.js';
 import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  dueExpectation,
-  send,
-  startBridgeApp,
-  unique,
-  type Answer,
-  type BridgeApp,
-} from '../support/bridge.js';
+import { artifactUpdate, dueExpectation, send, startBridgeApp, unique } from '../support/bridge.js';
+import type { Answer, BridgeApp } from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
@@ -84,35 +77,35 @@ interface Endpoint {
   expected: Record<Caller, number>;
 }
 
-const allowed = (status: number): Record<Caller, number> =>
-  Object.fromEntries(callers.map((caller) => [caller, status])) as Record<Caller, number>;
+/** A row of the matrix: the statuses for none, bad token, reporter, owning agent, other agent, reader, admin. */
+function row(...statuses: number[]): Record<Caller, number> {
+  if (statuses.length !== callers.length) throw new Error(`a row needs ${callers.length} statuses`);
+  return Object.fromEntries(callers.map((caller, i) => [caller, statuses[i]])) as Record<Caller, number>;
+}
+const allowed = (status: number) => row(...callers.map(() => status));
+const ownerOnly = row(401, 401, 403, 200, 403, 403, 403);
+const anyReporter = row(401, 401, 200, 200, 200, 403, 403);
 
 /** Items of a list answer, by id. */
 const listedIds = (answer: Answer): string[] =>
   (answer.body.items ?? []).map((item: { expectationId: string }) => item.expectationId);
 
+/** Raises `e` with the caller's token; the cell then reads the state of `watched` (default: `e` itself). */
+async function raising(token: string | undefined, e: Expectation, watched = e.expectationId, changed = 'open') {
+  const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
+  const unchanged = watched === e.expectationId ? undefined : 'open';
+  return { answer, after: () => stateOf(watched), expectedAfter: answer.status === 200 ? changed : unchanged };
+}
+
+const inAnHour = () => new Date(Date.now() + 3_600_000);
+const aFact = () => ({ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() });
+
 let shared: Expectation;
 const endpoints: Endpoint[] = [
   {
     name: 'POST /a2a/events raising a new expectation',
-    async act(token) {
-      const e = dueExpectation(`authz-new-${unique()}`, new Date(Date.now() + 3_600_000));
-      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
-      return {
-        answer,
-        after: () => stateOf(e.expectationId),
-        expectedAfter: answer.status === 200 ? 'open' : undefined,
-      };
-    },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 200,
-      reader: 403,
-      admin: 403,
-    },
+    act: (token) => raising(token, dueExpectation(`authz-new-${unique()}`, inAnHour())),
+    expected: row(401, 401, 403, 200, 200, 403, 403),
   },
   {
     name: "POST /a2a/events raising agent-a's expectation id again, same content",
@@ -127,114 +120,55 @@ const endpoints: Endpoint[] = [
         expectedAfter: 'agent-a',
       };
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 409,
-      reader: 403,
-      admin: 403,
-    },
+    expected: row(401, 401, 403, 200, 409, 403, 403),
   },
   {
     name: "POST /a2a/events superseding agent-a's expectation",
     async act(token) {
       const old = await raisedByA();
-      const e = dueExpectation(`authz-sup-${unique()}`, new Date(Date.now() + 3_600_000), {
-        supersedes: old.expectationId,
-      });
-      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
-      return {
-        answer,
-        after: () => stateOf(old.expectationId),
-        expectedAfter: answer.status === 200 ? 'withdrawn' : 'open',
-      };
+      const e = dueExpectation(`authz-sup-${unique()}`, inAnHour(), { supersedes: old.expectationId });
+      return raising(token, e, old.expectationId, 'withdrawn');
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 403,
-      reader: 403,
-      admin: 403,
-    },
+    expected: ownerOnly,
   },
   {
-    // B could otherwise make A receive a skipped lapse (issue 11): only the owner may order after its expectation.
+    // B could otherwise make A receive a skipped lapse: only the owner may order after its expectation.
     name: "POST /a2a/events raising one after agent-a's expectation",
     async act(token) {
       const old = await raisedByA();
-      const e = dueExpectation(`authz-after-${unique()}`, new Date(Date.now() + 3_600_000), {
+      const e = dueExpectation(`authz-after-${unique()}`, inAnHour(), {
         subject: old.subject,
         after: [old.expectationId],
       });
-      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
-      return {
-        answer,
-        after: () => stateOf(e.expectationId),
-        expectedAfter: answer.status === 200 ? 'open' : undefined,
-      };
+      return raising(token, e);
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 403,
-      reader: 403,
-      admin: 403,
-    },
+    expected: ownerOnly,
   },
   {
     // B would otherwise learn from its own due time when A's expectation was satisfied (DESIGN 3.4).
     name: "POST /a2a/events raising one anchored on agent-a's expectation",
     async act(token) {
       const old = await raisedByA();
-      const e = dueExpectation(`authz-anchor-${unique()}`, new Date(Date.now() + 3_600_000), {
+      const e = dueExpectation(`authz-anchor-${unique()}`, inAnHour(), {
         anchor: { expectationId: old.expectationId, offset: 'PT1H' },
       });
-      const answer = await send(`${bridge.url}/a2a/events`, { token, json: artifactUpdate({ expectations: [e] }) });
-      return {
-        answer,
-        after: () => stateOf(e.expectationId),
-        expectedAfter: answer.status === 200 ? 'open' : undefined,
-      };
+      return raising(token, e);
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 403,
-      reader: 403,
-      admin: 403,
-    },
+    expected: ownerOnly,
   },
   {
     name: "POST /a2a/events withdrawing agent-a's expectation",
     async act(token) {
       const old = await raisedByA();
-      const answer = await send(`${bridge.url}/a2a/events`, {
-        token,
-        json: artifactUpdate({ withdraw: [old.expectationId] }),
-      });
+      const json = artifactUpdate({ withdraw: [old.expectationId] });
+      const answer = await send(`${bridge.url}/a2a/events`, { token, json });
       return {
         answer,
         after: () => stateOf(old.expectationId),
         expectedAfter: answer.status === 200 ? 'withdrawn' : 'open',
       };
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 403,
-      reader: 403,
-      admin: 403,
-    },
+    expected: ownerOnly,
   },
   {
     name: 'POST /a2a/events with facts only (a plain message)',
@@ -244,38 +178,17 @@ const endpoints: Endpoint[] = [
           messageId: `m-${unique()}`,
           role: 'ROLE_AGENT',
           parts: [{ text: 'delivered' }],
-          metadata: {
-            [EXTENSION_URI]: { facts: [{ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() }] },
-          },
+          metadata: { [EXTENSION_URI]: { facts: [aFact()] } },
         },
       };
       return { answer: await send(`${bridge.url}/a2a/events`, { token, json: message }) };
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 200,
-      'owning agent': 200,
-      'other agent': 200,
-      reader: 403,
-      admin: 403,
-    },
+    expected: anyReporter,
   },
   {
     name: 'POST /v1/facts',
-    async act(token) {
-      const json = { facts: [{ factKey: `authz-fact-${unique()}`, observedAt: new Date().toISOString() }] };
-      return { answer: await send(`${bridge.url}/v1/facts`, { token, json }) };
-    },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 200,
-      'owning agent': 200,
-      'other agent': 200,
-      reader: 403,
-      admin: 403,
-    },
+    act: async (token) => ({ answer: await send(`${bridge.url}/v1/facts`, { token, json: { facts: [aFact()] } }) }),
+    expected: anyReporter,
   },
   {
     name: "GET /v1/expectations/{id} of agent-a's expectation",
@@ -284,30 +197,12 @@ const endpoints: Endpoint[] = [
       if (answer.status === 200) expect(answer.body).toMatchObject({ expectation: shared, agent: { id: 'agent-a' } });
       return { answer };
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 403,
-      reader: 200,
-      admin: 200,
-    },
+    expected: row(401, 401, 403, 200, 403, 200, 200),
   },
   {
     name: 'GET /v1/expectations/{id} of an id never raised',
-    async act(token) {
-      return { answer: await send(`${bridge.url}/v1/expectations/authz-ghost-${unique()}`, { token }) };
-    },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 404,
-      'other agent': 404,
-      reader: 404,
-      admin: 404,
-    },
+    act: async (token) => ({ answer: await send(`${bridge.url}/v1/expectations/authz-ghost-${unique()}`, { token }) }),
+    expected: row(401, 401, 403, 404, 404, 404, 404),
   },
   {
     name: "GET /v1/expectations on agent-a's subject",
@@ -316,15 +211,7 @@ const endpoints: Endpoint[] = [
       // Readers, admins and the owner see agent-a's expectation; another agent sees none of it.
       return { answer, after: async () => listedIds(answer).includes(shared.expectationId) };
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 200,
-      reader: 200,
-      admin: 200,
-    },
+    expected: row(401, 401, 403, 200, 200, 200, 200),
   },
   {
     name: "POST /v1/expectations/{id}/withdraw of agent-a's expectation",
@@ -340,15 +227,7 @@ const endpoints: Endpoint[] = [
         expectedAfter: answer.status === 200 ? 'withdrawn' : 'open',
       };
     },
-    expected: {
-      none: 401,
-      'bad token': 401,
-      reporter: 403,
-      'owning agent': 200,
-      'other agent': 403,
-      reader: 403,
-      admin: 200,
-    },
+    expected: row(401, 401, 403, 200, 403, 403, 200),
   },
   {
     name: 'GET /healthz',

@@ -9,15 +9,15 @@ import {
   artifactUpdate,
   cardJson,
   expectation,
-  problem,
+  invalidRequest,
+  openRecordOf,
+  problemBody,
   request,
   startBridgeEnv,
   startCardServer,
-  UI_URL,
   unique,
-  type BridgeEnv,
-  type CardServer,
 } from '../support/bridge.js';
+import type { BridgeEnv, CardServer } from '../support/bridge.js';
 import { routerRecorded } from '../support/routers.js';
 
 const U = 'https:~1~1rsaxb.com~1a2a~1expectations~1v1';
@@ -109,17 +109,9 @@ describe('raise, read, satisfy', () => {
 
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({
-      expectation: e,
-      state: 'open',
+      ...openRecordOf(e, 'agent-a', { taskId: 'task-read', contextId: 'ctx-read' }),
       projectedDueAt: new Date(e.dueAt).toISOString(),
       dueAt: new Date(e.dueAt).toISOString(),
-      lapses: [],
-      lineage: 0,
-      agent: { id: 'agent-a' },
-      origin: { taskId: 'task-read', contextId: 'ctx-read' },
-      links: {
-        temporalUi: `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${e.expectationId}`)}`,
-      },
     });
   });
 
@@ -360,13 +352,9 @@ describe('re-delivery and conflicts', () => {
     const message = `expectation '${e.expectationId}' was raised before with other content; it is immutable and its id is never reused`;
     expect(answer.status).toBe(409);
     expect(answer.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
-    expect(answer.body).toEqual({
-      type: problem('conflict'),
-      title: 'Expectation id reused with other content',
-      status: 409,
-      detail: message,
-      errors: [{ path: `${AT}/expectations/0/expectationId`, message }],
-    });
+    expect(answer.body).toEqual(
+      problemBody('conflict', message, [{ path: `${AT}/expectations/0/expectationId`, message }]),
+    );
     expect((await record(e.expectationId)).body.expectation.expects).toBe(e.expects);
   });
 
@@ -377,13 +365,9 @@ describe('re-delivery and conflicts', () => {
     const answer = await events(env.tokens['agent-b']!, artifactUpdate({ expectations: [e] }));
 
     const message = `expectation id '${e.expectationId}' was raised by another agent; ids are never reused`;
-    expect(answer.body).toEqual({
-      type: problem('conflict'),
-      title: 'Expectation id reused with other content',
-      status: 409,
-      detail: message,
-      errors: [{ path: `${AT}/expectations/0/expectationId`, message }],
-    });
+    expect(answer.body).toEqual(
+      problemBody('conflict', message, [{ path: `${AT}/expectations/0/expectationId`, message }]),
+    );
   });
 
   it('validates every item before applying any: one bad item starts none of the others', async () => {
@@ -398,13 +382,8 @@ describe('re-delivery and conflicts', () => {
 });
 
 describe('rules against the card (422)', () => {
-  const rule = (detail: string, errors: { path: string; rule: string; message: string }[]) => ({
-    type: problem('rule-violation'),
-    title: 'A rule of the extension is broken',
-    status: 422,
-    detail,
-    errors,
-  });
+  const rule = (detail: string, errors: { path: string; rule: string; message: string }[]) =>
+    problemBody('rule-violation', detail, errors);
 
   it('refuses a kind the card does not declare', async () => {
     const answer = await events(
@@ -622,13 +601,8 @@ describe('rules against the card (422)', () => {
 describe('facts observed in the future (422)', () => {
   const FAR = '9999-12-31T23:59:59Z';
   const message = `observedAt ${FAR} is more than PT5M ahead of the watcher's clock; a fact is reported once observed`;
-  const refusal = (path: string) => ({
-    type: problem('rule-violation'),
-    title: 'A rule of the extension is broken',
-    status: 422,
-    detail: message,
-    errors: [{ path, rule: 'observed-at-future', message }],
-  });
+  const refusal = (path: string) =>
+    problemBody('rule-violation', message, [{ path, rule: 'observed-at-future', message }]);
   const recorded = (factKey: string) => routerRecorded(env.client, env.taskQueue, factKey);
 
   it('refuses a fact of POST /v1/facts observed beyond the allowed clock skew, and records nothing', async () => {
@@ -682,13 +656,7 @@ describe('withdraw lists', () => {
     const answer = await events(env.tokens['agent-b']!, artifactUpdate({ withdraw: [e.expectationId] }));
 
     const message = `expectation '${e.expectationId}' was raised by another agent`;
-    expect(answer.body).toEqual({
-      type: problem('forbidden'),
-      title: 'Not allowed for this principal',
-      status: 403,
-      detail: message,
-      errors: [{ path: `${AT}/withdraw/0`, message }],
-    });
+    expect(answer.body).toEqual(problemBody('forbidden', message, [{ path: `${AT}/withdraw/0`, message }]));
   });
 });
 
@@ -699,14 +667,10 @@ describe('card unreachable (502)', () => {
     const answer = await events(env.tokens['agent-nocard']!, artifactUpdate({ expectations: [e] }));
 
     expect(answer.status).toBe(502);
-    expect(answer.body).toEqual({
-      type: problem('agent-card-unreachable'),
-      title: "The agent's card could not be fetched",
-      status: 502,
-      detail: expect.stringMatching(
-        /^the agent card at http:\/\/127\.0\.0\.1:1\/\.well-known\/agent-card\.json could not be fetched: fetch failed/,
-      ),
-    });
+    const detail = expect.stringMatching(
+      /^the agent card at http:\/\/127\.0\.0\.1:1\/\.well-known\/agent-card\.json could not be fetched: fetch failed/,
+    );
+    expect(answer.body).toEqual(problemBody('agent-card-unreachable', detail));
     expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
   });
 });
@@ -717,36 +681,20 @@ describe('schema (400)', () => {
 
     const answer = await events(A(), artifactUpdate({ expectations: [e] }));
 
-    expect(answer.body).toEqual({
-      type: problem('invalid-request'),
-      title: 'The request does not match the schema',
-      status: 400,
-      detail: '2 fields are invalid; see errors',
-      errors: [
-        {
-          path: `${AT}/expectations/0/satisfiedBy/factKey`,
-          message: 'Invalid input: expected string, received undefined',
-        },
-        {
-          path: `${AT}/expectations/0/dueAt`,
-          message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z',
-        },
-      ],
-    });
+    expect(answer.body).toEqual(
+      invalidRequest(
+        [`${AT}/expectations/0/satisfiedBy/factKey`, 'Invalid input: expected string, received undefined'],
+        [`${AT}/expectations/0/dueAt`, 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z'],
+      ),
+    );
   });
 
   it('names a bad fact of POST /v1/facts', async () => {
     const answer = await facts(env.tokens.feed!, { facts: [{ factKey: 'k', observedAt: '2026-01-01' }] });
 
-    expect(answer.body).toEqual({
-      type: problem('invalid-request'),
-      title: 'The request does not match the schema',
-      status: 400,
-      detail: 'facts/0/observedAt: must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z',
-      errors: [
-        { path: 'facts/0/observedAt', message: 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z' },
-      ],
-    });
+    expect(answer.body).toEqual(
+      invalidRequest(['facts/0/observedAt', 'must be an RFC 3339 date-time in UTC, e.g. 2026-12-01T00:00:00Z']),
+    );
   });
 
   it('refuses an A2A object of unknown shape', async () => {
@@ -754,13 +702,7 @@ describe('schema (400)', () => {
 
     const message =
       'must be a v1.0 StreamResponse ({task}, {message}, {statusUpdate} or {artifactUpdate}) or a v0.3 object with kind';
-    expect(answer.body).toEqual({
-      type: problem('invalid-request'),
-      title: 'The request does not match the schema',
-      status: 400,
-      detail: `(body): ${message}`,
-      errors: [{ path: '', message }],
-    });
+    expect(answer.body).toEqual(invalidRequest(['', message]));
   });
 
   it('refuses a body that is not JSON', async () => {
@@ -770,12 +712,7 @@ describe('schema (400)', () => {
       headers: { 'content-type': 'application/json' },
     });
 
-    expect(answer.body).toEqual({
-      type: problem('malformed-body'),
-      title: 'The body is not valid JSON',
-      status: 400,
-      detail: expect.stringMatching(/^the body is not valid JSON: /),
-    });
+    expect(answer.body).toEqual(problemBody('malformed-body', expect.stringMatching(/^the body is not valid JSON: /)));
   });
 });
 
@@ -785,12 +722,7 @@ describe('limits and headers', () => {
 
     const answer = await facts(env.tokens.feed!, big);
 
-    expect(answer.body).toEqual({
-      type: problem('payload-too-large'),
-      title: 'The body is over 1 MiB',
-      status: 413,
-      detail: 'the body is over the limit of 1 MiB',
-    });
+    expect(answer.body).toEqual(problemBody('payload-too-large', 'the body is over the limit of 1 MiB'));
   });
 
   it('refuses a body that is not JSON by type (415)', async () => {
@@ -800,12 +732,12 @@ describe('limits and headers', () => {
       headers: { 'content-type': 'text/plain' },
     });
 
-    expect(answer.body).toEqual({
-      type: problem('unsupported-media-type'),
-      title: 'The body must be JSON',
-      status: 415,
-      detail: "Content-Type must be application/json (or application/a2a+json), not 'text/plain'",
-    });
+    expect(answer.body).toEqual(
+      problemBody(
+        'unsupported-media-type',
+        "Content-Type must be application/json (or application/a2a+json), not 'text/plain'",
+      ),
+    );
   });
 
   it('accepts application/a2a+json, the type push notifications use', async () => {
@@ -884,37 +816,17 @@ describe('limits and headers', () => {
     expect([none.status, none.headers.get('www-authenticate'), none.body]).toEqual([
       401,
       'Bearer',
-      {
-        type: problem('unauthenticated'),
-        title: 'No valid bearer token',
-        status: 401,
-        detail: 'the request carries no Authorization header (Bearer token)',
-      },
+      problemBody('unauthenticated', 'the request carries no Authorization header (Bearer token)'),
     ]);
-    expect(wrong.body).toEqual({
-      type: problem('unauthenticated'),
-      title: 'No valid bearer token',
-      status: 401,
-      detail: 'the bearer token names no principal',
-    });
+    expect(wrong.body).toEqual(problemBody('unauthenticated', 'the bearer token names no principal'));
   });
 
   it('answers 404 for an unknown expectation and an unknown route', async () => {
     const unknown = await record('never-raised');
     const route = await request(`${env.url}/v1/nothing`, { token: A() });
 
-    expect(unknown.body).toEqual({
-      type: problem('not-found'),
-      title: 'Not found',
-      status: 404,
-      detail: "no expectation 'never-raised'",
-    });
-    expect(route.body).toEqual({
-      type: problem('not-found'),
-      title: 'Not found',
-      status: 404,
-      detail: 'no route GET /v1/nothing',
-    });
+    expect(unknown.body).toEqual(problemBody('not-found', "no expectation 'never-raised'"));
+    expect(route.body).toEqual(problemBody('not-found', 'no route GET /v1/nothing'));
   });
 });
 

@@ -6,7 +6,18 @@ import { Client, Connection } from '@temporalio/client';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
-import { artifactUpdate, expectation, problem, request, unique, useBridgeEnv, type Answer } from '../support/bridge.js';
+import {
+  artifactUpdate,
+  expectation,
+  invalidRequest,
+  listItemOf,
+  problem,
+  problemBody,
+  request,
+  unique,
+  useBridgeEnv,
+} from '../support/bridge.js';
+import type { Answer } from '../support/bridge.js';
 import { close, freePort, listen } from '../support/net.js';
 import { loopbackAgents } from '../support/outbound.js';
 
@@ -33,12 +44,7 @@ async function raised(overrides: Parameters<typeof expectation>[1] = {}, by = 'a
   return e.expectationId;
 }
 
-const forbidden = (detail: string) => ({
-  type: problem('forbidden'),
-  title: 'Not allowed for this principal',
-  status: 403,
-  detail,
-});
+const forbidden = (detail: string) => problemBody('forbidden', detail);
 
 type Row = [
   principal: string,
@@ -199,13 +205,7 @@ describe('withdraw', () => {
   it('needs a reason', async () => {
     const answer = await request(`${env.url}/v1/expectations/any/withdraw`, { token: token('admin'), body: {} });
 
-    expect(answer.body).toEqual({
-      type: problem('invalid-request'),
-      title: 'The request does not match the schema',
-      status: 400,
-      detail: 'reason: Invalid input: expected string, received undefined',
-      errors: [{ path: 'reason', message: 'Invalid input: expected string, received undefined' }],
-    });
+    expect(answer.body).toEqual(invalidRequest(['reason', 'Invalid input: expected string, received undefined']));
   });
 });
 
@@ -239,21 +239,7 @@ describe('list from the visibility store', () => {
     const answer = await listed('reader', `subjectType=${subjectType}`, 4);
 
     const mine = answer.body.items.find((item: { expectationId: string }) => item.expectationId === ids[0]);
-    expect(mine).toEqual({
-      expectationId: ids[0],
-      workflowId: `expectation:${ids[0]}`,
-      kind: 'delivery',
-      subject: { type: subjectType, id: 'P-0' },
-      state: 'open',
-      agent: 'agent-a',
-      factKey: `shipment/${ids[0]}/delivered`,
-      dueAt: expect.stringMatching(/Z$/),
-      raisedAt: expect.stringMatching(/Z$/),
-      links: {
-        self: `/v1/expectations/${ids[0]}`,
-        temporalUi: `http://temporal-ui.test:8233/namespaces/default/workflows/${encodeURIComponent(`expectation:${ids[0]}`)}`,
-      },
-    });
+    expect(mine).toEqual(listItemOf(ids[0]!, { type: subjectType, id: 'P-0' }, 'agent-a'));
   });
 
   it('shows an agent only its own expectations', async () => {
@@ -312,13 +298,7 @@ describe('list from the visibility store', () => {
   it('refuses subjectId without subjectType (400)', async () => {
     const answer = await list('reader', 'subjectId=P-1');
 
-    expect(answer.body).toEqual({
-      type: problem('invalid-request'),
-      title: 'The request does not match the schema',
-      status: 400,
-      detail: 'subjectId: subjectId needs subjectType',
-      errors: [{ path: 'subjectId', message: 'subjectId needs subjectType' }],
-    });
+    expect(answer.body).toEqual(invalidRequest(['subjectId', 'subjectId needs subjectType']));
   });
 });
 
@@ -421,16 +401,12 @@ describe('list filters: subject types holding /, a dueAt range, late', () => {
     const empty = await list({ dueAfter: '2026-12-02T00:00:00Z', dueBefore: '2026-12-01T00:00:00Z' });
 
     expect(bad.status).toBe(400);
-    expect(bad.body).toEqual({
-      type: problem('invalid-request'),
-      title: 'The request does not match the schema',
-      status: 400,
-      detail: '2 fields are invalid; see errors',
-      errors: [
-        { path: 'dueAfter', message: 'dueAfter must be an RFC 3339 date-time, e.g. 2026-12-01T00:00:00Z' },
-        { path: 'late', message: 'late must be true or false' },
-      ],
-    });
+    expect(bad.body).toEqual(
+      invalidRequest(
+        ['dueAfter', 'dueAfter must be an RFC 3339 date-time, e.g. 2026-12-01T00:00:00Z'],
+        ['late', 'late must be true or false'],
+      ),
+    );
     expect(empty.body).toMatchObject({
       status: 400,
       detail: 'dueBefore: dueBefore must be later than dueAfter',

@@ -24,15 +24,15 @@ import { expectationRecordSchema } from '../../core/schemas/record.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import {
   cardJson,
+  listItemOf,
+  openRecordOf,
   problem,
   startBridgeApp,
   startBridgeEnv,
   startCardServer,
-  UI_URL,
   unique,
-  type BridgeEnv,
-  type CardServer,
 } from '../support/bridge.js';
+import type { BridgeEnv, CardServer } from '../support/bridge.js';
 import { freePort } from '../support/net.js';
 
 let cards: CardServer;
@@ -144,17 +144,7 @@ describe('raising and reading', () => {
     });
     expect(again.expectations).toEqual([{ expectationId: e.expectationId, result: 'unchanged' }]);
     expect(expectationRecordSchema.safeParse(record).error).toBeUndefined();
-    expect(record).toMatchObject({
-      expectation: e,
-      state: 'open',
-      lapses: [],
-      lineage: 0,
-      agent: { id: 'agent-a' },
-      origin: { taskId: 'task-raise', contextId: 'ctx-raise' },
-      links: {
-        temporalUi: `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${e.expectationId}`)}`,
-      },
-    });
+    expect(record).toMatchObject(openRecordOf(e, 'agent-a', { taskId: 'task-raise', contextId: 'ctx-raise' }));
   });
 
   it('reports facts: recorded, then duplicate, and the expectation is satisfied by the reporter', async () => {
@@ -372,23 +362,7 @@ describe('listing', () => {
 
     expect([bySubject, byKind, byState]).toEqual([[ids[1]], [ids[2]], [ids[0]]]);
     expect(page).toEqual({
-      items: [
-        {
-          expectationId: ids[1],
-          workflowId: `expectation:${ids[1]}`,
-          kind: 'delivery',
-          subject: { type: subjectType, id: 'C-1' },
-          state: 'open',
-          agent: 'agent-a',
-          factKey: `shipment/${ids[1]}/delivered`,
-          dueAt: expect.stringMatching(/Z$/),
-          raisedAt: expect.stringMatching(/Z$/),
-          links: {
-            self: `/v1/expectations/${ids[1]}`,
-            temporalUi: `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${ids[1]}`)}`,
-          },
-        },
-      ],
+      items: [listItemOf(ids[1]!, { type: subjectType, id: 'C-1' }, 'agent-a')],
     });
   });
 

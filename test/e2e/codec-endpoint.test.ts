@@ -19,12 +19,12 @@ import {
   dueExpectation,
   expectation,
   problem,
+  problemBody,
   request,
   startBridgeEnv,
   unique,
-  type Answer,
-  type BridgeEnv,
 } from '../support/bridge.js';
+import type { Answer, BridgeEnv } from '../support/bridge.js';
 import { dataText, metadataText, payloadToJson, randomKeyRing, type PayloadJson } from '../support/codec.js';
 import { historyText } from '../support/history-text.js';
 import { useClient } from '../support/watcher.js';
@@ -184,12 +184,9 @@ describe('POST /codec/decode', () => {
 
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
-    expect(none.body).toEqual({
-      type: problem('unauthenticated'),
-      title: 'No valid bearer token',
-      status: 401,
-      detail: 'the request carries no Authorization header (Bearer token)',
-    });
+    expect(none.body).toEqual(
+      problemBody('unauthenticated', 'the request carries no Authorization header (Bearer token)'),
+    );
     expect(wrong.status).toBe(401);
     expect(wrong.body.detail).toBe('the bearer token names no principal');
   });
@@ -201,12 +198,9 @@ describe('POST /codec/decode', () => {
     const asReporter = await codecCall('decode', body, { token: token('carrier-feed') });
 
     expect(asAgent.status).toBe(403);
-    expect(asAgent.body).toEqual({
-      type: problem('forbidden'),
-      title: 'Not allowed for this principal',
-      status: 403,
-      detail: "principal 'shipping-agent' may not use the codec endpoint (needs reader or admin)",
-    });
+    expect(asAgent.body).toEqual(
+      problemBody('forbidden', "principal 'shipping-agent' may not use the codec endpoint (needs reader or admin)"),
+    );
     expect(asReporter.status).toBe(403);
     expect(asReporter.body.detail).toBe(
       "principal 'carrier-feed' may not use the codec endpoint (needs reader or admin)",

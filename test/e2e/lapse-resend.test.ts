@@ -15,12 +15,13 @@ import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import {
   artifactUpdate,
   dueExpectation,
-  problem,
+  invalidRequest,
+  problemBody,
   send,
   startBridgeApp,
   unique,
-  type BridgeApp,
 } from '../support/bridge.js';
+import type { BridgeApp } from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
@@ -179,12 +180,9 @@ describe('what a resend refuses', () => {
     const answer = await resend(failed.e.expectationId, failed.messageId, principal);
 
     expect(answer.status).toBe(403);
-    expect(answer.body).toEqual({
-      type: problem('forbidden'),
-      title: 'Not allowed for this principal',
-      status: 403,
-      detail: `principal '${principal}' may not re-send lapse tasks (needs admin)`,
-    });
+    expect(answer.body).toEqual(
+      problemBody('forbidden', `principal '${principal}' may not re-send lapse tasks (needs admin)`),
+    );
     expect(await deliveriesScheduled(failed.e.expectationId)).toBe(1);
   });
 
@@ -194,12 +192,7 @@ describe('what a resend refuses', () => {
     const answer = await resend(id, failed.messageId);
 
     expect(answer.status).toBe(404);
-    expect(answer.body).toEqual({
-      type: problem('not-found'),
-      title: 'Not found',
-      status: 404,
-      detail: `no expectation '${id}'`,
-    });
+    expect(answer.body).toEqual(problemBody('not-found', `no expectation '${id}'`));
   });
 
   it('is 404 for a messageId that names none of its lapses', async () => {
@@ -208,27 +201,21 @@ describe('what a resend refuses', () => {
     const answer = await resend(failed.e.expectationId, other);
 
     expect(answer.status).toBe(404);
-    expect(answer.body).toEqual({
-      type: problem('not-found'),
-      title: 'Not found',
-      status: 404,
-      detail: `expectation '${failed.e.expectationId}' has no lapse whose delivery has messageId '${other}'`,
-    });
+    expect(answer.body).toEqual(
+      problemBody(
+        'not-found',
+        `expectation '${failed.e.expectationId}' has no lapse whose delivery has messageId '${other}'`,
+      ),
+    );
   });
 
   it('is 400 for a messageId that is no UUID', async () => {
     const answer = await resend(failed.e.expectationId, '0');
 
     expect(answer.status).toBe(400);
-    expect(answer.body).toEqual({
-      type: problem('invalid-request'),
-      title: 'The request does not match the schema',
-      status: 400,
-      detail: "messageId: messageId must be a lapse's delivery.messageId from its record (a UUID)",
-      errors: [
-        { path: 'messageId', message: "messageId must be a lapse's delivery.messageId from its record (a UUID)" },
-      ],
-    });
+    expect(answer.body).toEqual(
+      invalidRequest(['messageId', "messageId must be a lapse's delivery.messageId from its record (a UUID)"]),
+    );
   });
 
   it('is 409 once the expectation is withdrawn and closed, naming why', async () => {
@@ -243,14 +230,10 @@ describe('what a resend refuses', () => {
     const answer = await resend(e.expectationId, messageId);
 
     expect(answer.status).toBe(409);
-    expect(answer.body).toEqual({
-      type: problem('expectation-ended'),
-      title: 'The expectation has ended',
-      status: 409,
-      detail:
-        `expectation '${e.expectationId}' is closed (withdrawn at ${closed.closedAt}): ` +
-        'its workflow has completed, so its lapse tasks are delivered no more',
-    });
+    const detail =
+      `expectation '${e.expectationId}' is closed (withdrawn at ${closed.closedAt}): ` +
+      'its workflow has completed, so its lapse tasks are delivered no more';
+    expect(answer.body).toEqual(problemBody('expectation-ended', detail));
     expect(lapsesFor(agent, e.expectationId)).toHaveLength(0);
   });
 });

@@ -16,16 +16,8 @@ import { connectClient, isReachable } from '../../src/temporal/connection.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { principalsFileOf, type PrincipalSpec } from '../support/agents.js';
-import {
-  artifactUpdate,
-  dueExpectation,
-  expectation,
-  send,
-  startBridgeApp,
-  unique,
-  type Answer,
-  type BridgeApp,
-} from '../support/bridge.js';
+import { artifactUpdate, dueExpectation, expectation, send, startBridgeApp, unique } from '../support/bridge.js';
+import type { Answer, BridgeApp } from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
 import { freePort } from '../support/net.js';
 import { dereference, documentedOperations, mountedRoutes, openApiProblems, validatorOf } from '../support/openapi.js';

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import express from 'express';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { Expectation } from '../../core/types.js';
 import { createPrincipalStore } from '../../src/auth/principals.js';
 import { createApp, type AppDeps } from '../../src/http/app.js';
@@ -234,6 +234,69 @@ export function useBridgeEnv(agents: string[], others: PrincipalSpec[], name: st
 }
 
 export const problem = (slug: string) => `urn:expectations-watcher:problem:${slug}`;
+
+/** The status and title of each problem type as the contract writes them (kept here, not read from src/). */
+const problemKinds: Record<string, [status: number, title: string]> = {
+  'invalid-request': [400, 'The request does not match the schema'],
+  'malformed-body': [400, 'The body is not valid JSON'],
+  unauthenticated: [401, 'No valid bearer token'],
+  forbidden: [403, 'Not allowed for this principal'],
+  'not-found': [404, 'Not found'],
+  conflict: [409, 'Expectation id reused with other content'],
+  'expectation-ended': [409, 'The expectation has ended'],
+  'payload-too-large': [413, 'The body is over 1 MiB'],
+  'unsupported-media-type': [415, 'The body must be JSON'],
+  'rule-violation': [422, 'A rule of the extension is broken'],
+  'agent-card-unreachable': [502, "The agent's card could not be fetched"],
+};
+
+/** The whole problem+json body of type `slug` with `detail`, and `errors` where fields are at fault. */
+export function problemBody(slug: string, detail: unknown, errors?: unknown[]) {
+  const kind = problemKinds[slug];
+  if (!kind) throw new Error(`no status and title written down for problem type '${slug}'`);
+  const [status, title] = kind;
+  return { type: problem(slug), title, status, detail, ...(errors ? { errors } : {}) };
+}
+
+/** The 400 body for schema errors, each a [path, message]; a single error is also the detail, prefixed by its path. */
+export function invalidRequest(...errors: Array<[path: string, message: string]>) {
+  const [path, message] = errors[0]!;
+  const detail =
+    errors.length === 1 ? `${path || '(body)'}: ${message}` : `${errors.length} fields are invalid; see errors`;
+  return problemBody(
+    'invalid-request',
+    detail,
+    errors.map(([path, message]) => ({ path, message })),
+  );
+}
+
+/** The Temporal UI link the bridge gives for an expectation's workflow. */
+export const temporalUiOf = (expectationId: string) =>
+  `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(`expectation:${expectationId}`)}`;
+
+/** The record GET /v1/expectations/{id} answers for `e` just raised by `agent` from the task `origin`. */
+export function openRecordOf(e: Expectation, agent: string, origin: { taskId: string; contextId: string }) {
+  const links = { temporalUi: temporalUiOf(e.expectationId) };
+  return { expectation: e, state: 'open', lapses: [], lineage: 0, agent: { id: agent }, origin, links };
+}
+
+/** A list item (a summary from the search attributes) of an open `delivery` expectation `id` of `agent`. */
+export function listItemOf(id: string, subject: { type: string; id: string }, agent: string) {
+  const links = { self: `/v1/expectations/${id}`, temporalUi: temporalUiOf(id) };
+  const at = expect.stringMatching(/Z$/);
+  return {
+    expectationId: id,
+    workflowId: `expectation:${id}`,
+    kind: 'delivery',
+    subject,
+    state: 'open',
+    agent,
+    factKey: `shipment/${id}/delivered`,
+    dueAt: at,
+    raisedAt: at,
+    links,
+  };
+}
 
 export interface Answer {
   status: number;
