@@ -17,20 +17,15 @@ import {
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { lapseSchema } from '../../core/schemas/extension.js';
+import { shipmentDelivery } from '../support/expectations.js';
 import { validatorOf } from '../support/openapi.js';
+import { lapseFor } from '../support/lapses.js';
+
+/** The expectation that lapses: e1, the delivery of shipment SHP-1. */
+const delivery = shipmentDelivery('e1', 'SHP-1', '2026-12-01T00:00:00Z');
 
 /** A lapse as a later watcher might send it: `abandoned` is none of the three this one raises. */
-const abandoned: Lapse = {
-  expectationId: 'e1',
-  kind: 'delivery',
-  subject: { type: 'shipment', id: 'SHP-1' },
-  expects: 'The shipment is delivered',
-  lapse: 'abandoned',
-  projectedDueAt: '2026-12-01T00:00:00Z',
-  dueAt: '2026-12-01T00:00:00Z',
-  lapsedAt: '2026-12-01T06:00:05Z',
-  lineage: 0,
-};
+const abandoned: Lapse = lapseFor(delivery, 'abandoned', '2026-12-01T06:00:05Z');
 
 /** The lapse task's message as the watcher sends it (activities/deliver-lapse.ts), in v1.0 ProtoJSON. */
 const lapseTask = (lapse: unknown) => ({
@@ -46,17 +41,9 @@ const lapseTask = (lapse: unknown) => ({
   metadata: { [EXTENSION_URI]: { lapse, lapseSkill: 'handle-lapse' } },
 });
 
-/** A record of an expectation that lapsed with `lapse`, as `GET /v1/expectations/{id}` answers it. */
+/** A record of the delivery expectation that lapsed with `lapse`, as `GET /v1/expectations/{id}` answers it. */
 const recordWith = (lapse: Lapse): ExpectationRecord => ({
-  expectation: {
-    expectationId: lapse.expectationId,
-    kind: lapse.kind,
-    subject: lapse.subject,
-    expects: lapse.expects,
-    satisfiedBy: { factKey: 'shipment/SHP-1/delivered' },
-    dueAt: lapse.dueAt,
-    basis: 'contract',
-  },
+  expectation: delivery,
   projectedDueAt: lapse.projectedDueAt,
   dueAt: lapse.dueAt,
   state: 'lapsed',

@@ -55,6 +55,15 @@ const problem =
       headers: { 'content-type': 'application/problem+json', ...headers },
     });
 
+/** A problem+json body of one of the watcher's own types, `urn:expectations-watcher:problem:<name>`. */
+const watcherProblem = (
+  name: string,
+  fields: { title: string; status: number; detail: string; errors?: unknown[] },
+) => ({
+  type: `urn:expectations-watcher:problem:${name}`,
+  ...fields,
+});
+
 /** The error `call` rejects with; the test fails if it resolves or rejects with something else. */
 async function problemOf(call: Promise<unknown>): Promise<WatcherProblemError> {
   const error: unknown = await call.then(
@@ -212,8 +221,7 @@ describe('requests', () => {
 
 describe('problems', () => {
   it('carries status, type, title, detail and each field error of a problem+json answer', async () => {
-    const body = {
-      type: 'urn:expectations-watcher:problem:rule-violation',
+    const body = watcherProblem('rule-violation', {
       title: 'A rule of the extension is broken',
       status: 422,
       detail: '2 rules are broken; see errors',
@@ -221,7 +229,7 @@ describe('problems', () => {
         { path: 'facts/0/observedAt', rule: 'observed-at-future', message: 'too far ahead' },
         { path: 'facts/1/observedAt', rule: 'observed-at-future', message: 'too far ahead too' },
       ],
-    };
+    });
     const { client } = clientAnswering([problem(body)]);
 
     const error = await problemOf(client.reportFacts([]));
@@ -239,12 +247,11 @@ describe('problems', () => {
   });
 
   it('reads Retry-After in seconds, and as an HTTP date from now', async () => {
-    const unavailable = {
-      type: 'urn:expectations-watcher:problem:temporal-unavailable',
+    const unavailable = watcherProblem('temporal-unavailable', {
       title: 'Temporal is unreachable',
       status: 503,
       detail: 'x',
-    };
+    });
     const inTenSeconds = new Date(Math.ceil(Date.now() / 1000) * 1000 + 10_000).toUTCString();
     const { client } = clientAnswering([
       problem(unavailable, { 'retry-after': '5' }),

@@ -38,6 +38,20 @@ namespace = "prod.a1b2c"
 api_key = "prod-api-key"
 `;
 
+/** loadConfig of `env` with TEMPORAL_CONFIG_FILE naming a fresh copy of TEAM_FILE. */
+const loadWithTeamFile = (env: Record<string, string> = {}) =>
+  loadConfig({ TEMPORAL_CONFIG_FILE: write(TEAM_FILE), ...env });
+
+/** Writes a config file whose default profile, at temporal.internal:7233, has a TLS table of `tlsLines`. */
+function writeTlsProfile(...tlsLines: string[]): string {
+  const tls = tlsLines.map((line) => `${line}\n`).join('');
+  return write(`
+[profile.default]
+address = "temporal.internal:7233"
+[profile.default.tls]
+${tls}`);
+}
+
 const tlsOf = (config: ReturnType<typeof loadConfig>) => config.temporal.tls as TLSConfig;
 const text = (bytes: Uint8Array | undefined) => (bytes ? Buffer.from(bytes).toString('utf8') : undefined);
 
@@ -90,10 +104,7 @@ describe('the profile', () => {
 
 describe('the TEMPORAL_* variables', () => {
   it('override the profile, and the log names them', () => {
-    const file = write(TEAM_FILE);
-
-    const { temporal } = loadConfig({
-      TEMPORAL_CONFIG_FILE: file,
+    const { temporal } = loadWithTeamFile({
       TEMPORAL_PROFILE: 'prod',
       TEMPORAL_ADDRESS: 'staging.a1b2c.tmprl.cloud:7233',
       TEMPORAL_NAMESPACE: 'staging.a1b2c',
@@ -109,14 +120,7 @@ describe('the TEMPORAL_* variables', () => {
   });
 
   it('count as unset when empty, as docker-compose passes them', () => {
-    const file = write(TEAM_FILE);
-
-    const { temporal } = loadConfig({
-      TEMPORAL_CONFIG_FILE: file,
-      TEMPORAL_ADDRESS: '',
-      TEMPORAL_NAMESPACE: '',
-      TEMPORAL_PROFILE: '',
-    });
+    const { temporal } = loadWithTeamFile({ TEMPORAL_ADDRESS: '', TEMPORAL_NAMESPACE: '', TEMPORAL_PROFILE: '' });
 
     expect(temporal).toMatchObject({ address: 'temporal.internal:7233', namespace: 'team' });
     expect(temporal.source.variables).toEqual([]);
@@ -146,15 +150,12 @@ describe('the TEMPORAL_* variables', () => {
 describe('TLS', () => {
   it('reads the certificate, key and CA files a profile names, with its server name', () => {
     const [cert, key, ca] = [write(CERT), write(KEY), write(CA)];
-    const file = write(`
-[profile.default]
-address = "temporal.internal:7233"
-[profile.default.tls]
-client_cert_path = "${cert}"
-client_key_path = "${key}"
-server_ca_cert_path = "${ca}"
-server_name = "temporal.internal"
-`);
+    const file = writeTlsProfile(
+      `client_cert_path = "${cert}"`,
+      `client_key_path = "${key}"`,
+      `server_ca_cert_path = "${ca}"`,
+      'server_name = "temporal.internal"',
+    );
 
     const tls = tlsOf(loadConfig({ TEMPORAL_CONFIG_FILE: file }));
 
@@ -165,13 +166,7 @@ server_name = "temporal.internal"
   });
 
   it('takes certificate and key data written inline in the profile', () => {
-    const file = write(`
-[profile.default]
-address = "temporal.internal:7233"
-[profile.default.tls]
-client_cert_data = """${CERT}"""
-client_key_data = """${KEY}"""
-`);
+    const file = writeTlsProfile(`client_cert_data = """${CERT}"""`, `client_key_data = """${KEY}"""`);
 
     const tls = tlsOf(loadConfig({ TEMPORAL_CONFIG_FILE: file }));
 
@@ -186,13 +181,7 @@ client_key_data = """${KEY}"""
       write(`${CERT}env`),
       write(`${KEY}env`),
     ];
-    const file = write(`
-[profile.default]
-address = "temporal.internal:7233"
-[profile.default.tls]
-client_cert_path = "${profileCert}"
-client_key_path = "${profileKey}"
-`);
+    const file = writeTlsProfile(`client_cert_path = "${profileCert}"`, `client_key_path = "${profileKey}"`);
 
     const tls = tlsOf(
       loadConfig({
@@ -224,7 +213,7 @@ client_key_path = "${profileKey}"
       '[profile.default]\naddress = "temporal.internal:7233"\napi_key = "k"\n[profile.default.tls]\ndisabled = true\n',
     );
 
-    expect(loadConfig({ TEMPORAL_CONFIG_FILE: write(TEAM_FILE), TEMPORAL_PROFILE: 'prod' }).temporal.tls).toBe(true);
+    expect(loadWithTeamFile({ TEMPORAL_PROFILE: 'prod' }).temporal.tls).toBe(true);
     expect(loadConfig({ TEMPORAL_CONFIG_FILE: file }).temporal).toMatchObject({ apiKey: 'k', tls: false });
     expect(
       loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_API_KEY: 'k', TEMPORAL_TLS: 'false' }).temporal.tls,
@@ -321,7 +310,7 @@ describe('the embedded dev server', () => {
   });
 
   it('is not started when a profile or TEMPORAL_ADDRESS gives an address', () => {
-    expect(usesEmbeddedTemporal(loadConfig({ TEMPORAL_CONFIG_FILE: write(TEAM_FILE) }))).toBe(false);
+    expect(usesEmbeddedTemporal(loadWithTeamFile())).toBe(false);
     expect(usesEmbeddedTemporal(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233' }))).toBe(false);
   });
 });

@@ -86,12 +86,9 @@ describe('loadConfig', () => {
   });
 
   it('takes an empty variable for an unset one', () => {
-    const config = loadConfig({
-      TEMPORAL_API_KEY: '',
-      TEMPORAL_UI_URL: '',
-      WATCHER_MAX_LINEAGE: '',
-      WATCHER_WORKFLOW_BUNDLE: '',
-    });
+    const empty = ['TEMPORAL_API_KEY', 'TEMPORAL_UI_URL', 'WATCHER_MAX_LINEAGE', 'WATCHER_WORKFLOW_BUNDLE'];
+
+    const config = loadConfig(Object.fromEntries(empty.map((name) => [name, ''])));
 
     expect(config.temporal.apiKey).toBeUndefined();
     expect(config.temporal.tls).toBeUndefined();

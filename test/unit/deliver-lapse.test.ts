@@ -12,19 +12,15 @@ import { EXTENSION_URI, type Lapse } from '../../core/schemas/extension.js';
 import { close, freePort } from '../support/net.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from '../support/agent.js';
 import { startCardServer, type CardServer } from '../support/bridge.js';
+import { shipmentDelivery } from '../support/expectations.js';
 import { loopbackFetch } from '../support/outbound.js';
+import { lapseFor } from '../support/lapses.js';
 
-const lapse: Lapse = {
-  expectationId: 'e1',
-  kind: 'delivery',
-  subject: { type: 'shipment', id: 'S-1' },
-  expects: 'Delivered to the consignee',
-  lapse: 'overdue',
-  projectedDueAt: '2026-12-01T00:00:00.000Z',
-  dueAt: '2026-12-01T00:00:00.000Z',
-  lapsedAt: '2026-12-01T00:00:00.250Z',
-  lineage: 0,
-};
+const lapse: Lapse = lapseFor(
+  shipmentDelivery('e1', 'S-1', '2026-12-01T00:00:00.000Z', { expects: 'Delivered to the consignee' }),
+  'overdue',
+  '2026-12-01T00:00:00.250Z',
+);
 const messageId = 'b40ef0bc-0853-5c12-80e1-05dd5a8e6ef8';
 
 const agents: TestAgent[] = [];

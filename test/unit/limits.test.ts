@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_AGENT_SHARE, MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/limits.js';
 import type { AgentCardInfo } from '../../activities/agent-card/card.js';
 import type { Principal } from '../../src/auth/principals.js';
-import type { Expectation } from '../../core/schemas/extension.js';
+import type { DeclarationParams, Expectation } from '../../core/schemas/extension.js';
 import { checkDeclaration } from '../../src/service/card-rules.js';
 import { RuleViolationError, TooManyItemsError, type FieldError } from '../../src/service/errors.js';
 import { parseIngest, planIngest, type IngestRequest, type Occupancy } from '../../src/service/ingest-plan.js';
@@ -45,6 +45,15 @@ function refusal(req: IngestRequest): unknown {
   }
 }
 
+/** An agent's card that declares the extension with `kinds`, its lapseSkill handle-lapse. */
+const cardDeclaring = (kinds: DeclarationParams['kinds']): AgentCardInfo => ({
+  version: '1.0',
+  skillIds: ['handle-lapse'],
+  declaration: { index: 0, params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } },
+  securitySchemes: {},
+  securityRequirements: [],
+});
+
 const text = (n: number, unit = 'x') => unit.repeat(n);
 /** An instant of exactly `n` characters: digits of a fraction of a second. */
 const instant = (n: number) => `2026-12-01T00:00:00.${'1'.repeat(n - 21)}Z`;
@@ -58,54 +67,40 @@ interface Items {
   withdraw?: string[];
 }
 
-const onExpectation = (field: (n: number) => Partial<Expectation>) => (n: number) => ({
-  expectations: [expectation('e1', field(n))],
-});
+/** The case of the field at `path` in the one expectation, `field(n)` setting it `n` characters long. */
+const inExpectation = (path: string, bound: number, field: (n: number) => Partial<Expectation>): Case => [
+  `expectations/0/${path}`,
+  bound,
+  (n) => ({ expectations: [expectation('e1', field(n))] }),
+];
+
+/** The case of the field at `path` in the one fact, `field(n)` setting it `n` characters long. */
+const inFact = (path: string, bound: number, field: (n: number) => object): Case => [
+  `facts/0/${path}`,
+  bound,
+  (n) => ({ facts: [fact(0, field(n))] }),
+];
 
 const fieldCases: Case[] = [
-  ['expectations/0/expectationId', MAX_LENGTH.id, onExpectation((n) => ({ expectationId: text(n) }))],
-  ['expectations/0/kind', MAX_LENGTH.kind, onExpectation((n) => ({ kind: text(n) }))],
-  [
-    'expectations/0/subject/type',
-    MAX_LENGTH.subjectType,
-    onExpectation((n) => ({ subject: { type: text(n), id: 'S-1' } })),
-  ],
-  [
-    'expectations/0/subject/id',
-    MAX_LENGTH.subjectId,
-    onExpectation((n) => ({ subject: { type: 'shipment', id: text(n) } })),
-  ],
-  ['expectations/0/expects', MAX_LENGTH.expects, onExpectation((n) => ({ expects: text(n) }))],
-  [
-    'expectations/0/satisfiedBy/factKey',
-    MAX_LENGTH.factKey,
-    onExpectation((n) => ({ satisfiedBy: { factKey: text(n) } })),
-  ],
-  ['expectations/0/dueAt', MAX_LENGTH.instant, onExpectation((n) => ({ dueAt: instant(n) }))],
-  ['expectations/0/horizon', MAX_LENGTH.instant, onExpectation((n) => ({ horizon: instant(n) }))],
-  ['expectations/0/grace', MAX_LENGTH.duration, onExpectation((n) => ({ grace: duration(n) }))],
-  [
-    'expectations/0/anchor/expectationId',
-    MAX_LENGTH.id,
-    onExpectation((n) => ({ anchor: { expectationId: text(n), offset: 'PT1H' } })),
-  ],
-  [
-    'expectations/0/anchor/offset',
-    MAX_LENGTH.duration,
-    onExpectation((n) => ({ anchor: { expectationId: 'a', offset: duration(n) } })),
-  ],
-  ['expectations/0/after/0', MAX_LENGTH.id, onExpectation((n) => ({ after: [text(n)] }))],
-  ['expectations/0/basis', MAX_LENGTH.basis, onExpectation((n) => ({ basis: text(n) }))],
-  ['expectations/0/supersedes', MAX_LENGTH.id, onExpectation((n) => ({ supersedes: text(n) }))],
-  ['facts/0/factKey', MAX_LENGTH.factKey, (n) => ({ facts: [fact(0, { factKey: text(n) })] })],
-  ['facts/0/observedAt', MAX_LENGTH.instant, (n) => ({ facts: [fact(0, { observedAt: instant(n) })] })],
-  ['facts/0/source', MAX_LENGTH.source, (n) => ({ facts: [fact(0, { source: text(n) })] })],
-  [
-    'facts/0/subject/type',
-    MAX_LENGTH.subjectType,
-    (n) => ({ facts: [fact(0, { subject: { type: text(n), id: 'S' } })] }),
-  ],
-  ['facts/0/subject/id', MAX_LENGTH.subjectId, (n) => ({ facts: [fact(0, { subject: { type: 'T', id: text(n) } })] })],
+  inExpectation('expectationId', MAX_LENGTH.id, (n) => ({ expectationId: text(n) })),
+  inExpectation('kind', MAX_LENGTH.kind, (n) => ({ kind: text(n) })),
+  inExpectation('subject/type', MAX_LENGTH.subjectType, (n) => ({ subject: { type: text(n), id: 'S-1' } })),
+  inExpectation('subject/id', MAX_LENGTH.subjectId, (n) => ({ subject: { type: 'shipment', id: text(n) } })),
+  inExpectation('expects', MAX_LENGTH.expects, (n) => ({ expects: text(n) })),
+  inExpectation('satisfiedBy/factKey', MAX_LENGTH.factKey, (n) => ({ satisfiedBy: { factKey: text(n) } })),
+  inExpectation('dueAt', MAX_LENGTH.instant, (n) => ({ dueAt: instant(n) })),
+  inExpectation('horizon', MAX_LENGTH.instant, (n) => ({ horizon: instant(n) })),
+  inExpectation('grace', MAX_LENGTH.duration, (n) => ({ grace: duration(n) })),
+  inExpectation('anchor/expectationId', MAX_LENGTH.id, (n) => ({ anchor: { expectationId: text(n), offset: 'PT1H' } })),
+  inExpectation('anchor/offset', MAX_LENGTH.duration, (n) => ({ anchor: { expectationId: 'a', offset: duration(n) } })),
+  inExpectation('after/0', MAX_LENGTH.id, (n) => ({ after: [text(n)] })),
+  inExpectation('basis', MAX_LENGTH.basis, (n) => ({ basis: text(n) })),
+  inExpectation('supersedes', MAX_LENGTH.id, (n) => ({ supersedes: text(n) })),
+  inFact('factKey', MAX_LENGTH.factKey, (n) => ({ factKey: text(n) })),
+  inFact('observedAt', MAX_LENGTH.instant, (n) => ({ observedAt: instant(n) })),
+  inFact('source', MAX_LENGTH.source, (n) => ({ source: text(n) })),
+  inFact('subject/type', MAX_LENGTH.subjectType, (n) => ({ subject: { type: text(n), id: 'S' } })),
+  inFact('subject/id', MAX_LENGTH.subjectId, (n) => ({ subject: { type: 'T', id: text(n) } })),
   ['withdraw/0', MAX_LENGTH.id, (n) => ({ withdraw: [text(n)] })],
 ];
 
@@ -235,25 +230,15 @@ describe('a list', () => {
 });
 
 describe("a card's kinds", () => {
-  const cardWith = (n: number): AgentCardInfo => ({
-    version: '1.0',
-    skillIds: ['handle-lapse'],
-    declaration: {
-      index: 0,
-      params: {
-        keepsTime: false,
-        lapseSkill: 'handle-lapse',
-        kinds: Array.from({ length: n }, (_, i) => ({
-          kind: `k${i}`,
-          subjectType: 's',
-          basis: 'contract',
-          describes: 'the step is done',
-        })),
-      },
-    },
-    securitySchemes: {},
-    securityRequirements: [],
-  });
+  const cardWith = (n: number) =>
+    cardDeclaring(
+      Array.from({ length: n }, (_, i) => ({
+        kind: `k${i}`,
+        subjectType: 's',
+        basis: 'contract',
+        describes: 'the step is done',
+      })),
+    );
 
   it(`are read up to ${MAX_ITEMS.kinds}, and a card declaring one more is refused (422) at the list`, () => {
     const refused = checkDeclaration(cardWith(MAX_ITEMS.kinds + 1));
@@ -270,20 +255,9 @@ describe("a card's kinds", () => {
 });
 
 describe('the places left in ledgers and anchors', () => {
-  const card: AgentCardInfo = {
-    version: '1.0',
-    skillIds: ['handle-lapse'],
-    declaration: {
-      index: 0,
-      params: {
-        keepsTime: false,
-        lapseSkill: 'handle-lapse',
-        kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'the step is done' }],
-      },
-    },
-    securitySchemes: {},
-    securityRequirements: [],
-  };
+  const card = cardDeclaring([
+    { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'the step is done' },
+  ]);
   const occupancy = (counts: Partial<Record<keyof Occupancy, number>>): Occupancy => ({
     factKey: () => counts.factKey ?? 0,
     subject: () => counts.subject ?? 0,

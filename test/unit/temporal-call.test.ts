@@ -25,15 +25,17 @@ function grpcError(code: status, details: string): GrpcServiceError {
 /** A Client whose every call rejects with `error`, as a call through the Temporal client does. */
 const clientFailingWith = (error: unknown) => ({ withDeadline: () => Promise.reject(error) }) as unknown as Client;
 
+/** What a call made through createTemporalCall rejects with when Temporal answers it with `error`. */
+const rejectionOf = (error: unknown): Promise<unknown> =>
+  createTemporalCall(clientFailingWith(error), 1_000)(() => Promise.resolve()).catch((e: unknown) => e);
+
 describe('a Temporal call that Temporal refuses with RESOURCE_EXHAUSTED', () => {
   const exhausted = new ServiceError('Failed to start Workflow', {
     cause: grpcError(status.RESOURCE_EXHAUSTED, 'namespace rate limit exceeded'),
   });
 
   it('is a TemporalBusyError naming the reason', async () => {
-    const call = createTemporalCall(clientFailingWith(exhausted), 1_000);
-
-    const error = await call(() => Promise.resolve()).catch((e: unknown) => e);
+    const error = await rejectionOf(exhausted);
 
     expect(error).toBeInstanceOf(TemporalBusyError);
     expect((error as Error).message).toMatch(
@@ -42,10 +44,7 @@ describe('a Temporal call that Temporal refuses with RESOURCE_EXHAUSTED', () => 
   });
 
   it('is answered 503 temporal-busy with Retry-After: 2', async () => {
-    const error = await createTemporalCall(
-      clientFailingWith(exhausted),
-      1_000,
-    )(() => Promise.resolve()).catch((e: unknown) => e);
+    const error = await rejectionOf(exhausted);
 
     expect(toProblem(error)).toMatchObject({
       status: 503,
@@ -68,10 +67,7 @@ describe('a Temporal call that Temporal refuses with RESOURCE_EXHAUSTED', () => 
   it('leaves UNAVAILABLE a 503 temporal-unavailable with Retry-After: 5', async () => {
     const down = new ServiceError('Failed', { cause: grpcError(status.UNAVAILABLE, 'connect ECONNREFUSED') });
 
-    const error = await createTemporalCall(
-      clientFailingWith(down),
-      1_000,
-    )(() => Promise.resolve()).catch((e: unknown) => e);
+    const error = await rejectionOf(down);
 
     expect(toProblem(error)).toMatchObject({
       status: 503,
