@@ -1,5 +1,5 @@
 /**
- * Every bound the watcher keeps (issue 15): on what one request may carry, checked by the bridge before any Temporal
+ * Every bound the watcher keeps: on what one request may carry, checked by the bridge before any Temporal
  * call (src/service/limits.ts), and on what a workflow accumulates, kept by the workflows themselves. They are chosen
  * so that no workflow's input, carried state (continue-as-new) or result can come near Temporal's 2 MB limit on one
  * payload (`limit.blobSize.error`; past it the server terminates the workflow). docs/api.md repeats the table.

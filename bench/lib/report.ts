@@ -46,7 +46,7 @@ export interface Target {
   hit?: boolean;
 }
 
-/** Judges the four targets of issue 5 against what was measured. */
+/** Judges the targets BENCHMARKS.md sets against what was measured. */
 export function judgeTargets(results: Omit<BenchResults, 'targets'>): Target[] {
   const targets: Target[] = [];
   const t = results.throughput;

@@ -1,5 +1,5 @@
 /**
- * Temporal's codec server protocol on the bridge (issue 15; docs/operations.md, "Encrypting payloads"):
+ * Temporal's codec server protocol on the bridge (docs/operations.md, "Encrypting payloads"):
  * `POST /codec/decode` and `POST /codec/encode` take `{"payloads": [...]}`, payloads in protobuf JSON (metadata values
  * and data in base64), and answer the same shape, for the Temporal UI and `temporal ... --codec-endpoint`.
  *

@@ -1,5 +1,5 @@
 /**
- * Per-principal quotas (issue 15): raises and facts per minute, and open expectations. A refused request is a
+ * Per-principal quotas: raises and facts per minute, and open expectations. A refused request is a
  * QuotaExceededError (429 with `Retry-After`) and nothing of it is applied.
  *
  * - Raises and facts per minute: one bucket per principal and quota, holding `limit` and refilling `limit` per

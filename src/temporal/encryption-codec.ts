@@ -1,5 +1,5 @@
 /**
- * Encryption at rest, the Temporal way (issue 15): a PayloadCodec that seals every payload the client and the worker
+ * Encryption at rest, the Temporal way: a PayloadCodec that seals every payload the client and the worker
  * write (workflow inputs, results, signals, updates, queries, memos, activity payloads, user-metadata summaries) with
  * AES-256-GCM before it reaches Temporal. Search attributes never pass through a codec: they stay readable.
  *
