@@ -3,6 +3,7 @@
  * key's and a subject ledger's subscribers, an anchor's dependents, and a fact key's dedupe window. At the bound
  * the newcomer is served; past it, it is withdrawn with a reason that names the bound, and the state does not grow.
  */
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import {
   DEDUPE_WINDOW,
@@ -59,6 +60,25 @@ async function startSubjectLedger(subject: Subject, subscribers: string[]): Prom
   return workflowId;
 }
 
+/**
+ * `make()` again until what it makes has a fact key whose router no earlier test of this file has started: the tests
+ * that start a router with a state of their own need a shard of the file's task queue that is still free.
+ */
+async function onAnUnstartedRouter<T>(make: () => T, factKeyOf: (made: T) => string): Promise<T> {
+  for (;;) {
+    const made = make();
+    const router = h.client.workflow.getHandle(factRouterWorkflowId(factKeyOf(made), h.taskQueue));
+    const runs = await router.describe().then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return false;
+        throw error;
+      },
+    );
+    if (!runs) return made;
+  }
+}
+
 const loadOf = (workflowId: string): Promise<LedgerLoad> =>
   h.client.workflow.getHandle(workflowId).query(ledgerLoadQuery);
 const keyLoadOf = (factKey: string): Promise<LedgerLoad> =>
@@ -67,8 +87,11 @@ const keyLoadOf = (factKey: string): Promise<LedgerLoad> =>
 describe('a fact key in its router', () => {
   it(`serves its ${MAX_FACT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
     const start = await h.now();
-    const id = h.id('fact-last-place');
-    const e = shipmentExpectation(id, start, 10 * DAY);
+    const e = await onAnUnstartedRouter(
+      () => shipmentExpectation(h.id('fact-last-place'), start, 10 * DAY),
+      (made) => made.satisfiedBy.factKey,
+    );
+    const id = e.expectationId;
     await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS - 1, id));
 
     await h.raise(e);
@@ -82,8 +105,11 @@ describe('a fact key in its router', () => {
 
   it('withdraws one more, naming the bound, and stays at the bound', async () => {
     const start = await h.now();
-    const id = h.id('fact-no-place');
-    const e = shipmentExpectation(id, start, 10 * DAY);
+    const e = await onAnUnstartedRouter(
+      () => shipmentExpectation(h.id('fact-no-place'), start, 10 * DAY),
+      (made) => made.satisfiedBy.factKey,
+    );
+    const id = e.expectationId;
     await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS, id));
 
     await h.raise(e);
@@ -98,7 +124,10 @@ describe('a fact key in its router', () => {
 
   it(`remembers the last ${DEDUPE_WINDOW} observations for dedupe, and no more`, async () => {
     const start = await h.now();
-    const factKey = `shipment/${h.id('S')}/scanned`;
+    const factKey = await onAnUnstartedRouter(
+      () => `shipment/${h.id('S')}/scanned`,
+      (key) => key,
+    );
     const observedAt = (i: number) => new Date(start - DAY + i * 1000).toISOString();
     const fact = (i: number): Fact => ({ factKey, observedAt: observedAt(i), source: 'carrier-feed' });
     // A key waited on, whose router has seen facts 1 to DEDUPE_WINDOW (as one that continued as new carries them).
