@@ -12,19 +12,18 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { Expectation } from '../../core/types.js';
-import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import { loadCodecKeys } from '../../src/temporal/codec-keys.js';
 import { startDevServer } from '../../dev/temporal/dev-server.js';
 import { EncryptionCodec } from '../../src/temporal/encryption-codec.js';
 import { getExpectationRecord, recordFact, startExpectation } from '../../src/temporal/expectations.js';
 import { expectationLinks } from '../../core/ids.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
-import { loopbackAgents } from '../support/outbound.js';
+import type { WatcherWorker } from '../../src/temporal/worker.js';
 import { untilTrue } from '../support/poll.js';
 import { atRest } from '../support/routers.js';
 import { subscribeSignal, type ExpectationInput } from '../../workflows/messages.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
+import { recorderWorker } from './recorder-worker.js';
 
 const { History } = proto.temporal.api.history.v1;
 const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
@@ -42,19 +41,9 @@ const settings = { lateWindow: 'PT3S', factRetention: 'PT2S' };
 
 const server = await startDevServer({ port: await freePort() });
 const agent = await startTestAgent();
-const principals = createPrincipalStore({
-  principals: [{ id: 'shipping-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: agent.cardUrl } }],
-});
 
 async function startWorker(codec: EncryptionCodec): Promise<{ watcher: WatcherWorker; running: Promise<void> }> {
-  const watcher = await createWatcherWorker({
-    address: server.address,
-    namespace: server.namespace,
-    taskQueue,
-    agents: agentDirectory(principals),
-    outbound: loopbackAgents,
-    dataConverter: { payloadCodecs: [codec] },
-  });
+  const watcher = await recorderWorker(server, taskQueue, { 'shipping-agent': agent.cardUrl }, { dataConverter: { payloadCodecs: [codec] } });
   return { watcher, running: watcher.run() };
 }
 

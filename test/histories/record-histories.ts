@@ -14,7 +14,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
-import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import proto from '@temporalio/proto';
 import type { Expectation, Fact } from '../../core/types.js';
 import { startDevServer } from '../../dev/temporal/dev-server.js';
@@ -28,15 +27,14 @@ import {
 } from '../../src/temporal/expectations.js';
 import { resendLapse } from '../../src/temporal/resend-lapse.js';
 import { expectationLinks, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
-import { createWatcherWorker } from '../../src/temporal/worker.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import { resendLapseUpdate, type ExpectationInput } from '../../workflows/messages.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
-import { loopbackAgents } from '../support/outbound.js';
 import { untilTrue } from '../support/poll.js';
 import { atRest } from '../support/routers.js';
+import { recorderWorker } from './recorder-worker.js';
 
 const { History } = proto.temporal.api.history.v1;
 
@@ -66,19 +64,10 @@ failing.failNext(500);
 const refusing = await startTestAgent();
 refusing.failNext(404, 1);
 // The worker finds the agents' cards in principals, as it does in the principals file; none is in any history.
-const principals = createPrincipalStore({
-  principals: [
-    { id: 'shipping-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: agent.cardUrl } },
-    { id: 'failing-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: failing.cardUrl } },
-    { id: 'refusing-agent', tokenSha256: tokenSha256(randomUUID()), roles: ['agent'], agent: { cardUrl: refusing.cardUrl } },
-  ],
-});
-const watcher = await createWatcherWorker({
-  address: server.address,
-  namespace: server.namespace,
-  taskQueue,
-  agents: agentDirectory(principals),
-  outbound: loopbackAgents,
+const watcher = await recorderWorker(server, taskQueue, {
+  'shipping-agent': agent.cardUrl,
+  'failing-agent': failing.cardUrl,
+  'refusing-agent': refusing.cardUrl,
 });
 const running = watcher.run();
 const client: Client = watcher.client;

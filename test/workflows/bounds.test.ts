@@ -3,7 +3,6 @@
  * key's and a subject ledger's subscribers, an anchor's dependents, and a fact key's dedupe window. At the bound
  * the newcomer is served; past it, it is withdrawn with a reason that names the bound, and the state does not grow.
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import {
   DEDUPE_WINDOW,
@@ -27,7 +26,7 @@ import {
   type LedgerLoad,
 } from '../../workflows/messages.js';
 import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
-import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
+import { DAY, HOUR, onAnUnstartedRouter, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
 
@@ -60,25 +59,6 @@ async function startSubjectLedger(subject: Subject, subscribers: string[]): Prom
   return workflowId;
 }
 
-/**
- * `make()` again until what it makes has a fact key whose router no earlier test of this file has started: the tests
- * that start a router with a state of their own need a shard of the file's task queue that is still free.
- */
-async function onAnUnstartedRouter<T>(make: () => T, factKeyOf: (made: T) => string): Promise<T> {
-  for (;;) {
-    const made = make();
-    const router = h.client.workflow.getHandle(factRouterWorkflowId(factKeyOf(made), h.taskQueue));
-    const runs = await router.describe().then(
-      () => true,
-      (error: unknown) => {
-        if (error instanceof WorkflowNotFoundError) return false;
-        throw error;
-      },
-    );
-    if (!runs) return made;
-  }
-}
-
 const loadOf = (workflowId: string): Promise<LedgerLoad> =>
   h.client.workflow.getHandle(workflowId).query(ledgerLoadQuery);
 const keyLoadOf = (factKey: string): Promise<LedgerLoad> =>
@@ -88,6 +68,7 @@ describe('a fact key in its router', () => {
   it(`serves its ${MAX_FACT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
     const start = await h.now();
     const e = await onAnUnstartedRouter(
+      h,
       () => shipmentExpectation(h.id('fact-last-place'), start, 10 * DAY),
       (made) => made.satisfiedBy.factKey,
     );
@@ -106,6 +87,7 @@ describe('a fact key in its router', () => {
   it('withdraws one more, naming the bound, and stays at the bound', async () => {
     const start = await h.now();
     const e = await onAnUnstartedRouter(
+      h,
       () => shipmentExpectation(h.id('fact-no-place'), start, 10 * DAY),
       (made) => made.satisfiedBy.factKey,
     );
@@ -125,6 +107,7 @@ describe('a fact key in its router', () => {
   it(`remembers the last ${DEDUPE_WINDOW} observations for dedupe, and no more`, async () => {
     const start = await h.now();
     const factKey = await onAnUnstartedRouter(
+      h,
       () => `shipment/${h.id('S')}/scanned`,
       (key) => key,
     );

@@ -10,7 +10,8 @@ import { lapseMessageId } from '../../core/message-id.js';
 import { withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { ExpectationLate, ExpectationState } from '../../workflows/search-attributes.js';
-import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
+import type { Expectation } from '../../core/schemas/extension.js';
+import { DAY, HOUR, raiseOpen, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
 
@@ -30,15 +31,28 @@ async function historySummaries(workflowId: string): Promise<{ timers: string[];
   return { timers, activities };
 }
 
+/**
+ * Raises a shipment expectation `<prefix>-…` with `extra`, due `dueIn` ms after the server's now (`start`) and with
+ * its horizon `horizonIn` ms after it.
+ */
+async function raiseWithHorizon(
+  prefix: string,
+  { dueIn, horizonIn }: { dueIn: number; horizonIn: number },
+  extra: Partial<Expectation> = {},
+) {
+  const start = await h.now();
+  const id = h.id(prefix);
+  const horizon = start + horizonIn;
+  const { expectation } = await h.raise(shipmentExpectation(id, start, dueIn, { ...extra, horizon: iso(horizon) }));
+  return { start, id, horizon, expectation };
+}
+
 /** Each distinct item once, in the order it first appears (a timer is started again each time the loop wakes). */
 const distinct = (items: string[]) => [...new Set(items)];
 
 describe('lastFactAt on a lapse', () => {
   it('carries the latest observedAt of the facts on the subject since raising, not the last to arrive', async () => {
-    const start = await h.now();
-    const id = h.id('last-fact');
-    const { expectation } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
-    await h.until(id, (r) => r.state === 'open');
+    const { start, id, expectation } = await raiseOpen(h, 'last-fact', 10 * DAY);
 
     await h.advanceTo(start + 4 * DAY);
     await reportFact(h, `shipment/${id}/scanned`, start + 3 * DAY, { subject: expectation.subject });
@@ -62,11 +76,10 @@ describe('lastFactAt on a lapse', () => {
 
 describe('stalled, then overdue', () => {
   it('raises both lapses on the same dueAt, each at its own instant, each delivered under its own messageId', async () => {
-    const start = await h.now();
-    const id = h.id('stalled-overdue');
-    const horizon = start + 5 * DAY;
-    const { expectation } = await h.raise(
-      shipmentExpectation(id, start, 10 * DAY, { grace: 'PT6H', horizon: iso(horizon) }),
+    const { id, horizon, expectation } = await raiseWithHorizon(
+      'stalled-overdue',
+      { dueIn: 10 * DAY, horizonIn: 5 * DAY },
+      { grace: 'PT6H' },
     );
     const overdueAt = Date.parse(expectation.dueAt) + 6 * HOUR;
 
@@ -110,10 +123,7 @@ describe('stalled, then overdue', () => {
   });
 
   it('closes the late window after the overdue lapse, the last one, not after the stalled one', async () => {
-    const start = await h.now();
-    const id = h.id('window-after-last');
-    const horizon = start + 2 * DAY;
-    await h.raise(shipmentExpectation(id, start, 20 * DAY, { horizon: iso(horizon) }));
+    const { start, id } = await raiseWithHorizon('window-after-last', { dueIn: 20 * DAY, horizonIn: 2 * DAY });
     await h.advanceTo(start + 20 * DAY + HOUR);
     const lapsed = await h.until(id, (r) => r.lapses.length === 2);
     const [stalled, overdue] = lapsed.lapses.map((entry) => Date.parse(entry.lapse.lapsedAt));
@@ -190,11 +200,10 @@ describe('superseding a lapsed expectation', () => {
 
 describe('summaries on timers and activities (the Temporal UI)', () => {
   it('names each deadline a timer waits for and each lapse a delivery activity sends', async () => {
-    const start = await h.now();
-    const id = h.id('summaries');
-    const horizon = start + 2 * DAY;
-    const { expectation } = await h.raise(
-      shipmentExpectation(id, start, 5 * DAY, { grace: 'PT1H', horizon: iso(horizon) }),
+    const { start, id, horizon, expectation } = await raiseWithHorizon(
+      'summaries',
+      { dueIn: 5 * DAY, horizonIn: 2 * DAY },
+      { grace: 'PT1H' },
     );
     await h.advanceTo(start + 5 * DAY + 2 * HOUR);
     const lapsed = await h.until(
@@ -267,10 +276,7 @@ describe("ExpectationLate (the list's late filter)", () => {
   });
 
   it('is never set on an expectation that is withdrawn', async () => {
-    const start = await h.now();
-    const id = h.id('withdrawn-attr');
-    await h.raise(shipmentExpectation(id, start, DAY));
-    await h.until(id, (r) => r.state === 'open');
+    const { id } = await raiseOpen(h, 'withdrawn-attr', DAY);
     expect(await withdrawExpectation(h.client, id, { reason: 'cancelled' })).toBe('withdrawn');
     await untilStatus(h, expectationWorkflowId(id), 'COMPLETED');
 

@@ -11,6 +11,7 @@ import { ExpectationDueAt, ExpectationState } from '../../workflows/search-attri
 import {
   DAY,
   HOUR,
+  raiseOpen,
   REJECTING_AGENT,
   reportFact,
   shipmentExpectation,
@@ -23,10 +24,7 @@ const h = useHarness();
 
 describe('satisfaction', () => {
   it('is by exact fact key: a different key does nothing, the expected key satisfies', async () => {
-    const start = await h.now();
-    const id = h.id('exact');
-    const { expectation } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
-    await h.until(id, (r) => r.state === 'open');
+    const { start, id, expectation } = await raiseOpen(h, 'exact', 10 * DAY);
 
     await reportFact(h, `${expectation.satisfiedBy.factKey}/extra`, start, { subject: expectation.subject });
     await reportFact(h, expectation.satisfiedBy.factKey.toUpperCase(), start);
@@ -61,10 +59,7 @@ describe('satisfaction', () => {
 
 describe('overdue', () => {
   it('lapses a 90-day expectation with 6 hours of grace at day 90 + 6 h and not a second before', async () => {
-    const start = await h.now();
-    const id = h.id('overdue');
-    const { expectation } = await h.raise(shipmentExpectation(id, start, 90 * DAY, { grace: 'PT6H' }));
-    await h.until(id, (r) => r.state === 'open');
+    const { id, expectation } = await raiseOpen(h, 'overdue', 90 * DAY, { grace: 'PT6H' });
     const overdueAt = Date.parse(expectation.dueAt) + 6 * HOUR;
 
     await h.advanceTo(overdueAt - 1000);
@@ -198,10 +193,7 @@ describe('closing', () => {
 
 describe('withdraw', () => {
   it('withdraws an open expectation with its reason, then reports not-open, and unknown ids as unknown', async () => {
-    const start = await h.now();
-    const id = h.id('withdraw');
-    await h.raise(shipmentExpectation(id, start, 10 * DAY));
-    await h.until(id, (r) => r.state === 'open');
+    const { id } = await raiseOpen(h, 'withdraw', 10 * DAY);
 
     expect(await withdrawExpectation(h.client, id, { reason: 'order cancelled' })).toBe('withdrawn');
     const record = await h.until(id, (r) => r.closedAt !== undefined);

@@ -12,6 +12,7 @@ import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/
 import {
   DAY,
   HOUR,
+  onAnUnstartedRouter,
   reportFact,
   settings,
   shipmentExpectation,
@@ -97,7 +98,11 @@ describe('early facts', () => {
 
   it(`are kept for the ${MAX_RETAINED_FACTS_PER_ROUTER} keys a router heard last, the oldest forgotten first`, async () => {
     const start = await h.now();
-    const prefix = h.id('bound');
+    const prefix = await onAnUnstartedRouter(
+      h,
+      () => h.id('bound'),
+      (made) => `shipment/${made}-0/delivered`,
+    );
     const factKey = (i: number) => `shipment/${prefix}-${i}/delivered`;
     // A router of one shard that retains MAX_RETAINED_FACTS_PER_ROUTER keys (as one that continued as new carries them).
     const shard = shardOf(factKey(0));

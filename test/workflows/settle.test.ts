@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { subjectLedgerWorkflowId } from '../../core/ids.js';
+import type { Expectation } from '../../core/schemas/extension.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { HOUR, reportFact, settings, shipmentExpectation, useHarness } from './support.js';
 
@@ -14,13 +15,26 @@ const SETTLE_MS = 60_000;
 const settling = { settings: { ...settings, settle: 'PT1M' } };
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/**
+ * Raises `<prefix>-…` with the settle interval, due an hour after the server's now (`start`) unless `build` makes it
+ * otherwise, and moves the clock `intoSettle` ms past that hour: into the settle interval of a deadline there.
+ */
+async function raiseIntoSettle(
+  prefix: string,
+  intoSettle: number,
+  build: (id: string, start: number) => Expectation = (id, start) => shipmentExpectation(id, start, HOUR),
+) {
+  const start = await h.now();
+  const id = h.id(prefix);
+  const e = build(id, start);
+  await h.raise(e, settling);
+  await h.advanceTo(start + HOUR + intoSettle);
+  return { start, id, e };
+}
+
 describe('an overdue deadline with a settle interval', () => {
   it('is met by a fact the bridge received before it, though the fact reaches the workflow after it', async () => {
-    const start = await h.now();
-    const id = h.id('settle-met');
-    const e = shipmentExpectation(id, start, HOUR);
-    await h.raise(e, settling);
-    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+    const { start, id, e } = await raiseIntoSettle('settle-met', SETTLE_MS / 2);
 
     await reportFact(h, e.satisfiedBy.factKey, start + HOUR - 5_000, { receivedAt: iso(start + HOUR - 1_000) });
     const record = await h.until(id, (r) => r.closedAt !== undefined);
@@ -29,11 +43,7 @@ describe('an overdue deadline with a settle interval', () => {
   });
 
   it('lapses overdue before it takes a fact the bridge received after it, which is then late', async () => {
-    const start = await h.now();
-    const id = h.id('settle-after');
-    const e = shipmentExpectation(id, start, HOUR);
-    await h.raise(e, settling);
-    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+    const { start, id, e } = await raiseIntoSettle('settle-after', SETTLE_MS / 2);
 
     await reportFact(h, e.satisfiedBy.factKey, start + HOUR + 2_000, { receivedAt: iso(start + HOUR + 10_000) });
     const record = await h.until(id, (r) => r.closedAt !== undefined);
@@ -44,11 +54,7 @@ describe('an overdue deadline with a settle interval', () => {
   });
 
   it("is met by its key's fact though a later fact on the subject, received after the deadline, arrives first", async () => {
-    const start = await h.now();
-    const id = h.id('settle-subject-first');
-    const e = shipmentExpectation(id, start, HOUR);
-    await h.raise(e, settling);
-    await h.advanceTo(start + HOUR + SETTLE_MS / 4);
+    const { start, id, e } = await raiseIntoSettle('settle-subject-first', SETTLE_MS / 4);
 
     // The subject's ledger is quick, the key's fact is still on its way (a busy router): the scan comes first.
     await reportFact(h, `shipment/${id}/scanned`, start + HOUR + 1_000, {
@@ -63,10 +69,7 @@ describe('an overdue deadline with a settle interval', () => {
   });
 
   it('lapses once the settle interval has passed with no fact, not at the deadline', async () => {
-    const start = await h.now();
-    const id = h.id('settle-none');
-    await h.raise(shipmentExpectation(id, start, HOUR), settling);
-    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+    const { start, id } = await raiseIntoSettle('settle-none', SETTLE_MS / 2);
     expect((await h.record(id)).state).toBe('open');
 
     await h.advanceTo(start + HOUR + 2 * SETTLE_MS);
@@ -81,11 +84,7 @@ describe('a horizon with a settle interval', () => {
     shipmentExpectation(id, start, 10 * HOUR, { horizon: iso(start + HOUR) });
 
   it('is not stalled by a subject fact the bridge received before it that arrives after it', async () => {
-    const start = await h.now();
-    const id = h.id('horizon-met');
-    const e = onSubject(id, start);
-    await h.raise(e, settling);
-    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+    const { start, id, e } = await raiseIntoSettle('horizon-met', SETTLE_MS / 2, onSubject);
 
     await reportFact(h, `other/${id}`, start + HOUR - 5_000, {
       subject: e.subject,
@@ -161,11 +160,7 @@ describe('a horizon with a settle interval', () => {
   });
 
   it('is stalled though a subject fact the bridge received after it arrives within the settle interval', async () => {
-    const start = await h.now();
-    const id = h.id('horizon-after');
-    const e = onSubject(id, start);
-    await h.raise(e, settling);
-    await h.advanceTo(start + HOUR + SETTLE_MS / 2);
+    const { start, id, e } = await raiseIntoSettle('horizon-after', SETTLE_MS / 2, onSubject);
 
     await reportFact(h, `other/${id}`, start + HOUR + 1_000, {
       subject: e.subject,

@@ -15,7 +15,7 @@ import type { Expectation, Fact } from '../../core/schemas/extension.js';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord, recordFact, startExpectation } from '../../src/temporal/expectations.js';
-import { expectationLinks } from '../../core/ids.js';
+import { expectationLinks, factRouterWorkflowId } from '../../core/ids.js';
 import { indexedValueType } from '../../src/temporal/search-attributes.js';
 import type { ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
@@ -211,4 +211,44 @@ export function shipmentExpectation(
 ): Expectation {
   const dueAt = new Date(nowMs + dueInMs).toISOString();
   return deliveryExpectation(id, dueAt, { expects: 'the shipment is delivered', ...extra });
+}
+
+/**
+ * Raises a shipment expectation `<prefix>-…` due `dueInMs` after the server's now (`start`), and waits until its
+ * record reads open.
+ */
+export async function raiseOpen(
+  h: TimeSkippingHarness,
+  prefix: string,
+  dueInMs: number,
+  extra: Partial<Expectation> = {},
+): Promise<ExpectationInput & { start: number; id: string }> {
+  const start = await h.now();
+  const id = h.id(prefix);
+  const input = await h.raise(shipmentExpectation(id, start, dueInMs, extra));
+  await h.until(id, (r) => r.state === 'open');
+  return { ...input, start, id };
+}
+
+/**
+ * `make()` again until what it makes has a fact key whose router no earlier test of the file has started: a test that
+ * starts a router with a state of its own needs a shard of the file's task queue that is still free.
+ */
+export async function onAnUnstartedRouter<T>(
+  h: TimeSkippingHarness,
+  make: () => T,
+  factKeyOf: (made: T) => string,
+): Promise<T> {
+  for (;;) {
+    const made = make();
+    const router = h.client.workflow.getHandle(factRouterWorkflowId(factKeyOf(made), h.taskQueue));
+    const runs = await router.describe().then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return false;
+        throw error;
+      },
+    );
+    if (!runs) return made;
+  }
 }
