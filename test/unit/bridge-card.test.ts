@@ -68,21 +68,14 @@ const withParams = (p: unknown): AgentCardInfo => ({
 });
 
 describe('parseAgentCard', () => {
-  it('reads a v1.0 card: version, skills and the declaration with its index', () => {
-    expect(parseAgentCard(v1Card)).toEqual({
-      version: '1.0',
+  it.each([
+    ['reads a v1.0 card: version, skills and the declaration with its index', v1Card, '1.0', 1],
+    ['reads a v0.3 card', v03Card, '0.3', 0],
+  ])('%s', (_title, served, version, index) => {
+    expect(parseAgentCard(served)).toEqual({
+      version,
       skillIds: ['handle-lapse'],
-      declaration: { index: 1, params },
-      securitySchemes: {},
-      securityRequirements: [],
-    });
-  });
-
-  it('reads a v0.3 card', () => {
-    expect(parseAgentCard(v03Card)).toEqual({
-      version: '0.3',
-      skillIds: ['handle-lapse'],
-      declaration: { index: 0, params },
+      declaration: { index, params },
       securitySchemes: {},
       securityRequirements: [],
     });
@@ -509,14 +502,15 @@ describe('checkDeclaration: every kind alike', () => {
 
   it('names every broken rule of the declaration at once, lapseSkill first, then kind by kind', () => {
     const card = { ...kindsOf({ ...delivery, describes: 'TODO', skills: ['quote'] }, delivery), skillIds: [] };
+    const param = (field: string) => `card/capabilities/extensions/0/params/${field}`;
 
     expect(checkDeclaration(card)).toMatchObject({
       ok: false,
       errors: [
-        { path: 'card/capabilities/extensions/0/params/lapseSkill', rule: 'lapse-skill' },
-        { path: 'card/capabilities/extensions/0/params/kinds/0/describes', rule: 'describes-placeholder' },
-        { path: 'card/capabilities/extensions/0/params/kinds/0/skills/0', rule: 'kind-skills' },
-        { path: 'card/capabilities/extensions/0/params/kinds/1/kind', rule: 'kind-unique' },
+        { path: param('lapseSkill'), rule: 'lapse-skill' },
+        { path: param('kinds/0/describes'), rule: 'describes-placeholder' },
+        { path: param('kinds/0/skills/0'), rule: 'kind-skills' },
+        { path: param('kinds/1/kind'), rule: 'kind-unique' },
       ],
     });
   });

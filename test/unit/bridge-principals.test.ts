@@ -61,84 +61,73 @@ describe('createPrincipalStore', () => {
 });
 
 describe('loadPrincipals', () => {
-  it('loads a valid file', async () => {
-    const dir = await tmp();
-    const at = path.join(dir, 'p.json');
-    await writeFile(at, JSON.stringify(file));
+  /** Writes `content` as the principals file of a fresh directory and answers its path. */
+  async function principalsFile(content: unknown): Promise<string> {
+    const at = path.join(await tmp(), 'p.json');
+    await writeFile(at, JSON.stringify(content));
+    return at;
+  }
 
-    const store = await loadPrincipals(at);
+  /** Loads the file at `at`, expecting a refusal that names the file, and answers the field errors, one a line. */
+  async function fieldErrorsOf(at: string): Promise<string[]> {
+    const error = (await loadPrincipals(at).catch((e: unknown) => e)) as Error;
+    const [header, ...fieldErrors] = error.message.split('\n');
+    expect(header).toBe(`${at}: invalid principals file`);
+    return fieldErrors;
+  }
+
+  it('loads a valid file', async () => {
+    const store = await loadPrincipals(await principalsFile(file));
 
     expect(store.authenticate('feed-token')?.id).toBe('carrier-feed');
   });
 
   it('refuses an agent without cardUrl and a hash that is not sha256, naming both', async () => {
-    const dir = await tmp();
-    const at = path.join(dir, 'p.json');
-    await writeFile(at, JSON.stringify({ principals: [{ id: 'a', tokenSha256: 'abc', roles: ['agent'] }] }));
+    const at = await principalsFile({ principals: [{ id: 'a', tokenSha256: 'abc', roles: ['agent'] }] });
 
-    const error = await loadPrincipals(at).catch((e: unknown) => e);
-
-    expect(error).toBeInstanceOf(PrincipalsFileError);
-    expect((error as Error).message).toBe(
-      `${at}: invalid principals file\n` +
-        '  principals.0.tokenSha256: must be the hex sha256 of the bearer token (64 hex digits)\n' +
-        '  principals.0.agent: a principal with the agent role needs agent.cardUrl',
-    );
+    await expect(loadPrincipals(at)).rejects.toBeInstanceOf(PrincipalsFileError);
+    expect(await fieldErrorsOf(at)).toEqual([
+      '  principals.0.tokenSha256: must be the hex sha256 of the bearer token (64 hex digits)',
+      '  principals.0.agent: a principal with the agent role needs agent.cardUrl',
+    ]);
   });
 
   it('refuses a card URL that is not http(s) or that names a user, at load rather than at every delivery', async () => {
-    const dir = await tmp();
-    const at = path.join(dir, 'p.json');
     const agentWith = (id: string, cardUrl: string) => ({
       id,
       tokenSha256: 'a'.repeat(63) + id,
       roles: ['agent'],
       agent: { cardUrl },
     });
-    await writeFile(
-      at,
-      JSON.stringify({
-        principals: [
-          agentWith('1', 'file:///etc/agent-card.json'),
-          agentWith('2', 'https://bot:pw@agents.example/card'),
-        ],
-      }),
-    );
+    const at = await principalsFile({
+      principals: [agentWith('1', 'file:///etc/agent-card.json'), agentWith('2', 'https://bot:pw@agents.example/card')],
+    });
 
-    const error = await loadPrincipals(at).catch((e: unknown) => e);
-
-    expect((error as Error).message).toBe(
-      `${at}: invalid principals file\n` +
-        '  principals.0.agent.cardUrl: must be an http or https URL\n' +
-        '  principals.1.agent.cardUrl: must not name a user or password; the credential goes in agent.authorization',
-    );
+    expect(await fieldErrorsOf(at)).toEqual([
+      '  principals.0.agent.cardUrl: must be an http or https URL',
+      '  principals.1.agent.cardUrl: must not name a user or password; the credential goes in agent.authorization',
+    ]);
   });
 
   it('takes an id of 64 printable ASCII characters, and refuses one longer or with a space, naming each', async () => {
-    const dir = await tmp();
-    const at = path.join(dir, 'p.json');
     const entry = (id: string, token: string) => ({ id, tokenSha256: tokenSha256(token), roles: ['reporter'] });
-    await writeFile(at, JSON.stringify({ principals: [entry('f'.repeat(64), 'ok')] }));
+    const at = await principalsFile({ principals: [entry('f'.repeat(64), 'ok')] });
     const longest = await loadPrincipals(at);
     await writeFile(at, JSON.stringify({ principals: [entry('f'.repeat(65), 'long'), entry('a feed', 'spaced')] }));
 
-    const error = await loadPrincipals(at).catch((e: unknown) => e);
+    const fieldErrors = await fieldErrorsOf(at);
 
     expect(longest.authenticate('ok')?.id).toBe('f'.repeat(64));
-    expect((error as Error).message).toBe(
-      `${at}: invalid principals file\n` +
-        '  principals.0.id: must be at most 64 characters\n' +
-        '  principals.1.id: must be printable ASCII without spaces',
-    );
+    expect(fieldErrors).toEqual([
+      '  principals.0.id: must be at most 64 characters',
+      '  principals.1.id: must be printable ASCII without spaces',
+    ]);
   });
 
   it('refuses two principals with one token', async () => {
-    const dir = await tmp();
-    const at = path.join(dir, 'p.json');
     const twice = { principals: [file.principals[1]!, { ...file.principals[1]!, id: 'other' }] };
-    await writeFile(at, JSON.stringify(twice));
 
-    await expect(loadPrincipals(at)).rejects.toThrow(/two principals share one token/);
+    await expect(loadPrincipals(await principalsFile(twice))).rejects.toThrow(/two principals share one token/);
   });
 });
 

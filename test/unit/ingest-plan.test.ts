@@ -247,21 +247,29 @@ describe('raise, unchanged and conflicts (same id)', () => {
 });
 
 describe('rules against the card (422)', () => {
+  /** The test card, declaring these kinds instead (and having these skills, when given). */
+  const declaring = (declared: object[], skillIds = card.skillIds): AgentCardInfo => ({
+    ...card,
+    skillIds,
+    declaration: { index: 0, params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds: declared } },
+  });
+  /** Why raising `e` is refused against this card (the test card unless given). */
+  const raiseRefusal = (e: Expectation, against?: AgentCardInfo) =>
+    refusal(request({ expectations: [e] }), { card: against });
+
   it('refuses when the card does not declare the extension', () => {
     const message =
       "the agent's card does not declare the extension https://rsaxb.com/a2a/expectations/v1 in capabilities.extensions";
 
-    expect(
-      refusal(request({ expectations: [expectation('e1')] }), {
-        card: { ...card, skillIds: [], declaration: undefined },
-      }),
-    ).toEqual(rule('card/capabilities/extensions', 'extension-declared', message));
+    expect(raiseRefusal(expectation('e1'), { ...card, skillIds: [], declaration: undefined })).toEqual(
+      rule('card/capabilities/extensions', 'extension-declared', message),
+    );
   });
 
   it('refuses when lapseSkill names no skill on the card', () => {
     const badSkill = { ...card, skillIds: ['something-else'] };
 
-    expect(refusal(request({ expectations: [expectation('e1')] }), { card: badSkill })).toEqual(
+    expect(raiseRefusal(expectation('e1'), badSkill)).toEqual(
       rule(
         'card/capabilities/extensions/0/params/lapseSkill',
         'lapse-skill',
@@ -270,40 +278,56 @@ describe('rules against the card (422)', () => {
     );
   });
 
-  it('refuses a kind the card does not declare', () => {
-    expect(refusal(request({ expectations: [expectation('e1', { kind: 'teleport' })] }))).toEqual(
+  it.each([
+    [
+      'a kind the card does not declare',
+      { kind: 'teleport' },
       rule(
         'expectations/0/kind',
         'kind-declared',
         "kind 'teleport' is not declared on the agent's card (declared: delivery, pickup)",
       ),
-    );
+    ],
+    [
+      'a basis other than the declared one',
+      { basis: 'observed' },
+      rule(
+        'expectations/0/basis',
+        'basis',
+        "basis 'observed' differs from the basis 'contract' declared for kind 'delivery'",
+      ),
+    ],
+  ])('refuses %s', (_what, overrides: Partial<Expectation>, refused) => {
+    expect(raiseRefusal(expectation('e1', overrides))).toEqual(refused);
   });
 
-  it('refuses a kind whose describes is a placeholder', () => {
-    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [{ ...kinds[0]!, describes: 'TBD' }] };
-    const placeholder = { ...card, declaration: { index: 0, params } };
-
-    expect(refusal(request({ expectations: [expectation('e1')] }), { card: placeholder })).toEqual(
+  it.each([
+    [
+      'refuses a kind whose describes is a placeholder',
+      [{ ...kinds[0]!, describes: 'TBD' }],
       rule(
         'card/capabilities/extensions/0/params/kinds/0/describes',
         'describes-placeholder',
         "the card's kind 'delivery' has a placeholder describes ('TBD'); say what is expected",
       ),
-    );
+    ],
+    [
+      "refuses every raise while a kind's skills name a skill the card does not have",
+      [kinds[0]!, { ...kinds[1]!, skills: ['book-pickup'] }],
+      rule(
+        'card/capabilities/extensions/0/params/kinds/1/skills/0',
+        'kind-skills',
+        "the card's kind 'pickup' names skill 'book-pickup', which is not a skill on the card (skills: handle-lapse)",
+      ),
+    ],
+  ])('%s', (_title, declared, refused) => {
+    expect(raiseRefusal(expectation('e1'), declaring(declared))).toEqual(refused);
   });
 
   it('refuses every raise while the card declares a kind twice, naming the second', () => {
-    const params = {
-      keepsTime: false,
-      lapseSkill: 'handle-lapse',
-      kinds: [...kinds, { ...kinds[0]!, basis: 'observed' }],
-    };
-    const twice = { ...card, declaration: { index: 0, params } };
+    const twice = declaring([...kinds, { ...kinds[0]!, basis: 'observed' }]);
 
-    expect(
-      refusal(request({ expectations: [expectation('e1', { kind: 'pickup', basis: 'observed' })] }), { card: twice }),
-    ).toEqual(
+    expect(raiseRefusal(expectation('e1', { kind: 'pickup', basis: 'observed' }), twice)).toEqual(
       rule(
         'card/capabilities/extensions/0/params/kinds/2/kind',
         'kind-unique',
@@ -316,54 +340,20 @@ describe('rules against the card (422)', () => {
     ['a placeholder', 'TODO', "the card's kind 'pickup' has a placeholder describes ('TODO'); say what is expected"],
     ['an empty', '', "the card's kind 'pickup' has an empty describes; say what is expected"],
   ])('refuses a raise of one kind while another kind has %s describes, as for its own', (_what, describes, message) => {
-    const params = { keepsTime: false, lapseSkill: 'handle-lapse', kinds: [kinds[0]!, { ...kinds[1]!, describes }] };
-    const unrelated = { ...card, declaration: { index: 0, params } };
+    const unrelated = declaring([kinds[0]!, { ...kinds[1]!, describes }]);
 
-    expect(refusal(request({ expectations: [expectation('e1')] }), { card: unrelated })).toEqual(
+    expect(raiseRefusal(expectation('e1'), unrelated)).toEqual(
       rule('card/capabilities/extensions/0/params/kinds/1/describes', 'describes-placeholder', message),
     );
   });
 
-  it("refuses every raise while a kind's skills name a skill the card does not have", () => {
-    const params = {
-      keepsTime: false,
-      lapseSkill: 'handle-lapse',
-      kinds: [kinds[0]!, { ...kinds[1]!, skills: ['book-pickup'] }],
-    };
-    const missing = { ...card, declaration: { index: 0, params } };
-
-    expect(refusal(request({ expectations: [expectation('e1')] }), { card: missing })).toEqual(
-      rule(
-        'card/capabilities/extensions/0/params/kinds/1/skills/0',
-        'kind-skills',
-        "the card's kind 'pickup' names skill 'book-pickup', which is not a skill on the card (skills: handle-lapse)",
-      ),
-    );
-  });
-
   it('raises a kind whose skills are on the card (which skill the origin task ran is not known, so not checked)', () => {
-    const params = {
-      keepsTime: false,
-      lapseSkill: 'handle-lapse',
-      kinds: [{ ...kinds[0]!, skills: ['book-delivery'] }],
-    };
-    const named = { ...card, skillIds: ['handle-lapse', 'book-delivery'], declaration: { index: 0, params } };
+    const named = declaring([{ ...kinds[0]!, skills: ['book-delivery'] }], ['handle-lapse', 'book-delivery']);
 
     expect(
       plan(request({ expectations: [expectation('e1')] }), { card: named }).expectations.map((p) => p.action),
     ).toEqual(['raise']);
   });
-
-  it('refuses a basis other than the declared one', () => {
-    expect(refusal(request({ expectations: [expectation('e1', { basis: 'observed' })] }))).toEqual(
-      rule(
-        'expectations/0/basis',
-        'basis',
-        "basis 'observed' differs from the basis 'contract' declared for kind 'delivery'",
-      ),
-    );
-  });
-
   it('raises, with a warning, a subject type other than the kind subjectType', () => {
     const result = plan(request({ expectations: [expectation('e1', { subject: { type: 'parcel', id: 'P-1' } })] }));
 

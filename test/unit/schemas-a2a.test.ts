@@ -8,6 +8,12 @@ const stateOf = (body: unknown) => {
   return parsed.data.event.statusUpdate.status?.state;
 };
 
+/** The A2A version the body is read as, or undefined when it is refused. */
+const versionOf = (body: unknown) => {
+  const parsed = parseA2AEvent(body);
+  return parsed.success ? parsed.data.version : undefined;
+};
+
 const paths = (body: unknown) => {
   const parsed = parseA2AEvent(body);
   if (parsed.success) throw new Error('expected a failure');
@@ -16,26 +22,18 @@ const paths = (body: unknown) => {
 
 describe('parseA2AEvent: v1.0 ProtoJSON', () => {
   it('reads a task with enum names and keeps fields it does not read', () => {
-    const parsed = parseA2AEvent({
+    const body = {
       task: {
         id: 't1',
         contextId: 'c1',
         status: { state: 'TASK_STATE_INPUT_REQUIRED', timestamp: '2026-01-01T00:00:00Z' },
         artifacts: [{ artifactId: 'a1', parts: [{ text: 'hi' }], extensions: ['x'] }],
       },
-    });
+    };
 
-    expect(parsed.success && parsed.data).toEqual({
-      version: '1.0',
-      event: {
-        task: {
-          id: 't1',
-          contextId: 'c1',
-          status: { state: 'TASK_STATE_INPUT_REQUIRED', timestamp: '2026-01-01T00:00:00Z' },
-          artifacts: [{ artifactId: 'a1', parts: [{ text: 'hi' }], extensions: ['x'] }],
-        },
-      },
-    });
+    const parsed = parseA2AEvent(body);
+
+    expect(parsed.success && parsed.data).toEqual({ version: '1.0', event: body });
   });
 
   it('accepts the numeric form of a task state and reads it as its enum name', () => {
@@ -51,9 +49,7 @@ describe('parseA2AEvent: v1.0 ProtoJSON', () => {
   });
 
   it('reads a plain message with neither task nor context', () => {
-    const parsed = parseA2AEvent({ message: { messageId: 'm1', role: 'ROLE_AGENT', parts: [{ text: 'x' }] } });
-
-    expect(parsed.success && parsed.data.version).toBe('1.0');
+    expect(versionOf({ message: { messageId: 'm1', role: 'ROLE_AGENT', parts: [{ text: 'x' }] } })).toBe('1.0');
   });
 
   it('names the missing task id by its path', () => {
@@ -100,14 +96,14 @@ describe('parseA2AEvent: v1.0 ProtoJSON', () => {
 
 describe('parseA2AEvent: v0.3 kind forms', () => {
   it('reads a v0.3 task with lower-case states', () => {
-    const parsed = parseA2AEvent({
+    const task = {
       kind: 'task',
       id: 't1',
       contextId: 'c1',
       status: { state: 'input-required', message: { kind: 'message', messageId: 'm', role: 'agent', parts: [] } },
-    });
+    };
 
-    expect(parsed.success && parsed.data.version).toBe('0.3');
+    expect(versionOf(task)).toBe('0.3');
   });
 
   it('reads v0.3 status and artifact updates and messages', () => {
