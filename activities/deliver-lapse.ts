@@ -161,6 +161,96 @@ function echoedExtensions(headers: Headers): string[] {
 
 const isMessage = (result: Message | Task): result is Message => 'messageId' in result && 'role' in result;
 
+type A2AClient = Awaited<ReturnType<ClientFactory['createFromAgentCard']>>;
+type Agent = { id: string } & AgentContact;
+
+/** A fetch that remembers the agent's last HTTP answer: the SDK reports HTTP failures only as text. */
+function observing(baseFetch: typeof fetch): { fetch: typeof fetch; last(): Observed | undefined; forget(): void } {
+  let last: Observed | undefined;
+  return {
+    async fetch(resource, init) {
+      const response = await baseFetch(resource, init);
+      last = {
+        url: urlOf(resource),
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      };
+      return response;
+    },
+    last: () => last,
+    forget: () => void (last = undefined),
+  };
+}
+
+/** A client on the card's JSON-RPC interface; a v0.3 card gets the v0.3 compat transport. */
+async function clientOf(agent: Agent, card: AgentCardRead, fetchImpl: typeof fetch): Promise<A2AClient> {
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
+  });
+  try {
+    return await factory.createFromAgentCard(card.json as Parameters<ClientFactory['createFromAgentCard']>[0]);
+  } catch (error) {
+    throw rejected(
+      `agent ${agent.id}: its card at ${agent.cardUrl} offers no usable JSON-RPC interface: ${describe(error)}`,
+      error,
+    );
+  }
+}
+
+/** Why a send failed, refused or to be retried: by the guarded fetch, the clock, the HTTP status, the JSON-RPC code. */
+function sendFailure(
+  agentId: string,
+  error: unknown,
+  timedOut: boolean,
+  observed: Observed | undefined,
+  timeoutMs: number,
+) {
+  const refused = outboundRefusalOf(error);
+  if (refused) return refusal(`agent ${agentId}: the lapse was not delivered`, refused);
+  if (timedOut) return retryable(`sending the lapse for agent ${agentId} timed out after ${timeoutMs} ms`, error);
+  if (observed && (observed.status < 200 || observed.status >= 300)) {
+    return httpFailure(`agent ${agentId} did not accept the lapse`, observed, error);
+  }
+  const code = jsonRpcCode(error);
+  if (code !== undefined) {
+    const message = `agent ${agentId} answered the lapse with JSON-RPC error ${code}: ${describe(error)}`;
+    return INVALID_REQUEST_CODES.has(code) ? rejected(message, error) : retryable(message, error);
+  }
+  // A parser's message quotes the body it choked on: not something to put on the agent's record.
+  const what = error instanceof SyntaxError ? 'the answer is not JSON' : describe(error);
+  return retryable(`agent ${agentId}: lapse delivery failed: ${what}`, error);
+}
+
+/** The lapse task's id, when the agent answered with a task whose id the record may keep, and what to warn of. */
+function deliveryResult(
+  agentId: string,
+  lapseSkill: string | undefined,
+  response: Observed | undefined,
+  result: Message | Task,
+): DeliverLapseResult {
+  const warnings: string[] = [];
+  if (lapseSkill === undefined) {
+    warnings.push(`agent ${agentId}'s card declares no lapseSkill that names a skill on it: the lapse task names none`);
+  }
+  if (!response || !echoedExtensions(response.headers).includes(EXTENSION_URI)) {
+    warnings.push(`agent ${agentId} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`);
+  }
+  if (isMessage(result)) {
+    warnings.push(`agent ${agentId} answered the lapse with a message, not a task: no lapse task id`);
+    return { warnings };
+  }
+  // The task id is kept on the record: an agent's id past the bound of an id is not (core/limits.ts).
+  if (result.id.length > MAX_LENGTH.id) {
+    warnings.push(
+      `agent ${agentId} answered with a task id of ${result.id.length} characters, over ${MAX_LENGTH.id}: not recorded`,
+    );
+    return { warnings };
+  }
+  return { taskId: result.id, warnings };
+}
+
 /** The delivery activity, built from its HTTP client and card reader (STYLE 6). */
 export function createDeliveryActivities(deps: DeliveryDeps) {
   const baseFetch = deps.fetch ?? createGuardedFetch();
@@ -169,8 +259,8 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
   const cards = deps.cards ?? createCardResolver({ fetch: baseFetch, cacheSeconds: 0 });
 
   /** The agent's card URL and credential as the principals file says now (a rotated token applies at once). */
-  async function contactOf(ref: DeliverLapseInput['agent']): Promise<{ id: string } & AgentContact> {
-    if (!deps.agents) return ref as { id: string } & AgentContact;
+  async function contactOf(ref: DeliverLapseInput['agent']): Promise<Agent> {
+    if (!deps.agents) return ref as Agent;
     const contact = await deps.agents.contact(ref.id);
     if (!contact) throw rejected(`agent ${ref.id} is not in the principals file: nowhere to deliver the lapse`);
     return { id: ref.id, ...contact };
@@ -185,57 +275,25 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       const agent = await contactOf(input.agent);
       const cardUrl = agent.cardUrl;
       if (!cardUrl) throw rejected(`agent ${agent.id} has no cardUrl: nowhere to deliver the lapse`);
-
       const signal = AbortSignal.timeout(attemptTimeoutMs);
-      const seen: { last?: Observed } = {};
-      // The SDK reports HTTP failures only as text; this wrapper lets us classify by status and read headers.
-      const observingFetch: typeof fetch = async (resource, init) => {
-        const response = await baseFetch(resource, init);
-        seen.last = {
-          url: urlOf(resource),
-          status: response.status,
-          statusText: response.statusText,
-          headers: response.headers,
-        };
-        return response;
-      };
-      // A function, so that TypeScript does not narrow what the closure above assigns.
-      const lastResponse = (): Observed | undefined => seen.last;
-      const authorization: Record<string, string> = agent.authorization ? { Authorization: agent.authorization } : {};
-      const timeoutMessage = (what: string) => `${what} for agent ${agent.id} timed out after ${attemptTimeoutMs} ms`;
+      const answers = observing(baseFetch);
 
       // 1. The card, read by us so that the agent's Authorization goes with it (or reused for a while).
       const location = { cardUrl, authorization: agent.authorization };
-      let card: AgentCardRead;
-      try {
-        card = await cards.read(location, { signal });
-      } catch (error) {
+      const card = await cards.read(location, { signal }).catch((error: unknown) => {
         throw cardFailure(agent.id, error);
-      }
-      const rawCard = card.json;
+      });
       // Read at delivery, like the card URL: a card changed since the raise names the skill it has now.
       const lapseSkill = lapseSkillOf(card.info);
 
-      // 2. A client on the card's JSON-RPC interface; a v0.3 card gets the v0.3 compat transport.
-      const factory = new ClientFactory({
-        transports: [new JsonRpcTransportFactory({ fetchImpl: observingFetch, legacyCompat: { enabled: true } })],
-        cardResolver: new DefaultAgentCardResolver({ fetchImpl: observingFetch, legacyCompat: { enabled: true } }),
-      });
-      let client: Awaited<ReturnType<ClientFactory['createFromAgentCard']>>;
-      try {
-        client = await factory.createFromAgentCard(rawCard as Parameters<ClientFactory['createFromAgentCard']>[0]);
-      } catch (error) {
+      // 2. The client, 3. the message. The SDK sets A2A-Version from the interface and spells the extensions header.
+      const client = await clientOf(agent, card, answers.fetch).catch((error: unknown) => {
         cards.forget(location);
-        throw rejected(
-          `agent ${agent.id}: its card at ${cardUrl} offers no usable JSON-RPC interface: ${describe(error)}`,
-          error,
-        );
-      }
-
-      // 3. The message. The SDK sets A2A-Version from the interface and spells the extensions header per version.
-      const serviceParameters: ServiceParameters = { ...authorization };
+        throw error;
+      });
+      const serviceParameters: ServiceParameters = agent.authorization ? { Authorization: agent.authorization } : {};
       withA2AExtensions(EXTENSION_URI)(serviceParameters);
-      seen.last = undefined;
+      answers.forget();
       let result: Message | Task;
       try {
         result = await client.sendMessage(
@@ -250,47 +308,9 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
         );
       } catch (error) {
         cards.forget(location);
-        const refused = outboundRefusalOf(error);
-        if (refused) throw refusal(`agent ${agent.id}: the lapse was not delivered`, refused);
-        if (isTimeout(error, signal)) throw retryable(timeoutMessage('sending the lapse'), error);
-        const observed = lastResponse();
-        if (observed && (observed.status < 200 || observed.status >= 300)) {
-          throw httpFailure(`agent ${agent.id} did not accept the lapse`, observed, error);
-        }
-        const code = jsonRpcCode(error);
-        if (code !== undefined) {
-          const message = `agent ${agent.id} answered the lapse with JSON-RPC error ${code}: ${describe(error)}`;
-          throw INVALID_REQUEST_CODES.has(code) ? rejected(message, error) : retryable(message, error);
-        }
-        // A parser's message quotes the body it choked on: not something to put on the agent's record.
-        const what = error instanceof SyntaxError ? 'the answer is not JSON' : describe(error);
-        throw retryable(`agent ${agent.id}: lapse delivery failed: ${what}`, error);
+        throw sendFailure(agent.id, error, isTimeout(error, signal), answers.last(), attemptTimeoutMs);
       }
-
-      const warnings: string[] = [];
-      if (lapseSkill === undefined) {
-        warnings.push(
-          `agent ${agent.id}'s card declares no lapseSkill that names a skill on it: the lapse task names none`,
-        );
-      }
-      const response = lastResponse();
-      if (!response || !echoedExtensions(response.headers).includes(EXTENSION_URI)) {
-        warnings.push(
-          `agent ${agent.id} did not echo ${EXTENSION_URI} in A2A-Extensions: the extension may not be active`,
-        );
-      }
-      if (isMessage(result)) {
-        warnings.push(`agent ${agent.id} answered the lapse with a message, not a task: no lapse task id`);
-        return { warnings };
-      }
-      // The task id is kept on the record: an agent's id past the bound of an id is not (core/limits.ts).
-      if (result.id.length > MAX_LENGTH.id) {
-        warnings.push(
-          `agent ${agent.id} answered with a task id of ${result.id.length} characters, over ${MAX_LENGTH.id}: not recorded`,
-        );
-        return { warnings };
-      }
-      return { taskId: result.id, warnings };
+      return deliveryResult(agent.id, lapseSkill, answers.last(), result);
     },
   };
 }
