@@ -215,7 +215,8 @@ export const operations: readonly OperationSpec[] = [
     operationId: 'getExpectation',
     tag: 'Expectations',
     summary: 'The ExpectationRecord',
-    description: "From the running workflow's query, or the closed workflow's result.",
+    description:
+      "From the workflow's memo (DescribeWorkflowExecution) while it runs, its result once closed: no worker answers it.",
     roles: { agent: "the expectations it raised (another agent's: 403)", reader: '', admin: '' },
     params: expectationParamsSchema,
     responses: {

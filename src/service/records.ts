@@ -1,6 +1,6 @@
 /**
- * Reading and withdrawing expectations (DESIGN 4): one record by id (the workflow's query while it runs, its
- * result once closed), lists from the visibility store by search attributes, and the withdraw call.
+ * Reading and withdrawing expectations (DESIGN 4): one record by id (the workflow's memo while it runs, its
+ * result once closed: no worker answers it), lists from the visibility store by search attributes, and the withdraw call.
  * Readers (and admins) see everything; an agent sees and withdraws only what it raised.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
