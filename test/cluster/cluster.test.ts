@@ -1,5 +1,5 @@
 /**
- * The cluster tier (issue 12): the watcher on a real Temporal cluster (server 1.31.2 on PostgreSQL, its four
+ * The cluster tier: the watcher on a real Temporal cluster (server 1.31.2 on PostgreSQL, its four
  * services as separate processes), driven as a client drives it: through a bridge of `startCluster`, with two worker
  * processes and a real @a2a-js/sdk agent. The core lifecycle end to end, then the faults a cluster has: a worker
  * killed mid-delivery, the history service killed and restarted, PostgreSQL restarted. The cluster starts once, in

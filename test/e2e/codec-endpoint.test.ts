@@ -1,5 +1,5 @@
 /**
- * Encryption at rest (issue 15) on the shared dev server: a worker and a bridge sealing payloads with the AES-256-GCM
+ * Encryption at rest on the shared dev server: a worker and a bridge sealing payloads with the AES-256-GCM
  * codec, an expectation raised through the bridge by a real A2A agent, its history read with a plain client (no
  * codec), and the bridge's codec endpoint (Temporal's codec server protocol) as the UI and the temporal CLI call it:
  * who it decodes for, its CORS, its session cookie, and what it refuses.

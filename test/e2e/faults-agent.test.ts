@@ -1,5 +1,5 @@
 /**
- * Faults 4 and 5 (issue 6), through the bridge and a real worker: an agent that answers 5xx (or 408/429) for a
+ * An agent that fails or refuses its lapse task, through the bridge and a real worker: an agent that answers 5xx (or 408/429) for a
  * while gets its lapse once it recovers, under one messageId; an agent that refuses it with a 4xx is tried once
  * and the record says the delivery failed; an agent whose card cannot be had at raise gets 502 and nothing starts.
  */

@@ -1,5 +1,5 @@
 /**
- * Fault 2 (issue 6): the Temporal dev server is stopped and started again on the same SQLite database with a
+ * The Temporal dev server is stopped and started again on the same SQLite database with a
  * hundred expectations pending. Those answered by facts sent after the restart are satisfied, the others lapse
  * once each; the worker and the bridge keep running through the outage.
  */

@@ -1,5 +1,5 @@
 /**
- * Fault 3 (issue 6): Temporal unreachable. The bridge, wired as `npm run bridge` wires it (a lazy client, the
+ * Temporal unreachable. The bridge, wired as `npm run bridge` wires it (a lazy client, the
  * default deadlines), answers 503 problem+json within 3 s and `/readyz` fails; once Temporal is back, the same
  * request sent again completes with nothing lost and nothing doubled.
  */

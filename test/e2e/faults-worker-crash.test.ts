@@ -1,5 +1,5 @@
 /**
- * Fault 1 (issue 6): the worker is killed with SIGKILL while lapse deliveries are being retried (the agent answers
+ * The worker is killed with SIGKILL while lapse deliveries are being retried (the agent answers
  * 500) and while other expectations' timers are still pending. A new worker takes over: every due lapse reaches
  * the agent, and every request the agent saw for one (expectation, lapse, dueAt) carries the same messageId.
  */

@@ -1,5 +1,5 @@
 /**
- * Encryption at rest as an operator meets it in the Temporal UI (issue 15), in headless Chromium: an expectation
+ * Encryption at rest as an operator meets it in the Temporal UI, in headless Chromium: an expectation
  * whose payloads the watcher sealed, shown encrypted by a UI without a codec endpoint (the shared dev server's) and
  * by one whose codec endpoint refuses the browser (not signed in), then readable (input, summary, details) once the
  * operator has signed in at the bridge's `/codec/login` and turned on "Include cross-origin credentials" in the UI's

@@ -1,6 +1,6 @@
 /**
  * Records the encrypted histories replay-encrypted.test.ts replays: `npx tsx test/histories/record-encrypted.ts`.
- * The workflows of v2 with the AES-256-GCM codec on (issue 15), keyed by codec-keys.json (a test key file, nothing
+ * The workflows with the AES-256-GCM codec on, keyed by codec-keys.json (a test key file, nothing
  * real is sealed with it), across one key rotation: the expectation is raised and lapses (its delivery an activity)
  * under the old key 2026-01, then the worker and the client restart with 2026-07 current and a late fact satisfies
  * it, so its history and its ledgers' hold payloads sealed under both ids. Writes `v6-encrypted/<name>.json`.

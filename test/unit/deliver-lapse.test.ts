@@ -476,7 +476,7 @@ describe('a card that cannot be read', () => {
   });
 });
 
-describe('what the guarded fetch refuses (issue 15)', () => {
+describe('what the guarded fetch refuses', () => {
   const servers: http.Server[] = [];
   afterEach(async () => {
     await Promise.all(servers.splice(0).map((server) => close(server as Parameters<typeof close>[0])));

@@ -1,5 +1,5 @@
 /**
- * The AES-256-GCM payload codec and its key file (issue 15): round trip, rotation, and every way a payload or a key
+ * The AES-256-GCM payload codec and its key file: round trip, rotation, and every way a payload or a key
  * file can be wrong, each with the error an operator reads.
  */
 import { randomBytes } from 'node:crypto';
