@@ -1,7 +1,8 @@
 /**
- * An agent that fails or refuses its lapse task, through the bridge and a real worker: an agent that answers 5xx (or 408/429) for a
- * while gets its lapse once it recovers, under one messageId; an agent that refuses it with a 4xx is tried once
- * and the record says the delivery failed; an agent whose card cannot be had at raise gets 502 and nothing starts.
+ * Agents that fail or refuse their lapse task, through the bridge and a real worker: one that answers 5xx (or
+ * 408/429) for a while gets its lapse once it recovers, under one messageId; one that refuses it with a 4xx is
+ * tried once and the record says the delivery failed; one whose card cannot be had at raise gets 502 and nothing
+ * starts.
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
