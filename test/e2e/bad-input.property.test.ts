@@ -173,11 +173,17 @@ const nonEmptyPaths = [
 
 type Break = { op: 'delete'; path: readonly string[] } | { op: 'set'; path: readonly string[]; value: unknown };
 
+/** A change that deletes the field at one of `paths`. */
+const deleting = (paths: fc.Arbitrary<readonly string[]>): fc.Arbitrary<Break> =>
+  fc.record({ op: fc.constant('delete' as const), path: paths });
+/** A change that sets the field at one of `paths` to one of `values`. */
+const setting = (paths: fc.Arbitrary<readonly string[]>, values: fc.Arbitrary<unknown>): fc.Arbitrary<Break> =>
+  fc.record({ op: fc.constant('set' as const), path: paths, value: values });
+
 /** One change that makes an expectation invalid, described as data so that a counterexample reads plainly. */
 const expectationBreak: fc.Arbitrary<Break> = fc.oneof(
-  fc.record({
-    op: fc.constant('delete' as const),
-    path: fc.constantFrom(
+  deleting(
+    fc.constantFrom(
       ...requiredStringFields.map((f) => [f]),
       ['subject'],
       ['satisfiedBy'],
@@ -185,79 +191,59 @@ const expectationBreak: fc.Arbitrary<Break> = fc.oneof(
       ['subject', 'id'],
       ['satisfiedBy', 'factKey'],
     ),
-  }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constantFrom(
+  ),
+  setting(
+    fc.constantFrom(
       ...requiredStringFields.map((f) => [f]),
       ['subject', 'id'],
       ['satisfiedBy', 'factKey'],
       ['supersedes'],
       ['horizon'],
     ),
-    value: notAString,
-  }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constantFrom(['subject'], ['satisfiedBy'], ['anchor']),
-    value: notAnObject,
-  }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(['dueAt'], ['horizon']), value: invalidDate }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constant(['grace']), value: invalidDuration }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constant(['anchor']),
-    value: invalidDuration.map((offset) => ({ expectationId: `${PREFIX}anchor`, offset })),
-  }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constantFrom(...nonEmptyPaths), value: fc.constant('') }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constant(['after']),
-    value: fc.oneof(fc.string(), fc.constant(null), fc.constant([1, 2]), fc.constant(['']), fc.constant({})),
-  }),
+    notAString,
+  ),
+  setting(fc.constantFrom(['subject'], ['satisfiedBy'], ['anchor']), notAnObject),
+  setting(fc.constantFrom(['dueAt'], ['horizon']), invalidDate),
+  setting(fc.constant(['grace']), invalidDuration),
+  setting(
+    fc.constant(['anchor']),
+    invalidDuration.map((offset) => ({ expectationId: `${PREFIX}anchor`, offset })),
+  ),
+  setting(fc.constantFrom(...nonEmptyPaths), fc.constant('')),
+  setting(
+    fc.constant(['after']),
+    fc.oneof(fc.string(), fc.constant(null), fc.constant([1, 2]), fc.constant(['']), fc.constant({})),
+  ),
   // Schema-valid, but a rule of DESIGN 3.1 is broken (422): nothing may start either.
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constant(['kind']),
-    value: oddId.map((id) => `undeclared-${id}`),
-  }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constant(['basis']),
-    value: fc.constantFrom('observed', 'estimate', ''),
-  }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constant(['after']),
-    value: oddId.map((id) => [`never-${id}`]),
-  }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constant(['supersedes']),
-    value: oddId.map((id) => `never-${id}`),
-  }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constant(['anchor']),
-    value: oddId.map((id) => ({ expectationId: `never-${id}`, offset: 'PT1H' })),
-  }),
+  setting(
+    fc.constant(['kind']),
+    oddId.map((id) => `undeclared-${id}`),
+  ),
+  setting(fc.constant(['basis']), fc.constantFrom('observed', 'estimate', '')),
+  setting(
+    fc.constant(['after']),
+    oddId.map((id) => [`never-${id}`]),
+  ),
+  setting(
+    fc.constant(['supersedes']),
+    oddId.map((id) => `never-${id}`),
+  ),
+  setting(
+    fc.constant(['anchor']),
+    oddId.map((id) => ({ expectationId: `never-${id}`, offset: 'PT1H' })),
+  ),
 );
 
 /** One change that makes a fact invalid. */
 const factBreak: fc.Arbitrary<Break> = fc.oneof(
-  fc.record({ op: fc.constant('delete' as const), path: fc.constantFrom(['factKey'], ['observedAt']) }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constantFrom(['factKey'], ['observedAt'], ['source']),
-    value: notAString,
-  }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constant(['observedAt']), value: invalidDate }),
-  fc.record({ op: fc.constant('set' as const), path: fc.constant(['factKey']), value: fc.constant('') }),
-  fc.record({
-    op: fc.constant('set' as const),
-    path: fc.constant(['subject']),
-    value: fc.oneof(notAnObject, fc.constant({ type: '', id: 'x' }), fc.constant({ type: 'x' })),
-  }),
+  deleting(fc.constantFrom(['factKey'], ['observedAt'])),
+  setting(fc.constantFrom(['factKey'], ['observedAt'], ['source']), notAString),
+  setting(fc.constant(['observedAt']), invalidDate),
+  setting(fc.constant(['factKey']), fc.constant('')),
+  setting(
+    fc.constant(['subject']),
+    fc.oneof(notAnObject, fc.constant({ type: '', id: 'x' }), fc.constant({ type: 'x' })),
+  ),
 );
 
 /** Keys and values that are harmless alone and hostile in company: extra fields, prototype keys, deep values. */
@@ -418,6 +404,16 @@ async function expectRefused(answer: Promise<Answer>): Promise<Answer> {
   return a;
 }
 
+/** Checks `numRuns` inputs drawn from `inputs`: each is refused (`expectRefused`) when `answerTo` sends it. */
+function refusesEvery<T>(inputs: fc.Arbitrary<T>, answerTo: (input: T) => Promise<Answer>, numRuns: number) {
+  return fc.assert(
+    fc.asyncProperty(inputs, async (input) => {
+      await expectRefused(answerTo(input));
+    }),
+    { numRuns },
+  );
+}
+
 const events = (json: unknown, as: 'agent-a' | 'feed' = 'agent-a') =>
   send(`${bridge.url}/a2a/events`, { token: token(as), json });
 const facts = (json: unknown) => send(`${bridge.url}/v1/facts`, { token: token('feed'), json });
@@ -569,14 +565,8 @@ describe('POST /a2a/events with bad facts and bad envelopes', () => {
     }),
   );
 
-  it('refuses envelopes that are not A2A objects, or carry the extension in the wrong shape or place', async () => {
-    await fc.assert(
-      fc.asyncProperty(envelopeBreak, async (body) => {
-        await expectRefused(events(body));
-      }),
-      { numRuns: RUNS.envelopes },
-    );
-  });
+  it('refuses envelopes that are not A2A objects, or carry the extension in the wrong shape or place', () =>
+    refusesEvery(envelopeBreak, (body) => events(body), RUNS.envelopes));
 });
 
 describe('POST /v1/facts with bad bodies', () => {
@@ -597,14 +587,8 @@ describe('POST /v1/facts with bad bodies', () => {
       }),
   );
 
-  it('refuses every body that is not a list of good facts, and records none of the good ones beside a bad one', async () => {
-    await fc.assert(
-      fc.asyncProperty(body, async (json) => {
-        await expectRefused(facts(json));
-      }),
-      { numRuns: RUNS.facts },
-    );
-  });
+  it('refuses every body that is not a list of good facts, and records none of the good ones beside a bad one', () =>
+    refusesEvery(body, facts, RUNS.facts));
 });
 
 describe('bodies that are not JSON, or not sent as JSON', () => {
@@ -1058,33 +1042,35 @@ describe('each bound, met exactly and exceeded by one', () => {
     runs: [exact: number, over: number];
   }
 
+  /** A list of one request over its bound: the whole request is too large (413). */
+  const tooMany = (bound: Omit<Case, 'status' | 'rule'>): Case => ({ ...bound, status: 413, rule: 'max-items' });
+  /** A text over its length: the item that holds it breaks a rule (422). */
+  const tooLong = (bound: Omit<Case, 'status' | 'rule'>): Case => ({ ...bound, status: 422, rule: 'max-length' });
+
   /** An expectation field padded to `n`: `make` builds the expectation from the padded text and a fresh id. */
   const expectationField = (
     name: string,
     field: string,
     limit: number,
     make: (text: string, id: string) => unknown,
-  ): Case => ({
-    name,
-    limit,
-    status: 422,
-    rule: 'max-length',
-    path: artifactAt(field),
-    request: fc.tuple(pad, fresh).map(
-      ([char, id]) =>
-        (n: number) =>
-          raising(make(padded(`${id}-`, n, char), id)),
-    ),
-    runs: [2, 4],
-  });
+  ): Case =>
+    tooLong({
+      name,
+      limit,
+      path: artifactAt(field),
+      request: fc.tuple(pad, fresh).map(
+        ([char, id]) =>
+          (n: number) =>
+            raising(make(padded(`${id}-`, n, char), id)),
+      ),
+      runs: [2, 4],
+    });
 
   const cases: Case[] = [
     // Lists of one request (413).
-    {
+    tooMany({
       name: 'facts per request',
       limit: MAX_ITEMS.facts,
-      status: 413,
-      rule: 'max-items',
       path: `facts/${MAX_ITEMS.facts}`,
       request: fresh.map((id) => (n: number) => ({
         path: 'v1/facts' as const,
@@ -1097,23 +1083,19 @@ describe('each bound, met exactly and exceeded by one', () => {
         as: 'feed',
       })),
       runs: [1, 3],
-    },
-    {
+    }),
+    tooMany({
       name: 'expectations per request',
       limit: MAX_ITEMS.expectations,
-      status: 413,
-      rule: 'max-items',
       path: artifactAt(`expectations/${MAX_ITEMS.expectations}`),
       request: fresh.map(
         (id) => (n: number) => raising(...Array.from({ length: n }, (_, i) => newExpectation(`${id}-${i}`))),
       ),
       runs: [1, 3],
-    },
-    {
+    }),
+    tooMany({
       name: 'withdraw ids per request',
       limit: MAX_ITEMS.withdraw,
-      status: 413,
-      rule: 'max-items',
       path: artifactAt(`withdraw/${MAX_ITEMS.withdraw}`),
       request: fc.constant((n: number) =>
         events({
@@ -1123,13 +1105,11 @@ describe('each bound, met exactly and exceeded by one', () => {
         }),
       ),
       runs: [1, 3],
-    },
-    {
+    }),
+    tooMany({
       // 15 new expectations, each after the 32 of its pool subject: 15 × 33 = 495 ids; withdraw ids make up the rest.
       name: 'distinct expectation ids referred to',
       limit: MAX_ITEMS.references,
-      status: 413,
-      rule: 'max-items',
       path: artifactAt(`withdraw/${MAX_ITEMS.references - 495}`),
       request: fresh.map(
         (id) => (n: number) =>
@@ -1143,7 +1123,7 @@ describe('each bound, met exactly and exceeded by one', () => {
           }),
       ),
       runs: [1, 2],
-    },
+    }),
     // Lists of one item (422).
     {
       name: 'after ids',
@@ -1183,44 +1163,38 @@ describe('each bound, met exactly and exceeded by one', () => {
 
   // Fields whose bound is not a padding of an id: built each by hand, `n` the field's length.
   const handmade: Case[] = [
-    {
+    tooLong({
       name: 'kind',
       limit: MAX_LENGTH.kind,
-      status: 422,
-      rule: 'max-length',
       path: artifactAt('expectations/0/kind'),
       request: fresh.map((id) => (n: number) => raising(newExpectation(id, { kind: 'k'.repeat(n) }))),
       runs: [1, 3],
-    },
-    {
+    }),
+    tooLong({
       name: 'basis',
       limit: MAX_LENGTH.basis,
-      status: 422,
-      rule: 'max-length',
       path: artifactAt('expectations/0/basis'),
       request: fresh.map(
         (id) => (n: number) => raising(newExpectation(id, { kind: 'long-basis', basis: 'b'.repeat(n) })),
       ),
       runs: [1, 3],
-    },
-    ...(['dueAt', 'horizon'] as const).map((field): Case => ({
-      name: field,
-      limit: MAX_LENGTH.instant,
-      status: 422,
-      rule: 'max-length',
-      path: artifactAt(`expectations/0/${field}`),
-      request: fc.tuple(fresh, digits(MAX_LENGTH.instant)).map(
-        ([id, d]) =>
-          (n: number) =>
-            raising(newExpectation(id, { [field]: `2030-01-01T00:00:00.${d.slice(0, n - 21)}Z` })),
-      ),
-      runs: [2, 4],
-    })),
-    {
+    }),
+    ...(['dueAt', 'horizon'] as const).map((field) =>
+      tooLong({
+        name: field,
+        limit: MAX_LENGTH.instant,
+        path: artifactAt(`expectations/0/${field}`),
+        request: fc.tuple(fresh, digits(MAX_LENGTH.instant)).map(
+          ([id, d]) =>
+            (n: number) =>
+              raising(newExpectation(id, { [field]: `2030-01-01T00:00:00.${d.slice(0, n - 21)}Z` })),
+        ),
+        runs: [2, 4],
+      }),
+    ),
+    tooLong({
       name: 'grace',
       limit: MAX_LENGTH.duration,
-      status: 422,
-      rule: 'max-length',
       path: artifactAt('expectations/0/grace'),
       request: fc.tuple(fresh, fc.constantFrom('S', 'M', 'H'), fc.integer({ min: 1, max: 9 })).map(
         ([id, unit, d]) =>
@@ -1228,12 +1202,10 @@ describe('each bound, met exactly and exceeded by one', () => {
             raising(newExpectation(id, { grace: `PT${'0'.repeat(n - 4)}${d}${unit}` })),
       ),
       runs: [2, 4],
-    },
-    {
+    }),
+    tooLong({
       name: 'anchor.offset',
       limit: MAX_LENGTH.duration,
-      status: 422,
-      rule: 'max-length',
       path: artifactAt('expectations/1/anchor/offset'),
       request: fresh.map(
         (id) => (n: number) =>
@@ -1243,7 +1215,7 @@ describe('each bound, met exactly and exceeded by one', () => {
           ),
       ),
       runs: [2, 4],
-    },
+    }),
     ...(
       [
         [
@@ -1254,47 +1226,45 @@ describe('each bound, met exactly and exceeded by one', () => {
         ['after[]', 'after/0', (id: string) => ({ after: [id] })],
         ['supersedes', 'supersedes', (id: string) => ({ supersedes: id })],
       ] as const
-    ).map(([name, field, refer]): Case => ({
-      // The expectation referred to is raised earlier in the same request, with an id of length n.
-      name,
-      limit: MAX_LENGTH.id,
-      status: 422,
-      rule: 'max-length',
-      path: artifactAt(`expectations/1/${field}`),
-      request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => {
-        const first = { ...newExpectation(`${id}-first`), expectationId: padded(`${id}-`, n, char) };
-        return raising(first, { ...newExpectation(id), subject: first.subject, ...refer(first.expectationId) });
+    ).map(([name, field, refer]) =>
+      tooLong({
+        // The expectation referred to is raised earlier in the same request, with an id of length n.
+        name,
+        limit: MAX_LENGTH.id,
+        path: artifactAt(`expectations/1/${field}`),
+        request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => {
+          const first = { ...newExpectation(`${id}-first`), expectationId: padded(`${id}-`, n, char) };
+          return raising(first, { ...newExpectation(id), subject: first.subject, ...refer(first.expectationId) });
+        }),
+        runs: [2, 4],
       }),
-      runs: [2, 4],
-    })),
-    {
+    ),
+    tooLong({
       name: 'withdraw id',
       limit: MAX_LENGTH.id,
-      status: 422,
-      rule: 'max-length',
       path: artifactAt('withdraw/0'),
       request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => {
         const first = { ...newExpectation(id), expectationId: padded(`${id}-`, n, char) };
         return events({ expectations: [first], withdraw: [first.expectationId] });
       }),
       runs: [2, 4],
-    },
-    ...(['taskId', 'contextId'] as const).map((field): Case => ({
-      name: `origin ${field}`,
-      limit: MAX_LENGTH.originId,
-      status: 422,
-      rule: 'max-length',
-      path: `artifactUpdate/${field}`,
-      request: fc.tuple(pad, fresh).map(
-        ([char, id]) =>
-          (n: number) =>
-            events(
-              { facts: [{ factKey: `${PREFIX}origin-${id}`, observedAt: '2026-01-01T00:00:00Z' }] },
-              { taskId: `t-${id}`, contextId: `c-${id}`, [field]: padded(`${id}-`, n, char) },
-            ),
-      ),
-      runs: [2, 4],
-    })),
+    }),
+    ...(['taskId', 'contextId'] as const).map((field) =>
+      tooLong({
+        name: `origin ${field}`,
+        limit: MAX_LENGTH.originId,
+        path: `artifactUpdate/${field}`,
+        request: fc.tuple(pad, fresh).map(
+          ([char, id]) =>
+            (n: number) =>
+              events(
+                { facts: [{ factKey: `${PREFIX}origin-${id}`, observedAt: '2026-01-01T00:00:00Z' }] },
+                { taskId: `t-${id}`, contextId: `c-${id}`, [field]: padded(`${id}-`, n, char) },
+              ),
+        ),
+        runs: [2, 4],
+      }),
+    ),
     ...(
       [
         ['factKey', MAX_LENGTH.factKey, (text: string) => ({ factKey: text })],
@@ -1302,28 +1272,26 @@ describe('each bound, met exactly and exceeded by one', () => {
         ['subject/type', MAX_LENGTH.subjectType, (text: string) => ({ subject: { type: text, id: 'S' } })],
         ['subject/id', MAX_LENGTH.subjectId, (text: string) => ({ subject: { type: 'shipment', id: text } })],
       ] as const
-    ).map(([field, limit, set]): Case => ({
-      name: `fact ${field}`,
-      limit,
-      status: 422,
-      rule: 'max-length',
-      path: `facts/0/${field}`,
-      request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => ({
-        path: 'v1/facts' as const,
-        json: {
-          facts: [
-            { factKey: `${PREFIX}f-${id}`, observedAt: '2026-01-01T00:00:00Z', ...set(padded(`${id}-`, n, char)) },
-          ],
-        },
-        as: 'feed',
-      })),
-      runs: [2, 4],
-    })),
-    {
+    ).map(([field, limit, set]) =>
+      tooLong({
+        name: `fact ${field}`,
+        limit,
+        path: `facts/0/${field}`,
+        request: fc.tuple(pad, fresh).map(([char, id]) => (n: number) => ({
+          path: 'v1/facts' as const,
+          json: {
+            facts: [
+              { factKey: `${PREFIX}f-${id}`, observedAt: '2026-01-01T00:00:00Z', ...set(padded(`${id}-`, n, char)) },
+            ],
+          },
+          as: 'feed',
+        })),
+        runs: [2, 4],
+      }),
+    ),
+    tooLong({
       name: 'fact observedAt',
       limit: MAX_LENGTH.instant,
-      status: 422,
-      rule: 'max-length',
       path: 'facts/0/observedAt',
       request: fc.tuple(fresh, digits(MAX_LENGTH.instant)).map(([id, d]) => (n: number) => ({
         path: 'v1/facts' as const,
@@ -1331,7 +1299,7 @@ describe('each bound, met exactly and exceeded by one', () => {
         as: 'feed',
       })),
       runs: [2, 4],
-    },
+    }),
     {
       name: "kinds of the raising agent's card",
       limit: MAX_ITEMS.kinds,

@@ -297,6 +297,14 @@ describe('a raise into a ledger or anchor that is all but full', () => {
   const raiseAs = (agentId: string, e: ReturnType<typeof expectation>) =>
     send(`${bridge.url}/a2a/events`, { token: bridge.tokens[agentId]!, json: artifactUpdate({ expectations: [e] }) });
   const raise = (e: ReturnType<typeof expectation>) => raiseAs('shipping-agent', e);
+  /** The raise is refused (422) with one field error, on `field` of its expectation, naming `rule` (and `limit`). */
+  const expectRefused = (answer: Answer, field: string, rule: string, limit?: number) => {
+    expect(answer.status).toBe(422);
+    const path = artifactPath(`expectations/0/${field}`);
+    expect(answer.body.errors).toEqual([
+      expect.objectContaining({ path, rule, ...(limit === undefined ? {} : { limit }) }),
+    ]);
+  };
 
   /**
    * Raises `n` expectations through the bridge, ten a request, then waits for the visibility store to count them: the
@@ -352,10 +360,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
         json: artifactUpdate({ expectations: [on(`partner-${tag}`, MAX_AGENT_SHARE + 1)] }),
       });
 
-      expect(more.status).toBe(422);
-      expect(more.body.errors).toEqual([
-        expect.objectContaining({ path: artifactPath(`expectations/0/${path}`), rule, limit: MAX_AGENT_SHARE }),
-      ]);
+      expectRefused(more, path, rule, MAX_AGENT_SHARE);
       expect(other.status).toBe(200);
       expect(other.body.expectations).toEqual([{ expectationId: `partner-${tag}`, result: 'raised' }]);
     },
@@ -378,14 +383,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
 
     const answer = await raiseAs('third-agent', expectation(`full-key-${unique()}`, { satisfiedBy: { factKey } }));
 
-    expect(answer.status).toBe(422);
-    expect(answer.body.errors).toEqual([
-      expect.objectContaining({
-        path: artifactPath('expectations/0/satisfiedBy/factKey'),
-        rule: 'fact-key-subscribers',
-        limit: refusedAt,
-      }),
-    ]);
+    expectRefused(answer, 'satisfiedBy/factKey', 'fact-key-subscribers', refusedAt);
   });
 
   it('is refused (422 subject-subscribers) when its subject has as many open as the bridge keeps', async () => {
@@ -397,10 +395,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
 
     const answer = await raiseAs('third-agent', expectation(`full-subject-${unique()}`, { subject }));
 
-    expect(answer.status).toBe(422);
-    expect(answer.body.errors).toEqual([
-      expect.objectContaining({ path: artifactPath('expectations/0/subject'), rule: 'subject-subscribers' }),
-    ]);
+    expectRefused(answer, 'subject', 'subject-subscribers');
   });
 
   it('is refused (422 anchor-dependents) when its anchor has as many dependents as the bridge gives it, and raised one short of that', async () => {
@@ -419,14 +414,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     const refused = await raise(dependent('no-place'));
 
     expect(last.status).toBe(200);
-    expect(refused.status).toBe(422);
-    expect(refused.body.errors).toEqual([
-      expect.objectContaining({
-        path: artifactPath('expectations/0/anchor/expectationId'),
-        rule: 'anchor-dependents',
-        limit: refusedAt,
-      }),
-    ]);
+    expectRefused(refused, 'anchor/expectationId', 'anchor-dependents', refusedAt);
   });
 });
 

@@ -86,6 +86,12 @@ const facts = (token: string, body: unknown) => request(`${env.url}/v1/facts`, {
 const record = (id: string) =>
   request(`${env.url}/v1/expectations/${encodeURIComponent(id)}`, { token: env.tokens['agent-a'] });
 const A = () => env.tokens['agent-a']!;
+/** The answer to events that raise `expectationId` and carry nothing else. */
+const raisedOnly = (expectationId: string) => ({
+  expectations: [{ expectationId, result: 'raised' }],
+  facts: [],
+  withdrawn: [],
+});
 
 describe('raise, read, satisfy', () => {
   it('raises an expectation from an artifact update and answers one result per item', async () => {
@@ -94,11 +100,7 @@ describe('raise, read, satisfy', () => {
     const answer = await events(A(), artifactUpdate({ expectations: [e] }));
 
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({
-      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
-      facts: [],
-      withdrawn: [],
-    });
+    expect(answer.body).toEqual(raisedOnly(e.expectationId));
   });
 
   it('reads the record back with agent, origin, lineage and the Temporal UI link', async () => {
@@ -163,11 +165,7 @@ describe('raise, read, satisfy', () => {
       },
     });
 
-    expect(answer.body).toEqual({
-      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
-      facts: [],
-      withdrawn: [],
-    });
+    expect(answer.body).toEqual(raisedOnly(e.expectationId));
   });
 
   it('raises from a v0.3 task object', async () => {
@@ -183,11 +181,7 @@ describe('raise, read, satisfy', () => {
       ],
     });
 
-    expect(answer.body).toEqual({
-      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
-      facts: [],
-      withdrawn: [],
-    });
+    expect(answer.body).toEqual(raisedOnly(e.expectationId));
   });
 
   it('takes facts from a plain message', async () => {
@@ -289,9 +283,7 @@ describe('raise, read, satisfy', () => {
     const answer = await events(A(), artifactUpdate({ expectations: [e] }));
 
     expect(answer.body).toEqual({
-      expectations: [{ expectationId: e.expectationId, result: 'raised' }],
-      facts: [],
-      withdrawn: [],
+      ...raisedOnly(e.expectationId),
       warnings: [
         {
           path: `${AT}/expectations/0/subject/type`,
@@ -408,42 +400,49 @@ describe('rules against the card (422)', () => {
     expect(answer.body).toEqual(rule(message, [{ path: `${AT}/expectations/0/basis`, rule: 'basis', message }]));
   });
 
-  it('refuses a kind whose describes on the card is a placeholder', async () => {
+  /** A raise as an agent whose card breaks a rule: what is refused, the agent, its id prefix and the error. */
+  type CardCase = [refused: string, principal: string, idPrefix: string, path: string, rule: string, message: string];
+
+  it.each<CardCase>([
+    [
+      'a kind whose describes on the card is a placeholder',
+      'agent-placeholder',
+      'p',
+      'card/capabilities/extensions/0/params/kinds/0/describes',
+      'describes-placeholder',
+      "the card's kind 'delivery' has a placeholder describes ('TODO'); say what is expected",
+    ],
+    [
+      'when the card does not declare the extension',
+      'agent-noext',
+      'n',
+      'card/capabilities/extensions',
+      'extension-declared',
+      `the agent's card does not declare the extension ${EXTENSION_URI} in capabilities.extensions`,
+    ],
+    [
+      'when lapseSkill names no skill on the card',
+      'agent-badskill',
+      's',
+      'card/capabilities/extensions/0/params/lapseSkill',
+      'lapse-skill',
+      "lapseSkill 'handle-lapse' names no skill on the card (skills: something-else)",
+    ],
+    [
+      "when a kind's skills name a skill the card does not have",
+      'agent-kindskill',
+      'ks',
+      'card/capabilities/extensions/0/params/kinds/0/skills/0',
+      'kind-skills',
+      "the card's kind 'delivery' names skill 'book-delivery', which is not a skill on the card (skills: handle-lapse)",
+    ],
+  ])('refuses %s', async (_refused, principal, idPrefix, path, violated, message) => {
     const answer = await events(
-      env.tokens['agent-placeholder']!,
-      artifactUpdate({ expectations: [expectation(`p-${unique()}`)] }),
+      env.tokens[principal]!,
+      artifactUpdate({ expectations: [expectation(`${idPrefix}-${unique()}`)] }),
     );
 
-    const message = "the card's kind 'delivery' has a placeholder describes ('TODO'); say what is expected";
-    expect(answer.body).toEqual(
-      rule(message, [
-        { path: 'card/capabilities/extensions/0/params/kinds/0/describes', rule: 'describes-placeholder', message },
-      ]),
-    );
-  });
-
-  it('refuses when the card does not declare the extension', async () => {
-    const answer = await events(
-      env.tokens['agent-noext']!,
-      artifactUpdate({ expectations: [expectation(`n-${unique()}`)] }),
-    );
-
-    const message = `the agent's card does not declare the extension ${EXTENSION_URI} in capabilities.extensions`;
-    expect(answer.body).toEqual(
-      rule(message, [{ path: 'card/capabilities/extensions', rule: 'extension-declared', message }]),
-    );
-  });
-
-  it('refuses when lapseSkill names no skill on the card', async () => {
-    const answer = await events(
-      env.tokens['agent-badskill']!,
-      artifactUpdate({ expectations: [expectation(`s-${unique()}`)] }),
-    );
-
-    const message = "lapseSkill 'handle-lapse' names no skill on the card (skills: something-else)";
-    expect(answer.body).toEqual(
-      rule(message, [{ path: 'card/capabilities/extensions/0/params/lapseSkill', rule: 'lapse-skill', message }]),
-    );
+    expect(answer.body).toEqual(rule(message, [{ path, rule: violated, message }]));
   });
 
   it("raises for a card whose other extensions' entries the watcher cannot read (no 502): only ours is read", async () => {
@@ -451,10 +450,7 @@ describe('rules against the card (422)', () => {
 
     const answer = await events(env.tokens['agent-otherext']!, artifactUpdate({ expectations: [e] }));
 
-    expect([answer.status, answer.body]).toEqual([
-      200,
-      { expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] },
-    ]);
+    expect([answer.status, answer.body]).toEqual([200, raisedOnly(e.expectationId)]);
   });
 
   it('refuses every raise while the card declares a kind twice, naming the second', async () => {
@@ -482,19 +478,6 @@ describe('rules against the card (422)', () => {
       ]),
     );
     expect(await getExpectationRecord(env.client, e.expectationId)).toBeUndefined();
-  });
-
-  it("refuses when a kind's skills name a skill the card does not have", async () => {
-    const answer = await events(
-      env.tokens['agent-kindskill']!,
-      artifactUpdate({ expectations: [expectation(`ks-${unique()}`)] }),
-    );
-
-    const message =
-      "the card's kind 'delivery' names skill 'book-delivery', which is not a skill on the card (skills: handle-lapse)";
-    expect(answer.body).toEqual(
-      rule(message, [{ path: 'card/capabilities/extensions/0/params/kinds/0/skills/0', rule: 'kind-skills', message }]),
-    );
   });
 
   it('refuses after naming an expectation never raised', async () => {
@@ -774,7 +757,7 @@ describe('limits and headers', () => {
     expect([answer.status, answer.headers.get('a2a-extensions'), answer.body]).toEqual([
       200,
       EXTENSION_URI,
-      { expectations: [{ expectationId: e.expectationId, result: 'raised' }], facts: [], withdrawn: [] },
+      raisedOnly(e.expectationId),
     ]);
   });
 

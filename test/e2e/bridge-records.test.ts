@@ -45,12 +45,17 @@ async function raised(overrides: Parameters<typeof expectation>[1] = {}, by = 'a
 }
 
 const forbidden = (detail: string) => problemBody('forbidden', detail);
+const neitherRole = (principal: string) => `principal '${principal}' has neither the agent nor the reporter role`;
+const raisedByAnother = (id: string) => `expectation '${id}' was raised by another agent`;
+const mayNot = (principal: string, what: string, needs: string) =>
+  `principal '${principal}' may not ${what} expectations (needs ${needs})`;
 
+/** A principal, how it calls the endpoint, the status it gets, and the detail of a 403 (from the expectation's id). */
 type Row = [
   principal: string,
   act: (principal: string) => Promise<Answer>,
   status: number,
-  body?: (id: string) => unknown,
+  detail?: string | ((id: string) => string),
 ];
 
 describe('roles and endpoints', () => {
@@ -83,17 +88,25 @@ describe('roles and endpoints', () => {
     });
   };
 
-  it.each<Row>([
-    ['agent-a', raise, 200],
-    ['feed', eventWithFact, 200],
-    ['reader', raise, 403, () => forbidden("principal 'reader' has neither the agent nor the reporter role")],
-    ['admin', raise, 403, () => forbidden("principal 'admin' has neither the agent nor the reporter role")],
-  ])('POST /a2a/events as %s', async (principal, act, status, body) => {
+  /** Acts as the row's principal: the status, then the whole 403 body, or what `granted` checks of an answer let in. */
+  async function expectRow([principal, act, status, detail]: Row, granted?: (answer: Answer) => void) {
     const answer = await act(principal);
 
     expect(answer.status).toBe(status);
-    if (body) expect(answer.body).toEqual(body(lastId));
-  });
+    if (detail === undefined) granted?.(answer);
+    else expect(answer.body).toEqual(forbidden(typeof detail === 'string' ? detail : detail(lastId)));
+  }
+
+  it.each<[endpoint: string, ...Row]>([
+    ['POST /a2a/events', 'agent-a', raise, 200],
+    ['POST /a2a/events', 'feed', eventWithFact, 200],
+    ['POST /a2a/events', 'reader', raise, 403, neitherRole('reader')],
+    ['POST /a2a/events', 'admin', raise, 403, neitherRole('admin')],
+    ['POST /v1/facts', 'agent-a', reportFact, 200],
+    ['POST /v1/facts', 'feed', reportFact, 200],
+    ['POST /v1/facts', 'reader', reportFact, 403, neitherRole('reader')],
+    ['POST /v1/facts', 'admin', reportFact, 403, neitherRole('admin')],
+  ])('%s as %s', (_endpoint, ...row) => expectRow(row));
 
   it('POST /a2a/events as a reporter carrying expectations is 403, naming each item', async () => {
     const answer = await raise('feed');
@@ -110,71 +123,33 @@ describe('roles and endpoints', () => {
   });
 
   it.each<Row>([
-    ['agent-a', reportFact, 200],
-    ['feed', reportFact, 200],
-    ['reader', reportFact, 403, () => forbidden("principal 'reader' has neither the agent nor the reporter role")],
-    ['admin', reportFact, 403, () => forbidden("principal 'admin' has neither the agent nor the reporter role")],
-  ])('POST /v1/facts as %s', async (principal, act, status, body) => {
-    const answer = await act(principal);
-
-    expect(answer.status).toBe(status);
-    if (body) expect(answer.body).toEqual(body(lastId));
-  });
-
-  it.each<Row>([
     ['agent-a', read, 200],
-    ['agent-b', read, 403, (id) => forbidden(`expectation '${id}' was raised by another agent`)],
-    [
-      'feed',
-      read,
-      403,
-      () => forbidden("principal 'feed' may not read expectations (needs reader, admin, or the agent that raised it)"),
-    ],
+    ['agent-b', read, 403, raisedByAnother],
+    ['feed', read, 403, mayNot('feed', 'read', 'reader, admin, or the agent that raised it')],
     ['reader', read, 200],
     ['admin', read, 200],
-  ])('GET /v1/expectations/{id} as %s', async (principal, act, status, body) => {
-    const answer = await act(principal);
-
-    expect(answer.status).toBe(status);
-    if (body) expect(answer.body).toEqual(body(lastId));
-    else expect(answer.body.expectation.expectationId).toBe(lastId);
-  });
+  ])('GET /v1/expectations/{id} as %s', (...row) =>
+    expectRow(row, (answer) => expect(answer.body.expectation.expectationId).toBe(lastId)),
+  );
 
   it.each<Row>([
     ['agent-a', list, 200],
-    ['feed', list, 403, () => forbidden("principal 'feed' may not list expectations (needs reader, admin or agent)")],
+    ['feed', list, 403, mayNot('feed', 'list', 'reader, admin or agent')],
     ['reader', list, 200],
     ['admin', list, 200],
-  ])('GET /v1/expectations as %s', async (principal, act, status, body) => {
-    const answer = await act(principal);
-
-    expect(answer.status).toBe(status);
-    if (body) expect(answer.body).toEqual(body(lastId));
-    else expect(Array.isArray(answer.body.items)).toBe(true);
-  });
+  ])('GET /v1/expectations as %s', (...row) =>
+    expectRow(row, (answer) => expect(Array.isArray(answer.body.items)).toBe(true)),
+  );
 
   it.each<Row>([
     ['agent-a', withdraw, 200],
-    ['agent-b', withdraw, 403, (id) => forbidden(`expectation '${id}' was raised by another agent`)],
-    [
-      'feed',
-      withdraw,
-      403,
-      () => forbidden("principal 'feed' may not withdraw expectations (needs admin, or the agent that raised it)"),
-    ],
-    [
-      'reader',
-      withdraw,
-      403,
-      () => forbidden("principal 'reader' may not withdraw expectations (needs admin, or the agent that raised it)"),
-    ],
+    ['agent-b', withdraw, 403, raisedByAnother],
+    ['feed', withdraw, 403, mayNot('feed', 'withdraw', 'admin, or the agent that raised it')],
+    ['reader', withdraw, 403, mayNot('reader', 'withdraw', 'admin, or the agent that raised it')],
     ['admin', withdraw, 200],
-  ])('POST /v1/expectations/{id}/withdraw as %s', async (principal, act, status, body) => {
-    const answer = await act(principal);
-
-    expect(answer.status).toBe(status);
-    expect(answer.body).toEqual(body ? body(lastId) : { expectationId: lastId, result: 'withdrawn' });
-  });
+  ])('POST /v1/expectations/{id}/withdraw as %s', (...row) =>
+    expectRow(row, (answer) => expect(answer.body).toEqual({ expectationId: lastId, result: 'withdrawn' })),
+  );
 });
 
 describe('withdraw', () => {

@@ -21,46 +21,38 @@ import {
 } from 'expectations-watcher/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectationRecordSchema } from '../../core/schemas/record.js';
-import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
+import { lapsesFor } from '../support/agent.js';
 import {
   cardJson,
   listItemOf,
   openRecordOf,
   problem,
   startBridgeApp,
-  startBridgeEnv,
   startCardServer,
   unique,
 } from '../support/bridge.js';
-import type { BridgeEnv, CardServer } from '../support/bridge.js';
+import type { CardServer } from '../support/bridge.js';
+import { useAgentBridge } from '../support/agent-bridge.js';
 import { freePort } from '../support/net.js';
 
 let cards: CardServer;
-let agent: TestAgent;
-let env: BridgeEnv;
 
 beforeAll(async () => {
   cards = await startCardServer();
   cards.set('good', cardJson());
-  agent = await startTestAgent();
-  env = await startBridgeEnv(
-    [
-      { id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') },
-      // A real agent, for the lapse tasks (agent-a's card points nowhere).
-      { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
-      { id: 'feed', roles: ['reporter'] },
-      { id: 'reader', roles: ['reader'] },
-      { id: 'admin', roles: ['admin'] },
-    ],
-    { name: 'client' },
-  );
 });
 
 afterAll(async () => {
-  await env?.close();
-  await agent?.close();
   await cards?.close();
 });
+
+// shipping-agent is a real agent, for the lapse tasks (agent-a's card points nowhere).
+const { env, agents } = useAgentBridge('client', { 'shipping-agent': {} }, () => [
+  { id: 'agent-a', roles: ['agent'], cardUrl: cards.url('good') },
+  { id: 'feed', roles: ['reporter'] },
+  { id: 'reader', roles: ['reader'] },
+  { id: 'admin', roles: ['admin'] },
+]);
 
 /** The client of a principal of the bridge. */
 const as = (principal: string) => new WatcherClient({ baseUrl: env.url, token: env.tokens[principal]! });
@@ -256,6 +248,7 @@ describe('re-sending a lapse', () => {
   }
 
   it('re-sends a lapse the agent refused: 202 resent, delivered once, then 200 with nothing sent again', async () => {
+    const agent = agents['shipping-agent']!;
     agent.failNext(404, 1);
     const dueAt = new Date(Math.ceil(Date.now() / 1000) * 1000 + 1_000).toISOString().replace('.000Z', 'Z');
     const e = delivery({ dueAt, grace: 'PT0S' });

@@ -3,42 +3,22 @@
  * would, the real worker decides on the shared dev server, and a real @a2a-js/sdk agent receives the lapse tasks.
  * The origin of a raise on the watcher's own A2A endpoint is in watcher-agent.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
-import { lapseOf, lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  dueExpectation,
-  expectation,
-  request,
-  startBridgeEnv,
-  unique,
-  type BridgeEnv,
-} from '../support/bridge.js';
+import { lapseOf, lapsesFor } from '../support/agent.js';
+import { artifactUpdate, dueExpectation, expectation, request, unique } from '../support/bridge.js';
+import { useAgentBridge } from '../support/agent-bridge.js';
 
-let env: BridgeEnv;
-let agent: TestAgent;
-let vague: TestAgent;
-
-beforeAll(async () => {
-  agent = await startTestAgent();
-  vague = await startTestAgent({
-    kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'n/a' }],
-  });
-  env = await startBridgeEnv(
-    [
-      { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
-      { id: 'vague-agent', roles: ['agent'], cardUrl: vague.cardUrl },
-      { id: 'carrier-feed', roles: ['reporter'] },
-    ],
-    { name: 'extension-rules' },
-  );
-});
-
-afterAll(async () => {
-  await env?.close();
-  await Promise.all([agent?.close(), vague?.close()]);
-});
+const { env, agents } = useAgentBridge(
+  'extension-rules',
+  {
+    'shipping-agent': {},
+    'vague-agent': { kinds: [{ kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'n/a' }] },
+  },
+  () => [{ id: 'carrier-feed', roles: ['reporter'] }],
+);
+/** The agent behind shipping-agent, which receives the lapse tasks. */
+const agent = () => agents['shipping-agent']!;
 
 const events = (principal: string, body: unknown) =>
   request(`${env.url}/a2a/events`, { token: env.tokens[principal], body });
@@ -60,8 +40,8 @@ describe('satisfiedAfter', () => {
 
     expect((await facts({ facts: [{ factKey, observedAt: now() }] })).status).toBe(200);
 
-    await expect.poll(() => lapsesFor(agent, first.expectationId).length, { timeout: 30_000 }).toBe(1);
-    const lapse = lapseOf(lapsesFor(agent, first.expectationId)[0]!) as { lapse: string; satisfiedAfter?: string[] };
+    await expect.poll(() => lapsesFor(agent(), first.expectationId).length, { timeout: 30_000 }).toBe(1);
+    const lapse = lapseOf(lapsesFor(agent(), first.expectationId)[0]!) as { lapse: string; satisfiedAfter?: string[] };
     expect(lapse.lapse).toBe('skipped');
     expect([...(lapse.satisfiedAfter ?? [])].sort()).toEqual(later.map((e) => e.expectationId).sort());
   });
@@ -83,8 +63,8 @@ describe('a fact that satisfies an expectation', () => {
 
     expect((await facts({ facts: [{ factKey: satisfied.satisfiedBy.factKey, observedAt }] })).status).toBe(200);
 
-    await expect.poll(() => lapsesFor(agent, sibling.expectationId).length, { timeout: 30_000 }).toBe(1);
-    const lapse = lapseOf(lapsesFor(agent, sibling.expectationId)[0]!) as { lapse: string; lastFactAt?: string };
+    await expect.poll(() => lapsesFor(agent(), sibling.expectationId).length, { timeout: 30_000 }).toBe(1);
+    const lapse = lapseOf(lapsesFor(agent(), sibling.expectationId)[0]!) as { lapse: string; lastFactAt?: string };
     expect(lapse).toMatchObject({ lapse: 'overdue', lastFactAt: new Date(observedAt).toISOString() });
     expect(
       (await record(sibling.expectationId)).lapses.map((entry: { lapse: { lapse: string } }) => entry.lapse.lapse),

@@ -95,6 +95,24 @@ function logLines(): Record<string, any>[] {
     .map((line) => JSON.parse(line) as Record<string, any>);
 }
 
+/** Polls the worker's metrics (for up to `timeout` ms) until `metric` counts one overdue lapse on this queue. */
+async function expectOneOverdue(metric: string, timeout: number): Promise<void> {
+  await expect
+    .poll(async () => sample(await scrape(), metric, { lapse: 'overdue', task_queue: taskQueue }), { timeout })
+    .toBe(1);
+}
+
+/** Polls the worker's log until a line `msg` shows, naming `expectation` and its workflow, with `fields`. */
+async function expectLogged(msg: string, expectation: Expectation, fields: Record<string, unknown>): Promise<void> {
+  await expect
+    .poll(() => logLines().find((line) => line.msg === msg), { timeout: 15_000 })
+    .toMatchObject({
+      expectationId: expectation.expectationId,
+      workflowId: expectationWorkflowId(expectation.expectationId),
+      ...fields,
+    });
+}
+
 describe('the worker process, observed', () => {
   it('serves the Temporal SDK’s own metrics for Prometheus', async () => {
     const text = await scrape();
@@ -110,21 +128,13 @@ describe('the worker process, observed', () => {
     const expectation = await raiseDueSoon(agent);
     await agent.waitForMessages(1, 45_000);
 
-    await expect
-      .poll(async () => sample(await scrape(), 'watcher_lapses_total', { lapse: 'overdue', task_queue: taskQueue }), {
-        timeout: 15_000,
-      })
-      .toBe(1);
-    await expect
-      .poll(() => logLines().find((line) => line.msg === 'lapse delivered'), { timeout: 15_000 })
-      .toMatchObject({
-        level: 30,
-        expectationId: expectation.expectationId,
-        workflowId: expectationWorkflowId(expectation.expectationId),
-        activityType: 'deliverLapse',
-        lapse: 'overdue',
-        lapseTaskId: agent.received[0]!.taskId,
-      });
+    await expectOneOverdue('watcher_lapses_total', 15_000);
+    await expectLogged('lapse delivered', expectation, {
+      level: 30,
+      activityType: 'deliverLapse',
+      lapse: 'overdue',
+      lapseTaskId: agent.received[0]!.taskId,
+    });
   });
 
   it('counts a delivery the agent refuses and logs the failure with its expectationId', async () => {
@@ -134,23 +144,11 @@ describe('the worker process, observed', () => {
 
     const expectation = await raiseDueSoon(agent);
 
-    await expect
-      .poll(
-        async () =>
-          sample(await scrape(), 'watcher_lapse_deliveries_failed_total', { lapse: 'overdue', task_queue: taskQueue }),
-        {
-          timeout: 45_000,
-        },
-      )
-      .toBe(1);
-    await expect
-      .poll(() => logLines().find((line) => line.msg === 'lapse delivery failed for good'), { timeout: 15_000 })
-      .toMatchObject({
-        level: 50,
-        expectationId: expectation.expectationId,
-        workflowId: expectationWorkflowId(expectation.expectationId),
-        err: expect.objectContaining({ message: expect.stringContaining('HTTP 400') }),
-      });
+    await expectOneOverdue('watcher_lapse_deliveries_failed_total', 45_000);
+    await expectLogged('lapse delivery failed for good', expectation, {
+      level: 50,
+      err: expect.objectContaining({ message: expect.stringContaining('HTTP 400') }),
+    });
   });
 
   it('stops at start, naming the variable, when the metrics port it was given is taken', async () => {

@@ -276,6 +276,17 @@ const resend = (id: string, messageId: string, principal?: string, on = bridge) 
 const raise = (principal: string, e = expectation(`openapi-${unique()}`), on = bridge) =>
   send(events(on), { token: token(principal, on), json: artifactUpdate({ expectations: [e] }) });
 
+/** The 413 and 415 of an operation that takes a JSON body at `url` as `principal`: over 1 MiB, and not JSON. */
+const refusedBodies = (
+  operation: string,
+  url: () => string,
+  principal: string,
+  notJson: { raw: string; contentType: string },
+): StatusCase[] => [
+  { operation, status: 413, act: () => send(url(), { token: token(principal), raw: tooLarge() }) },
+  { operation, status: 415, act: () => send(url(), { token: token(principal), ...notJson }) },
+];
+
 const cases: StatusCase[] = [
   { operation: 'GET /healthz', status: 200, act: () => send(`${bridge.url}/healthz`) },
   { operation: 'GET /readyz', status: 200, act: () => send(`${bridge.url}/readyz`) },
@@ -335,16 +346,7 @@ const cases: StatusCase[] = [
     status: 409,
     act: () => raise('shipping-agent', { ...shared, expects: 'Something else entirely' }),
   },
-  {
-    operation: 'POST /a2a/events',
-    status: 413,
-    act: () => send(events(), { token: token('shipping-agent'), raw: tooLarge() }),
-  },
-  {
-    operation: 'POST /a2a/events',
-    status: 415,
-    act: () => send(events(), { token: token('shipping-agent'), raw: 'facts', contentType: 'text/plain' }),
-  },
+  ...refusedBodies('POST /a2a/events', () => events(), 'shipping-agent', { raw: 'facts', contentType: 'text/plain' }),
   {
     operation: 'POST /a2a/events',
     status: 422,
@@ -382,16 +384,10 @@ const cases: StatusCase[] = [
     status: 403,
     act: () => send(facts(), { token: token('ops-reader'), json: { facts: [fact()] } }),
   },
-  {
-    operation: 'POST /v1/facts',
-    status: 413,
-    act: () => send(facts(), { token: token('carrier-feed'), raw: tooLarge() }),
-  },
-  {
-    operation: 'POST /v1/facts',
-    status: 415,
-    act: () => send(facts(), { token: token('carrier-feed'), raw: '<facts/>', contentType: 'application/xml' }),
-  },
+  ...refusedBodies('POST /v1/facts', () => facts(), 'carrier-feed', {
+    raw: '<facts/>',
+    contentType: 'application/xml',
+  }),
   {
     operation: 'POST /v1/facts',
     status: 422,
@@ -510,21 +506,10 @@ const cases: StatusCase[] = [
     status: 404,
     act: () => send(withdraw(`unknown-${unique()}`), { token: token('ops-admin'), json: { reason: 'unknown' } }),
   },
-  {
-    operation: 'POST /v1/expectations/{id}/withdraw',
-    status: 413,
-    act: () => send(withdraw(shared.expectationId), { token: token('ops-admin'), raw: tooLarge() }),
-  },
-  {
-    operation: 'POST /v1/expectations/{id}/withdraw',
-    status: 415,
-    act: () =>
-      send(withdraw(shared.expectationId), {
-        token: token('ops-admin'),
-        raw: 'reason=no',
-        contentType: 'application/x-www-form-urlencoded',
-      }),
-  },
+  ...refusedBodies('POST /v1/expectations/{id}/withdraw', () => withdraw(shared.expectationId), 'ops-admin', {
+    raw: 'reason=no',
+    contentType: 'application/x-www-form-urlencoded',
+  }),
   {
     operation: 'POST /v1/expectations/{id}/withdraw',
     status: 503,

@@ -116,6 +116,23 @@ async function startStack(factRetention: string, agentAuthorization = AGENT_AUTH
   };
 }
 
+/**
+ * A stack for the `describe` that calls it: started in `beforeAll`, closed in `afterAll`. The object is filled in
+ * when the hook has run; hooks registered after this call run after it has started and before it closes.
+ */
+function useStack(factRetention: string, agentAuthorization?: string): Stack {
+  const stack = {} as Stack;
+  let started: Stack | undefined;
+  beforeAll(async () => {
+    started = await startStack(factRetention, agentAuthorization);
+    Object.assign(stack, started);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  return stack;
+}
+
 const secondsFromNow = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
 
 /** A `delivery` expectation (test/support/expectations.ts) with no grace, due in a year unless `extra` says otherwise. */
@@ -197,16 +214,14 @@ for (const retention of ['PT0S', 'P7D']) {
     `no fact is missed after a raise, with retention ${retention}, beside a neighbour`,
     { timeout: 600_000 },
     () => {
-      let stack: Stack;
+      const stack = useStack(retention);
       // Other work on the machine and the server meanwhile: half a core and five workflow starts a second.
       let neighbour: Neighbour;
-      beforeAll(async () => {
-        stack = await startStack(retention);
+      beforeAll(() => {
         neighbour = startNeighbour(stack.client);
       });
       afterAll(async () => {
         await neighbour?.stop();
-        await stack?.close();
       });
 
       it(`satisfies ${COUNT} expectations each followed at once by its fact, with no false lapse`, async () => {
@@ -279,13 +294,7 @@ for (const retention of ['PT0S', 'P7D']) {
 }
 
 describe('a plan raised in one request', { timeout: 300_000 }, () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack('P7D');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack('P7D');
 
   it('raises 9 steps of one subject together and a 10th anchored on the first after them; every fact sent at once reaches its step', async () => {
     const subject = { type: 'shipment', id: `PLAN-${randomUUID()}` };
@@ -339,13 +348,7 @@ describe('a plan raised in one request', { timeout: 300_000 }, () => {
 });
 
 describe('no credential in Temporal', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack('P7D', 'Bearer rotated-in-later');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack('P7D', 'Bearer rotated-in-later');
 
   it('delivers a lapse raised before a token rotation with the new token, and no history holds either token', async () => {
     const oldAuthorization = `Bearer before-rotation-${randomUUID()}`;
@@ -382,13 +385,7 @@ describe('no credential in Temporal', () => {
 });
 
 describe('no lapse after the end', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack('P7D');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack('P7D');
 
   it('abandons a delivery in retry once a fact satisfies the expectation: the agent receives nothing after', async () => {
     stack.agent.failNext(500);
