@@ -30,9 +30,9 @@ import {
   startBridgeApp,
   startCardServer,
   unique,
+  useAgentBridge,
 } from '../support/bridge.js';
 import type { CardServer } from '../support/bridge.js';
-import { useAgentBridge } from '../support/agent-bridge.js';
 import { freePort } from '../support/net.js';
 
 let cards: CardServer;

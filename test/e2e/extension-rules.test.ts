@@ -6,8 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { lapseOf, lapsesFor } from '../support/agent.js';
-import { artifactUpdate, dueExpectation, expectation, request, unique } from '../support/bridge.js';
-import { useAgentBridge } from '../support/agent-bridge.js';
+import { artifactUpdate, dueExpectation, expectation, request, unique, useAgentBridge } from '../support/bridge.js';
 
 const { env, agents } = useAgentBridge(
   'extension-rules',
