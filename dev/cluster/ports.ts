@@ -1,6 +1,7 @@
 /**
  * Ports for the cluster: the ones asked for, and free ones for the rest (all different).
  */
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
 /** Listens on 127.0.0.1:port (`port` 0: any) and closes again: the port it got, or the error that refused it. */
@@ -42,21 +43,32 @@ export async function ensurePortFree(port: number, what: string): Promise<void> 
 }
 
 /**
- * A port of 127.0.0.1 nobody listens on right now. `below`: under that bound, for the membership ports, which the
- * server keeps in a SMALLINT column (so at most 32767; the kernel's ephemeral ports start above it).
+ * Where the kernel takes the local ports of outgoing connections (Linux's ip_local_port_range; 32768 when unknown). A
+ * port chosen inside it can be taken by any connect() between the choice and the listen (a service's connection to
+ * PostgreSQL, say), and the service that was to listen on it then finds it in use.
+ */
+export function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 10_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * A port of 127.0.0.1 nobody listens on right now, below the kernel's ephemeral ports so that no outgoing connection
+ * takes it before its server listens. `below`: a lower bound still, for the membership ports, which the server keeps
+ * in a SMALLINT column (so at most 32767).
  */
 export async function freePort(below?: number): Promise<number> {
-  if (below === undefined) {
-    const port = await tryListen(0);
-    if (port !== undefined) return port;
-  }
   const low = 10_000;
-  const high = below ?? 65_535;
+  const high = Math.min(below ?? 65_536, ephemeralLow());
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = await tryListen(low + Math.floor(Math.random() * (high - low)));
     if (port !== undefined) return port;
   }
-  throw new Error(`no free port of 127.0.0.1 between ${low} and ${high}`);
+  throw new Error(`no free port of 127.0.0.1 between ${low} and ${high - 1}`);
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ensurePortFree, freePorts } from '../../dev/cluster/ports.js';
+import { ensurePortFree, ephemeralLow, freePorts } from '../../dev/cluster/ports.js';
 
 const holders: net.Server[] = [];
 afterEach(async () => {
@@ -30,6 +30,13 @@ describe('cluster ports', () => {
     const ports = await freePorts(Array.from({ length: 8 }, () => ({ below: 32_768 })));
 
     expect(ports.every((port) => port < 32_768)).toBe(true);
+  });
+
+  it('chooses every free port below the kernel ephemeral range, where no outgoing connection takes it', async () => {
+    const ports = await freePorts(Array.from({ length: 16 }, () => undefined));
+
+    expect(ports.filter((port) => port >= ephemeralLow())).toEqual([]);
+    expect(ports.every((port) => port >= 10_000)).toBe(true);
   });
 
   it('refuses a port something else listens on, naming the port and what it is for', async () => {
