@@ -104,6 +104,13 @@ export const ROUTER_CROWDED_KEY = 20;
 export const MAX_SUBJECT_LEDGER_SUBSCRIBERS = 100;
 
 /**
+ * How long, and for how many keys, a subject ledger remembers the fact keys it saw: a subscription that leaves on one
+ * of them and comes late (its raise was in flight while the fact was recorded) leaves at once.
+ */
+export const SUBJECT_RECENT_KEYS_MS = 10 * 60_000;
+export const SUBJECT_RECENT_KEYS = 1_000;
+
+/**
  * The places on one fact key or one subject that a single agent may take: half of what the bridge lets fill (the
  * bound less RACE_ROOM), so that no agent can squat a key or a subject for everyone else (422, rules
  * `fact-key-share`, `subject-share`).

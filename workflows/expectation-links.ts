@@ -52,6 +52,8 @@ export interface LinkedExpectation {
 export interface Leaving {
   /** Its router dropped it already, having sent it its fact. */
   routerDroppedIt: boolean;
+  /** Its subject ledger dropped it already, on the fact that satisfied it (ExpectationManager.leftSubjectOnFact). */
+  subjectDroppedIt: boolean;
   /** The satisfying fact, for the subject ledger to tell the others on the subject. */
   heard?: SubjectFact;
 }
@@ -144,7 +146,7 @@ export class ExpectationLinks {
    * Tells the others what the end means to them: a satisfied expectation its dependents (anchor satisfied) and the
    * expectations it comes after (skipped); a superseded one its dependents (anchor moved); both ledgers to drop it.
    */
-  tellOnClose({ routerDroppedIt, heard }: Leaving): Promise<unknown> {
+  tellOnClose({ routerDroppedIt, subjectDroppedIt, heard }: Leaving): Promise<unknown> {
     const { record, input } = this.owner;
     const { links } = input;
     const self = input.expectation.expectationId;
@@ -166,11 +168,12 @@ export class ExpectationLinks {
       for (const dependent of this.dependents) tell.push(signalQuietly(dependent, anchorMovedSignal, moved));
     }
     if (!routerDroppedIt) tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
-    // Sent even when the ledger dropped us on the satisfying fact: whether it saw that fact after our subscription
-    // is not known here, and a ledger left with a closed subscriber would stay open until its next fact.
-    tell.push(
-      signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self, ...(heard ? { heard } : {}) }),
-    );
+    // A ledger left with a closed subscriber would stay open until its next fact.
+    if (!subjectDroppedIt) {
+      tell.push(
+        signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self, ...(heard ? { heard } : {}) }),
+      );
+    }
     return Promise.all(tell);
   }
 }

@@ -37,6 +37,7 @@ import {
   type FactTaken,
   type ExpectationInput,
   type ResendLapseRequest,
+  type RoutedFact,
   type ResendLapseResult,
   type Skipped,
   type SubjectFact,
@@ -112,9 +113,11 @@ export class ExpectationManager {
    * Facts that came after a horizon not yet checked, held until the loop has read the subject ledger's history
    * (checkStallDue): whether the stall comes before them depends on what that read finds.
    */
-  private readonly held: Array<{ fact: Fact; from: 'router' | 'caller' } | { subjectFact: SubjectFact }> = [];
+  private readonly held: Array<{ fact: RoutedFact; from: 'router' | 'caller' } | { subjectFact: SubjectFact }> = [];
   /** Satisfied by its router's signal: the router dropped it then, so it need not unsubscribe there. */
   private satisfiedByRouter = false;
+  /** The satisfying fact was recorded after our subscription (not one the router held from before it). */
+  private satisfiedLive = false;
   private readonly deliveries: LapseDeliveries;
   /** How long past a deadline the expectation waits for facts a bridge received before it (DESIGN 3.2). */
   private readonly settleMs: number;
@@ -172,7 +175,7 @@ export class ExpectationManager {
 
   /**
    * Search attributes when state, dueAt or lateness moved (one upsert, a billable action), the memo when the record
-   * or the dependents moved (not an action), and the current details.
+   * or the dependents moved (not an action; the visibility store lists it, closed runs' too), and the current details.
    */
   publish(): void {
     const { record, published } = this;
@@ -185,12 +188,16 @@ export class ExpectationManager {
       ]);
       this.published = { state: record.state, dueAt: record.dueAt, ...(late !== undefined ? { late } : {}) };
     }
-    const memo = JSON.stringify(this.memo());
-    if (memo !== this.memoWritten) {
-      upsertMemo({ record, dependents: this.links.dependentCount });
-      this.memoWritten = memo;
-    }
+    this.writeMemo();
     setCurrentDetails(currentDetails(record));
+  }
+
+  /** Writes the memo when the record or the dependents moved since it was last written. */
+  private writeMemo(): void {
+    const memo = JSON.stringify(this.memo());
+    if (memo === this.memoWritten) return;
+    upsertMemo({ record: this.record, dependents: this.links.dependentCount });
+    this.memoWritten = memo;
   }
 
   private changed(): void {
@@ -215,14 +222,15 @@ export class ExpectationManager {
    * received after a deadline that this workflow is still settling comes after that deadline's lapse. The fact that
    * satisfies is also a fact on the subject (`lastFactAt`), whatever subject it names.
    */
-  applyFact(fact: Fact, from: 'router' | 'caller' = 'caller'): void {
+  applyFact(routed: RoutedFact, from: 'router' | 'caller' = 'caller'): void {
     const { record } = this;
-    if (!isOpen(record.state) || fact.factKey !== this.input.expectation.satisfiedBy.factKey) return;
-    if (this.stallCheckBefore(fact.receivedAt)) {
-      this.held.push({ fact, from });
+    if (!isOpen(record.state) || routed.factKey !== this.input.expectation.satisfiedBy.factKey) return;
+    if (this.stallCheckBefore(routed.receivedAt)) {
+      this.held.push({ fact: routed, from });
       this.changeCount++;
       return;
     }
+    const { held, ...fact } = routed;
     this.raiseLapsesBefore(fact.receivedAt);
     this.decideSkip(fact.receivedAt);
     record.state = 'satisfied';
@@ -233,6 +241,7 @@ export class ExpectationManager {
     if (record.lastFactAt === undefined || Date.parse(record.observedAt) > Date.parse(record.lastFactAt))
       record.lastFactAt = record.observedAt;
     this.satisfiedByRouter = from === 'router';
+    this.satisfiedLive = held !== true;
     this.abandonDeliveries('the expectation was satisfied before the lapse task was delivered');
     this.changed();
   }
@@ -520,9 +529,37 @@ export class ExpectationManager {
 
   // ── closing ──
 
-  /** Tells the others what the end means to them, and leaves both ledgers (ExpectationLinks.tellOnClose). */
+  /**
+   * Tells the others what the end means to them, and leaves both ledgers (ExpectationLinks.tellOnClose): how many
+   * signals it sends, and when they are through.
+   */
   tellOnClose(): Promise<unknown> {
-    return this.links.tellOnClose({ routerDroppedIt: this.satisfiedByRouter, ...this.heardOnSubject() });
+    return this.links.tellOnClose({
+      routerDroppedIt: this.satisfiedByRouter,
+      subjectDroppedIt: this.leftSubjectOnFact(),
+      ...this.heardOnSubject(),
+    });
+  }
+
+  /**
+   * The subject ledger dropped us on the fact that satisfied us (SubjectLedger.subscribe), so we need not leave it: we
+   * subscribed with our key (no horizon), the fact named our subject (the bridge told the ledger of it after the
+   * router), and the router recorded it after our subscription, so the ledger heard of it after ours or, within half
+   * the retention before, let us leave as we came. A fact the router held from before (or none kept: no retention)
+   * may never have reached a ledger that did not exist yet.
+   */
+  private leftSubjectOnFact(): boolean {
+    const { record, input } = this;
+    const fact = record.satisfiedBy;
+    const own = input.expectation.subject;
+    return (
+      record.state === 'satisfied' &&
+      this.satisfiedLive &&
+      input.expectation.horizon === undefined &&
+      addDuration(0, input.settings.factRetention) > 0 &&
+      fact?.subject?.type === own.type &&
+      fact.subject.id === own.id
+    );
   }
 
   /**

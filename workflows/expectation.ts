@@ -6,6 +6,7 @@
 import { condition, continueAsNew, setHandler } from '@temporalio/workflow';
 import { MAX_DEPENDENTS } from '../core/limits.js';
 import type { ExpectationRecord } from '../core/types.js';
+import { DeadlineTimer } from './deadline-timer.js';
 import { ExpectationManager } from './expectation-manager.js';
 import {
   anchorMovedSignal,
@@ -45,6 +46,7 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
     validator: (request) => void expectation.validateResend(request),
   });
 
+  const timer = new DeadlineTimer();
   expectation.publish();
   if (!input.carried) await expectation.register();
   else expectation.resumeDeliveries();
@@ -59,8 +61,7 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
     const seen = expectation.changes;
     const wake = () => expectation.changes !== seen || expectation.mayContinueAsNew();
     const next = expectation.nextDeadline();
-    if (next) await condition(wake, Math.max(next.atMs - Date.now(), 1), { summary: deadlineSummary(next) });
-    else await condition(wake);
+    await timer.wait(wake, next && { atMs: next.atMs, summary: deadlineSummary(next) });
   }
 
   // A late window shorter than a delivery's retry budget: the expectation closes, its lapse task goes out no more.

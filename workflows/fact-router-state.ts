@@ -21,6 +21,7 @@ import {
   type LedgerLoad,
   type RecordFactAnswer,
   type RecordFactOptions,
+  type RoutedFact,
   type RoutedKey,
 } from './messages.js';
 import { Outbox } from './outbox.js';
@@ -115,7 +116,7 @@ export class RouterState {
   readonly keys: Map<string, KeyState>;
   /** Subscriber → the key it waits on (an expectation waits on exactly one), for unsubscribe and for gone subscribers. */
   private readonly keyOf = new Map<string, string>();
-  readonly outbox: Outbox<Fact>;
+  readonly outbox: Outbox<RoutedFact>;
   /** Forwards held back while the caller delivers the fact itself: subscriber → the fact and when it goes out anyway. */
   readonly deferred = new Map<string, { fact: Fact; atMs: number }>();
   /** Newcomers past a key's bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new. */
@@ -134,7 +135,7 @@ export class RouterState {
     this.keys = new Map((input.carried?.keys ?? []).map((k) => [k.factKey, new KeyState(k.factKey, k)]));
     for (const state of this.keys.values())
       for (const subscriber of state.subscribers) this.keyOf.set(subscriber, state.factKey);
-    this.outbox = new Outbox<Fact>(factSignal, (pending, next) => pending ?? next, input.carried?.outbox);
+    this.outbox = new Outbox<RoutedFact>(factSignal, (pending, next) => pending ?? next, input.carried?.outbox);
     this.retention = input.retention;
   }
 
@@ -228,7 +229,7 @@ export class RouterState {
     state.awaited = true;
     this.keyOf.set(workflowId, factKey);
     const fact = this.retained(state);
-    if (fact) this.outbox.add(workflowId, fact);
+    if (fact) this.outbox.add(workflowId, { ...fact, held: true });
     this.changes++;
   }
 

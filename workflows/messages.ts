@@ -56,8 +56,12 @@ export interface CarriedExpectationState {
   anchorLink?: string;
 }
 
-/** A fact forwarded by the fact ledger to an expectation waiting on its key. */
-export const factSignal = defineSignal<[Fact]>('fact');
+/** A fact forwarded by a fact router to an expectation waiting on its key. */
+export interface RoutedFact extends Fact {
+  /** The router held it from before the subscription (an early fact), rather than recording it after. */
+  held?: true;
+}
+export const factSignal = defineSignal<[RoutedFact]>('fact');
 
 /** The expectation after it took a fact (`takeFact`): what `POST /v1/facts?wait=true` answers about it. */
 export interface FactTaken {
@@ -185,7 +189,7 @@ export interface FactRouterInput {
   /** ISO 8601 duration: how long a key's latest fact is kept for expectations raised after it. */
   retention: string;
   /** `outbox`: the facts received but not yet forwarded, one per subscriber. */
-  carried?: { keys: RoutedKey[]; outbox?: Array<{ workflowId: string; fact: Fact }> };
+  carried?: { keys: RoutedKey[]; outbox?: Array<{ workflowId: string; fact: RoutedFact }> };
 }
 
 /**
@@ -247,7 +251,14 @@ export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFact
  * signal-with-start: one call and one action per workflow, however many of a request's expectations it serves. A
  * router forwards a key's retained fact to each.
  */
-export const subscribeSignal = defineSignal<[{ workflowIds: string[]; factKeys?: Array<string | null> }]>('subscribe');
+export interface Subscribe {
+  workflowIds: string[];
+  /** For each subscriber, the fact key it leaves a subject ledger on (null: none). */
+  factKeys?: Array<string | null>;
+  /** The fact retention (ISO 8601): a subject ledger lets a subscriber leave at once on a key it saw within half of it. */
+  retention?: string;
+}
+export const subscribeSignal = defineSignal<[Subscribe]>('subscribe');
 /**
  * An expectation leaves a ledger. To its subject ledger, one satisfied by a fact that named no subject (or another)
  * brings that fact as `heard`: a fact that satisfies an expectation is a fact on its subject (DESIGN 3.2), for the
@@ -278,11 +289,15 @@ export const keyLoadQuery = defineQuery<LedgerLoad, [string]>('keyLoad');
 
 export interface SubjectLedgerInput {
   subject: { type: string; id: string };
+  /** The first subscription, from the start that creates the ledger (a signal brings the later ones). */
+  subscribe?: Subscribe;
   /** `outbox`: the latest fact not yet forwarded to each subscriber. */
   carried?: {
     subscribers: Array<{ workflowId: string; factKey?: string }>;
     lastFactAt?: string;
     outbox?: Array<{ workflowId: string; fact: SubjectFact }>;
+    /** The fact keys seen lately and when (epoch ms, workflow time), oldest first. */
+    recentKeys?: Array<[string, number]>;
   };
 }
 

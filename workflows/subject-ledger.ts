@@ -1,10 +1,11 @@
 /**
  * One workflow per subject (`subject:<type>:<id>`, DESIGN 3.2): tells the expectations on the subject that a fact
  * on it reached the watcher, for stalls and `lastFactAt`, but for the fact that satisfies one without a horizon,
- * which its router brings. Started by expectations only; a fact never starts it.
+ * which its router brings. Started by expectations only (the first subscription in its input); a fact never starts it.
  */
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
-import { MAX_SUBJECT_LEDGER_SUBSCRIBERS } from '../core/limits.js';
+import { addDuration } from '../core/duration.js';
+import { MAX_SUBJECT_LEDGER_SUBSCRIBERS, SUBJECT_RECENT_KEYS, SUBJECT_RECENT_KEYS_MS } from '../core/limits.js';
 import {
   ledgerLoadQuery,
   subjectFactSignal,
@@ -13,6 +14,7 @@ import {
   unsubscribeSignal,
   type SubjectFact,
   type SubjectLedgerInput,
+  type Subscribe,
 } from './messages.js';
 import { Outbox } from './outbox.js';
 import { refusals } from './refusals.js';
@@ -37,11 +39,14 @@ class SubjectLedger {
   readonly outbox: Outbox<SubjectFact>;
   /** Newcomers past the bound, to be withdrawn: sent before anything else, so none is carried over continue-as-new. */
   readonly refused = refusals();
+  /** Fact keys seen lately → when (workflow time, ms), oldest first. */
+  private readonly recentKeys: Map<string, number>;
   /** Counts every change, for the main loop's wait. */
   changes = 0;
 
   constructor(private readonly input: SubjectLedgerInput) {
     this.subscribers = new Map((input.carried?.subscribers ?? []).map((s) => [s.workflowId, s.factKey]));
+    this.recentKeys = new Map(input.carried?.recentKeys ?? []);
     this.lastFactAt = input.carried?.lastFactAt;
     this.outbox = new Outbox<SubjectFact>(subjectFactSignal, latestObserved, input.carried?.outbox);
   }
@@ -49,10 +54,15 @@ class SubjectLedger {
   /**
    * A subscriber given with its fact key leaves when a fact with that key reaches us: the same fact satisfies it
    * through its router, and it recorded the fact as its subject's. Only one without a horizon is given so, as a fact
-   * its router turns away as a re-delivery would otherwise leave a horizon unwatched.
+   * its router turns away as a re-delivery would otherwise leave a horizon unwatched. One whose key we saw within
+   * `windowMs` (half the retention, so its router still holds the fact) leaves at once: its subscription was on the
+   * wire while that fact was recorded, and the fact satisfies it all the same. An expectation satisfied so does not
+   * unsubscribe (ExpectationManager.leftSubjectOnFact).
    */
-  subscribe(workflowId: string, factKey: string | undefined): void {
+  subscribe(workflowId: string, factKey: string | undefined, windowMs: number): void {
     this.changes++;
+    const seenAt = factKey === undefined ? undefined : this.recentKeys.get(factKey);
+    if (seenAt !== undefined && Date.now() - seenAt <= windowMs && !this.subscribers.has(workflowId)) return;
     if (!this.subscribers.has(workflowId) && this.subscribers.size >= MAX_SUBJECT_LEDGER_SUBSCRIBERS) {
       const { type, id } = this.input.subject;
       const reason =
@@ -72,6 +82,7 @@ class SubjectLedger {
 
   /** A fact on the subject: sent on to every subscriber but those it satisfies (see subscribe). */
   observe(fact: SubjectFact): void {
+    this.remember(fact.factKey);
     if (this.lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(this.lastFactAt)) {
       this.lastFactAt = fact.observedAt;
     }
@@ -80,6 +91,16 @@ class SubjectLedger {
       else this.outbox.add(subscriber, fact);
     }
     this.changes++;
+  }
+
+  private remember(factKey: string): void {
+    const now = Date.now();
+    this.recentKeys.delete(factKey);
+    this.recentKeys.set(factKey, now);
+    for (const [key, at] of this.recentKeys) {
+      if (this.recentKeys.size <= SUBJECT_RECENT_KEYS && now - at <= SUBJECT_RECENT_KEYS_MS) break;
+      this.recentKeys.delete(key);
+    }
   }
 
   private leave(workflowId: string): void {
@@ -94,6 +115,7 @@ class SubjectLedger {
       ),
       lastFactAt: this.lastFactAt,
       outbox: this.outbox.carry(),
+      ...(this.recentKeys.size > 0 ? { recentKeys: [...this.recentKeys] } : {}),
     };
   }
 }
@@ -105,9 +127,13 @@ class SubjectLedger {
 export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<void> {
   const ledger = new SubjectLedger(input);
   const { subscribers, outbox, refused } = ledger;
-  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) =>
-    workflowIds.forEach((id, i) => ledger.subscribe(id, factKeys[i] ?? undefined)),
-  );
+  const subscribeAll = ({ workflowIds, factKeys = [], retention }: Subscribe) => {
+    const windowMs = retention ? Math.min(SUBJECT_RECENT_KEYS_MS, addDuration(0, retention) / 2) : 0;
+    workflowIds.forEach((id, i) => ledger.subscribe(id, factKeys[i] ?? undefined, windowMs));
+  };
+  // Before any handler: the start's subscription comes before whatever the first task also brings.
+  if (input.subscribe) subscribeAll(input.subscribe);
+  setHandler(subscribeSignal, subscribeAll);
   setHandler(unsubscribeSignal, ({ workflowId, heard }) => ledger.unsubscribe(workflowId, heard));
   setHandler(subjectObservedSignal, (fact) => ledger.observe(fact));
   setHandler(ledgerLoadQuery, () => ({
@@ -126,7 +152,7 @@ export async function subjectLedgerWorkflow(input: SubjectLedgerInput): Promise<
     }
     // Checked before every batch, so that a ledger that is never idle still continues as new (outbox and all).
     if (mayContinueAsNew()) {
-      await continueAsNew<typeof subjectLedgerWorkflow>({ ...input, carried: ledger.carried() });
+      await continueAsNew<typeof subjectLedgerWorkflow>({ subject: input.subject, carried: ledger.carried() });
     }
     if (outbox.size > 0) {
       for (const gone of (await outbox.flush()).gone) subscribers.delete(gone);

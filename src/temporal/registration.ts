@@ -1,15 +1,16 @@
 /**
  * Registering raised expectations with their fact routers and subject ledgers, from the bridge, before it answers `raised`
- * (docs/raise-path.md): one signal-with-start per ledger, naming every expectation of the request that it serves. A
- * ledger that is not running is started by the same call. Either way the subscription is in the ledger's history when
- * the call returns, ahead of any fact recorded afterwards, so no fact received after the answer can miss them.
+ * (docs/raise-path.md): one call per ledger, naming every expectation of the request that it serves: a signal-with-start
+ * to a fact router, a start (or a signal, when it runs) to a subject ledger. Either way the subscription is in the
+ * ledger's history when the call returns, ahead of any fact recorded afterwards, so no fact received after the answer
+ * can miss them.
  */
-import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Subject } from '../../core/types.js';
 import { shardOf } from '../../core/fact-shards.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
-import { subscribeSignal } from '../../workflows/messages.js';
+import { subscribeSignal, type Subscribe as SubscribeArgs } from '../../workflows/messages.js';
 import { settled } from './settled.js';
 
 export interface Registration {
@@ -40,56 +41,55 @@ export async function registerAllWithLedgers(
 ): Promise<void> {
   const factRouters = groupBy(registrations, (r) => r.factRouter);
   const subjectLedgers = groupBy(registrations, (r) => r.subjectLedger);
-  const subscribe = <W extends typeof factRouterWorkflow | typeof subjectLedgerWorkflow>(
-    workflowType: 'factRouterWorkflow' | 'subjectLedgerWorkflow',
-    workflowId: string,
-    args: Parameters<W>,
-    subscription: SubscribeArgs,
-    staticSummary: string,
-  ) =>
-    client.workflow.signalWithStart<W, [SubscribeArgs]>(workflowType, {
+  const toRouter = (workflowId: string, args: Parameters<typeof factRouterWorkflow>, subscription: SubscribeArgs) =>
+    client.workflow.signalWithStart<typeof factRouterWorkflow, [SubscribeArgs]>('factRouterWorkflow', {
       workflowId,
       taskQueue,
       args,
       signal: subscribeSignal,
       signalArgs: [subscription],
-      staticSummary,
+      staticSummary: `fact router ${args[0].shard}`,
     });
+  // A subject ledger is started with its first subscription in its input (one event and one action fewer than a
+  // signal-with-start); one that runs already is signalled, and one that closed in between is started again.
+  const toSubjectLedger = async (workflowId: string, subject: Subject, subscription: SubscribeArgs) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.workflow.start<typeof subjectLedgerWorkflow>('subjectLedgerWorkflow', {
+          workflowId,
+          taskQueue,
+          args: [{ subject, subscribe: subscription }],
+          staticSummary: `subject ledger of ${subject.type}/${subject.id}`,
+        });
+        return;
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
+      try {
+        await client.workflow.getHandle(workflowId).signal(subscribeSignal, subscription);
+        return;
+      } catch (error) {
+        if (!(error instanceof WorkflowNotFoundError) || attempt >= 3) throw error;
+      }
+    }
+  };
   await settled([
     ...[...factRouters].map(([workflowId, group]) => {
       const { factKey, retention } = group[0]!;
       const shard = shardOf(factKey);
       const subscription = { workflowIds: group.map((r) => r.subscriber), factKeys: group.map((r) => r.factKey) };
-      return subscribe<typeof factRouterWorkflow>(
-        'factRouterWorkflow',
-        workflowId,
-        [{ shard, retention }],
-        subscription,
-        `fact router ${shard}`,
-      );
+      return toRouter(workflowId, [{ shard, retention }], subscription);
     }),
     ...[...subjectLedgers].map(([workflowId, group]) => {
-      const { subject } = group[0]!;
+      const { subject, retention } = group[0]!;
       const factKeys = group.map((r) => (r.leavesSubjectOnFact ? r.factKey : null));
       const subscription = {
         workflowIds: group.map((r) => r.subscriber),
-        ...(factKeys.some((k) => k !== null) ? { factKeys } : {}),
+        ...(factKeys.some((k) => k !== null) ? { factKeys, retention } : {}),
       };
-      return subscribe<typeof subjectLedgerWorkflow>(
-        'subjectLedgerWorkflow',
-        workflowId,
-        [{ subject }],
-        subscription,
-        `subject ledger of ${subject.type}/${subject.id}`,
-      );
+      return toSubjectLedger(workflowId, subject, subscription);
     }),
   ]);
-}
-
-/** What a subscribe signal carries: the subscribers, and for each the fact key it leaves on (null: none). */
-interface SubscribeArgs {
-  workflowIds: string[];
-  factKeys?: Array<string | null>;
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

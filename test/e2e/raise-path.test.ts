@@ -327,18 +327,22 @@ describe('a plan raised in one request', { timeout: 300_000 }, () => {
     // The 10th started after the first (its own wave) and linked to it: its due time followed the first's fact.
     const anchored = await until(stack, dependent.expectationId, (r) => r.dueAt !== dependent.dueAt);
     expect(anchored.dueAt).toBe(new Date(Date.parse(observedAt) + 3_600_000).toISOString());
-    // The subject's ledger was started by one signal-with-start naming all the request's steps (the 10th too, or a
-    // second signal for it): never one call per step.
+    // The subject's ledger was started with one subscription naming all the request's steps in its input (the 10th
+    // too, or a signal for it): never one call per step.
     const events =
       (await stack.client.workflow.getHandle(subjectLedgerWorkflowId(subject)).fetchHistory()).events ?? [];
-    const subscribed = events
-      .map((e) => e.workflowExecutionSignaledEventAttributes)
-      .filter((signaled) => signaled?.signalName === 'subscribe')
-      .map(
-        (signaled) =>
-          (JSON.parse(Buffer.from(signaled!.input!.payloads![0]!.data!).toString()) as { workflowIds: string[] })
-            .workflowIds,
-      );
+    const payloadOf = (payload: { data?: Uint8Array | null } | undefined) =>
+      JSON.parse(Buffer.from(payload!.data!).toString()) as Record<string, unknown>;
+    const started = payloadOf(events[0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]) as {
+      subscribe?: { workflowIds: string[] };
+    };
+    const subscribed = [
+      started.subscribe!.workflowIds,
+      ...events
+        .map((e) => e.workflowExecutionSignaledEventAttributes)
+        .filter((signaled) => signaled?.signalName === 'subscribe')
+        .map((signaled) => (payloadOf(signaled!.input!.payloads![0]) as { workflowIds: string[] }).workflowIds),
+    ];
     expect(subscribed.length).toBeLessThanOrEqual(2);
     expect(subscribed[0]).toEqual(expect.arrayContaining(steps.map((e) => expectationWorkflowId(e.expectationId))));
     expect(subscribed.flat().sort()).toEqual(

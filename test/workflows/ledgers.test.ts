@@ -6,9 +6,15 @@ import { describe, expect, it } from 'vitest';
 import { awaitFactTaken, recordFactRouted } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
-import { MAX_RETAINED_FACTS_PER_ROUTER } from '../../core/limits.js';
+import { MAX_RETAINED_FACTS_PER_ROUTER, SUBJECT_RECENT_KEYS_MS } from '../../core/limits.js';
 import { FORWARD_DEFERRAL_MS, type factRouterWorkflow } from '../../workflows/fact-router.js';
-import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
+import {
+  keyLoadQuery,
+  ledgerLoadQuery,
+  recordFactUpdate,
+  subscribeSignal,
+  type RoutedKey,
+} from '../../workflows/messages.js';
 import {
   DAY,
   HOUR,
@@ -303,7 +309,7 @@ describe('a satisfied expectation and its ledgers', () => {
     });
   }
 
-  it('is dropped by its router once the router sent it the fact, so it unsubscribes from its subject ledger only', async () => {
+  it('is dropped by its router once the router sent it the fact, and by its subject ledger on that fact, so it sends neither an unsubscribe', async () => {
     const start = await h.now();
     const id = h.id('router-drops');
     const { expectation, links } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
@@ -311,11 +317,47 @@ describe('a satisfied expectation and its ledgers', () => {
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
     expect(record).toMatchObject({ state: 'satisfied', lastFactAt: new Date(start).toISOString() });
-    expect(await signalsSent(links.self)).toEqual([{ to: links.subjectLedger, name: 'unsubscribe' }]);
+    expect(await signalsSent(links.self)).toEqual([]);
+    // Nobody left on it: the subject ledger closed by itself.
+    await untilStatus(h, links.subjectLedger, 'COMPLETED');
     const load = await h.client.workflow
       .getHandle(links.factRouter)
       .query(keyLoadQuery, expectation.satisfiedBy.factKey);
     expect(load.subscribers).toBe(0);
+  });
+
+  it('leaves its subject ledger itself when an early fact its router held satisfies it, and the ledger closes', async () => {
+    const start = await h.now();
+    const subject = { type: 'shipment', id: h.id('S') };
+    const factKey = `shipment/${subject.id}/delivered`;
+    // No ledger yet: the fact does not reach one, and only the router keeps it.
+    await reportFact(h, factKey, start, { subject });
+    const id = h.id('early');
+    const { links } = await h.raise(shipmentExpectation(id, start, 10 * DAY, { subject, satisfiedBy: { factKey } }));
+
+    expect(await h.until(id, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'satisfied' });
+    expect(await signalsSent(links.self)).toEqual([{ to: links.subjectLedger, name: 'unsubscribe' }]);
+    await untilStatus(h, links.subjectLedger, 'COMPLETED');
+  });
+
+  it('starts one timer for a deadline that does not move, and closes without cancelling it', async () => {
+    const start = await h.now();
+    const id = h.id('one-timer');
+    const { expectation, links } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
+    // A fact of another kind on the subject moves lastFactAt (the memo), not the deadline.
+    await reportFact(h, `shipment/${expectation.subject.id}/scanned`, start - HOUR, { subject: expectation.subject });
+    await h.until(id, (r) => r.lastFactAt !== undefined);
+    await reportFact(h, expectation.satisfiedBy.factKey, start, { subject: expectation.subject });
+    await h.until(id, (r) => r.closedAt !== undefined);
+
+    const { events } = await h.client.workflow.getHandle(links.self).fetchHistory();
+    const count = (has: (e: NonNullable<typeof events>[number]) => unknown) => (events ?? []).filter(has).length;
+    // The memo moved twice (lastFactAt, then satisfied); the timer stayed.
+    expect([
+      count((e) => e.timerStartedEventAttributes),
+      count((e) => e.timerCanceledEventAttributes),
+      count((e) => e.workflowPropertiesModifiedEventAttributes),
+    ]).toEqual([1, 0, 2]);
   });
 
   it('is not told by its subject ledger of the fact that satisfies it when it has no horizon; one with a horizon is', async () => {
@@ -382,6 +424,28 @@ describe('a fact that satisfies one expectation and names no subject', () => {
 });
 
 describe('subject ledger', () => {
+  it('lets a subscription that leaves on a key it saw lately leave at once, and keeps one that comes later', async () => {
+    const start = await h.now();
+    const subject = { type: 'shipment', id: h.id('S') };
+    const ledger = subjectLedgerWorkflowId(subject);
+    const factKey = `shipment/${subject.id}/delivered`;
+    await h.raise(shipmentExpectation(h.id('keeper'), start, 10 * DAY, { subject }));
+    await untilStatus(h, ledger, 'RUNNING');
+    await reportFact(h, factKey, start, { subject });
+    await observedKeys(ledger, (keys) => keys.includes(factKey));
+    const subscribe = (workflowId: string) =>
+      h.client.workflow
+        .getHandle(ledger)
+        .signal(subscribeSignal, { workflowIds: [workflowId], factKeys: [factKey], retention: settings.factRetention });
+    const subscribers = async () => (await h.client.workflow.getHandle(ledger).query(ledgerLoadQuery)).subscribers;
+
+    await subscribe('expectation:came-late');
+    expect(await subscribers()).toBe(1);
+    await h.advanceTo(start + SUBJECT_RECENT_KEYS_MS + 60_000);
+    await subscribe('expectation:came-later');
+    expect(await subscribers()).toBe(2);
+  });
+
   it('is started by an expectation, not by a fact, and closes when its last expectation closes', async () => {
     const start = await h.now();
     const subject = { type: 'shipment', id: h.id('S') };
