@@ -105,10 +105,11 @@ export const MAX_SUBJECT_LEDGER_SUBSCRIBERS = 100;
 
 /**
  * How long, and for how many keys, a subject ledger remembers the fact keys it saw: a subscription that leaves on one
- * of them and comes late (its raise was in flight while the fact was recorded) leaves at once.
+ * of them and comes late (its raise was in flight while the fact was recorded) leaves at once. Few keys suffice: on a
+ * subject busier than that, a subscriber left behind is dropped at the next fact, whose forward finds it closed.
  */
 export const SUBJECT_RECENT_KEYS_MS = 10 * 60_000;
-export const SUBJECT_RECENT_KEYS = 1_000;
+export const SUBJECT_RECENT_KEYS = 100;
 
 /**
  * The places on one fact key or one subject that a single agent may take: half of what the bridge lets fill (the
