@@ -247,9 +247,9 @@ export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFact
 
 /**
  * Expectations waiting on a key (to a fact router: `factKeys[i]` is the key of `workflowIds[i]`) or on the subject (to
- * a subject ledger: `factKeys[i]` is null for one that stays until it unsubscribes), sent by the bridge with
- * signal-with-start: one call and one action per workflow, however many of a request's expectations it serves. A
- * router forwards a key's retained fact to each.
+ * a subject ledger: `factKeys[i]` is null for one that stays until it unsubscribes), sent by the bridge: one call and
+ * one action per workflow, however many of a request's expectations it serves (a router's signal-with-start; a new
+ * subject ledger's start input, SubjectLedgerInput.subscribe). A router forwards a key's retained fact to each.
  */
 export interface Subscribe {
   workflowIds: string[];

@@ -111,11 +111,10 @@ export interface Applier extends ApplyContext {
 }
 
 /**
- * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one
- * signal-with-start per ledger. An id another request
- * raised between our check and our start (concurrent re-delivery) is a no-op when it carried the same content from
- * the same agent, a conflict otherwise. Every start is settled before an error is thrown, so nothing runs on
- * after the answer.
+ * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one call per
+ * ledger (src/temporal/registration.ts). An id another request raised between our check and our start (concurrent
+ * re-delivery) is a no-op when it carried the same content from the same agent, a conflict otherwise. Every start is
+ * settled before an error is thrown, so nothing runs on after the answer.
  */
 async function raiseAll(
   ctx: Applier,
