@@ -7,7 +7,7 @@ import { MAX_AGENT_SHARE, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED
 import type { Expectation, Subject } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import type { FactRouterMemo } from '../../workflows/messages.js';
-import { getFactRouterMemo, isRunning, dependentCount, workflowIdsOf } from '../temporal/expectations.js';
+import { getFactRouterMemo, hasEnded, isRunning, dependentCount, workflowIdsOf } from '../temporal/expectations.js';
 import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
 import { settled } from '../temporal/settled.js';
 import { RuleViolationError } from './errors.js';
@@ -92,22 +92,30 @@ export class LedgerRoom {
       return routers.get(id)!;
     };
     const countOf = (query: string) => this.deps.call(async () => (await this.deps.client.workflow.count(query)).count);
-    const idsOf = (query: string) =>
-      this.deps.call(() => workflowIdsOf(this.deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
+    // The ids, and the places this bridge holds on `loadKey` let go where their expectation has ended since.
+    const idsOf = async (query: string, loadKey: string) => {
+      const ids = await this.deps.call(() => workflowIdsOf(this.deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
+      await this.dropEnded(loadKey, ids);
+      return ids;
+    };
     // Near a bound (with what this request brings and the places held beside it), or when asked to be exact, the ids.
     const near = (loadKey: string, estimate: number, brought: number) =>
       exact || estimate + this.places.holders(loadKey).length + brought > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
     const keyLoad = async (factKey: string): Promise<Load> => {
       const estimate = (await memoOf(factKey))?.crowded[factKey] ?? ROUTER_CROWDED_KEY - 1;
       const exactly = near(factLoadKey(factKey), estimate, bringing.get(factKey)!);
-      return exactly ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { factKey })) : estimate;
+      return exactly ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { factKey }), factLoadKey(factKey)) : estimate;
     };
     // A subject ledger that is not running forwards to nobody: one point read by id, and a count only if it runs.
     const subjectLoad = async (id: string, subject: Subject): Promise<Load> => {
-      if (!(await this.deps.call(() => isRunning(this.deps.client, id)))) return 0;
+      if (!(await this.deps.call(() => isRunning(this.deps.client, id)))) {
+        // Every expectation that was on it has left: the places this bridge still holds there are of raises in flight.
+        await this.dropEnded(id, new Set());
+        return 0;
+      }
       const count = await countOf(ledgerOccupancyQuery(this.deps.taskQueue, { subject }));
       return near(id, count, onSubject.get(id)!)
-        ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { subject }))
+        ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { subject }), id)
         : count;
     };
     // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
@@ -143,6 +151,22 @@ export class LedgerRoom {
     );
     asked.catch(() => undefined);
     return asked;
+  }
+
+  /**
+   * Near a bound, or on a subject whose ledger has closed: a place this bridge holds for an expectation the store does
+   * not list as open is either not shown yet or already ended (satisfied or withdrawn within PLACE_LAG_MS of its raise). One point read each tells them
+   * apart (no worker, no billable action); the ended let go, so that a burst that raises, satisfies and raises again
+   * is not refused for places nobody holds.
+   */
+  private async dropEnded(loadKey: string, listed: ReadonlySet<string>): Promise<void> {
+    const unlisted = this.places.holders(loadKey).filter((workflowId) => !listed.has(workflowId));
+    if (unlisted.length === 0) return;
+    const ended = await settled(unlisted.map((id) => this.deps.call(() => hasEnded(this.deps.client, id))));
+    this.places.forget(
+      loadKey,
+      unlisted.filter((_, i) => ended[i]),
+    );
   }
 
   /**

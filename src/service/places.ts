@@ -43,4 +43,10 @@ export class Places {
       }
     };
   }
+
+  /** Lets go of the places these workflow ids hold on `loadKey` (their expectations have ended). */
+  forget(loadKey: string, workflowIds: readonly string[]): void {
+    const onKey = this.held.get(loadKey);
+    for (const workflowId of workflowIds) onKey?.delete(workflowId);
+  }
 }

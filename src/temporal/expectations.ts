@@ -243,6 +243,22 @@ export async function workflowIdsOf(client: Client, query: string, max: number):
   return ids;
 }
 
+/**
+ * Whether the expectation `workflowId` has ended (closed, or its state search attribute neither open nor lapsed):
+ * a DescribeWorkflowExecution (no worker, no billable action). One not started yet has not.
+ */
+export async function hasEnded(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    const described = await client.workflow.getHandle(workflowId).describe();
+    if (described.status.name !== 'RUNNING') return true;
+    const state = described.typedSearchAttributes.get(ExpectationState);
+    return state !== undefined && state !== 'open' && state !== 'lapsed';
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
 /** Whether `workflowId` has a running execution: a DescribeWorkflowExecution (no worker, no billable action). */
 export async function isRunning(client: Client, workflowId: string): Promise<boolean> {
   try {
