@@ -37,8 +37,8 @@ import {
   type FactTaken,
   type ExpectationInput,
   type ResendLapseRequest,
-  type RoutedFact,
   type ResendLapseResult,
+  type RoutedFact,
   type Skipped,
   type SubjectFact,
   type WithdrawRequest,
@@ -230,7 +230,7 @@ export class ExpectationManager {
       this.changeCount++;
       return;
     }
-    const { held, ...fact } = routed;
+    const { held: heldByRouter, ...fact } = routed;
     this.raiseLapsesBefore(fact.receivedAt);
     this.decideSkip(fact.receivedAt);
     record.state = 'satisfied';
@@ -241,7 +241,7 @@ export class ExpectationManager {
     if (record.lastFactAt === undefined || Date.parse(record.observedAt) > Date.parse(record.lastFactAt))
       record.lastFactAt = record.observedAt;
     this.satisfiedByRouter = from === 'router';
-    this.satisfiedLive = held !== true;
+    this.satisfiedLive = heldByRouter !== true;
     this.abandonDeliveries('the expectation was satisfied before the lapse task was delivered');
     this.changed();
   }
@@ -529,10 +529,7 @@ export class ExpectationManager {
 
   // ── closing ──
 
-  /**
-   * Tells the others what the end means to them, and leaves both ledgers (ExpectationLinks.tellOnClose): how many
-   * signals it sends, and when they are through.
-   */
+  /** Tells the others what the end means to them, and leaves its ledgers (ExpectationLinks.tellOnClose). */
   tellOnClose(): Promise<unknown> {
     return this.links.tellOnClose({
       routerDroppedIt: this.satisfiedByRouter,

@@ -255,7 +255,7 @@ export interface Subscribe {
   workflowIds: string[];
   /** For each subscriber, the fact key it leaves a subject ledger on (null: none). */
   factKeys?: Array<string | null>;
-  /** The fact retention (ISO 8601): a subject ledger lets a subscriber leave at once on a key it saw within half of it. */
+  /** The fact retention (ISO 8601): a subject ledger lets a subscriber leave at once on a key seen in half of it. */
   retention?: string;
 }
 export const subscribeSignal = defineSignal<[Subscribe]>('subscribe');

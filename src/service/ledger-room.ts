@@ -155,9 +155,9 @@ export class LedgerRoom {
 
   /**
    * Near a bound, or on a subject whose ledger has closed: a place this bridge holds for an expectation the store does
-   * not list as open is either not shown yet or already ended (satisfied or withdrawn within PLACE_LAG_MS of its raise). One point read each tells them
-   * apart (no worker, no billable action); the ended let go, so that a burst that raises, satisfies and raises again
-   * is not refused for places nobody holds.
+   * not list as open is either not shown yet or already ended (satisfied or withdrawn within PLACE_LAG_MS of its
+   * raise). One point read each tells them apart (no worker, no billable action); the ended are let go, so that a
+   * burst that raises, satisfies and raises again is not refused for places nobody holds.
    */
   private async dropEnded(loadKey: string, listed: ReadonlySet<string>): Promise<void> {
     const unlisted = this.places.holders(loadKey).filter((workflowId) => !listed.has(workflowId));

@@ -1,9 +1,9 @@
 /**
  * Registering raised expectations with their fact routers and subject ledgers, from the bridge, before it answers `raised`
- * (docs/raise-path.md): one call per ledger, naming every expectation of the request that it serves: a signal-with-start
- * to a fact router, a start (or a signal, when it runs) to a subject ledger. Either way the subscription is in the
- * ledger's history when the call returns, ahead of any fact recorded afterwards, so no fact received after the answer
- * can miss them.
+ * (docs/raise-path.md): one call per ledger, naming every expectation of the request that it serves: a
+ * signal-with-start to a fact router, a start (or a signal, when it runs) to a subject ledger. Either way the
+ * subscription is in the ledger's history when the call returns, ahead of any fact recorded afterwards, so no fact
+ * received after the answer can miss them.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Subject } from '../../core/types.js';

@@ -241,14 +241,7 @@ export async function onAnUnstartedRouter<T>(
 ): Promise<T> {
   for (;;) {
     const made = make();
-    const router = h.client.workflow.getHandle(factRouterWorkflowId(factKeyOf(made), h.taskQueue));
-    const runs = await router.describe().then(
-      () => true,
-      (error: unknown) => {
-        if (error instanceof WorkflowNotFoundError) return false;
-        throw error;
-      },
-    );
-    if (!runs) return made;
+    const router = factRouterWorkflowId(factKeyOf(made), h.taskQueue);
+    if ((await workflowStatus(h, router)) === 'NOT_FOUND') return made;
   }
 }
