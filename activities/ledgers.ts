@@ -23,49 +23,54 @@ import type {
  */
 export const MOVED_ANCHOR_ATTEMPTS = 7;
 
-/** The anchor activity, bound to a Temporal client. */
+/**
+ * The latest fact on the subject that a bridge received between `sinceMs` and `untilMs`, read from the subject
+ * ledger's history (its signals and the outbox it carried over), or undefined.
+ */
+async function subjectHeard(client: Client, input: SubjectHeardInput): Promise<SubjectFact | undefined> {
+  const decoded = (payloads: temporal.api.common.v1.IPayload[] | null | undefined) => decodePayloads(client, payloads);
+  let history: temporal.api.history.v1.IHistory;
+  try {
+    history = await client.workflow.getHandle(input.ledgerWorkflowId).fetchHistory();
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return undefined;
+    throw error;
+  }
+  let latest: SubjectFact | undefined;
+  const consider = (fact: SubjectFact | undefined) => {
+    const receivedMs = fact ? Date.parse(fact.receivedAt) : Number.NaN;
+    if (!fact || !(receivedMs >= input.sinceMs && receivedMs <= input.untilMs)) return;
+    if (!latest || Date.parse(fact.observedAt) > Date.parse(latest.observedAt)) latest = fact;
+  };
+  for (const event of history.events ?? []) {
+    const signaled = event.workflowExecutionSignaledEventAttributes;
+    // Recorded before the raise, it was received before it too: not one that counts.
+    const recordedMs = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
+    if (signaled?.signalName === 'subjectObserved' && recordedMs >= input.sinceMs) {
+      consider((await decoded(signaled.input?.payloads))[0] as SubjectFact | undefined);
+    }
+    // A sibling satisfied by a fact that named no subject brings it as it leaves (messages.ts: Unsubscribe).
+    if (signaled?.signalName === 'unsubscribe' && recordedMs >= input.sinceMs) {
+      consider(((await decoded(signaled.input?.payloads))[0] as Unsubscribe | undefined)?.heard);
+    }
+    const started = event.workflowExecutionStartedEventAttributes;
+    if (started) {
+      const [ledgerInput] = (await decoded(started.input?.payloads)) as Array<{
+        carried?: { outbox?: Array<{ workflowId: string; fact: SubjectFact }> };
+      }>;
+      for (const entry of ledgerInput?.carried?.outbox ?? [])
+        if (entry.workflowId === input.expectationWorkflowId) consider(entry.fact);
+    }
+  }
+  return latest;
+}
+
+/** The activities that reach other workflows, bound to a Temporal client. */
 export function createLedgerActivities(deps: { client: Client }): LedgerActivities {
   const { client } = deps;
-  const decoded = (payloads: temporal.api.common.v1.IPayload[] | null | undefined) => decodePayloads(client, payloads);
 
   return {
-    async subjectHeard(input: SubjectHeardInput): Promise<SubjectFact | undefined> {
-      let history: temporal.api.history.v1.IHistory;
-      try {
-        history = await client.workflow.getHandle(input.ledgerWorkflowId).fetchHistory();
-      } catch (error) {
-        if (error instanceof WorkflowNotFoundError) return undefined;
-        throw error;
-      }
-      let latest: SubjectFact | undefined;
-      const consider = (fact: SubjectFact | undefined) => {
-        const receivedMs = fact ? Date.parse(fact.receivedAt) : Number.NaN;
-        if (!fact || !(receivedMs >= input.sinceMs && receivedMs <= input.untilMs)) return;
-        if (!latest || Date.parse(fact.observedAt) > Date.parse(latest.observedAt)) latest = fact;
-      };
-      for (const event of history.events ?? []) {
-        const signaled = event.workflowExecutionSignaledEventAttributes;
-        // Recorded before the raise, it was received before it too: not one that counts.
-        const recordedMs =
-          Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
-        if (signaled?.signalName === 'subjectObserved' && recordedMs >= input.sinceMs) {
-          consider((await decoded(signaled.input?.payloads))[0] as SubjectFact | undefined);
-        }
-        // A sibling satisfied by a fact that named no subject brings it as it leaves (messages.ts: Unsubscribe).
-        if (signaled?.signalName === 'unsubscribe' && recordedMs >= input.sinceMs) {
-          consider(((await decoded(signaled.input?.payloads))[0] as Unsubscribe | undefined)?.heard);
-        }
-        const started = event.workflowExecutionStartedEventAttributes;
-        if (started) {
-          const [ledgerInput] = (await decoded(started.input?.payloads)) as Array<{
-            carried?: { outbox?: Array<{ workflowId: string; fact: SubjectFact }> };
-          }>;
-          for (const entry of ledgerInput?.carried?.outbox ?? [])
-            if (entry.workflowId === input.expectationWorkflowId) consider(entry.fact);
-        }
-      }
-      return latest;
-    },
+    subjectHeard: (input: SubjectHeardInput) => subjectHeard(client, input),
 
     /**
      * Registers the dependent with a running anchor (which notifies it later), or reads a closed anchor's record:

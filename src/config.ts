@@ -15,9 +15,10 @@ import {
 } from '../activities/outbound/address-policy.js';
 import { addDuration } from '../core/duration.js';
 import { isoDuration } from '../core/schemas/extension.js';
-import { resolveConnectionSettings, type ConnectionSettings } from './temporal/connection-settings.js';
+import { resolveConnectionSettings, type TemporalConnectionConfig } from './temporal/connection-settings.js';
 
 export { ConfigError };
+export type { TemporalConnectionConfig };
 
 /** How far in the future a fact's `observedAt` may be unless WATCHER_MAX_CLOCK_SKEW says otherwise (DESIGN 3.2). */
 export const DEFAULT_MAX_CLOCK_SKEW = 'PT5M';
@@ -166,19 +167,6 @@ const envSchema = z.object({
   WATCHER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WATCHER_LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
 });
-
-/**
- * The Temporal connection: a profile of the Temporal config file and the TEMPORAL_* variables over it
- * (README, "Connecting to your Temporal"), plus the watcher's own task queue and UI settings.
- */
-export interface TemporalConnectionConfig extends Omit<ConnectionSettings, 'namespace'> {
-  namespace: string;
-  taskQueue: string;
-  /** Base URL of the Temporal UI, for `links.temporalUi`. */
-  uiUrl?: string;
-  /** Frontend port of the embedded dev server; its UI listens 1000 above. */
-  embeddedPort: number;
-}
 
 export interface Config {
   temporal: TemporalConnectionConfig;

@@ -20,7 +20,7 @@ import { agentDirectory, ensurePrincipalsFile, loadReloadingPrincipals } from '.
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type WatcherMetrics } from './metrics.js';
 import type { Lifecycle, Running } from './lifecycle.js';
-import { requestLog } from './observability/request-log.js';
+import { requestLog } from './web/request-log.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
 
 export type { Running } from './lifecycle.js';

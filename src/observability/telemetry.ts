@@ -6,7 +6,7 @@
  */
 import { Runtime } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config-error.js';
 import { SECONDS_BUCKETS } from '../../core/statistics.js';
 import { SATISFIED_EARLY, SATISFIED_LATE, TIME_TO_SATISFY } from './statistics-sink.js';
 import { temporalLogger } from './temporal-logger.js';

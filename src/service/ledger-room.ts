@@ -48,6 +48,20 @@ export const placesOf = (plan: IngestPlan) =>
     ];
   });
 
+/** What the request's expectations bring to each fact key, and to each subject ledger (by its workflow id). */
+function tally(expectations: readonly Expectation[]) {
+  const bringing = new Map<string, number>();
+  const subjects = new Map<string, Subject>();
+  const onSubject = new Map<string, number>();
+  for (const e of expectations) {
+    bringing.set(e.satisfiedBy.factKey, (bringing.get(e.satisfiedBy.factKey) ?? 0) + 1);
+    const id = subjectLedgerWorkflowId(e.subject);
+    subjects.set(id, e.subject);
+    onSubject.set(id, (onSubject.get(id) ?? 0) + 1);
+  }
+  return { bringing, subjects, onSubject };
+}
+
 /** The ledger reads of one bridge, and the places its requests hold. */
 export class LedgerRoom {
   readonly places: Places;
@@ -72,15 +86,7 @@ export class LedgerRoom {
    * as an unhandled rejection.
    */
   askLedgers(expectations: readonly Expectation[], agentId: string, exact = false): Promise<LedgerLoads> {
-    const bringing = new Map<string, number>();
-    const subjects = new Map<string, Subject>();
-    const onSubject = new Map<string, number>();
-    for (const e of expectations) {
-      bringing.set(e.satisfiedBy.factKey, (bringing.get(e.satisfiedBy.factKey) ?? 0) + 1);
-      const id = subjectLedgerWorkflowId(e.subject);
-      subjects.set(id, e.subject);
-      onSubject.set(id, (onSubject.get(id) ?? 0) + 1);
-    }
+    const { bringing, subjects, onSubject } = tally(expectations);
     const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
     const memoOf = (factKey: string) => {
       const id = factRouterWorkflowId(factKey, this.deps.taskQueue);

@@ -8,10 +8,10 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Client } from '@temporalio/client';
+import type { TemporalCall } from '../temporal/call.js';
 import { TemporalBusyError, TemporalUnavailableError } from './errors.js';
 
-/** Runs `fn` (which makes Temporal calls through `client`) under a deadline. */
-export type TemporalCall = <T>(fn: () => Promise<T>, timeoutMs?: number) => Promise<T>;
+export type { TemporalCall };
 
 // gRPC status codes that mean "the server did not answer", not "the server said no".
 const UNAVAILABLE_CODES = new Set([1 /* CANCELLED */, 4 /* DEADLINE_EXCEEDED */, 14 /* UNAVAILABLE */]);

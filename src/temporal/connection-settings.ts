@@ -45,6 +45,19 @@ export interface ConnectionSettings {
   source: ConnectionSource;
 }
 
+/**
+ * The Temporal connection: a profile of the Temporal config file and the TEMPORAL_* variables over it
+ * (README, "Connecting to your Temporal"), plus the watcher's own task queue and UI settings.
+ */
+export interface TemporalConnectionConfig extends Omit<ConnectionSettings, 'namespace'> {
+  namespace: string;
+  taskQueue: string;
+  /** Base URL of the Temporal UI, for `links.temporalUi`. */
+  uiUrl?: string;
+  /** Frontend port of the embedded dev server; its UI listens 1000 above. */
+  embeddedPort: number;
+}
+
 /** The connection variables the SDK reads, besides TEMPORAL_GRPC_META_<header>. */
 const CONNECTION_VARIABLES = new Set([
   'TEMPORAL_ADDRESS',

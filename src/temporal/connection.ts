@@ -11,7 +11,7 @@ import {
   type TLSConfig,
 } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import type { TemporalConnectionConfig } from '../config.js';
+import type { TemporalConnectionConfig } from './connection-settings.js';
 
 /** TLS, API-key and gRPC-metadata options in the form both `Connection` and `NativeConnection` take. */
 export interface ConnectionExtras {

@@ -6,7 +6,7 @@
  */
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import type { TemporalCall } from '../service/temporal-call.js';
+import type { TemporalCall } from './call.js';
 
 /** `ready` with how it knows (`running`: its own worker; `polling`: Temporal saw a poller), or why not. */
 export type WorkerReadiness = { ready: true; worker: 'running' | 'polling' } | { ready: false; reason: string };

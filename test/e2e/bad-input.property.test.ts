@@ -1,5 +1,5 @@
 /**
- * Bad input (issue 6), property-based with fast-check against the real `createApp` on a real Temporal client:
+ * Bad input, property-based with fast-check against the real `createApp` on a real Temporal client:
  * malformed and hostile payloads for `POST /a2a/events` and `POST /v1/facts` (wrong types, missing and extra
  * fields, invalid dates and durations, huge strings and arrays, deep nesting, `__proto__`/`constructor` keys, odd
  * unicode in ids, invalid JSON, wrong content types). Each must get a 4xx application/problem+json, never a 5xx,
@@ -420,7 +420,7 @@ const facts = (json: unknown) => send(`${bridge.url}/v1/facts`, { token: token('
 
 /**
  * Cases per property in `npm test`, which must stay within its time budget on two cores. `WATCHER_PROPERTY_SCALE=2
- * npx vitest run test/e2e/bad-input.property.test.ts` runs the sizes of issue 6 (3,000 / 2,000 / 2,000 / 1,000).
+ * npx vitest run test/e2e/bad-input.property.test.ts` runs the full sizes (3,000 / 2,000 / 2,000 / 1,000).
  */
 const SCALE = Number(process.env.WATCHER_PROPERTY_SCALE ?? 1);
 const RUNS = { items: 1_500 * SCALE, envelopes: 1_000 * SCALE, facts: 1_000 * SCALE, transport: 500 * SCALE, huge: 60 };
@@ -941,7 +941,7 @@ const dueExpectationOf = (id: string) => ({
 });
 
 /**
- * Every bound of core/limits.ts a request can meet (issue 15), property-based: the request at the bound is taken
+ * Every bound of core/limits.ts a request can meet, property-based: the request at the bound is taken
  * (200), and the same one a character or an item over it is refused with the bound's status, the field's path, its
  * rule and its limit. Padding characters, digits and ids vary; the expectations the requests refer to (ids that must
  * exist for `after`, withdraw and the count of ids looked up) are raised once, on a worker of their own.

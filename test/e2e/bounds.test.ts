@@ -1,5 +1,5 @@
 /**
- * Bounds and quotas (issue 15) on real bridges. A bridge whose Temporal is a closed port answers a request over a
+ * Bounds and quotas on real bridges. A bridge whose Temporal is a closed port answers a request over a
  * bound 413 or 422, never the 503 a Temporal call would give: the bounds are checked before any Temporal call; the
  * same request at the bound gets the 503, so the bound itself lets it through. On the dev server with a worker: a
  * per-minute quota answers 429 with Retry-After and takes the request again once that time has passed; the
@@ -407,15 +407,17 @@ describe('a raise into a ledger or anchor that is all but full', () => {
       expectation(`${name}-${unique()}`, { anchor: { expectationId: anchor.expectationId, offset: 'PT1H' } });
 
     const last = await raise(dependent('last-place'));
+    // The dependent links itself from its first workflow task: on a machine busy with other work, that may take a while.
     await waitUntil(
       'the anchor to count its last dependent',
       async () => (await dependentCount(watcher.client, anchor.expectationId)) === refusedAt,
+      { timeoutMs: 90_000 },
     );
     const refused = await raise(dependent('no-place'));
 
     expect(last.status).toBe(200);
     expectRefused(refused, 'anchor/expectationId', 'anchor-dependents', refusedAt);
-  });
+  }, 150_000);
 });
 
 describe('races at the bounds', () => {

@@ -1,5 +1,5 @@
 /**
- * The extension's rules read again (issue 25, part 2), end to end: a client posts to the bridge as an agent's push
+ * The extension's rules, end to end: a client posts to the bridge as an agent's push
  * would, the real worker decides on the shared dev server, and a real @a2a-js/sdk agent receives the lapse tasks.
  * The origin of a raise on the watcher's own A2A endpoint is in watcher-agent.test.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document of the bridge (issue 13) against the app it describes, on the real bridge, a real worker on
+ * The OpenAPI document of the bridge against the app it describes, on the real bridge, a real worker on
  * the dev server and a real A2A agent's card: the document is OpenAPI 3.1 in structure; every route the app mounts is
  * in it with its method and nothing else is; every status documented for an operation is one a real request gets,
  * with the documented media type, headers and body schema; and the roles it names are the ones let in.

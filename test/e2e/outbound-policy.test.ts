@@ -1,5 +1,5 @@
 /**
- * Issue 15: an agent's card decides where the worker sends, and the delivery's status lands in a record the agent
+ * The outbound policy: an agent's card decides where the worker sends, and the delivery's status lands in a record the agent
  * reads. Real dev server, a real worker and bridge run with WATCHER_OUTBOUND_ALLOW=127.0.0.1 (the tests' agents listen
  * there), real @a2a-js/sdk agents; around them the servers an agent could point the watcher at: one that redirects,
  * one that answers 50 MB, one on 127.0.0.2 (loopback too, and not allowed) that counts the connections it gets.

@@ -1,12 +1,11 @@
 /**
  * Replays every recorded history (test/histories/<version>/*.json, written by record-histories.ts) against the
  * current workflow bundle: a change that is not deterministic, and not behind patched(), fails here. Each folder
- * holds the histories one version of the workflows recorded. Nothing has been released yet, so there is one: v6, the
- * baseline recorded when the workflows took their pre-release shape (memos for reads, the settle interval, one
- * subscribe signal per ledger); the histories of v1–v5 and the patches that served only them are gone. From v1.0.0 on,
- * a change goes behind patched() and a new folder is recorded beside this one, which must keep replaying. They replay
- * on the tracing bundle too: a worker switched to tracing (or from it) runs the same workflows with the OpenTelemetry
- * interceptors around them, which must not change what they decide.
+ * holds the histories one version of the workflows recorded. Nothing has been released yet, so there is one, v6,
+ * recorded again whenever the workflows change shape. From v1.0.0 on, a change goes behind patched() and a new folder
+ * is recorded beside this one, which must keep replaying. They replay on the tracing bundle too: a worker switched
+ * to tracing (or from it) runs the same workflows with the OpenTelemetry interceptors around them, which must not
+ * change what they decide.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { requestLog } from '../../src/observability/request-log.js';
+import { requestLog } from '../../src/web/request-log.js';
 
 const lines: Record<string, any>[] = [];
 const sink = new Writable({

@@ -6,7 +6,7 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { principalOf } from '../web/auth.js';
+import { principalOf } from './auth.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 
 const ONE_EXPECTATION = /^\/v1\/expectations\/([^/]+)(?:\/withdraw|\/lapses\/[^/]+\/resend)?$/;
