@@ -3,7 +3,7 @@
  * (activities/) fulfil. Declared here, on the workflows' floor, so that workflows never import activities/.
  */
 import type { Lapse, Origin } from '../core/types.js';
-import type { AgentRef, SubjectFact } from './messages.js';
+import type { AgentRef, RoutedFact, SubjectFact } from './messages.js';
 
 export interface DeliverLapseInput {
   lapse: Lapse;
@@ -56,6 +56,17 @@ export interface SubjectHeardInput {
   untilMs: number;
 }
 
+export interface FactHeardInput {
+  /** Workflow id of the key's fact router. */
+  routerWorkflowId: string;
+  factKey: string;
+  /** Workflow id of the expectation that asks (a forward to it carried over the router's continue-as-new counts). */
+  expectationWorkflowId: string;
+  /** The window, epoch ms: facts the bridge received from the raise to the deadline. */
+  sinceMs: number;
+  untilMs: number;
+}
+
 /** The activities that reach other workflows through the Temporal client (activities/ledgers.ts), as workflows see them. */
 export interface LedgerActivities {
   linkAnchor(input: LinkAnchorInput): Promise<LinkAnchorResult>;
@@ -64,6 +75,11 @@ export interface LedgerActivities {
    * from the ledger's history (the server's, no worker): what may still be on its way to the expectation.
    */
   subjectHeard(input: SubjectHeardInput): Promise<SubjectFact | undefined>;
+  /**
+   * The first fact with the key that a bridge received inside the window and its router recorded, read from the
+   * router's history (the server's, no worker): what may still be on its way to the expectation before an overdue.
+   */
+  factHeard(input: FactHeardInput): Promise<RoutedFact | undefined>;
 }
 
 /** The lapse delivery activity (activities/deliver-lapse.ts), as workflows see it. */

@@ -3,7 +3,12 @@
  * expectation that superseded it, and what it tells each of them and its two ledgers when it ends. The expectation's
  * own state stays in ExpectationManager; this is its correspondence.
  */
-import { getExternalWorkflowHandle, proxyActivities, type SignalDefinition } from '@temporalio/workflow';
+import {
+  getExternalWorkflowHandle,
+  proxyActivities,
+  proxyLocalActivities,
+  type SignalDefinition,
+} from '@temporalio/workflow';
 import type { LedgerActivities } from './activity-types.js';
 import { MAX_DEPENDENTS } from '../core/limits.js';
 import type { ExpectationRecord } from '../core/types.js';
@@ -24,6 +29,16 @@ import { linkAnchorSummary } from './ui-text.js';
 export const ledgers = proxyActivities<LedgerActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
+});
+
+/**
+ * The same, run as local activities (a marker in the history, no activity task): for the read before an overdue,
+ * which every overdue lapse makes, usually to find nothing.
+ */
+export const localLedgers = proxyLocalActivities<LedgerActivities>({
+  startToCloseTimeout: '30s',
+  scheduleToCloseTimeout: '2m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
 /** How many superseded anchors a dependent follows in one go before it gives up (beyond any sane lineage). */

@@ -23,11 +23,12 @@ import {
   isOpen,
   mayClose,
   maySkip,
+  overdueAtMs,
   nextDeadline,
   type Deadline,
   type DueChecks,
 } from './decisions.js';
-import { ExpectationLinks, ledgers } from './expectation-links.js';
+import { ExpectationLinks, ledgers, localLedgers } from './expectation-links.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
 import {
   type AnchorMoved,
@@ -109,6 +110,8 @@ export class ExpectationManager {
   private memoWritten: string;
   /** Whether the subject ledger's history was read for this horizon's stall (once): facts are held while it is read. */
   private stallCheck: 'to do' | 'reading' | 'done' = 'to do';
+  /** The dueAt whose overdue the fact router's history was read for (once per dueAt). */
+  private overdueChecked: string | undefined;
   /**
    * Facts that came after a horizon not yet checked, held until the loop has read the subject ledger's history
    * (checkStallDue): whether the stall comes before them depends on what that read finds.
@@ -442,6 +445,43 @@ export class ExpectationManager {
       if ('fact' in entry) this.applyFact(entry.fact, entry.from);
       else this.observeSubjectFact(entry.subjectFact);
     }
+  }
+
+  /**
+   * An overdue is due whose fact router's history has not been read yet (checkOverdueDue). Asked without an await, so
+   * that a loop with nothing to read runs its activation as before: an await more would move the commands it emits
+   * against an update's completion, differently with the tracing interceptors than without.
+   */
+  overdueCheckDue(): boolean {
+    const { record } = this;
+    if (!isOpen(record.state) || this.overdueChecked === record.dueAt) return false;
+    return dueChecks(this.deadlineInputs(), Date.now()).lapses.includes('overdue');
+  }
+
+  /**
+   * Before an overdue is raised: the fact router's history may hold a fact with the key that a bridge received before
+   * the deadline and whose forward is still behind the router's or the server's backlog (the settle interval bounds
+   * the bridges' backlog, not theirs). One local activity per dueAt, only when the overdue is due; a fact found
+   * satisfies as if it had come (DESIGN 3.2: a fact counts from when the bridge received it).
+   */
+  async checkOverdueDue(): Promise<void> {
+    const { record } = this;
+    this.overdueChecked = record.dueAt;
+    const { links, expectation } = this.input;
+    let heard: RoutedFact | undefined;
+    try {
+      heard = await localLedgers.factHeard({
+        routerWorkflowId: links.factRouter,
+        factKey: expectation.satisfiedBy.factKey,
+        expectationWorkflowId: links.self,
+        sinceMs: Date.parse(record.raisedAt),
+        untilMs: overdueAtMs(record),
+      });
+    } catch {
+      // The router's history could not be read in time: the overdue is raised on what reached us, as without the read.
+    }
+    // Held: the router may have taken it before the subject ledger heard of it, so this one leaves that ledger itself.
+    if (heard) this.applyFact({ ...heard, held: true }, 'router');
   }
 
   /** A fact received at `receivedAt` would come after a stall that the subject ledger's history has not been read for. */

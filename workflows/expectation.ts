@@ -53,6 +53,7 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
 
   for (;;) {
     await expectation.checkStallDue();
+    if (expectation.overdueCheckDue()) await expectation.checkOverdueDue();
     expectation.raiseDueLapses();
     if (expectation.mayClose()) break;
     if (expectation.mayContinueAsNew()) {

@@ -3,8 +3,12 @@
  * the late window, withdrawal, lapse delivery records and the operator's view.
  */
 import { describe, expect, it } from 'vitest';
-import { getExpectationRecord, withdrawExpectation } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId } from '../../core/ids.js';
+import {
+  getExpectationRecord,
+  startExpectationWorkflow,
+  withdrawExpectation,
+} from '../../src/temporal/expectations.js';
+import { expectationLinks, expectationWorkflowId } from '../../core/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { historyText } from '../support/history-text.js';
 import { ExpectationDueAt, ExpectationState } from '../../workflows/search-attributes.js';
@@ -14,6 +18,7 @@ import {
   raiseOpen,
   REJECTING_AGENT,
   reportFact,
+  settings,
   shipmentExpectation,
   untilStatus,
   useHarness,
@@ -131,6 +136,53 @@ describe('overdue', () => {
 
     expect(record.lapse?.lapse).toBe('overdue');
     expect(Date.parse(record.lapse!.lapsedAt)).toBeLessThan(start + 60_000);
+  });
+});
+
+describe('overdue, with the fact still on its way', () => {
+  /**
+   * Started without its subscriptions, as a raise whose router forwards are stuck behind a backlog: the router records
+   * the fact but sends it to nobody. What it recorded must count by when the bridge received it.
+   */
+  async function raiseUnsubscribed(prefix: string) {
+    const start = await h.now();
+    const id = h.id(prefix);
+    const expectation = shipmentExpectation(id, start, HOUR);
+    const input = {
+      expectation,
+      agent: { id: 'shipping-agent' },
+      origin: { taskId: 'task-1', contextId: 'ctx-1' },
+      lineage: 0,
+      settings,
+      links: expectationLinks(expectation, h.taskQueue),
+    };
+    expect(await startExpectationWorkflow(h.client, h.taskQueue, input, { now: () => start })).toBe('raised');
+    await h.until(id, (r) => r.state === 'open');
+    return { id, expectation, start };
+  }
+
+  it('is satisfied, not lapsed, by a fact its router recorded before the deadline and had not sent on', async () => {
+    const { id, expectation, start } = await raiseUnsubscribed('forward-behind');
+    const receivedAt = new Date(start + 60_000).toISOString();
+    expect(await reportFact(h, expectation.satisfiedBy.factKey, start, { receivedAt })).toBe('recorded');
+
+    await h.advanceTo(start + 2 * HOUR);
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(record).toMatchObject({ state: 'satisfied', late: false, lapses: [] });
+    expect(record.satisfiedBy).toMatchObject({ factKey: expectation.satisfiedBy.factKey, receivedAt });
+  });
+
+  it('lapses overdue when the bridge received the fact only after the deadline', async () => {
+    const { id, expectation, start } = await raiseUnsubscribed('forward-after');
+    const receivedAt = new Date(start + HOUR + 60_000).toISOString();
+    await reportFact(h, expectation.satisfiedBy.factKey, start, { receivedAt });
+
+    await h.advanceTo(start + 2 * HOUR);
+    const record = await h.until(id, (r) => r.lapses.length > 0);
+
+    expect(record.state).toBe('lapsed');
+    expect(record.lapses.map((entry) => entry.lapse.lapse)).toEqual(['overdue']);
   });
 });
 
