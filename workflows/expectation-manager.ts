@@ -23,8 +23,8 @@ import {
   isOpen,
   mayClose,
   maySkip,
-  overdueAtMs,
   nextDeadline,
+  overdueAtMs,
   type Deadline,
   type DueChecks,
 } from './decisions.js';
@@ -480,8 +480,9 @@ export class ExpectationManager {
     } catch {
       // The router's history could not be read in time: the overdue is raised on what reached us, as without the read.
     }
-    // Held: the router may have taken it before the subject ledger heard of it, so this one leaves that ledger itself.
-    if (heard) this.applyFact({ ...heard, held: true }, 'router');
+    // As a caller's fact: the router may still hold us (recorded before our subscription, under a zero retention) or a
+    // forward to us, so we leave it as we leave the subject ledger, which may not have heard of the fact (held).
+    if (heard) this.applyFact({ ...heard, held: true }, 'caller');
   }
 
   /** A fact received at `receivedAt` would come after a stall that the subject ledger's history has not been read for. */
