@@ -1,11 +1,16 @@
 /**
- * Which fact router serves a key (DESIGN 3.2, workflow id `facts:<taskQueue>:<shard>`): a fixed set of routers, chosen by a hash
- * of the key, so that a key's subscriptions and facts serialise in one workflow and a fact nobody waits on starts
- * nothing. Pure and deterministic: the bridge routes with it and the router checks what it is sent with it.
+ * Which fact router serves a key or a subject (DESIGN 3.2, workflow id `facts:<taskQueue>:<shard>`): a fixed set of
+ * long-lived routers, chosen by a hash, so that a key's subscriptions and facts serialise in one workflow, a subject's
+ * facts are stored in one history, and a fact starts nothing of its own. Pure and deterministic: the bridge routes
+ * with it, the router checks what it is sent with it, and the history reads find the router with it.
  */
 
-/** How many routers there are. Changing it moves keys between routers: subscriptions then wait on the wrong one. */
-export const FACT_ROUTER_SHARDS = 256;
+/**
+ * How many routers there are: few enough that every one stays in a worker's cache (docs/operations.md), so a fact
+ * never waits for a cold router to replay. Changing it moves keys between routers: subscriptions then wait on the
+ * wrong one, so it changes only with a release that drains the routers.
+ */
+export const FACT_ROUTER_SHARDS = 64;
 
 /** The UTF-8 bytes of one code point (a lone surrogate as U+FFFD, as TextEncoder does). */
 function utf8(codePoint: number): number[] {
@@ -40,3 +45,7 @@ export function utf8Length(text: string): number {
 
 /** The router of `factKey`: 0 to FACT_ROUTER_SHARDS - 1. */
 export const shardOf = (factKey: string): number => fnv1a(factKey) % FACT_ROUTER_SHARDS;
+
+/** The router that stores the facts on a subject: 0 to FACT_ROUTER_SHARDS - 1, in the same set as the keys'. */
+export const subjectShardOf = (subject: { type: string; id: string }): number =>
+  fnv1a(`subject\u0000${subject.type}\u0000${subject.id}`) % FACT_ROUTER_SHARDS;

@@ -2,7 +2,7 @@
  * Workflow ids, built here and nowhere else (DESIGN 2). Ids are business keys an operator can type into the UI.
  * Pure (the hash is core/sha256.ts, not node:crypto), so the bridge, the activities and the workflows share them.
  */
-import { shardOf, utf8Length } from './fact-shards.js';
+import { shardOf, subjectShardOf, utf8Length } from './fact-shards.js';
 import type { Subject } from './schemas/extension.js';
 import { sha256Hex as sha256 } from './sha256.js';
 
@@ -38,10 +38,15 @@ export const expectationWorkflowId = (expectationId: string): string =>
  * three digits so that the ids sort. A router per task queue, so that two deployments in one namespace share none.
  */
 export const factRouterWorkflowId = (factKey: string, taskQueue: string): string =>
-  bounded('facts', `facts:${taskQueue}:${String(shardOf(factKey)).padStart(3, '0')}`);
+  routerWorkflowId(shardOf(factKey), taskQueue);
 
-export const subjectLedgerWorkflowId = (subject: Subject): string =>
-  bounded('subject', `subject:${encodeURIComponent(subject.type)}:${encodeURIComponent(subject.id)}`);
+/** The router that stores the facts on `subject` (core/fact-shards.ts): one of the same set, on the same task queue. */
+export const subjectRouterWorkflowId = (subject: Subject, taskQueue: string): string =>
+  routerWorkflowId(subjectShardOf(subject), taskQueue);
+
+/** Router `shard` of `taskQueue`: `facts:<taskQueue>:<nnn>`. */
+export const routerWorkflowId = (shard: number, taskQueue: string): string =>
+  bounded('facts', `facts:${taskQueue}:${String(shard).padStart(3, '0')}`);
 
 /**
  * The subject type as it stands before the first `/` of a subject key: `%` and `/` percent-encoded (`%25`, `%2F`),
@@ -78,7 +83,8 @@ export function parseSubjectKey(key: string): Subject | undefined {
 export interface ExpectationLinks {
   self: string;
   factRouter: string;
-  subjectLedger: string;
+  /** The router that stores the facts on the expectation's subject (it may be `factRouter` itself). */
+  subjectRouter: string;
   /** expectationId → workflow id, for each id of `after`. */
   after: Record<string, string>;
   anchor?: string;
@@ -100,7 +106,7 @@ export function expectationLinks(
   return {
     self: expectationWorkflowId(expectation.expectationId),
     factRouter: factRouterWorkflowId(expectation.satisfiedBy.factKey, taskQueue),
-    subjectLedger: subjectLedgerWorkflowId(expectation.subject),
+    subjectRouter: subjectRouterWorkflowId(expectation.subject, taskQueue),
     after: Object.fromEntries((expectation.after ?? []).map((id) => [id, expectationWorkflowId(id)])),
     anchor: expectation.anchor ? expectationWorkflowId(expectation.anchor.expectationId) : undefined,
     supersedes: expectation.supersedes ? expectationWorkflowId(expectation.supersedes) : undefined,

@@ -100,16 +100,18 @@ export const MAX_ROUTER_CARRIED_BYTES = 1_000_000;
 /** From this many waiting expectations a key is listed in its router's memo, which the bridge reads before a raise. */
 export const ROUTER_CROWDED_KEY = 20;
 
-/** Expectations one subject ledger forwards to (open expectations on one subject); as for the fact ledger. */
-export const MAX_SUBJECT_LEDGER_SUBSCRIBERS = 100;
+/**
+ * Subjects one router remembers the latest facts of across continue-as-new (about 400 bytes each, within
+ * MAX_ROUTER_CARRIED_BYTES beside its keys): past it the least recently heard go, and a stall read that would need one
+ * of them does not lapse (it cannot tell). With FACT_ROUTER_SHARDS routers: 64,000 subjects heard of lately.
+ */
+export const MAX_SUBJECTS_PER_ROUTER = 1_000;
 
 /**
- * How long, and for how many keys, a subject ledger remembers the fact keys it saw: a subscription that leaves on one
- * of them and comes late (its raise was in flight while the fact was recorded) leaves at once. Few keys suffice: on a
- * subject busier than that, a subscriber left behind is dropped at the next fact, whose forward finds it closed.
+ * Events after which a router continues as new, whatever the server suggests: a router evicted from a worker's cache
+ * replays at most this many, and a history read before a lapse decodes at most this many.
  */
-export const SUBJECT_RECENT_KEYS_MS = 10 * 60_000;
-export const SUBJECT_RECENT_KEYS = 100;
+export const ROUTER_EVENT_BUDGET = 2_000;
 
 /**
  * The places on one fact key or one subject that a single agent may take: half of what the bridge lets fill (the

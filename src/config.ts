@@ -145,7 +145,11 @@ const envSchema = z.object({
   WATCHER_TEMPORAL_WAIT: isoDuration.default('PT30S').refine((value) => {
     const ms = addDuration(0, value);
     return ms >= 1_000 && ms <= 600_000;
-  }, 'must be between PT1S and PT10M (how long a request waits for a slow Temporal; the workflows settle a deadline as long)'),
+  }, 'must be between PT1S and PT10M (how long a request waits for a slow Temporal)'),
+  WATCHER_FACT_WAIT: isoDuration.default('PT2S').refine((value) => {
+    const ms = addDuration(0, value);
+    return ms >= 500 && ms <= 60_000;
+  }, 'must be between PT0.5S and PT1M (how long a fact may take to be stored; the workflows settle a deadline as long and a second)'),
   WATCHER_MAX_REQUESTS_IN_FLIGHT: z.coerce.number().int().min(1).default(256),
   WATCHER_PAGE_TOKEN_SECRET: z
     .string()
@@ -180,11 +184,13 @@ export interface Config {
   maxClockSkew: string;
   /** How long an agent's card is reused, by the bridge (raise rules) and the worker (lapse delivery) alike. */
   cardCacheSeconds: number;
+  /** How long a request waits for a slow Temporal before it is answered 503 (ms). */
+  temporalWaitMs: number;
   /**
-   * How long a request waits for a slow Temporal before it is answered 503 (ms), and so how long, plus a margin, an
+   * How long a request's facts may take to be stored before it is answered 503 (ms), and so how long, plus a second, an
    * expectation settles a deadline before it lapses (DESIGN 3.2).
    */
-  temporalWaitMs: number;
+  factWaitMs: number;
   /** Requests the bridge serves at once; one past it is answered 503 with Retry-After before any work. */
   maxRequestsInFlight: number;
   /** Signs list page tokens; the same on every bridge of a deployment. Unset: a random key per process. */
@@ -285,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxClockSkew: e.WATCHER_MAX_CLOCK_SKEW,
     cardCacheSeconds: e.WATCHER_CARD_CACHE_SECONDS,
     temporalWaitMs: addDuration(0, e.WATCHER_TEMPORAL_WAIT),
+    factWaitMs: addDuration(0, e.WATCHER_FACT_WAIT),
     maxRequestsInFlight: e.WATCHER_MAX_REQUESTS_IN_FLIGHT,
     pageTokenSecret: e.WATCHER_PAGE_TOKEN_SECRET,
     trustProxy: e.WATCHER_TRUST_PROXY,

@@ -237,6 +237,7 @@ export async function startBridge(
       cardCacheSeconds: config.cardCacheSeconds,
       quotas: config.quotas,
       temporalWaitMs: config.temporalWaitMs,
+      factWaitMs: config.factWaitMs,
       maxRequestsInFlight: config.maxRequestsInFlight,
       pageTokenSecret: config.pageTokenSecret,
     },

@@ -46,40 +46,35 @@ export interface LinkAnchorResult {
   movedTo?: { expectationId: string; workflowId: string };
 }
 
-export interface SubjectHeardInput {
-  /** Workflow id of the subject ledger. */
-  ledgerWorkflowId: string;
-  /** Workflow id of the expectation that asks (a forward carried over the ledger's continue-as-new counts too). */
+/** What an expectation asks its routers' histories before it decides at a deadline (activities/history-reads.ts). */
+export interface StoredFactsInput {
+  /** Workflow id of the expectation that asks (a forward to it carried over a router's continue-as-new counts). */
   expectationWorkflowId: string;
-  /** The window, epoch ms: facts the bridge received from the raise to the horizon. */
+  /** The raise, epoch ms: only facts a bridge received from then on count. */
   sinceMs: number;
+  /** Now, epoch ms: the subject's facts received up to here count for `lastFactAt`. */
   untilMs: number;
+  /** Asked before an overdue: the first fact with the key received from the raise to `untilMs` (due plus grace). */
+  key?: { routerWorkflowId: string; factKey: string; untilMs: number };
+  /** Asked before any lapse: the subject's facts; with `horizonMs`, before a stall, whether one came by then. */
+  subject?: { routerWorkflowId: string; subject: { type: string; id: string }; horizonMs?: number };
 }
 
-export interface FactHeardInput {
-  /** Workflow id of the key's fact router. */
-  routerWorkflowId: string;
-  factKey: string;
-  /** Workflow id of the expectation that asks (a forward to it carried over the router's continue-as-new counts). */
-  expectationWorkflowId: string;
-  /** The window, epoch ms: facts the bridge received from the raise to the deadline. */
-  sinceMs: number;
-  untilMs: number;
+export interface StoredFacts {
+  /** The fact with the key that satisfies the expectation after all. */
+  fact?: RoutedFact;
+  /** The subject's fact observed last (the Lapse's `lastFactAt`), and whether one was received by the horizon. */
+  subject?: { latest?: SubjectFact; heardByHorizon?: boolean };
 }
 
 /** The activities that reach other workflows through the Temporal client (activities/ledgers.ts), as workflows see them. */
 export interface LedgerActivities {
   linkAnchor(input: LinkAnchorInput): Promise<LinkAnchorResult>;
   /**
-   * The latest fact on the subject that a bridge received inside the window and handed to the subject ledger, read
-   * from the ledger's history (the server's, no worker): what may still be on its way to the expectation.
+   * What the expectation's routers stored for a decision, read from their histories (the server's, no worker): the
+   * fact with its key that may still be on its way, and its subject's facts.
    */
-  subjectHeard(input: SubjectHeardInput): Promise<SubjectFact | undefined>;
-  /**
-   * The first fact with the key that a bridge received inside the window and its router recorded, read from the
-   * router's history (the server's, no worker): what may still be on its way to the expectation before an overdue.
-   */
-  factHeard(input: FactHeardInput): Promise<RoutedFact | undefined>;
+  storedFacts(input: StoredFactsInput): Promise<StoredFacts>;
 }
 
 /** The lapse delivery activity (activities/deliver-lapse.ts), as workflows see it. */

@@ -86,8 +86,9 @@ export interface DueChecks {
 }
 
 /**
- * Overdue when the current dueAt plus grace has passed and no overdue lapse was raised for that dueAt;
- * stalled when the horizon has passed, it was not checked yet, and no fact on the subject reached the watcher.
+ * Overdue when the current dueAt plus grace has passed and no overdue lapse was raised for that dueAt; stalled when
+ * the horizon has passed and it was not checked yet. Whether a fact on the subject came by the horizon is read from
+ * what the routers stored before the stall is raised (ExpectationManager.readStored), which checks the horizon then.
  */
 export function dueChecks(inputs: DeadlineInputs, nowMs: number): DueChecks {
   const due: DueChecks = { lapses: [], horizonReached: false };
@@ -96,7 +97,7 @@ export function dueChecks(inputs: DeadlineInputs, nowMs: number): DueChecks {
     if (deadline.kind === 'overdue') due.lapses.push('overdue');
     if (deadline.kind === 'stalled') {
       due.horizonReached = true;
-      if (inputs.record.lastFactAt === undefined) due.lapses.push('stalled');
+      due.lapses.push('stalled');
     }
   }
   return due;

@@ -1,6 +1,6 @@
 /**
  * An expectation's ties to the others (DESIGN 3.3–3.5): the anchor it follows, the dependents anchored on it, the
- * expectation that superseded it, and what it tells each of them and its two ledgers when it ends. The expectation's
+ * expectation that superseded it, and what it tells each of them and its routers when it ends. The expectation's
  * own state stays in ExpectationManager; this is its correspondence.
  */
 import {
@@ -16,6 +16,7 @@ import { isOpen } from './decisions.js';
 import {
   anchorMovedSignal,
   anchorSatisfiedSignal,
+  factsSignal,
   skippedSignal,
   unsubscribeSignal,
   withdrawSignal,
@@ -25,15 +26,16 @@ import {
 } from './messages.js';
 import { linkAnchorSummary } from './ui-text.js';
 
-/** The ledger activities an expectation runs: linking to its anchor, reading its subject ledger before a stall. */
+/** The ledger activities an expectation runs as activity tasks: linking to its anchor. */
 export const ledgers = proxyActivities<LedgerActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 });
 
 /**
- * The same, run as local activities (a marker in the history, no activity task): for the read before an overdue,
- * which every overdue lapse makes, usually to find nothing.
+ * The same, run as local activities (a marker in the history, no activity task): for the read of what the routers
+ * stored before a lapse, which every lapse makes, usually to find nothing. Bounded: a read that fails for two minutes
+ * is given up, and the lapse decided on what reached the expectation.
  */
 export const localLedgers = proxyLocalActivities<LedgerActivities>({
   startToCloseTimeout: '30s',
@@ -63,13 +65,11 @@ export interface LinkedExpectation {
   publish(): void;
 }
 
-/** What an ending expectation tells its ledgers besides leaving them. */
+/** What an ending expectation tells its routers besides leaving. */
 export interface Leaving {
   /** Its router dropped it already, having sent it its fact. */
   routerDroppedIt: boolean;
-  /** Its subject ledger dropped it already, on the fact that satisfied it (ExpectationManager.leftSubjectOnFact). */
-  subjectDroppedIt: boolean;
-  /** The satisfying fact, for the subject ledger to tell the others on the subject. */
+  /** The satisfying fact, for its subject's router to store as a fact on the subject. */
   heard?: SubjectFact;
 }
 
@@ -159,9 +159,9 @@ export class ExpectationLinks {
 
   /**
    * Tells the others what the end means to them: a satisfied expectation its dependents (anchor satisfied) and the
-   * expectations it comes after (skipped); a superseded one its dependents (anchor moved); both ledgers to drop it.
+   * expectations it comes after (skipped); a superseded one its dependents (anchor moved); its router to drop it.
    */
-  tellOnClose({ routerDroppedIt, subjectDroppedIt, heard }: Leaving): Promise<unknown> {
+  tellOnClose({ routerDroppedIt, heard }: Leaving): Promise<unknown> {
     const { record, input } = this.owner;
     const { links } = input;
     const self = input.expectation.expectationId;
@@ -183,12 +183,7 @@ export class ExpectationLinks {
       for (const dependent of this.dependents) tell.push(signalQuietly(dependent, anchorMovedSignal, moved));
     }
     if (!routerDroppedIt) tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
-    // A ledger left with a closed subscriber would stay open until its next fact.
-    if (!subjectDroppedIt) {
-      tell.push(
-        signalQuietly(links.subjectLedger, unsubscribeSignal, { workflowId: links.self, ...(heard ? { heard } : {}) }),
-      );
-    }
+    if (heard) tell.push(signalQuietly(links.subjectRouter, factsSignal, { subjects: [heard] }));
     return Promise.all(tell);
   }
 }

@@ -28,7 +28,7 @@ import {
   type Deadline,
   type DueChecks,
 } from './decisions.js';
-import { ExpectationLinks, ledgers, localLedgers } from './expectation-links.js';
+import { ExpectationLinks, localLedgers } from './expectation-links.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
 import {
   type AnchorMoved,
@@ -44,8 +44,9 @@ import {
   type SubjectFact,
   type WithdrawRequest,
 } from './messages.js';
+import type { StoredFactsInput } from './activity-types.js';
 import { ExpectationDueAt, ExpectationLate, ExpectationState } from './search-attributes.js';
-import { currentDetails, stallCheckSummary } from './ui-text.js';
+import { currentDetails } from './ui-text.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const nowIso = (): string => iso(Date.now());
@@ -108,19 +109,17 @@ export class ExpectationManager {
   private published: { state: string; dueAt: string; late?: boolean };
   /** The memo last written (the bridge's at the start, then ours), as JSON: it is written again only when it moved. */
   private memoWritten: string;
-  /** Whether the subject ledger's history was read for this horizon's stall (once): facts are held while it is read. */
-  private stallCheck: 'to do' | 'reading' | 'done' = 'to do';
-  /** The dueAt whose overdue the fact router's history was read for (once per dueAt). */
-  private overdueChecked: string | undefined;
+  /** Whether the routers' histories were read for this horizon's stall (once). */
+  private stallRead = false;
+  /** The dueAt whose overdue the routers' histories were read for (once per dueAt). */
+  private overdueRead: string | undefined;
   /**
-   * Facts that came after a horizon not yet checked, held until the loop has read the subject ledger's history
-   * (checkStallDue): whether the stall comes before them depends on what that read finds.
+   * Facts a bridge received after a deadline whose read is still to come, held until the loop has made it
+   * (readStored): whether that deadline's lapse comes before them depends on what the read finds.
    */
-  private readonly held: Array<{ fact: RoutedFact; from: 'router' | 'caller' } | { subjectFact: SubjectFact }> = [];
+  private readonly held: Array<{ fact: RoutedFact; from: 'router' | 'caller' }> = [];
   /** Satisfied by its router's signal: the router dropped it then, so it need not unsubscribe there. */
   private satisfiedByRouter = false;
-  /** The satisfying fact was recorded after our subscription (not one the router held from before it). */
-  private satisfiedLive = false;
   private readonly deliveries: LapseDeliveries;
   /** How long past a deadline the expectation waits for facts a bridge received before it (DESIGN 3.2). */
   private readonly settleMs: number;
@@ -128,7 +127,8 @@ export class ExpectationManager {
    * Later expectations satisfied while this one was open, gathered for one skipped lapse that names them all: decided
    * `settleMs` after the first, as their signals come one by one, or at once when this one's own fact comes first.
    */
-  private pendingSkip: { by: Array<{ id: string; receivedMs: number | undefined }>; decideAtMs: number } | undefined;
+  private pendingSkip:
+    { by: Array<{ id: string; receivedMs: number | undefined }>; decideAtMs: number; read?: true } | undefined;
 
   constructor(readonly input: ExpectationInput) {
     const { carried } = input;
@@ -228,12 +228,12 @@ export class ExpectationManager {
   applyFact(routed: RoutedFact, from: 'router' | 'caller' = 'caller'): void {
     const { record } = this;
     if (!isOpen(record.state) || routed.factKey !== this.input.expectation.satisfiedBy.factKey) return;
-    if (this.stallCheckBefore(routed.receivedAt)) {
+    if (this.readPendingBefore(routed.receivedAt)) {
       this.held.push({ fact: routed, from });
       this.changeCount++;
       return;
     }
-    const { held: heldByRouter, ...fact } = routed;
+    const { held: _heldByRouter, ...fact } = routed;
     this.raiseLapsesBefore(fact.receivedAt);
     this.decideSkip(fact.receivedAt);
     record.state = 'satisfied';
@@ -244,7 +244,6 @@ export class ExpectationManager {
     if (record.lastFactAt === undefined || Date.parse(record.observedAt) > Date.parse(record.lastFactAt))
       record.lastFactAt = record.observedAt;
     this.satisfiedByRouter = from === 'router';
-    this.satisfiedLive = heldByRouter !== true;
     this.abandonDeliveries('the expectation was satisfied before the lapse task was delivered');
     this.changed();
   }
@@ -254,23 +253,6 @@ export class ExpectationManager {
     this.applyFact(fact);
     await condition(() => !this.held.some((entry) => 'fact' in entry && entry.fact === fact));
     return factTakenOf(this.record);
-  }
-
-  /** A fact of any kind on the subject: only the latest observedAt is kept, for stalls and `lastFactAt`. */
-  observeSubjectFact(fact: SubjectFact): void {
-    const { record } = this;
-    // Only the stall: the facts that satisfy come through the key's router, which may still carry one received before
-    // the deadline; a later fact on the subject says nothing about it.
-    if (isOpen(record.state) && this.stallCheckBefore(fact.receivedAt)) {
-      this.held.push({ subjectFact: fact });
-      this.changeCount++;
-      return;
-    }
-    if (isOpen(record.state)) this.raiseLapsesBefore(fact.receivedAt, 'stalled');
-    if (record.lastFactAt === undefined || Date.parse(fact.observedAt) > Date.parse(record.lastFactAt)) {
-      record.lastFactAt = normalized(fact.observedAt);
-      this.publish();
-    }
   }
 
   /** Withdraws an open (or lapsed) expectation; 'not-open' when it is satisfied or withdrawn already. */
@@ -417,78 +399,95 @@ export class ExpectationManager {
     return skip && (!next || skip.decideAtMs < next.atMs) ? { kind: 'skipped', atMs: skip.decideAtMs } : next;
   }
 
-  /**
-   * Before a stall is raised: the subject ledger's history may hold a fact on the subject that a bridge received
-   * before the horizon and that the ledger, behind on its tasks, has not sent on yet. One activity, only when the
-   * stall is due; a fact found counts as if it had come (DESIGN 3.2: a fact counts from when the bridge received it).
-   */
-  async checkStallDue(): Promise<void> {
+  /** The lapses due now whose stored facts have not been read yet: the overdue, the stall, and a skip to decide. */
+  private unread(): { overdue: boolean; stalled: boolean; skip: boolean } {
     const { record } = this;
-    const { horizon } = this.input.expectation;
-    const due = () => isOpen(record.state) && dueChecks(this.deadlineInputs(), Date.now()).lapses.includes('stalled');
-    if (this.stallCheck === 'to do' && horizon && (this.held.length > 0 || due())) {
-      this.stallCheck = 'reading';
-      const { links } = this.input;
-      const heard = await ledgers.subjectHeard.executeWithOptions({ summary: stallCheckSummary(links.subjectLedger) }, [
-        {
-          ledgerWorkflowId: links.subjectLedger,
-          expectationWorkflowId: links.self,
-          sinceMs: Date.parse(record.raisedAt),
-          untilMs: Date.parse(horizon),
-        },
-      ]);
-      this.stallCheck = 'done';
-      if (heard) this.observeSubjectFact(heard);
-    }
-    // What came meanwhile, in the order it came: a stall the read did not rule out goes before a fact received after it.
-    for (const entry of this.held.splice(0)) {
-      if ('fact' in entry) this.applyFact(entry.fact, entry.from);
-      else this.observeSubjectFact(entry.subjectFact);
-    }
+    if (!isOpen(record.state)) return { overdue: false, stalled: false, skip: false };
+    const { lapses } = dueChecks(this.deadlineInputs(), Date.now());
+    const skip = this.pendingSkip;
+    return {
+      overdue: lapses.includes('overdue') && this.overdueRead !== record.dueAt,
+      stalled: lapses.includes('stalled') && !this.stallRead,
+      skip: skip !== undefined && skip.decideAtMs <= Date.now() && !skip.read && maySkip(record),
+    };
   }
 
   /**
-   * An overdue is due whose fact router's history has not been read yet (checkOverdueDue). Asked without an await, so
-   * that a loop with nothing to read runs its activation as before: an await more would move the commands it emits
-   * against an update's completion, differently with the tracing interceptors than without.
+   * A lapse is due whose stored facts have not been read (readStored). Asked without an await, so that a loop with
+   * nothing to read runs its activation with no command more.
    */
-  overdueCheckDue(): boolean {
-    const { record } = this;
-    if (!isOpen(record.state) || this.overdueChecked === record.dueAt) return false;
-    return dueChecks(this.deadlineInputs(), Date.now()).lapses.includes('overdue');
+  readDue(): boolean {
+    const { overdue, stalled, skip } = this.unread();
+    return overdue || stalled || skip;
   }
 
   /**
-   * Before an overdue is raised: the fact router's history may hold a fact with the key that a bridge received before
-   * the deadline and whose forward is still behind the router's or the server's backlog (the settle interval bounds
-   * the bridges' backlog, not theirs). One local activity per dueAt, only when the overdue is due; a fact found
-   * satisfies as if it had come (DESIGN 3.2: a fact counts from when the bridge received it).
+   * Before a lapse: what the routers stored (DESIGN 3.2), read from their histories in one local activity. A fact with
+   * the key a bridge received by due plus grace satisfies instead of the overdue, however far behind its forward is; a
+   * fact on the subject received by the horizon rules the stall out; the subject's latest fact is the Lapse's
+   * `lastFactAt`. A read that fails for its whole budget decides on what reached us, as without it.
    */
-  async checkOverdueDue(): Promise<void> {
+  async readStored(): Promise<void> {
     const { record } = this;
-    this.overdueChecked = record.dueAt;
     const { links, expectation } = this.input;
-    let heard: RoutedFact | undefined;
+    const { overdue, stalled } = this.unread();
+    const input: StoredFactsInput = {
+      expectationWorkflowId: links.self,
+      sinceMs: Date.parse(record.raisedAt),
+      untilMs: Date.now(),
+      ...(overdue
+        ? {
+            key: {
+              routerWorkflowId: links.factRouter,
+              factKey: expectation.satisfiedBy.factKey,
+              untilMs: overdueAtMs(record),
+            },
+          }
+        : {}),
+      subject: {
+        routerWorkflowId: links.subjectRouter,
+        subject: expectation.subject,
+        ...(stalled && expectation.horizon ? { horizonMs: Date.parse(expectation.horizon) } : {}),
+      },
+    };
+    if (overdue) this.overdueRead = record.dueAt;
+    if (stalled) this.stallRead = true;
+    if (this.pendingSkip) this.pendingSkip.read = true;
+    let stored: Awaited<ReturnType<typeof localLedgers.storedFacts>> = {};
     try {
-      heard = await localLedgers.factHeard({
-        routerWorkflowId: links.factRouter,
-        factKey: expectation.satisfiedBy.factKey,
-        expectationWorkflowId: links.self,
-        sinceMs: Date.parse(record.raisedAt),
-        untilMs: overdueAtMs(record),
-      });
+      stored = await localLedgers.storedFacts(input);
     } catch {
-      // The router's history could not be read in time: the overdue is raised on what reached us, as without the read.
+      // The histories could not be read within the activity's budget: decided on what reached us.
     }
-    // As a caller's fact: the router may still hold us (recorded before our subscription, under a zero retention) or a
-    // forward to us, so we leave it as we leave the subject ledger, which may not have heard of the fact (held).
-    if (heard) this.applyFact({ ...heard, held: true }, 'caller');
+    const latest = stored.subject?.latest;
+    if (latest && (record.lastFactAt === undefined || Date.parse(latest.observedAt) > Date.parse(record.lastFactAt))) {
+      record.lastFactAt = normalized(latest.observedAt);
+    }
+    if (stalled && stored.subject?.heardByHorizon) {
+      this.horizonChecked = true;
+      this.changed();
+    }
+    // As a caller's fact: the router may still hold us (recorded before our subscription under a zero retention, or a
+    // forward to us still to send), so we leave it when we close.
+    if (stored.fact) this.applyFact({ ...stored.fact, held: true }, 'caller');
+    this.releaseHeld();
   }
 
-  /** A fact received at `receivedAt` would come after a stall that the subject ledger's history has not been read for. */
-  private stallCheckBefore(receivedAt: string | undefined): boolean {
-    if (this.stallCheck === 'done' || !this.input.expectation.horizon) return false;
-    return this.dueBeforeReceipt(receivedAt)?.lapses.includes('stalled') === true;
+  /** Applies, in the order they came, the held facts whose deadlines have been read since. */
+  releaseHeld(): void {
+    if (this.held.length === 0) return;
+    const waiting = this.held.splice(0);
+    for (const entry of waiting) this.applyFact(entry.fact, entry.from);
+  }
+
+  /** A fact received at `receivedAt` comes after a deadline whose stored facts are still to be read. */
+  private readPendingBefore(receivedAt: string | undefined): boolean {
+    const due = this.dueBeforeReceipt(receivedAt);
+    if (!due) return false;
+    return (
+      (due.lapses.includes('overdue') && this.overdueRead !== this.record.dueAt) ||
+      (due.lapses.includes('stalled') && !this.stallRead)
+    );
   }
 
   /**
@@ -510,14 +509,9 @@ export class ExpectationManager {
    * The lapses whose deadlines had passed when the bridge received a fact (`receivedAt`) that reaches us while we
    * still settle them: raised first, as they would have been had the fact come after them without a backlog.
    */
-  private raiseLapsesBefore(receivedAt: string | undefined, only?: LapseKind): void {
+  private raiseLapsesBefore(receivedAt: string | undefined): void {
     const due = this.dueBeforeReceipt(receivedAt);
-    if (!due) return;
-    if (only === 'stalled') {
-      this.raiseAll({ ...due, lapses: due.lapses.filter((lapse) => lapse === 'stalled') });
-    } else {
-      this.raiseAll(due);
-    }
+    if (due) this.raiseAll(due);
   }
 
   private raiseAll(due: DueChecks): void {
@@ -570,39 +564,14 @@ export class ExpectationManager {
 
   // ── closing ──
 
-  /** Tells the others what the end means to them, and leaves its ledgers (ExpectationLinks.tellOnClose). */
+  /** Tells the others what the end means to them, and leaves its router (ExpectationLinks.tellOnClose). */
   tellOnClose(): Promise<unknown> {
-    return this.links.tellOnClose({
-      routerDroppedIt: this.satisfiedByRouter,
-      subjectDroppedIt: this.leftSubjectOnFact(),
-      ...this.heardOnSubject(),
-    });
+    return this.links.tellOnClose({ routerDroppedIt: this.satisfiedByRouter, ...this.heardOnSubject() });
   }
 
   /**
-   * The subject ledger dropped us on the fact that satisfied us (SubjectLedger.subscribe), so we need not leave it: we
-   * subscribed with our key (no horizon), the fact named our subject (the bridge told the ledger of it after the
-   * router), and the router recorded it after our subscription, so the ledger heard of it after ours or, within half
-   * the retention before, let us leave as we came. A fact the router held from before (or none kept: no retention)
-   * may never have reached a ledger that did not exist yet.
-   */
-  private leftSubjectOnFact(): boolean {
-    const { record, input } = this;
-    const fact = record.satisfiedBy;
-    const own = input.expectation.subject;
-    return (
-      record.state === 'satisfied' &&
-      this.satisfiedLive &&
-      input.expectation.horizon === undefined &&
-      addDuration(0, input.settings.factRetention) > 0 &&
-      fact?.subject?.type === own.type &&
-      fact.subject.id === own.id
-    );
-  }
-
-  /**
-   * The satisfying fact, for the subject ledger to tell the other expectations on the subject, when it named no
-   * subject or another: one that named ours reached the ledger from the bridge already.
+   * The satisfying fact, for the router of our subject to store as a fact on it (DESIGN 3.2: for the other
+   * expectations on the subject too), when it named no subject or another: one that named ours is stored there already.
    */
   private heardOnSubject(): { heard?: SubjectFact } {
     const { record } = this;
@@ -612,6 +581,7 @@ export class ExpectationManager {
     if (fact.subject && fact.subject.type === own.type && fact.subject.id === own.id) return {};
     return {
       heard: {
+        subject: { type: own.type, id: own.id },
         factKey: fact.factKey,
         observedAt: record.observedAt,
         receivedAt: fact.receivedAt ?? record.satisfiedAt ?? nowIso(),

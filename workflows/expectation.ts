@@ -17,7 +17,6 @@ import {
   registerDependentSignal,
   resendLapseUpdate,
   skippedSignal,
-  subjectFactSignal,
   takeFactUpdate,
   withdrawSignal,
   withdrawUpdate,
@@ -34,7 +33,6 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   setHandler(dependentsQuery, () => ({ dependents: expectation.dependentCount, bound: MAX_DEPENDENTS }));
   setHandler(factSignal, (fact) => expectation.applyFact(fact, 'router'));
   setHandler(takeFactUpdate, (fact) => expectation.takeFact(fact));
-  setHandler(subjectFactSignal, (fact) => expectation.observeSubjectFact(fact));
   setHandler(withdrawSignal, (request) => void expectation.withdraw(request));
   setHandler(withdrawUpdate, (request) => expectation.withdraw(request));
   setHandler(skippedSignal, (skipped) => expectation.skip(skipped));
@@ -52,8 +50,8 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   else expectation.resumeDeliveries();
 
   for (;;) {
-    await expectation.checkStallDue();
-    if (expectation.overdueCheckDue()) await expectation.checkOverdueDue();
+    if (expectation.readDue()) await expectation.readStored();
+    else expectation.releaseHeld();
     expectation.raiseDueLapses();
     if (expectation.mayClose()) break;
     if (expectation.mayContinueAsNew()) {

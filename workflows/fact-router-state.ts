@@ -1,7 +1,7 @@
 /**
  * What a fact router holds (workflows/fact-router.ts): each key's subscribers, latest fact and dedupe window, the
- * forwards on their way, and the bounds that keep it all within what continue-as-new may carry. No Temporal call
- * here but the memo and the outbox's signals; the workflow around it sets the handlers and runs the loop.
+ * forwards on their way, each subject's latest facts, and the bounds that keep it all within what continue-as-new may
+ * carry. No Temporal call here but the memo and the outbox's signals; the workflow sets the handlers and runs the loop.
  */
 import { upsertMemo } from '@temporalio/workflow';
 import { addDuration } from '../core/duration.js';
@@ -11,6 +11,7 @@ import {
   MAX_FACT_LEDGER_SUBSCRIBERS,
   MAX_RETAINED_FACTS_PER_ROUTER,
   MAX_ROUTER_CARRIED_BYTES,
+  MAX_SUBJECTS_PER_ROUTER,
   ROUTER_CROWDED_KEY,
 } from '../core/limits.js';
 import type { Fact } from '../core/types.js';
@@ -23,9 +24,12 @@ import {
   type RecordFactOptions,
   type RoutedFact,
   type RoutedKey,
+  type CarriedSubject,
+  type SubjectFact,
 } from './messages.js';
 import { Outbox } from './outbox.js';
 import { refusals } from './refusals.js';
+import { foldSubjectFact, subjectEntryKey } from './subject-facts.js';
 
 /**
  * A key nobody has waited on remembers fewer: only what its retained fact needs, as its state is carried for days. A
@@ -130,8 +134,15 @@ export class RouterState {
   retention: string;
   /** Set when even the least the router can keep exceeds its budget: newcomers are then refused, not carried. */
   private full = false;
+  /** Each subject's latest facts, least recently received first (Map order). */
+  private readonly subjects: Map<string, CarriedSubject>;
+  /** The latest receipt (epoch ms) among the subjects let go of for want of room. */
+  private subjectsForgottenThroughMs: number | undefined;
 
   constructor(input: FactRouterInput) {
+    this.subjects = new Map((input.carried?.subjects ?? []).map((entry) => [subjectEntryKey(entry.subject), entry]));
+    const forgotten = input.carried?.subjectsForgottenThrough;
+    this.subjectsForgottenThroughMs = forgotten === undefined ? undefined : Date.parse(forgotten);
     this.keys = new Map((input.carried?.keys ?? []).map((k) => [k.factKey, new KeyState(k.factKey, k)]));
     for (const state of this.keys.values())
       for (const subscriber of state.subscribers) this.keyOf.set(subscriber, state.factKey);
@@ -181,8 +192,15 @@ export class RouterState {
   private keepWithinBudget(): void {
     const bytesOf = (state: KeyState): number => utf8Length(JSON.stringify(state.carry()));
     const sizes = new Map([...this.keys.values()].map((state) => [state, bytesOf(state)]));
-    let bytes = utf8Length(JSON.stringify(this.outbox.carry()));
+    let bytes =
+      utf8Length(JSON.stringify(this.outbox.carry())) + utf8Length(JSON.stringify([...this.subjects.values()]));
     for (const size of sizes.values()) bytes += size;
+    // Subjects first, least recently heard first: a stall read that finds one forgotten does not lapse (history-reads.ts).
+    for (const [key, entry] of this.subjects) {
+      if (bytes <= MAX_ROUTER_CARRIED_BYTES) break;
+      bytes -= utf8Length(JSON.stringify(entry));
+      this.forgetSubject(key);
+    }
     const byAge = [...sizes.keys()].filter((state) => state.subscribers.size === 0);
     byAge.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
     for (const state of byAge) {
@@ -288,6 +306,24 @@ export class RouterState {
     };
   }
 
+  /** A fact on one of this router's subjects: stored, for the history reads; nobody is told. */
+  observeSubject(fact: SubjectFact): void {
+    const key = subjectEntryKey(fact.subject);
+    const entry = foldSubjectFact(this.subjects.get(key), fact);
+    this.subjects.delete(key);
+    this.subjects.set(key, entry);
+    while (this.subjects.size > MAX_SUBJECTS_PER_ROUTER) this.forgetSubject(this.subjects.keys().next().value!);
+  }
+
+  private forgetSubject(key: string): void {
+    const entry = this.subjects.get(key);
+    this.subjects.delete(key);
+    const receivedMs = entry ? Date.parse(entry.lastReceived.receivedAt) : Number.NaN;
+    if (!Number.isNaN(receivedMs)) {
+      this.subjectsForgottenThroughMs = Math.max(this.subjectsForgottenThroughMs ?? receivedMs, receivedMs);
+    }
+  }
+
   keyLoad(factKey: string): LedgerLoad {
     const state = this.keys.get(factKey);
     return {
@@ -301,9 +337,12 @@ export class RouterState {
   /** What continue-as-new carries; a held-back forward is carried as a due one (a subscriber that took it ignores it). */
   carried(): NonNullable<FactRouterInput['carried']> {
     this.prune();
+    const forgotten = this.subjectsForgottenThroughMs;
     return {
       keys: [...this.keys.values()].map((state) => state.carry()),
       outbox: [...this.outbox.carry(), ...[...this.deferred].map(([workflowId, { fact }]) => ({ workflowId, fact }))],
+      ...(this.subjects.size > 0 ? { subjects: [...this.subjects.values()] } : {}),
+      ...(forgotten === undefined ? {} : { subjectsForgottenThrough: new Date(forgotten).toISOString() }),
     };
   }
 

@@ -1,18 +1,20 @@
 /**
- * The fact routers (`facts:<shard>`, DESIGN 3.2): a fixed set of long-running workflows, each serving the fact keys
- * that hash to it (core/fact-shards.ts). A router records each observation of its keys, forwards it to the
- * expectations waiting on the key, and keeps the latest for `retention` so an expectation raised later is satisfied
- * at once (early facts). A fact nobody waits on costs one update and starts nothing; a key's subscriptions and facts
- * serialise here, so none is missed whatever their order on the wire.
+ * The fact routers (`facts:<taskQueue>:<shard>`, DESIGN 3.2): a fixed set of long-running workflows, each serving the
+ * fact keys and subjects that hash to it (core/fact-shards.ts). The bridges store facts here by signal, answered by
+ * the server with no worker. A router deduplicates each observation of its keys, forwards it to the expectations
+ * waiting on the key (every signal that reached it since its last task in one batch), and keeps the latest for
+ * `retention` so an expectation raised later is satisfied at once (early facts). Facts on its subjects are only
+ * stored: an expectation reads them from this history when it decides (activities/history-reads.ts).
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import { parseDuration } from '../core/duration.js';
 import { shardOf } from '../core/fact-shards.js';
 import { WRONG_FACT_KEY } from '../core/failures.js';
-import { DEDUPE_WINDOW } from '../core/limits.js';
+import { DEDUPE_WINDOW, ROUTER_EVENT_BUDGET } from '../core/limits.js';
 import type { Fact } from '../core/types.js';
 import {
+  factsSignal,
   keyLoadQuery,
   recordFactUpdate,
   subscribeSignal,
@@ -22,6 +24,16 @@ import {
   type RecordFactOptions,
 } from './messages.js';
 import { RouterState } from './fact-router-state.js';
+
+/** A retention the router can compute with (a signal cannot be refused, so one it cannot is ignored). */
+function isDuration(text: string): boolean {
+  try {
+    parseDuration(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** How many (observedAt, source) pairs a key remembers to recognise re-deliveries (core/limits.ts). */
 export { DEDUPE_WINDOW };
@@ -43,6 +55,12 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
     }),
   );
   setHandler(unsubscribeSignal, ({ workflowId }) => router.unsubscribe(workflowId));
+  // A fact whose key belongs to another router is not ours to forward (a bridge of another shard count): skipped.
+  setHandler(factsSignal, ({ facts = [], subjects = [], retention }) => {
+    const options = retention !== undefined && isDuration(retention) ? { retention } : undefined;
+    for (const fact of facts) if (shardOf(fact.factKey) === input.shard) router.record(fact, options);
+    for (const fact of subjects) router.observeSubject(fact);
+  });
   setHandler(
     recordFactUpdate,
     async (fact: Fact, options?: RecordFactOptions): Promise<RecordFactAnswer> => {
@@ -68,8 +86,11 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
   );
   setHandler(keyLoadQuery, (factKey) => router.keyLoad(factKey));
 
-  const mayContinueAsNew = () =>
-    workflowInfo().continueAsNewSuggested && allHandlersFinished() && router.refused.size === 0;
+  // On a budget of its own as well as the server's: a cold router replays, and a history read decodes, a short run.
+  const mayContinueAsNew = (): boolean =>
+    (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= ROUTER_EVENT_BUDGET) &&
+    allHandlersFinished() &&
+    router.refused.size === 0;
 
   for (;;) {
     if (router.refused.size > 0) {

@@ -3,4 +3,3 @@
  */
 export { expectationWorkflow } from './expectation.js';
 export { factRouterWorkflow } from './fact-router.js';
-export { subjectLedgerWorkflow } from './subject-ledger.js';

@@ -126,13 +126,17 @@ export interface Skipped {
 }
 export const skippedSignal = defineSignal<[Skipped]>('skipped');
 
-/** Forwarded by the subject ledger: a fact of any kind on the subject reached the watcher. */
+/**
+ * A fact on a subject as its router stores it (DESIGN 3.2): for stalls and `lastFactAt`, read from the router's history
+ * when an expectation decides, never forwarded.
+ */
 export interface SubjectFact {
+  subject: { type: string; id: string };
   factKey: string;
   observedAt: string;
+  /** When a bridge received it: it counts for the expectations raised before that instant. */
   receivedAt: string;
 }
-export const subjectFactSignal = defineSignal<[SubjectFact]>('subjectFact');
 
 /** An admin asks for a lapse task to be delivered again; the lapse is named by its delivery's messageId. */
 export interface ResendLapseRequest {
@@ -183,14 +187,44 @@ export interface RoutedKey {
   awaited?: boolean;
 }
 
+/** What a router remembers of one subject's facts across continue-as-new (the history reads start from it). */
+export interface CarriedSubject {
+  subject: { type: string; id: string };
+  /** The fact on the subject observed last, and the one received last (often the same). */
+  latest: SubjectFact;
+  lastReceived: SubjectFact;
+}
+
 export interface FactRouterInput {
-  /** Which router this is (0 to FACT_ROUTER_SHARDS - 1): it serves the keys that hash to it. */
+  /** Which router this is (0 to FACT_ROUTER_SHARDS - 1): it serves the keys and subjects that hash to it. */
   shard: number;
   /** ISO 8601 duration: how long a key's latest fact is kept for expectations raised after it. */
   retention: string;
-  /** `outbox`: the facts received but not yet forwarded, one per subscriber. */
-  carried?: { keys: RoutedKey[]; outbox?: Array<{ workflowId: string; fact: RoutedFact }> };
+  /**
+   * `outbox`: the facts received but not yet forwarded, one per subscriber. `subjects`: the subjects with facts lately;
+   * `subjectsForgottenThrough`: the latest receipt among the subjects the router let go of for want of room, so a
+   * history read knows when it cannot tell.
+   */
+  carried?: {
+    keys: RoutedKey[];
+    outbox?: Array<{ workflowId: string; fact: RoutedFact }>;
+    subjects?: CarriedSubject[];
+    subjectsForgottenThrough?: string;
+  };
 }
+
+/**
+ * Facts as a bridge stores them (DESIGN 3.2): one signal per router and request, answered once the server has stored
+ * it, with no worker. `facts`: those whose key this router serves (deduplicated, kept early, forwarded to whoever waits);
+ * `subjects`: those on subjects this router stores. A fact whose key and subject share a router is in both lists.
+ */
+export interface FactBatch {
+  facts?: Fact[];
+  subjects?: SubjectFact[];
+  /** The bridge's fact retention now (as RecordFactOptions.retention). */
+  retention?: string;
+}
+export const factsSignal = defineSignal<[FactBatch]>('facts');
 
 /**
  * A router's memo, read by the bridge before a raise (DescribeWorkflowExecution: no worker, no action): the keys with
@@ -246,33 +280,24 @@ export type RecordFactAnswer = 'recorded' | 'duplicate' | 'unawaited' | Forwarde
 export const recordFactUpdate = defineUpdate<RecordFactAnswer, [Fact, RecordFactOptions?]>('recordFact');
 
 /**
- * Expectations waiting on a key (to a fact router: `factKeys[i]` is the key of `workflowIds[i]`) or on the subject (to
- * a subject ledger: `factKeys[i]` is null for one that stays until it unsubscribes), sent by the bridge: one call and
- * one action per workflow, however many of a request's expectations it serves (a router's signal-with-start; a new
- * subject ledger's start input, SubjectLedgerInput.subscribe). A router forwards a key's retained fact to each.
+ * Expectations waiting on keys of one router (`factKeys[i]` is the key of `workflowIds[i]`), sent by the bridge before
+ * it answers `raised`: one signal-with-start per router, however many of a request's expectations it serves. The
+ * router forwards a key's retained fact to each.
  */
 export interface Subscribe {
   workflowIds: string[];
-  /** For each subscriber, the fact key it leaves a subject ledger on (null: none). */
   factKeys?: Array<string | null>;
-  /** The fact retention (ISO 8601): a subject ledger lets a subscriber leave at once on a key seen in half of it. */
-  retention?: string;
 }
 export const subscribeSignal = defineSignal<[Subscribe]>('subscribe');
-/**
- * An expectation leaves a ledger. To its subject ledger, one satisfied by a fact that named no subject (or another)
- * brings that fact as `heard`: a fact that satisfies an expectation is a fact on its subject (DESIGN 3.2), for the
- * other expectations on the subject too. The same signal, so it costs nothing more.
- */
+/** An expectation leaves its fact router (it ended, or it took its fact from a caller). */
 export interface Unsubscribe {
   workflowId: string;
-  heard?: SubjectFact;
 }
 export const unsubscribeSignal = defineSignal<[Unsubscribe]>('unsubscribe');
 
 /**
- * How full a ledger (fact or subject) is: its subscribers and the bound past which it withdraws a newcomer, the
- * facts waiting to be forwarded (at most one per subscriber) and, for a fact ledger, its dedupe window.
+ * How full a key is in its router: its subscribers and the bound past which it withdraws a newcomer, the facts
+ * waiting to be forwarded (at most one per subscriber) and its dedupe window.
  */
 export interface LedgerLoad {
   subscribers: number;
@@ -280,29 +305,8 @@ export interface LedgerLoad {
   outbox: number;
   seen?: number;
 }
-export const ledgerLoadQuery = defineQuery<LedgerLoad>('ledgerLoad');
-
-/** One key's load in its fact router (as ledgerLoad for a subject ledger): for operators and tests, never on a request's path. */
+/** One key's load in its fact router: for operators and tests, never on a request's path. */
 export const keyLoadQuery = defineQuery<LedgerLoad, [string]>('keyLoad');
-
-// ── subject ledger (`subject:<type>:<id>`) ─────────────────────────────────────────────────────────────────
-
-export interface SubjectLedgerInput {
-  subject: { type: string; id: string };
-  /** The first subscription, from the start that creates the ledger (a signal brings the later ones). */
-  subscribe?: Subscribe;
-  /** `outbox`: the latest fact not yet forwarded to each subscriber. */
-  carried?: {
-    subscribers: Array<{ workflowId: string; factKey?: string }>;
-    lastFactAt?: string;
-    outbox?: Array<{ workflowId: string; fact: SubjectFact }>;
-    /** The fact keys seen lately and when (epoch ms, workflow time), oldest first. */
-    recentKeys?: Array<[string, number]>;
-  };
-}
-
-/** A fact on the subject (started by expectations only; a fact never starts it). */
-export const subjectObservedSignal = defineSignal<[SubjectFact]>('subjectObserved');
 
 // ── memos (read by the bridge from DescribeWorkflowExecution: no worker, no billable action) ───────────────
 

@@ -82,15 +82,11 @@ export function deadlineSummary(deadline: Deadline): string {
   return `late window ends at ${at}`;
 }
 
-/** The summary of the activity that subscribes the expectation to a fact or subject ledger. */
+/** The summary of the activity that subscribes the expectation to its fact router. */
 export const subscribeSummary = (ledgerWorkflowId: string): string => `subscribe to ${ledgerWorkflowId}`;
 
 /** The summary of the activity that registers a dependent with its anchor. */
 export const linkAnchorSummary = (anchorWorkflowId: string): string => `link to anchor ${anchorWorkflowId}`;
-
-/** The summary of the activity that reads a subject ledger's history before a stalled lapse. */
-export const stallCheckSummary = (ledgerWorkflowId: string): string =>
-  `read ${ledgerWorkflowId} for facts not yet sent on, before a stall`;
 
 /** The summary of the activity that delivers a lapse task (`resend`: which resend an admin asked for, if one). */
 export const deliverLapseSummary = (lapse: LapseKind, agentId: string, resend?: number): string =>

@@ -59,16 +59,21 @@ export interface AppSettings {
   quotas?: QuotaSettings;
   /**
    * How long a request may wait for a slow Temporal (WATCHER_TEMPORAL_WAIT, ms; default DEFAULT_TEMPORAL_WAIT_MS):
-   * every Temporal call of the request shares this deadline, and the workflows settle a deadline this long (plus a
-   * margin) before they lapse, for the facts a bridge may still be carrying.
+   * every Temporal call of the request shares this deadline.
    */
   temporalWaitMs?: number;
+  /**
+   * How long a request's facts may take to be stored before it is answered 503 (WATCHER_FACT_WAIT, ms; default
+   * DEFAULT_FACT_WAIT_MS): a fact counts from its reception only when stored within it, so the workflows settle a
+   * deadline this long, plus a margin, before they lapse (DESIGN 3.2).
+   */
+  factWaitMs?: number;
   /** Signs the list's page tokens (WATCHER_PAGE_TOKEN_SECRET), so that every bridge of a deployment takes the others'. */
   pageTokenSecret?: string;
   /**
    * The settle interval the workflows wait at a deadline before they lapse (ISO 8601 duration); default
-   * settleIntervalOf(temporalWaitMs). Shorter than the request wait, a fact a slow Temporal held back past a deadline
-   * can find it lapsed: for tests and demos that want lapses soon, never for the bench or a deployment.
+   * settleIntervalOf(factWaitMs). Shorter than the fact wait, a fact a slow Temporal held back past a deadline can
+   * find it lapsed: for tests that want lapses at once, never for the bench or a deployment.
    */
   settle?: string;
   /**
@@ -82,12 +87,14 @@ export interface AppSettings {
 export const DEFAULT_TEMPORAL_WAIT_MS = 30_000;
 /** Requests served at once unless WATCHER_MAX_REQUESTS_IN_FLIGHT says otherwise. */
 export const DEFAULT_MAX_REQUESTS_IN_FLIGHT = 256;
-/** What the settle interval adds to the request wait: the answer after the last call, and the forwards it caused. */
-const SETTLE_MARGIN_MS = 5_000;
+/** How long a request's facts may take to be stored unless WATCHER_FACT_WAIT says otherwise. */
+export const DEFAULT_FACT_WAIT_MS = 2_000;
+/** What the settle interval adds to the fact wait: the clocks of the bridge and the worker, and the read's own time. */
+const SETTLE_MARGIN_MS = 1_000;
 
-/** The settle interval the workflows of a bridge with this request wait get (ISO 8601 duration). */
-export function settleIntervalOf(temporalWaitMs: number): string {
-  return `PT${(temporalWaitMs + SETTLE_MARGIN_MS) / 1000}S`;
+/** The settle interval the workflows of a bridge with this fact wait get (ISO 8601 duration). */
+export function settleIntervalOf(factWaitMs: number): string {
+  return `PT${(factWaitMs + SETTLE_MARGIN_MS) / 1000}S`;
 }
 
 export interface AppDeps {
@@ -129,6 +136,7 @@ const BODY_LIMIT = '1mb';
 function createServices(deps: AppDeps) {
   const metrics = deps.metrics ?? createMetrics();
   const temporalWaitMs = deps.settings.temporalWaitMs ?? DEFAULT_TEMPORAL_WAIT_MS;
+  const factWaitMs = deps.settings.factWaitMs ?? DEFAULT_FACT_WAIT_MS;
   const maxInFlight = deps.settings.maxRequestsInFlight ?? DEFAULT_MAX_REQUESTS_IN_FLIGHT;
   // A short call of its own for the probe and /readyz: they must answer while the request calls wait.
   const quickCall = createTemporalCall(deps.client, 2_000);
@@ -158,6 +166,15 @@ function createServices(deps: AppDeps) {
     return worker.ready ? undefined : new WorkerUnavailableError(worker.reason);
   };
   const call = createTemporalCall(deps.client, temporalWaitMs, { probe });
+  // Facts are stored by the server alone: their call is given up early only when Temporal does not answer at all.
+  const factCall = createTemporalCall(deps.client, factWaitMs, {
+    probe: async () =>
+      (await isReachable())
+        ? undefined
+        : new TemporalUnavailableError(
+            'Temporal does not answer; nothing was half-applied that a retry of the same request would not complete',
+          ),
+  });
   const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });
   const cards = createCardResolver({ fetch: cardFetch, cacheSeconds: deps.settings.cardCacheSeconds });
   const statistics = createStatisticsService({ client: deps.client, namespace: deps.namespace, call });
@@ -167,12 +184,14 @@ function createServices(deps: AppDeps) {
     settings: {
       ...deps.settings,
       maxClockSkew: deps.settings.maxClockSkew ?? DEFAULT_MAX_CLOCK_SKEW,
-      settle: deps.settings.settle ?? settleIntervalOf(temporalWaitMs),
+      factWaitMs,
+      settle: deps.settings.settle ?? settleIntervalOf(factWaitMs),
     },
     quotas: deps.settings.quotas,
     now: deps.now,
     cards,
     call,
+    factCall,
     metrics,
     logger: deps.logger,
     observedNeed: statistics.observedNeed,

@@ -12,7 +12,7 @@ import {
   expectationParamsSchema,
   expectationPageSchema,
   factsBodySchema,
-  FACT_WAIT_MS,
+  FACT_TAKEN_WAIT_MS,
   factsQuerySchema,
   factsResultSchema,
   healthSchema,
@@ -157,7 +157,9 @@ export const operations: readonly OperationSpec[] = [
     summary: 'Report facts from a feed that does not speak A2A',
     description:
       'Each fact is recorded with `source` = the principal; a different `source` in the payload is kept as `claimedSource`. ' +
-      `With \`wait=true\` the answer waits (at most ${FACT_WAIT_MS / 1000} s) until the expectations waiting on each new fact have taken it, and ` +
+      'A fact is answered `accepted` once Temporal has stored it (no worker needed): it counts from when the bridge received it, ' +
+      'provided it was stored within WATCHER_FACT_WAIT; otherwise the request is answered 503 and the fact counts from the retry. ' +
+      `With \`wait=true\` the answer waits (at most ${FACT_TAKEN_WAIT_MS / 1000} s) until the expectations waiting on each new fact have taken it, and ` +
       'lists under `expectations` those the principal may read, with the state the fact left them in; `awaitedBy` counts all of them.',
     roles: { agent: '', reporter: '' },
     query: factsQuerySchema,

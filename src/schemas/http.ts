@@ -16,7 +16,7 @@ export const factsBodySchema = z.object({
 });
 
 /** How long `POST /v1/facts?wait=true` waits, at most, for the expectations a fact was sent on to. */
-export const FACT_WAIT_MS = 5_000;
+export const FACT_TAKEN_WAIT_MS = 5_000;
 
 /** `POST /v1/facts` query string. */
 export const factsQuerySchema = z.object({
@@ -25,8 +25,9 @@ export const factsQuerySchema = z.object({
     .transform((value) => value === 'true')
     .optional()
     .describe(
-      `true: answer once the expectations waiting on each fact have taken it (at most ${FACT_WAIT_MS / 1000} s), ` +
-        'listing those the principal may read with their state',
+      `true: answer once the expectations waiting on each fact have taken it (at most ${FACT_TAKEN_WAIT_MS / 1000} s), ` +
+        'listing those the principal may read with their state; `recorded` or `duplicate`, an answer that needs a worker. ' +
+        'Without it a fact is answered `accepted` once Temporal has stored it, with no worker',
     ),
 });
 
@@ -181,7 +182,11 @@ export const factTakenSchema = z.object({
 
 export const factResultSchema = z.object({
   factKey: z.string(),
-  result: z.enum(['recorded', 'duplicate']),
+  /**
+   * `accepted`: Temporal stored the fact; it is routed, deduplicated and counted from its reception (DESIGN 3.2), and
+   * no worker was needed to answer. With `wait=true`, what it did: `recorded` (new) or `duplicate` (a re-delivery).
+   */
+  result: z.enum(['accepted', 'recorded', 'duplicate']),
   /**
    * With `wait=true`, for a fact recorded now: the expectations that waited on its key and took it within the wait,
    * those the principal may read (reader, admin, or the agent that raised them), with the state it left them in.

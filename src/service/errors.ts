@@ -85,6 +85,14 @@ export class TemporalBusyError extends TemporalUnavailableError {
   override readonly retryAfterSeconds: number = 2;
 }
 
+/**
+ * Temporal did not store a request's facts within the fact wait (WATCHER_FACT_WAIT): they may count only from the
+ * retry that succeeds (DESIGN 3.2), so the answer is 503 with a short `Retry-After`.
+ */
+export class FactNotStoredError extends TemporalUnavailableError {
+  override readonly retryAfterSeconds: number = 1;
+}
+
 /** The bridge is at its bound of requests in flight (WATCHER_MAX_REQUESTS_IN_FLIGHT): refused before any work. */
 export class BridgeBusyError extends TemporalUnavailableError {
   override readonly retryAfterSeconds: number = 1;

@@ -5,7 +5,7 @@
  */
 import type { Principal } from '../auth/principals.js';
 import type { Expectation, Fact } from '../../core/schemas/extension.js';
-import { FACT_WAIT_MS } from '../schemas/http.js';
+import { FACT_TAKEN_WAIT_MS } from '../schemas/http.js';
 import type { ExpectationRecord, Origin } from '../../core/schemas/record.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import {
@@ -14,12 +14,20 @@ import {
   registerExpectation,
   registerExpectations,
   startExpectationWorkflow,
+  storeFacts,
   withdrawExpectation,
   withdrawSuperseded,
 } from '../temporal/expectations.js';
-import { expectationLinks, subjectLedgerWorkflowId } from '../../core/ids.js';
+import { expectationLinks, subjectRouterWorkflowId } from '../../core/ids.js';
 import { settled } from '../temporal/settled.js';
-import { ConflictError, joinPath, type FieldError } from './errors.js';
+import {
+  ConflictError,
+  FactNotStoredError,
+  joinPath,
+  TemporalBusyError,
+  TemporalUnavailableError,
+  type FieldError,
+} from './errors.js';
 import { type createLateFactCheck } from './late-facts.js';
 import { sameContent, type IngestPlan, type PlannedExpectation } from './ingest-plan.js';
 import { canRead } from './records.js';
@@ -36,7 +44,7 @@ export function chainsOf(facts: readonly Fact[]): number[][] {
   const firstOf = new Map<string, number>();
   facts.forEach((fact, i) => {
     // By key, not by router: the facts of one key keep their order; a router takes many keys' facts at once.
-    const ledgers = [factLoadKey(fact.factKey), ...(fact.subject ? [subjectLedgerWorkflowId(fact.subject)] : [])];
+    const ledgers = [factLoadKey(fact.factKey), ...(fact.subject ? [subjectRouterWorkflowId(fact.subject, '')] : [])];
     for (const ledger of ledgers) {
       const first = firstOf.get(ledger);
       if (first === undefined) firstOf.set(ledger, i);
@@ -181,7 +189,7 @@ async function reregister(ctx: Applier, principal: Principal, origin: Origin, ex
 }
 
 /**
- * `wait=true`: the expectations the ledger sent the fact on to, once they have taken it (at most FACT_WAIT_MS),
+ * `wait=true`: the expectations the ledger sent the fact on to, once they have taken it (at most FACT_TAKEN_WAIT_MS),
  * those the principal may read. A ledger that nobody waited on names none (0); one of a worker from before
  * `listForwarded` names none either, though some waited: then the answer says nothing about them (no fields).
  */
@@ -192,7 +200,7 @@ async function takenBy(
   { awaited, forwardedTo = [] }: { awaited: boolean; forwardedTo?: string[] },
 ) {
   if (awaited && forwardedTo.length === 0) return {};
-  const deadline = (ctx.deps.now ?? Date.now)() + FACT_WAIT_MS;
+  const deadline = (ctx.deps.now ?? Date.now)() + FACT_TAKEN_WAIT_MS;
   const taken = forwardedTo.length > 0 ? await awaitFactTaken(ctx.deps.client, forwardedTo, fact, deadline) : [];
   const readable = taken.filter(({ agentId }) => canRead(principal) || agentId === principal.id);
   return {
@@ -232,10 +240,38 @@ async function recordFact(
 }
 
 /**
- * The request's facts, their results in its order. Facts that share a ledger (a key or a subject) are recorded
- * one after the other in the request's order, so every ledger sees them as sent; the others go together, as many
- * chains at once as the request's share of RAISES_IN_FLIGHT. After a failure no further fact is begun, and the
- * error is thrown once the chains under way have stopped.
+ * The request's facts stored in their routers (DESIGN 3.2): one signal per router, all at once, answered `accepted`
+ * once the server has stored them, with no worker and no visibility call. A request whose facts are not all stored
+ * within the fact wait is answered 503: a retry stores them again, and the routers deduplicate what was stored twice.
+ */
+async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string): Promise<IngestResult['facts']> {
+  const stamped = facts.map((fact) => ({ ...fact, receivedAt }));
+  const waitMs = ctx.deps.settings.factWaitMs ?? DEFAULT_FACT_WAIT_MS;
+  const settings = { factRetention: ctx.deps.settings.factRetention };
+  const call = ctx.deps.factCall ?? ctx.deps.call;
+  try {
+    await call(() => storeFacts(ctx.deps.client, ctx.deps.taskQueue, stamped, settings), waitMs);
+  } catch (error) {
+    // Overloaded (RESOURCE_EXHAUSTED) says so; a wait that ran out is this rule's own 503.
+    if (error instanceof TemporalBusyError || !(error instanceof TemporalUnavailableError)) throw error;
+    throw new FactNotStoredError(
+      `Temporal did not store the request's ${facts.length} fact(s) within the fact wait (${waitMs} ms, ` +
+        'WATCHER_FACT_WAIT); send the same request again: a fact counts from the reception that is stored in time, ' +
+        'and one stored twice is recognised as a re-delivery',
+    );
+  }
+  ctx.deps.metrics?.factsRecorded.inc(facts.length);
+  return facts.map((fact) => ({ factKey: fact.factKey, result: 'accepted' as const }));
+}
+
+/** How long a request's facts may take to be stored unless the settings say otherwise (WATCHER_FACT_WAIT). */
+const DEFAULT_FACT_WAIT_MS = 2_000;
+
+/**
+ * The request's facts, their results in its order. Without `wait`, all stored at once (storeAll). With it, facts that
+ * share a ledger (a key or a subject) are recorded one after the other in the request's order, so every router sees
+ * them as sent; the others go together, as many chains at once as the request's share of RAISES_IN_FLIGHT. After a
+ * failure no further fact is begun, and the error is thrown once the chains under way have stopped.
  */
 async function recordFacts(
   ctx: Applier,
@@ -244,6 +280,8 @@ async function recordFacts(
   wait: boolean,
   receivedAt: string,
 ): Promise<IngestResult['facts']> {
+  if (facts.length === 0) return [];
+  if (!wait) return storeAll(ctx, facts, receivedAt);
   const results: IngestResult['facts'] = [];
   const chains = chainsOf(facts);
   let next = 0;
@@ -301,7 +339,10 @@ export async function apply(
       ...(warned ? { warnings: warned } : {}),
     });
   }
-  result.facts = await recordFacts(ctx, principal, plan.facts, wait, receivedAt);
+  // A fact is received when the bridge turns to it, after the request's raises: it counts for all of them (DESIGN 3.2),
+  // and the fact wait runs from here, not from the raises' own wait.
+  const factsReceivedAt = plan.expectations.length > 0 ? new Date().toISOString() : receivedAt;
+  result.facts = await recordFacts(ctx, principal, plan.facts, wait, factsReceivedAt);
   for (const { expectationId, reason } of plan.withdraw) {
     const outcome = await ctx.deps.call(() => withdrawExpectation(ctx.deps.client, expectationId, { reason }));
     if (outcome === 'withdrawn') ctx.deps.metrics?.withdrawals.inc();

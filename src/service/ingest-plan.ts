@@ -6,13 +6,7 @@
  */
 import { z } from 'zod';
 import { addDuration, LATEST_INSTANT_MS } from '../../core/duration.js';
-import {
-  MAX_AGENT_SHARE,
-  MAX_DEPENDENTS,
-  MAX_FACT_LEDGER_SUBSCRIBERS,
-  MAX_SUBJECT_LEDGER_SUBSCRIBERS,
-  RACE_ROOM,
-} from '../../core/limits.js';
+import { MAX_AGENT_SHARE, MAX_DEPENDENTS, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM } from '../../core/limits.js';
 import type { AgentCardInfo } from '../../activities/agent-card/card.js';
 import { hasRole, type Principal } from '../auth/principals.js';
 import {
@@ -21,7 +15,6 @@ import {
   type Expectation,
   type Fact,
   type ReportedFact,
-  type Subject,
 } from '../../core/schemas/extension.js';
 import type { ExpectationRecord, Origin } from '../../core/schemas/record.js';
 import { checkDeclaration, checkKind } from './card-rules.js';
@@ -79,11 +72,9 @@ export interface PlanSettings {
  */
 export interface Occupancy {
   factKey(factKey: string): number;
-  subject(subject: Subject): number;
   anchor(expectationId: string): number;
-  /** The raising agent's own among `factKey`'s and `subject`'s (0 when they could not exceed MAX_AGENT_SHARE). */
+  /** The raising agent's own among `factKey`'s (0 when they could not exceed MAX_AGENT_SHARE). */
   ownFactKey(factKey: string): number;
-  ownSubject(subject: Subject): number;
 }
 
 export interface PlanInput {
@@ -199,10 +190,8 @@ export function planIngest(input: PlanInput): IngestPlan {
     for (const [id, record] of input.records) if (record) known.set(id, record.expectation);
     const joining: Joining = {
       factKeys: new Map(),
-      subjects: new Map(),
       anchors: new Map(),
       ownFactKeys: new Map(),
-      ownSubjects: new Map(),
     };
     for (const item of items) {
       if (item.action === 'raise') {
@@ -335,14 +324,10 @@ function checkSupersedes(
 /** How many of this request's raises join each ledger and anchor so far. */
 interface Joining {
   factKeys: Map<string, number>;
-  subjects: Map<string, number>;
   anchors: Map<string, number>;
   /** The raising agent's own, for MAX_AGENT_SHARE. */
   ownFactKeys: Map<string, number>;
-  ownSubjects: Map<string, number>;
 }
-
-const subjectRef = (subject: Subject): string => JSON.stringify([subject.type, subject.id]);
 
 /** A place a raise would take past its bound: the bound and how many hold it now. */
 interface Place {
@@ -358,9 +343,10 @@ interface Where {
 }
 
 /**
- * A new raise joins its fact ledger, its subject ledger and its anchor's dependents: refused (422) when that would
- * take one of the last RACE_ROOM places of the bound the workflow keeps (core/limits.ts), counting what is there now
- * and what this request adds. A supersede on the same key or subject takes no place: its predecessor leaves it.
+ * A new raise joins its fact key's subscribers and its anchor's dependents: refused (422) when that would take one of
+ * the last RACE_ROOM places of the bound the workflow keeps (core/limits.ts), counting what is there now and what this
+ * request adds. A supersede on the same key takes no place: its predecessor leaves it. A subject has no bound: nothing
+ * is sent to the expectations on it (DESIGN 3.2), each reads its subject's facts when it decides.
  */
 function checkOccupancy(
   item: Extract<PlannedExpectation, { action: 'raise' }>,
@@ -378,7 +364,7 @@ function checkOccupancy(
     counts.set(key, (counts.get(key) ?? 0) + 1);
     return total > limit ? { limit, present: total - 1 } : undefined;
   };
-  // An agent's own share of a key or a subject is checked before the bound of all: past its share, the answer is
+  // An agent's own share of a key is checked before the bound of all: past its share, the answer is
   // about what it holds, whoever else waits there.
   const share = (counts: Map<string, number>, key: string, present: number) => {
     const total = present + (counts.get(key) ?? 0) + 1;
@@ -412,17 +398,6 @@ function checkOccupancy(
       join(joining.factKeys, key, occupancy.factKey(key), MAX_FACT_LEDGER_SUBSCRIBERS),
       'fact-key',
       { noun: 'key', own: waiting, all: `${waiting}, as many as the watcher lets wait on one key` },
-    );
-  }
-  if (!replaced || subjectRef(replaced.subject) !== subjectRef(e.subject)) {
-    const ref = subjectRef(e.subject);
-    const on = `are already on subject ${e.subject.type}/${e.subject.id}`;
-    refuse(
-      joinPath([...item.path, 'subject']),
-      share(joining.ownSubjects, ref, occupancy.ownSubject(e.subject)),
-      join(joining.subjects, ref, occupancy.subject(e.subject), MAX_SUBJECT_LEDGER_SUBSCRIBERS),
-      'subject',
-      { noun: 'subject', own: on, all: `${on}, as many as the watcher keeps on one subject` },
     );
   }
   const anchor = e.anchor?.expectationId;

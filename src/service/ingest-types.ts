@@ -14,8 +14,10 @@ export interface IngestSettings {
   maxLineage: number;
   /** How far in the future a fact's `observedAt` may be (ISO 8601 duration, WATCHER_MAX_CLOCK_SKEW). */
   maxClockSkew: string;
-  /** The workflows' settle interval (ExpectationSettings.settle): the bridge's request wait and a margin. */
+  /** The workflows' settle interval (ExpectationSettings.settle): the fact wait and a margin. */
   settle?: string;
+  /** How long a request's facts may take to be stored before a 503 (WATCHER_FACT_WAIT, ms); default 2,000. */
+  factWaitMs?: number;
 }
 
 export interface IngestDeps {
@@ -24,6 +26,10 @@ export interface IngestDeps {
   settings: IngestSettings;
   cards: CardResolver;
   call: TemporalCall;
+  /**
+   * The call that stores facts: no probe of the workers, as storing a fact needs none (DESIGN 3.2). Absent, `call`.
+   */
+  factCall?: TemporalCall;
   metrics?: WatcherMetrics;
   /** Where a fact that came after its expectation's late window is logged. */
   logger?: Logger;

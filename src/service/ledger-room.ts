@@ -1,14 +1,14 @@
 /**
- * Room on the ledgers before a raise (docs/raise-path.md, step 0): how full the fact keys, subjects and anchors of a
+ * Room on the routers before a raise (docs/raise-path.md, step 0): how full the fact keys and anchors of a
  * request's new expectations are, read from what the server holds (router memos, the visibility store) with no worker
  * and no billable action, plus the places this bridge's own requests hold (places.ts).
  */
 import { MAX_AGENT_SHARE, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED_KEY } from '../../core/limits.js';
-import type { Expectation, Subject } from '../../core/schemas/extension.js';
+import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import type { FactRouterMemo } from '../../workflows/messages.js';
-import { getFactRouterMemo, hasEnded, isRunning, dependentCount, workflowIdsOf } from '../temporal/expectations.js';
-import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
+import { getFactRouterMemo, hasEnded, dependentCount, workflowIdsOf } from '../temporal/expectations.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { settled } from '../temporal/settled.js';
 import { RuleViolationError } from './errors.js';
 import { type IngestPlan, type Occupancy } from './ingest-plan.js';
@@ -18,7 +18,7 @@ import type { IngestDeps } from './ingest-types.js';
 
 /**
  * How many expectations wait on each fact key (by factLoadKey; at most ROUTER_CROWDED_KEY - 1 where the key's router
- * does not list it) and on each subject (by subject ledger workflow id) of a request's expectations.
+ * does not list it) of a request's expectations.
  */
 export type LedgerLoads = ReadonlyMap<string, Load>;
 /**
@@ -31,35 +31,23 @@ export const factLoadKey = (factKey: string): string => `key:${factKey}`;
 /** The raising agent's own expectations among a load's (0 where it could not exceed its share). */
 const ownLoadKey = (loadKey: string): string => `own:${loadKey}`;
 
-/** Refused for a full fact key or subject: a bound that a stale read may have overstated. */
+/** Refused for a full fact key: a bound that a stale read may have overstated. */
 export const refusedForRoom = (error: unknown): boolean =>
-  error instanceof RuleViolationError &&
-  error.errors.some((e) => e.rule === 'fact-key-subscribers' || e.rule === 'subject-subscribers');
+  error instanceof RuleViolationError && error.errors.some((e) => e.rule === 'fact-key-subscribers');
 
-/** The places a plan's new expectations take on their fact keys and subjects. */
+/** The places a plan's new expectations take on their fact keys. */
 export const placesOf = (plan: IngestPlan) =>
   plan.expectations.flatMap((item) => {
     if (item.action !== 'raise') return [];
     const { expectation: e } = item;
-    const workflowId = expectationWorkflowId(e.expectationId);
-    return [
-      { loadKey: factLoadKey(e.satisfiedBy.factKey), workflowId },
-      { loadKey: subjectLedgerWorkflowId(e.subject), workflowId },
-    ];
+    return [{ loadKey: factLoadKey(e.satisfiedBy.factKey), workflowId: expectationWorkflowId(e.expectationId) }];
   });
 
-/** What the request's expectations bring to each fact key, and to each subject ledger (by its workflow id). */
+/** What the request's expectations bring to each fact key. */
 function tally(expectations: readonly Expectation[]) {
   const bringing = new Map<string, number>();
-  const subjects = new Map<string, Subject>();
-  const onSubject = new Map<string, number>();
-  for (const e of expectations) {
-    bringing.set(e.satisfiedBy.factKey, (bringing.get(e.satisfiedBy.factKey) ?? 0) + 1);
-    const id = subjectLedgerWorkflowId(e.subject);
-    subjects.set(id, e.subject);
-    onSubject.set(id, (onSubject.get(id) ?? 0) + 1);
-  }
-  return { bringing, subjects, onSubject };
+  for (const e of expectations) bringing.set(e.satisfiedBy.factKey, (bringing.get(e.satisfiedBy.factKey) ?? 0) + 1);
+  return { bringing };
 }
 
 /** The ledger reads of one bridge, and the places its requests hold. */
@@ -78,15 +66,15 @@ export class LedgerRoom {
   }
 
   /**
-   * How full the fact keys and subject ledgers of the request's expectations are, in parallel, asked while their
+   * How full the fact keys of the request's expectations are, in parallel, asked while their
    * records are looked up, and none with a worker or a billable action. A key's router lists in its memo the keys
    * with ROUTER_CROWDED_KEY waiting or more (one DescribeWorkflowExecution per router); a key it does not list has
    * fewer, which is all the plan needs unless this request alone brings that key near its bound: then the visibility
-   * store counts it. A subject ledger that runs is counted there too. Its failure is thrown where it is awaited, never
+   * store counts it. Its failure is thrown where it is awaited, never
    * as an unhandled rejection.
    */
   askLedgers(expectations: readonly Expectation[], agentId: string, exact = false): Promise<LedgerLoads> {
-    const { bringing, subjects, onSubject } = tally(expectations);
+    const { bringing } = tally(expectations);
     const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
     const memoOf = (factKey: string) => {
       const id = factRouterWorkflowId(factKey, this.deps.taskQueue);
@@ -112,18 +100,6 @@ export class LedgerRoom {
       const exactly = near(factLoadKey(factKey), estimate, bringing.get(factKey)!);
       return exactly ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { factKey }), factLoadKey(factKey)) : estimate;
     };
-    // A subject ledger that is not running forwards to nobody: one point read by id, and a count only if it runs.
-    const subjectLoad = async (id: string, subject: Subject): Promise<Load> => {
-      if (!(await this.deps.call(() => isRunning(this.deps.client, id)))) {
-        // Every expectation that was on it has left: the places this bridge still holds there are of raises in flight.
-        await this.dropEnded(id, new Set());
-        return 0;
-      }
-      const count = await countOf(ledgerOccupancyQuery(this.deps.taskQueue, { subject }));
-      return near(id, count, onSubject.get(id)!)
-        ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { subject }), id)
-        : count;
-    };
     // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
     // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount;
     // the places this bridge's own requests hold count too, as the memo may not show them yet.
@@ -145,13 +121,6 @@ export class LedgerRoom {
       const own = ownLoad(factLoadKey(factKey), load, brought, { factKey }, ROUTER_CROWDED_KEY);
       asks.push([factLoadKey(factKey), load], [ownLoadKey(factLoadKey(factKey)), own]);
     }
-    for (const [id, subject] of subjects) {
-      const load = subjectLoad(id, subject);
-      asks.push(
-        [id, load],
-        [ownLoadKey(id), ownLoad(id, load, onSubject.get(id)!, { subject }, Number.POSITIVE_INFINITY)],
-      );
-    }
     const asked = settled(asks.map(([, load]) => load)).then(
       (counts) => new Map(asks.map(([id], i) => [id, counts[i]!])),
     );
@@ -160,7 +129,7 @@ export class LedgerRoom {
   }
 
   /**
-   * Near a bound, or on a subject whose ledger has closed: a place this bridge holds for an expectation the store does
+   * Near a bound: a place this bridge holds for an expectation the store does
    * not list as open is either not shown yet or already ended (satisfied or withdrawn within PLACE_LAG_MS of its
    * raise). One point read each tells them apart (no worker, no billable action); the ended are let go, so that a
    * burst that raises, satisfies and raises again is not refused for places nobody holds.
@@ -196,10 +165,7 @@ export class LedgerRoom {
     return {
       // Read when the plan is made, with the places held by then (places.ts).
       factKey: (factKey) => this.withHeld(factLoadKey(factKey), ledgers.get(factLoadKey(factKey))),
-      subject: (subject) =>
-        this.withHeld(subjectLedgerWorkflowId(subject), ledgers.get(subjectLedgerWorkflowId(subject))),
       ownFactKey: (factKey) => sizeOf(ledgers.get(ownLoadKey(factLoadKey(factKey)))),
-      ownSubject: (subject) => sizeOf(ledgers.get(ownLoadKey(subjectLedgerWorkflowId(subject)))),
       anchor: (id) => anchors.get(id) ?? 0,
     };
   }

@@ -10,21 +10,22 @@ import {
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
-import { shardOf } from '../../core/fact-shards.js';
-import type { Fact, Subject } from '../../core/schemas/extension.js';
+import { shardOf, subjectShardOf } from '../../core/fact-shards.js';
+import type { Fact } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { initialRecord } from '../../workflows/expectation-manager.js';
 import {
   recordFactUpdate,
-  subjectObservedSignal,
+  factsSignal,
   factTakenOf,
+  type FactBatch,
+  type SubjectFact,
   type FactRouterMemo,
   takeFactUpdate,
   withdrawUpdate,
   type FactTaken,
-  type RecordFactAnswer,
   type ExpectationInput,
   type ExpectationMemo,
   type WithdrawRequest,
@@ -42,10 +43,10 @@ import {
   expectationWorkflowId,
   factRouterWorkflowId,
   keywordValue,
+  routerWorkflowId,
   subjectKey,
-  subjectLedgerWorkflowId,
 } from '../../core/ids.js';
-import { registerAllWithLedgers } from './registration.js';
+import { groupBy, registerAllWithLedgers } from './registration.js';
 
 /** How a raise starts: 'exists' when the id is taken (running or closed); `now` is the raise instant's clock. */
 type Start = (
@@ -56,8 +57,8 @@ type Start = (
 ) => Promise<'raised' | 'exists'>;
 
 /**
- * Raises an expectation (docs/raise-path.md): starts its workflow, then subscribes it to its fact and subject
- * ledgers, so that when this returns 'raised' every fact recorded afterwards reaches it. An id already used
+ * Raises an expectation (docs/raise-path.md): starts its workflow, then subscribes it to its fact router, so that
+ * when this returns 'raised' every fact stored afterwards reaches it. An id already used
  * (running or closed) answers 'exists' and starts nothing; `registerExpectation` completes an interrupted raise.
  */
 export const startExpectation: Start = async (client, taskQueue, input, options = {}) => {
@@ -129,15 +130,12 @@ export const startExpectationWorkflow: Start = async (client, taskQueue, input, 
   return 'raised';
 };
 
-/** Subscribes a raised expectation to its ledgers; idempotent, so a re-delivered raise completes an interrupted one. */
+/** Subscribes a raised expectation to its router; idempotent, so a re-delivered raise completes an interrupted one. */
 export function registerExpectation(client: Client, taskQueue: string, input: ExpectationInput): Promise<void> {
   return registerExpectations(client, taskQueue, [input]);
 }
 
-/**
- * Subscribes raised expectations to their ledgers, one call per ledger (registration.ts); `running` names ledgers
- * seen running a moment ago, which are signalled without a start first. Idempotent.
- */
+/** Subscribes raised expectations to their routers, one call per router (registration.ts). Idempotent. */
 export function registerExpectations(
   client: Client,
   taskQueue: string,
@@ -146,10 +144,7 @@ export function registerExpectations(
   const registrations = inputs.map(({ expectation: e, links, settings }) => ({
     subscriber: links.self,
     factRouter: links.factRouter,
-    subjectLedger: links.subjectLedger,
     factKey: e.satisfiedBy.factKey,
-    subject: e.subject,
-    leavesSubjectOnFact: e.horizon === undefined,
     retention: settings.factRetention,
   }));
   return registerAllWithLedgers(client, taskQueue, registrations);
@@ -270,17 +265,57 @@ export async function isRunning(client: Client, workflowId: string): Promise<boo
 }
 
 /**
- * How long after a bridge first received a fact a re-delivery of it is taken for the retry of a request that may
- * have been interrupted between the router and the subject ledger, and told to the ledger again (with the first
- * receipt, so it counts from then). Later, it is a fact sent again, which changes nothing anywhere (DESIGN 3.2).
+ * Stores facts in their routers (DESIGN 3.2): each fact in the router of its key, and in the router of its subject
+ * when it names one, one signal-with-start per router carrying all of them in the request's order (a fact whose key and
+ * subject share a router is one signal). Answered by the server once stored, with no worker; the start happens once
+ * per router, ever. With `keys: false` only the subjects are stored (the facts' keys went by recordFact).
  */
-export const RETRY_WINDOW_MS = 10 * 60_000;
+export async function storeFacts(
+  client: Client,
+  taskQueue: string,
+  facts: readonly Fact[],
+  settings: { factRetention: string },
+  { keys = true }: { keys?: boolean } = {},
+): Promise<void> {
+  const entries: Array<{ shard: number; fact?: Fact; subject?: SubjectFact }> = [];
+  const stampedAt = new Date().toISOString();
+  for (const fact of facts) {
+    if (keys)
+      entries.push({ shard: shardOf(fact.factKey), fact: { ...fact, receivedAt: fact.receivedAt ?? stampedAt } });
+    if (fact.subject) {
+      const { factKey, observedAt, receivedAt } = fact;
+      const subject = { subject: { type: fact.subject.type, id: fact.subject.id }, factKey, observedAt };
+      entries.push({
+        shard: subjectShardOf(fact.subject),
+        subject: { ...subject, receivedAt: receivedAt ?? stampedAt },
+      });
+    }
+  }
+  const retention = settings.factRetention;
+  await Promise.all(
+    [...groupBy(entries, (entry) => String(entry.shard))].map(([, group]) => {
+      const shard = group[0]!.shard;
+      const batch: FactBatch = {
+        facts: group.flatMap((entry) => (entry.fact ? [entry.fact] : [])),
+        subjects: group.flatMap((entry) => (entry.subject ? [entry.subject] : [])),
+        retention,
+      };
+      return client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
+        workflowId: routerWorkflowId(shard, taskQueue),
+        taskQueue,
+        args: [{ shard, retention }],
+        signal: factsSignal,
+        signalArgs: [batch],
+        staticSummary: `fact router ${shard}`,
+      });
+    }),
+  );
+}
 
 /**
- * Records a fact in its key's router (an update; the first fact of a router starts it), then on its subject's
- * ledger when one exists, unless the router knew it already from before RETRY_WINDOW_MS: a fact sent again is no
- * fact on the subject. Nothing else is started, whether anyone waits on the key or not. Idempotent: a retry
- * completes whatever an interrupted call left undone.
+ * Records a fact in its key's router (an update, answered by a worker: whether it was new, and who it went to; the
+ * first fact of a router starts it), then stores it on its subject's router unless it was a re-delivery. Nothing else
+ * is started, whether anyone waits on the key or not. Idempotent: a retry completes what an interrupted call left.
  */
 export async function recordFactRouted(
   client: Client,
@@ -294,45 +329,24 @@ export async function recordFactRouted(
   // Listed, the forwarded expectations get the fact from the caller first (awaitFactTaken), the router's signal later.
   const options = {
     tellUnawaited: true,
-    tellFirstReceipt: true,
     retention: settings.factRetention,
     ...(listForwarded ? { listForwarded, callerDelivers: true } : {}),
   };
   // A new operation per attempt: an executed one cannot be reused. The start happens once per router, ever.
-  const toRouter = (): Promise<RecordFactAnswer> =>
-    resentIfAborted(() =>
-      client.workflow.executeUpdateWithStart(recordFactUpdate, {
-        args: [fact, options],
-        startWorkflowOperation: new WithStartWorkflowOperation<typeof factRouterWorkflow>('factRouterWorkflow', {
-          workflowId,
-          taskQueue,
-          args: [{ shard, retention: settings.factRetention }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          staticSummary: `fact router ${shard}`,
-        }),
+  const answer = await resentIfAborted(() =>
+    client.workflow.executeUpdateWithStart(recordFactUpdate, {
+      args: [fact, options],
+      startWorkflowOperation: new WithStartWorkflowOperation<typeof factRouterWorkflow>('factRouterWorkflow', {
+        workflowId,
+        taskQueue,
+        args: [{ shard, retention: settings.factRetention }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        staticSummary: `fact router ${shard}`,
       }),
-    );
-  const toSubject = async (subject: Subject, receivedAt: string): Promise<void> => {
-    try {
-      await client.workflow.getHandle(subjectLedgerWorkflowId(subject)).signal(subjectObservedSignal, {
-        factKey: fact.factKey,
-        observedAt: fact.observedAt,
-        receivedAt,
-      });
-    } catch (error) {
-      // No expectation on the subject: a fact never starts its ledger.
-      if (!(error instanceof WorkflowNotFoundError)) throw error;
-    }
-  };
-  // The router first: whether the fact is new decides whether the subject hears of it (one quick signal after it).
-  const answer = await toRouter();
-  const firstReceivedAt =
-    typeof answer === 'object' && answer.result === 'duplicate' ? answer.firstReceivedAt : undefined;
-  const receivedAt = firstReceivedAt ?? fact.receivedAt ?? new Date().toISOString();
-  const resent =
-    answer === 'duplicate' ||
-    (firstReceivedAt !== undefined && Date.now() - Date.parse(firstReceivedAt) > RETRY_WINDOW_MS);
-  if (fact.subject && !resent) await toSubject(fact.subject, receivedAt);
+    }),
+  );
+  const duplicate = answer === 'duplicate' || (typeof answer === 'object' && answer.result === 'duplicate');
+  if (fact.subject && !duplicate) await storeFacts(client, taskQueue, [fact], settings, { keys: false });
   if (typeof answer === 'object') {
     return answer.result === 'duplicate'
       ? { result: 'duplicate', awaited: true }

@@ -21,6 +21,7 @@ import {
   SchemaError,
   TemporalBusyError,
   BridgeBusyError,
+  FactNotStoredError,
   TemporalUnavailableError,
   TooManyItemsError,
   UnauthenticatedError,
@@ -69,6 +70,7 @@ const kinds = new Map<abstract new (...args: never[]) => KnownError, ProblemKind
   // After its parent class: the last class an error is an instance of gives its kind.
   [TemporalBusyError, { slug: 'temporal-busy', status: 503, title: 'Temporal is overloaded' }],
   [BridgeBusyError, { slug: 'bridge-busy', status: 503, title: 'The bridge is at its bound of requests in flight' }],
+  [FactNotStoredError, { slug: 'fact-not-stored', status: 503, title: 'Temporal did not store the facts in time' }],
   [WorkerUnavailableError, { slug: 'worker-unavailable', status: 503, title: 'No worker polls the task queue' }],
 ]);
 const internal: ProblemKind = { slug: 'internal', status: 500, title: 'Internal error' };

@@ -4,7 +4,6 @@
  * Every expectation here is due far ahead: nothing lapses.
  */
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import type { Expectation, Fact } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
@@ -12,15 +11,17 @@ import {
   getExpectationRecord,
   recordFact,
   startExpectation,
+  storeFacts,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
 import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
-import { factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
+import { factRouterWorkflowId, subjectRouterWorkflowId } from '../../core/ids.js';
+import type { FactBatch } from '../../workflows/messages.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
 import { expectationInput } from '../support/expectations.js';
 import { unique } from '../support/ids.js';
-import { untilRecord, untilTrue } from '../support/poll.js';
+import { untilRecord } from '../support/poll.js';
 import { routerEventsOf } from '../support/routers.js';
 import { useWatcherWorker } from '../support/watcher.js';
 
@@ -62,16 +63,6 @@ function fact(factKey: string, extra: Partial<Fact> = {}): Fact {
 /** Polls the record until `accept` holds (10 s). */
 const until = (id: string, accept: (record: ExpectationRecord) => boolean) =>
   untilRecord((recordId) => getExpectationRecord(client, recordId), id, accept, { timeoutMs: 10_000, intervalMs: 100 });
-
-async function ledgerExists(workflowId: string): Promise<boolean> {
-  try {
-    await client.workflow.getHandle(workflowId).describe();
-    return true;
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return false;
-    throw error;
-  }
-}
 
 describe('recordFact', () => {
   it('satisfies the expectation waiting on the key, through the ledger', async () => {
@@ -147,19 +138,25 @@ describe('recordFact', () => {
     });
   });
 
-  it('records a fact with a subject on the subject ledger only when it exists', async () => {
+  it("stores a fact with a subject in its subject's router of this task queue, one signal, no workflow of its own", async () => {
     const subject = { type: 'shipment', id: unique('S') };
-    await recordFact(client, taskQueue, fact(unique('scan'), { subject }), { factRetention: 'PT0S' });
-    expect(await ledgerExists(subjectLedgerWorkflowId(subject))).toBe(false);
+    const scan = { ...fact(unique('scan'), { subject }), receivedAt: new Date().toISOString() };
+    await storeFacts(client, taskQueue, [scan], { factRetention: 'PT0S' });
 
-    const { expectation } = await raise(expectationOn(subject.id));
-    await untilTrue(() => ledgerExists(subjectLedgerWorkflowId(subject)), { timeoutMs: 10_000, intervalMs: 100 });
-    const scan = fact(unique('scan'), { subject });
-    await recordFact(client, taskQueue, scan, { factRetention: 'PT0S' });
-
-    expect((await until(expectation.expectationId, (r) => r.lastFactAt !== undefined)).lastFactAt).toBe(
-      scan.observedAt,
-    );
+    const router = subjectRouterWorkflowId(subject, taskQueue);
+    const { events } = await client.workflow.getHandle(router).fetchHistory();
+    const stored = (events ?? []).flatMap((event) => {
+      const signaled = event.workflowExecutionSignaledEventAttributes;
+      const data = signaled?.signalName === 'facts' ? signaled.input?.payloads?.[0]?.data : undefined;
+      return data ? ((JSON.parse(Buffer.from(data).toString('utf8')) as FactBatch).subjects ?? []) : [];
+    });
+    expect(stored).toContainEqual({
+      subject,
+      factKey: scan.factKey,
+      observedAt: scan.observedAt,
+      receivedAt: scan.receivedAt,
+    });
+    expect(router.startsWith(`facts:${taskQueue}:`)).toBe(true);
   });
 });
 

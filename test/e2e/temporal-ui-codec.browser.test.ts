@@ -122,7 +122,7 @@ afterAll(async () => {
   await browser?.close();
   if (twin) {
     const links = expectationLinks(twin, `${taskQueue}-unpolled`);
-    for (const id of [links.self, links.factRouter, links.subjectLedger]) {
+    for (const id of [links.self, links.factRouter, links.subjectRouter]) {
       await sharedClient.workflow
         .getHandle(id)
         .terminate('test over')

@@ -105,13 +105,11 @@ describe('OpenTelemetry tracing', () => {
     const signalOf = () => spans.find((s) => s.traceId === start.traceId && s.name === 'SignalWorkflow:unsubscribe');
     await expect.poll(() => signalOf()?.parentSpanId, { timeout: 15_000 }).toBe(run.spanId);
     expect(signalOf()!.service).toBe('expectations-watcher-worker');
-    // The bridge subscribes the expectation by a signal-with-start of its fact router and a start of its new subject
-    // ledger (docs/raise-path.md): each is traced into the worker, to the subject ledger's run (it closes with its last
-    // expectation, and its span is exported) and to the fact router's handling of the subscription (a router runs for
-    // ever: its run's span is never exported).
+    // The bridge subscribes the expectation by a signal-with-start of its fact router (docs/raise-path.md): traced into
+    // the worker, to the router's handling of the subscription (a router runs for ever: its run's span is never
+    // exported).
     for (const [call, ledger, traced] of [
       ['SignalWithStartWorkflow', 'factRouterWorkflow', 'HandleSignal:subscribe'],
-      ['StartWorkflow', 'subjectLedgerWorkflow', 'RunWorkflow:subjectLedgerWorkflow'],
     ]) {
       const ledgerStart = spans.find(
         (s) => s.name === `${call}:${ledger}` && s.service === 'expectations-watcher-bridge',

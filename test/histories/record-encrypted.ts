@@ -94,7 +94,7 @@ try {
   const recorded = [
     { name: 'expectation-rotated-key', workflowId: input.links.self },
     { name: 'fact-router-rotated-key', workflowId: input.links.factRouter },
-    { name: 'subject-ledger-rotated-key', workflowId: input.links.subjectLedger },
+    { name: 'fact-router-subject-rotated-key', workflowId: input.links.subjectRouter },
   ];
   mkdirSync(folder, { recursive: true });
   for (const { name, workflowId } of recorded) {

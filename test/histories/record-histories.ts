@@ -23,12 +23,13 @@ import {
   recordFact,
   recordFactRouted,
   startExpectation,
+  storeFacts,
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
 import { resendLapse } from '../../src/temporal/resend-lapse.js';
-import { expectationLinks, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
+import { expectationLinks, factRouterWorkflowId, subjectRouterWorkflowId } from '../../core/ids.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
-import { resendLapseUpdate, type ExpectationInput } from '../../workflows/messages.js';
+import { registerDependentSignal, resendLapseUpdate, type ExpectationInput } from '../../workflows/messages.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
@@ -108,7 +109,8 @@ const fact = (factKey: string, extra: Partial<Fact> = {}): Fact => ({
   ...extra,
 });
 
-const report = (f: Fact) => recordFact(client, taskQueue, f, settings);
+// As a bridge stores a fact (one signal per router, received now); recordFact (an update) for `wait=true` below.
+const report = (f: Fact) => storeFacts(client, taskQueue, [{ ...f, receivedAt: new Date().toISOString() }], settings);
 
 function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   return untilTrue(check, { timeoutMs, retryErrors: true });
@@ -117,22 +119,22 @@ function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<voi
 const recorded: Array<{ name: string; workflowId: string }> = [];
 const keep = (name: string, workflowId: string) => recorded.push({ name, workflowId });
 
-// Satisfied in time, with a fact on the subject first; its fact ledger and subject ledger close after it.
+// Satisfied in time, with a fact on the subject first (stored in its subject's router).
 const satisfied = await raise(expectation('satisfied', 60));
 await report(fact(`shipment:scan-${suffix}`, { subject: satisfied.expectation.subject }));
 await report(fact(satisfied.expectation.satisfiedBy.factKey, { subject: satisfied.expectation.subject }));
 keep('expectation-satisfied', satisfied.links.self);
 keep('fact-router-satisfied', satisfied.links.factRouter);
-keep('subject-ledger-satisfied', satisfied.links.subjectLedger);
+keep('fact-router-subject-satisfied', satisfied.links.subjectRouter);
 
-// Early fact: the ledger started by the fact, then the expectation satisfied at once from it.
+// Early fact: the router started by the fact, then the expectation satisfied at once from it.
 const early = expectation('early', 60);
 await report(fact(early.satisfiedBy.factKey));
 await raise(early);
 keep('expectation-early-fact', expectationLinks(early, taskQueue).self);
 keep('fact-router-early-fact', factRouterWorkflowId(early.satisfiedBy.factKey, taskQueue));
 
-// A fact reported with wait=true: the ledger names both expectations on the key and holds its signals back; the
+// A fact reported with wait=true: the router names both expectations on the key and holds its signals back; the
 // bridge's takeFact satisfies one, and the other (the bridge "died" first) gets the ledger's signal 10 s later.
 const takenKey = `shipment:taken-${suffix}:delivered`;
 const taker = await raise(expectation('taker', 60, { satisfiedBy: { factKey: takenKey } }));
@@ -147,7 +149,7 @@ keep('fact-router-caller-delivers', taker.links.factRouter);
 // Overdue after grace, lapse delivered to the agent, then a late fact.
 const late = await raise(expectation('late', 1, { grace: 'PT1S' }));
 await agent.waitForMessages(1, 30_000);
-await report(fact(late.expectation.satisfiedBy.factKey));
+await recordFact(client, taskQueue, fact(late.expectation.satisfiedBy.factKey), settings);
 keep('expectation-overdue-then-late-fact', late.links.self);
 
 // Lapsed and closed at the end of the late window; a horizon with no fact stalls first.
@@ -187,14 +189,14 @@ await withdrawExpectation(client, first.expectation.expectationId, { reason: 're
 keep('expectation-skipped', first.links.self);
 keep('expectation-satisfied-after', second.links.self);
 
-// A busy subject: its ledger and the expectation on it continue as new.
+// A busy subject: its router continues as new, carrying the subject's latest facts; the expectation on it hears none.
 const busy = await raise(expectation('busy', 120));
 for (let i = 0; i < 400; i++) {
   await report(fact(`shipment:busy-${suffix}:scan-${i}`, { subject: busy.expectation.subject }));
 }
 await withdrawExpectation(client, busy.expectation.expectationId, { reason: 'recorded' });
 keep('expectation-busy', busy.links.self);
-keep('subject-ledger-busy', subjectLedgerWorkflowId(busy.expectation.subject));
+keep('fact-router-busy-subject', subjectRouterWorkflowId(busy.expectation.subject, taskQueue));
 
 /** Resolves once the failing agent has refused the lapse of `input` `times` times: its delivery is in retry. */
 const refused = (input: ExpectationInput, times: number) => {
@@ -210,7 +212,7 @@ await report(fact(abandoned.expectation.satisfiedBy.factKey));
 await waitFor(async () => (await getExpectationRecord(client, abandoned.expectation.expectationId))?.lapses[0]?.delivery.status === 'abandoned');
 keep('expectation-delivery-abandoned', abandoned.links.self);
 
-// Continue-as-new with a delivery in retry: a busy subject pushes the history past 300 events while the lapse
+// Continue-as-new with a delivery in retry: dependents registering push the history past 300 events while the lapse
 // is refused; the next run schedules the delivery again, and it is delivered once the agent recovers.
 const retrying = await raise(expectation('retrying', 1, { grace: 'PT0S' }), 0, 'failing-agent', 'PT10M');
 await refused(retrying, 2);
@@ -218,10 +220,12 @@ const continued = async () => {
   const description = await client.workflow.getHandle(retrying.links.self).describe();
   return description.runId !== description.raw.workflowExecutionInfo?.firstRunId;
 };
-// The subject ledger forwards a burst of facts as fewer signals: report until the expectation has continued.
+// Dependents that do not exist: each is a signal and a memo upsert; past the bound each is told to withdraw.
 for (let i = 0; !(await continued()); i++) {
   if (i >= 3000) throw new Error('the expectation with a delivery in retry never continued as new');
-  await report(fact(`shipment:retrying-${suffix}:scan-${i}`, { subject: retrying.expectation.subject }));
+  await client.workflow
+    .getHandle(retrying.links.self)
+    .signal(registerDependentSignal, { workflowId: `expectation:nobody-${suffix}-${i}` });
 }
 failing.recover();
 await waitFor(async () => (await getExpectationRecord(client, retrying.expectation.expectationId))?.lapses[0]?.delivery.status === 'delivered');

@@ -7,14 +7,16 @@ import {
   factRouterWorkflowId,
   keywordValue,
   subjectKey,
-  subjectLedgerWorkflowId,
+  subjectRouterWorkflowId,
 } from '../../core/ids.js';
 
 describe('workflow ids', () => {
   it('are the business keys of DESIGN 2', () => {
     expect(expectationWorkflowId('EXP-42')).toBe('expectation:EXP-42');
     expect(factRouterWorkflowId('shipment/SHP-1/delivered', 'expectations')).toMatch(/^facts:expectations:\d{3}$/);
-    expect(subjectLedgerWorkflowId({ type: 'ship ment', id: 'a:b/c' })).toBe('subject:ship%20ment:a%3Ab%2Fc');
+    expect(subjectRouterWorkflowId({ type: 'ship ment', id: 'a:b/c' }, 'expectations')).toMatch(
+      /^facts:expectations:\d{3}$/,
+    );
   });
 
   it('replace an id over 255 bytes (SQL persistence columns) by the sha256 of the whole original', () => {
@@ -32,16 +34,11 @@ describe('workflow ids', () => {
     const literal = hashedExpectation.slice('expectation:'.length); // `sha256:<hex>`, as an agent may send it
     const longSubject = { type: 'shipment', id: long };
     const hashedSubjectKey = subjectKey(longSubject);
-    const hashedLedger = subjectLedgerWorkflowId(longSubject);
 
     expect(expectationWorkflowId(literal)).not.toBe(hashedExpectation);
     expect(expectationWorkflowId(literal)).toMatch(/^expectation:sha256:[0-9a-f]{64}$/);
     expect(keywordValue(keywordValue(long))).not.toBe(keywordValue(long));
     expect(subjectKey({ type: 'shipment', id: hashedSubjectKey.slice('shipment/'.length) })).not.toBe(hashedSubjectKey);
-    // `subject:<type>:<id>` with type `sha256` reads like the hashed ledger id.
-    expect(subjectLedgerWorkflowId({ type: 'sha256', id: hashedLedger.slice('subject:sha256:'.length) })).not.toBe(
-      hashedLedger,
-    );
     // Every other id stays as typed.
     expect(expectationWorkflowId('sha256-report')).toBe('expectation:sha256-report');
     expect(keywordValue('shipment/sha256')).toBe('shipment/sha256');
@@ -73,11 +70,22 @@ describe('workflow ids', () => {
     expect(links).toEqual({
       self: 'expectation:e2',
       factRouter: factRouterWorkflowId('k', 'expectations'),
-      subjectLedger: 'subject:shipment:SHP-1',
+      subjectRouter: subjectRouterWorkflowId({ type: 'shipment', id: 'SHP-1' }, 'expectations'),
       after: { e1: 'expectation:e1' },
       anchor: 'expectation:e0',
       supersedes: undefined,
     });
+  });
+});
+
+describe('subject routers', () => {
+  it('are routers of the task queue, so two deployments in one namespace share none', () => {
+    const subject = { type: 'shipment', id: 'SHP-1' };
+    expect(subjectRouterWorkflowId(subject, 'blue')).toMatch(/^facts:blue:\d{3}$/);
+    expect(subjectRouterWorkflowId(subject, 'green')).toMatch(/^facts:green:\d{3}$/);
+    expect(subjectRouterWorkflowId(subject, 'blue').slice('facts:blue'.length)).toBe(
+      subjectRouterWorkflowId(subject, 'green').slice('facts:green'.length),
+    );
   });
 });
 

@@ -260,10 +260,8 @@ describe('the places left in ledgers and anchors', () => {
   ]);
   const occupancy = (counts: Partial<Record<keyof Occupancy, number>>): Occupancy => ({
     factKey: () => counts.factKey ?? 0,
-    subject: () => counts.subject ?? 0,
     anchor: () => counts.anchor ?? 0,
     ownFactKey: () => counts.ownFactKey ?? 0,
-    ownSubject: () => counts.ownSubject ?? 0,
   });
   const anchorRecord = {
     expectation: expectation('anchor'),
@@ -300,7 +298,6 @@ describe('the places left in ledgers and anchors', () => {
 
   const cases: Array<[keyof Occupancy, string, string, Partial<Expectation>]> = [
     ['factKey', 'fact-key-subscribers', 'expectations/0/satisfiedBy/factKey', {}],
-    ['subject', 'subject-subscribers', 'expectations/0/subject', {}],
     [
       'anchor',
       'anchor-dependents',
@@ -321,22 +318,18 @@ describe('the places left in ledgers and anchors', () => {
     },
   );
 
-  it.each([
-    ['ownFactKey', 'fact-key-share', 'expectations/0/satisfiedBy/factKey'],
-    ['ownSubject', 'subject-share', 'expectations/0/subject'],
-  ] as const)(
-    'an agent takes its last share of a key or subject (%s), and is refused (422 %s) past it, whatever is free',
+  it.each([['ownFactKey', 'fact-key-share', 'expectations/0/satisfiedBy/factKey']] as const)(
+    'an agent takes its last share of a key (%s), and is refused (422 %s) past it, whatever is free',
     (what, rule, path) => {
       expect(
         plan([expectation('e1')], {
           [what]: MAX_AGENT_SHARE - 1,
           factKey: MAX_AGENT_SHARE - 1,
-          subject: MAX_AGENT_SHARE - 1,
         }),
       ).toEqual([]);
-      expect(
-        plan([expectation('e1')], { [what]: MAX_AGENT_SHARE, factKey: MAX_AGENT_SHARE, subject: MAX_AGENT_SHARE }),
-      ).toEqual([expect.objectContaining({ path, rule, limit: MAX_AGENT_SHARE })]);
+      expect(plan([expectation('e1')], { [what]: MAX_AGENT_SHARE, factKey: MAX_AGENT_SHARE })).toEqual([
+        expect.objectContaining({ path, rule, limit: MAX_AGENT_SHARE }),
+      ]);
     },
   );
 

@@ -79,7 +79,13 @@ describe('a Temporal call that Temporal refuses with RESOURCE_EXHAUSTED', () => 
 
 describe('the bridge on a Temporal frontend that answers RESOURCE_EXHAUSTED', () => {
   // Every WorkflowService method the bridge's routes below call, each answered with status 8.
-  const methods = ['DescribeWorkflowExecution', 'ExecuteMultiOperation', 'QueryWorkflow', 'GetSystemInfo'];
+  const methods = [
+    'DescribeWorkflowExecution',
+    'ExecuteMultiOperation',
+    'QueryWorkflow',
+    'GetSystemInfo',
+    'SignalWithStartWorkflowExecution',
+  ];
   const server = new Server();
   const bytes = (value: Buffer) => value;
   let address: string;

@@ -22,7 +22,7 @@ const input: ExpectationInput = {
   links: {
     self: 'expectation:e1',
     factRouter: 'fact:shipment/S1/delivered',
-    subjectLedger: 'subject:shipment:S1',
+    subjectRouter: 'facts:expectations:001',
     after: {},
   },
   settings: { lateWindow: 'P30D', factRetention: 'P7D' },

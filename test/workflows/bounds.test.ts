@@ -9,23 +9,20 @@ import {
   MAX_DEPENDENTS,
   MAX_FACT_LEDGER_SUBSCRIBERS,
   MAX_ROUTER_CARRIED_BYTES,
-  MAX_SUBJECT_LEDGER_SUBSCRIBERS,
 } from '../../core/limits.js';
-import type { Fact, Subject } from '../../core/schemas/extension.js';
-import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
+import type { Fact } from '../../core/schemas/extension.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
 import { DEDUPE_WINDOW_UNAWAITED, type factRouterWorkflow } from '../../workflows/fact-router.js';
 import {
   dependentsQuery,
   keyLoadQuery,
-  ledgerLoadQuery,
   recordFactUpdate,
   registerDependentSignal,
   subscribeSignal,
   type FactRouterInput,
   type LedgerLoad,
 } from '../../workflows/messages.js';
-import type { subjectLedgerWorkflow } from '../../workflows/subject-ledger.js';
 import { DAY, HOUR, onAnUnstartedRouter, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
@@ -48,19 +45,6 @@ async function startFactRouter(factKey: string, subscribers: string[]): Promise<
   return workflowId;
 }
 
-async function startSubjectLedger(subject: Subject, subscribers: string[]): Promise<string> {
-  const workflowId = subjectLedgerWorkflowId(subject);
-  await h.client.workflow.start<typeof subjectLedgerWorkflow>('subjectLedgerWorkflow', {
-    workflowId,
-    taskQueue: h.taskQueue,
-    args: [{ subject }],
-  });
-  await h.client.workflow.getHandle(workflowId).signal(subscribeSignal, { workflowIds: subscribers });
-  return workflowId;
-}
-
-const loadOf = (workflowId: string): Promise<LedgerLoad> =>
-  h.client.workflow.getHandle(workflowId).query(ledgerLoadQuery);
 const keyLoadOf = (factKey: string): Promise<LedgerLoad> =>
   h.client.workflow.getHandle(factRouterWorkflowId(factKey, h.taskQueue)).query(keyLoadQuery, factKey);
 
@@ -158,42 +142,6 @@ describe('a fact key in its router', () => {
 
     expect(await reportFact(h, factKey, start - HOUR)).toBe('duplicate');
     expect((await keyLoadOf(factKey)).subscribers).toBe(0);
-  });
-});
-
-describe('a subject ledger', () => {
-  it(`serves its ${MAX_SUBJECT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
-    const start = await h.now();
-    const id = h.id('subject-last-place');
-    const subject = { type: 'shipment', id: `S-${id}` };
-    const e = shipmentExpectation(id, start, 10 * DAY, { subject });
-    const ledger = await startSubjectLedger(subject, placeholders(MAX_SUBJECT_LEDGER_SUBSCRIBERS - 1, id));
-
-    await h.raise(e);
-    const load = await loadOf(ledger);
-    await reportFact(h, `shipment/${subject.id}/scanned`, start - HOUR, { subject });
-    const record = await h.until(id, (r) => r.lastFactAt !== undefined);
-
-    expect(load).toMatchObject({ subscribers: MAX_SUBJECT_LEDGER_SUBSCRIBERS, bound: MAX_SUBJECT_LEDGER_SUBSCRIBERS });
-    expect(record).toMatchObject({ state: 'open', lastFactAt: new Date(start - HOUR).toISOString() });
-  });
-
-  it('withdraws one more, naming the bound, and stays at the bound', async () => {
-    const start = await h.now();
-    const id = h.id('subject-no-place');
-    const subject = { type: 'shipment', id: `S-${id}` };
-    const e = shipmentExpectation(id, start, 10 * DAY, { subject });
-    const ledger = await startSubjectLedger(subject, placeholders(MAX_SUBJECT_LEDGER_SUBSCRIBERS, id));
-
-    await h.raise(e);
-    const record = await h.until(id, (r) => r.state === 'withdrawn');
-
-    expect(record.withdrawnReason).toMatch(
-      new RegExp(
-        `^not registered: the subject ledger of "shipment/S-${id}" already forwards to ${MAX_SUBJECT_LEDGER_SUBSCRIBERS} expectations, its bound`,
-      ),
-    );
-    expect((await loadOf(ledger)).subscribers).toBe(MAX_SUBJECT_LEDGER_SUBSCRIBERS);
   });
 });
 

@@ -1,51 +1,17 @@
 /**
- * Fact routers and subject ledgers on the time-skipping server: early facts within and beyond retention, re-delivery,
- * fan-out to every subscriber, a zero retention, the bound on early facts, and when a subject ledger closes.
+ * Fact routers on the time-skipping server: early facts within and beyond retention, re-delivery, fan-out to every
+ * subscriber, a zero retention, the bound on early facts, and what a satisfied expectation tells its routers.
  */
 import { describe, expect, it } from 'vitest';
 import { awaitFactTaken, recordFactRouted } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, factRouterWorkflowId, subjectLedgerWorkflowId } from '../../core/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
-import { MAX_RETAINED_FACTS_PER_ROUTER, SUBJECT_RECENT_KEYS_MS } from '../../core/limits.js';
+import { MAX_RETAINED_FACTS_PER_ROUTER } from '../../core/limits.js';
 import { FORWARD_DEFERRAL_MS, type factRouterWorkflow } from '../../workflows/fact-router.js';
-import {
-  keyLoadQuery,
-  ledgerLoadQuery,
-  recordFactUpdate,
-  subscribeSignal,
-  type RoutedKey,
-} from '../../workflows/messages.js';
-import {
-  DAY,
-  HOUR,
-  onAnUnstartedRouter,
-  reportFact,
-  settings,
-  shipmentExpectation,
-  untilStatus,
-  useHarness,
-  workflowStatus,
-} from './support.js';
+import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
+import { DAY, HOUR, onAnUnstartedRouter, reportFact, settings, shipmentExpectation, useHarness } from './support.js';
 
 const h = useHarness();
-
-/**
- * The fact keys of the `subjectObserved` signals in a subject ledger's history, once `accept` holds: a signal that
- * comes while a workflow task runs is written to the history after it.
- */
-async function observedKeys(ledger: string, accept: (keys: string[]) => boolean): Promise<string[]> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const { events } = await h.client.workflow.getHandle(ledger).fetchHistory();
-    const keys = (events ?? []).flatMap((e) => {
-      const signaled = e.workflowExecutionSignaledEventAttributes;
-      const data = signaled?.signalName === 'subjectObserved' ? signaled.input?.payloads?.[0]?.data : undefined;
-      return data ? [(JSON.parse(Buffer.from(data).toString('utf8')) as { factKey: string }).factKey] : [];
-    });
-    if (accept(keys) || Date.now() > deadline) return keys;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('early facts', () => {
   it('satisfy at once an expectation raised within the retention (P7D) after the fact', async () => {
@@ -163,39 +129,6 @@ describe('a fact router', () => {
     expect(await reportFact(h, key, start, { source: 'another-feed' })).toBe('recorded');
   });
 
-  it('tells the subject ledger of a fact sent again only within the retry window, with the first receipt', async () => {
-    const start = await h.now();
-    const subject = { type: 'shipment', id: h.id('S') };
-    const ledger = subjectLedgerWorkflowId(subject);
-    await h.raise(shipmentExpectation(h.id('on-subject'), start, 10 * DAY, { subject }));
-    const wall = Date.now();
-    const fact = (what: string) => ({
-      factKey: `shipment/${subject.id}/${what}`,
-      observedAt: new Date(start).toISOString(),
-      source: 'carrier-feed',
-      subject,
-    });
-    const record = (what: string, receivedMs: number) =>
-      recordFactRouted(
-        h.client,
-        h.taskQueue,
-        { ...fact(what), receivedAt: new Date(receivedMs).toISOString() },
-        settings,
-      );
-
-    // A retry a minute after the first attempt: told again (it may not have been, if the first request died half way).
-    expect((await record('scanned', wall - 60_000)).result).toBe('recorded');
-    expect((await record('scanned', wall)).result).toBe('duplicate');
-    // The same fact an hour after it was first received: sent again, not a fact on the subject.
-    expect((await record('departed', wall - HOUR)).result).toBe('recorded');
-    expect((await record('departed', wall)).result).toBe('duplicate');
-    // A new fact last: once the ledger's history shows it, it shows whatever was signalled before it.
-    expect((await record('arrived', wall)).result).toBe('recorded');
-
-    const observed = await observedKeys(ledger, (keys) => keys.at(-1)?.endsWith('/arrived') === true);
-    expect(observed.map((key) => key.split('/').at(-1))).toEqual(['scanned', 'scanned', 'departed', 'arrived']);
-  });
-
   it('answers a re-delivery with when the observation was first received, when asked', async () => {
     const start = await h.now();
     const key = `shipment/${h.id('S')}/delivered`;
@@ -309,7 +242,7 @@ describe('a satisfied expectation and its ledgers', () => {
     });
   }
 
-  it('is dropped by its router once the router sent it the fact, and by its subject ledger on that fact, so it sends neither an unsubscribe', async () => {
+  it('is dropped by its router once the router sent it the fact, so it sends no unsubscribe', async () => {
     const start = await h.now();
     const id = h.id('router-drops');
     const { expectation, links } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
@@ -318,76 +251,42 @@ describe('a satisfied expectation and its ledgers', () => {
 
     expect(record).toMatchObject({ state: 'satisfied', lastFactAt: new Date(start).toISOString() });
     expect(await signalsSent(links.self)).toEqual([]);
-    // Nobody left on it: the subject ledger closed by itself.
-    await untilStatus(h, links.subjectLedger, 'COMPLETED');
     const load = await h.client.workflow
       .getHandle(links.factRouter)
       .query(keyLoadQuery, expectation.satisfiedBy.factKey);
     expect(load.subscribers).toBe(0);
   });
 
-  it('leaves its subject ledger itself when an early fact its router held satisfies it, and the ledger closes', async () => {
+  it('is dropped by its router when an early fact the router held satisfies it, so it sends no unsubscribe', async () => {
     const start = await h.now();
     const subject = { type: 'shipment', id: h.id('S') };
     const factKey = `shipment/${subject.id}/delivered`;
-    // No ledger yet: the fact does not reach one, and only the router keeps it.
     await reportFact(h, factKey, start, { subject });
     const id = h.id('early');
     const { links } = await h.raise(shipmentExpectation(id, start, 10 * DAY, { subject, satisfiedBy: { factKey } }));
 
     expect(await h.until(id, (r) => r.closedAt !== undefined)).toMatchObject({ state: 'satisfied' });
-    expect(await signalsSent(links.self)).toEqual([{ to: links.subjectLedger, name: 'unsubscribe' }]);
-    await untilStatus(h, links.subjectLedger, 'COMPLETED');
+    expect(await signalsSent(links.self)).toEqual([]);
   });
 
   it('starts one timer for a deadline that does not move, and closes without cancelling it', async () => {
     const start = await h.now();
     const id = h.id('one-timer');
     const { expectation, links } = await h.raise(shipmentExpectation(id, start, 10 * DAY));
-    // A fact of another kind on the subject moves lastFactAt (the memo), not the deadline.
+    // A fact of another kind on the subject is stored by its router, and tells the expectation nothing.
     await reportFact(h, `shipment/${expectation.subject.id}/scanned`, start - HOUR, { subject: expectation.subject });
-    await h.until(id, (r) => r.lastFactAt !== undefined);
     await reportFact(h, expectation.satisfiedBy.factKey, start, { subject: expectation.subject });
     await h.until(id, (r) => r.closedAt !== undefined);
 
     const { events } = await h.client.workflow.getHandle(links.self).fetchHistory();
     const count = (has: (e: NonNullable<typeof events>[number]) => unknown) => (events ?? []).filter(has).length;
-    // The memo moved twice (lastFactAt, then satisfied); the timer stayed.
+    // The memo moved once (satisfied); the timer stayed; no signal came but the router's forward.
     expect([
       count((e) => e.timerStartedEventAttributes),
       count((e) => e.timerCanceledEventAttributes),
       count((e) => e.workflowPropertiesModifiedEventAttributes),
-    ]).toEqual([1, 0, 2]);
-  });
-
-  it('is not told by its subject ledger of the fact that satisfies it when it has no horizon; one with a horizon is', async () => {
-    const start = await h.now();
-    const subject = { type: 'shipment', id: h.id('S') };
-    const factKey = `shipment/${subject.id}/delivered`;
-    const [plain, watched] = [h.id('plain'), h.id('watched')];
-    // One after the other: the time-skipping server may answer two signal-with-starts of one new ledger at once with
-    // "already started" (a real server starts it once and signals it twice).
-    const raised = [
-      await h.raise(shipmentExpectation(plain, start, 10 * DAY, { subject, satisfiedBy: { factKey } })),
-      await h.raise(
-        shipmentExpectation(watched, start, 10 * DAY, {
-          subject,
-          satisfiedBy: { factKey },
-          horizon: new Date(start + 5 * DAY).toISOString(),
-        }),
-      ),
-    ];
-    await reportFact(h, factKey, start, { subject });
-    const records = await Promise.all([plain, watched].map((id) => h.until(id, (r) => r.closedAt !== undefined)));
-
-    expect(records.map((r) => [r.state, r.lastFactAt])).toEqual([
-      ['satisfied', new Date(start).toISOString()],
-      ['satisfied', new Date(start).toISOString()],
-    ]);
-    const told = (await signalsSent(subjectLedgerWorkflowId(subject)))
-      .filter((s) => s.name === 'subjectFact')
-      .map((s) => s.to);
-    expect(told).toEqual([raised[1]!.links.self]);
+      count((e) => e.workflowExecutionSignaledEventAttributes),
+    ]).toEqual([1, 0, 1, 1]);
   });
 
   it('takes the fact that satisfies it as its lastFactAt when the fact names no subject', async () => {
@@ -415,49 +314,10 @@ describe('a fact that satisfies one expectation and names no subject', () => {
       receivedAt: new Date(start + 60_000).toISOString(),
     });
     await h.until(a.expectation.expectationId, (r) => r.closedAt !== undefined);
-
-    expect((await h.until(b, (r) => r.lastFactAt !== undefined)).lastFactAt).toBe(new Date(start).toISOString());
     await h.advanceTo(start + 2 * HOUR);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+
+    // Read from its subject's router at the horizon: heard, so no stall, and the fact is its lastFactAt.
+    expect((await h.until(b, (r) => r.lastFactAt !== undefined)).lastFactAt).toBe(new Date(start).toISOString());
     expect((await h.record(b)).lapses).toEqual([]);
-  });
-});
-
-describe('subject ledger', () => {
-  it('lets a subscription that leaves on a key it saw lately leave at once, and keeps one that comes later', async () => {
-    const start = await h.now();
-    const subject = { type: 'shipment', id: h.id('S') };
-    const ledger = subjectLedgerWorkflowId(subject);
-    const factKey = `shipment/${subject.id}/delivered`;
-    await h.raise(shipmentExpectation(h.id('keeper'), start, 10 * DAY, { subject }));
-    await untilStatus(h, ledger, 'RUNNING');
-    await reportFact(h, factKey, start, { subject });
-    await observedKeys(ledger, (keys) => keys.includes(factKey));
-    const subscribe = (workflowId: string) =>
-      h.client.workflow
-        .getHandle(ledger)
-        .signal(subscribeSignal, { workflowIds: [workflowId], factKeys: [factKey], retention: settings.factRetention });
-    const subscribers = async () => (await h.client.workflow.getHandle(ledger).query(ledgerLoadQuery)).subscribers;
-
-    await subscribe('expectation:came-late');
-    expect(await subscribers()).toBe(1);
-    await h.advanceTo(start + SUBJECT_RECENT_KEYS_MS + 60_000);
-    await subscribe('expectation:came-later');
-    expect(await subscribers()).toBe(2);
-  });
-
-  it('is started by an expectation, not by a fact, and closes when its last expectation closes', async () => {
-    const start = await h.now();
-    const subject = { type: 'shipment', id: h.id('S') };
-    const ledger = subjectLedgerWorkflowId(subject);
-    await reportFact(h, `shipment/${subject.id}/scanned`, start, { subject });
-    expect(await workflowStatus(h, ledger)).toBe('NOT_FOUND');
-
-    const id = h.id('on-subject');
-    const { expectation } = await h.raise(shipmentExpectation(id, start, 10 * DAY, { subject }));
-    await untilStatus(h, ledger, 'RUNNING');
-    await reportFact(h, expectation.satisfiedBy.factKey, start, { subject });
-
-    await untilStatus(h, ledger, 'COMPLETED');
   });
 });

@@ -14,7 +14,7 @@ import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from 
 import type { Expectation, Fact } from '../../core/schemas/extension.js';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
-import { getExpectationRecord, recordFact, startExpectation } from '../../src/temporal/expectations.js';
+import { getExpectationRecord, recordFact, startExpectation, storeFacts } from '../../src/temporal/expectations.js';
 import { expectationLinks, factRouterWorkflowId } from '../../core/ids.js';
 import { indexedValueType } from '../../src/temporal/search-attributes.js';
 import type { ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
@@ -171,16 +171,48 @@ export function useHarness(): TimeSkippingHarness {
   return harness;
 }
 
-/** Reports a fact through the bridge's operation (update-with-start on its ledger, signal to its subject ledger). */
-export function reportFact(
+/**
+ * Reports a fact as a bridge does with `wait=true` (an update-with-start on its key's router, a signal to its subject's
+ * router), received at the server's now unless `extra` says when.
+ */
+export async function reportFact(
   h: TimeSkippingHarness,
   factKey: string,
   observedAtMs: number,
   extra: Partial<Fact> = {},
   factRetention = settings.factRetention,
 ): Promise<'recorded' | 'duplicate'> {
-  const fact: Fact = { factKey, observedAt: new Date(observedAtMs).toISOString(), source: 'carrier-feed', ...extra };
+  const receivedAt = new Date(await h.now()).toISOString();
+  const fact: Fact = {
+    factKey,
+    observedAt: new Date(observedAtMs).toISOString(),
+    source: 'carrier-feed',
+    receivedAt,
+    ...extra,
+  };
   return recordFact(h.client, h.taskQueue, fact, { factRetention });
+}
+
+/**
+ * Stores facts as a bridge does without `wait` (one signal per router: stored by the server, no worker needed),
+ * received at the server's now unless a fact says when.
+ */
+export async function storeFact(
+  h: TimeSkippingHarness,
+  factKey: string,
+  observedAtMs: number,
+  extra: Partial<Fact> = {},
+  factRetention = settings.factRetention,
+): Promise<void> {
+  const receivedAt = new Date(await h.now()).toISOString();
+  const fact: Fact = {
+    factKey,
+    observedAt: new Date(observedAtMs).toISOString(),
+    source: 'carrier-feed',
+    receivedAt,
+    ...extra,
+  };
+  await storeFacts(h.client, h.taskQueue, [fact], { factRetention });
 }
 
 /** The status name of a workflow, or 'NOT_FOUND'. */

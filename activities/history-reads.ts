@@ -1,0 +1,276 @@
+/**
+ * What a router stored, read from its history when an expectation decides (DESIGN 3.2): the server's record of every
+ * fact a bridge handed it, whether or not a worker has processed it yet, so that the watcher's own backlog never
+ * fabricates a lapse. The reads go backwards from now, stop once they are past the raise, and decode at most
+ * MAX_READ_EVENTS events; a payload that cannot be decoded (a removed codec key) is skipped. The folds are pure and
+ * unit-tested on their own (test/unit/history-reads.test.ts).
+ */
+import type { Client } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { decodePayloads } from './payloads.js';
+import type { Fact } from '../core/types.js';
+import {
+  factsSignal,
+  recordFactUpdate,
+  type FactBatch,
+  type FactRouterInput,
+  type RoutedFact,
+  type SubjectFact,
+} from '../workflows/messages.js';
+import type { StoredFacts, StoredFactsInput } from '../workflows/activity-types.js';
+
+/** The most events one read decodes (a router continues as new well before: core/limits.ts ROUTER_EVENT_BUDGET). */
+export const MAX_READ_EVENTS = 5_000;
+
+/**
+ * How far before the raise a backward read goes on: the raise instant is the bridge's clock, the events' the server's,
+ * so the read reaches this much further back; what counts is decided by `receivedAt` alone.
+ */
+export const CLOCK_MARGIN_MS = 10 * 60_000;
+
+/** One event of a router's run that matters to a read, decoded, oldest first. */
+export type RouterEvent =
+  | { kind: 'started'; input: FactRouterInput }
+  | { kind: 'facts'; batch: FactBatch }
+  | { kind: 'recordFact'; fact: Fact };
+
+/**
+ * A router's run as read: its events oldest first; `complete` when the read reached back past the raise or to the
+ * run's start (whose carried state is then the first event), rather than stopping at MAX_READ_EVENTS.
+ */
+export interface RouterRun {
+  events: RouterEvent[];
+  complete: boolean;
+}
+
+const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
+const receivedMs = (fact: { receivedAt?: string }): number =>
+  fact.receivedAt === undefined ? Number.NaN : Date.parse(fact.receivedAt);
+const within = (ms: number, sinceMs: number, untilMs: number): boolean => ms >= sinceMs && ms <= untilMs;
+
+/**
+ * The first fact with `factKey` that the router took as new (never a re-delivery it would answer `duplicate`) and that
+ * a bridge received between `sinceMs` and `untilMs`; what the run carried over counts too (the key's latest fact, a
+ * forward to `expectationWorkflowId` still to send).
+ */
+export function firstKeyFact(
+  run: RouterRun,
+  query: { factKey: string; expectationWorkflowId: string; sinceMs: number; untilMs: number },
+): RoutedFact | undefined {
+  const seen = new Set<string>();
+  let first: RoutedFact | undefined;
+  const consider = (fact: RoutedFact | undefined) => {
+    if (!fact || fact.factKey !== query.factKey || !within(receivedMs(fact), query.sinceMs, query.untilMs)) return;
+    if (!first || receivedMs(fact) < receivedMs(first)) first = fact;
+  };
+  const take = (fact: Fact) => {
+    if (fact.factKey !== query.factKey) return;
+    const key = dedupeKey(fact);
+    if (seen.has(key)) return;
+    seen.add(key);
+    consider(fact);
+  };
+  for (const event of run.events) {
+    if (event.kind === 'started') {
+      const carried = event.input.carried;
+      const state = carried?.keys.find((key) => key.factKey === query.factKey);
+      for (const key of state?.seen ?? []) seen.add(key);
+      for (const entry of carried?.outbox ?? [])
+        if (entry.workflowId === query.expectationWorkflowId) consider(entry.fact);
+      consider(state?.latest);
+    } else if (event.kind === 'facts') {
+      for (const fact of event.batch.facts ?? []) take(fact);
+    } else {
+      take(event.fact);
+    }
+  }
+  return first;
+}
+
+/** What a router stored of one subject's facts received in a window (StoredFacts.subject). */
+export type SubjectHeard = NonNullable<StoredFacts['subject']>;
+
+/**
+ * The facts on `subject` a bridge received between `sinceMs` and `untilMs`: the one observed last, and whether one was
+ * received by `horizonMs` (a stall is ruled out). Where the read cannot tell (the run began after the raise with the
+ * subject already let go of, or the read stopped at MAX_READ_EVENTS short of the raise), it says a fact was heard: a
+ * read never fabricates a stall.
+ */
+export function subjectFacts(
+  run: RouterRun,
+  query: { subject: { type: string; id: string }; sinceMs: number; untilMs: number; horizonMs?: number },
+): SubjectHeard {
+  const same = (fact: SubjectFact) => fact.subject.type === query.subject.type && fact.subject.id === query.subject.id;
+  let latest: SubjectFact | undefined;
+  let heardByHorizon = false;
+  let uncertain = !run.complete;
+  const consider = (fact: SubjectFact | undefined) => {
+    if (!fact || !same(fact) || !within(receivedMs(fact), query.sinceMs, query.untilMs)) return;
+    if (!latest || Date.parse(fact.observedAt) > Date.parse(latest.observedAt)) latest = fact;
+    if (query.horizonMs !== undefined && receivedMs(fact) <= query.horizonMs) heardByHorizon = true;
+  };
+  for (const event of run.events) {
+    if (event.kind === 'started') {
+      const carried = event.input.carried;
+      const entry = carried?.subjects?.find((candidate) => same(candidate.latest));
+      consider(entry?.latest);
+      consider(entry?.lastReceived);
+      // Carried over: facts received between the raise and the last one carried may be summarised away.
+      if (entry && receivedMs(entry.lastReceived) >= query.sinceMs) uncertain = true;
+      const forgotten = carried?.subjectsForgottenThrough;
+      if (!entry && forgotten !== undefined && Date.parse(forgotten) >= query.sinceMs) uncertain = true;
+    } else if (event.kind === 'facts') {
+      for (const fact of event.batch.subjects ?? []) consider(fact);
+    }
+  }
+  if (uncertain && query.horizonMs !== undefined && !heardByHorizon) heardByHorizon = true;
+  return { ...(latest ? { latest } : {}), ...(query.horizonMs !== undefined ? { heardByHorizon } : {}) };
+}
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** When the server wrote an event, epoch ms. */
+function eventMs(event: HistoryEvent): number {
+  return Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
+}
+
+/** The first decoded payload, or undefined when it cannot be decoded (a removed key): skipped, never retried. */
+async function decodedFirst(client: Client, payloads: temporal.api.common.v1.IPayload[] | null | undefined) {
+  try {
+    return (await decodePayloads(client, payloads))[0];
+  } catch {
+    return undefined;
+  }
+}
+
+async function decodeEvent(client: Client, event: HistoryEvent): Promise<RouterEvent | undefined> {
+  const started = event.workflowExecutionStartedEventAttributes;
+  if (started) {
+    const input = (await decodedFirst(client, started.input?.payloads)) as FactRouterInput | undefined;
+    return input ? { kind: 'started', input } : undefined;
+  }
+  const signaled = event.workflowExecutionSignaledEventAttributes;
+  if (signaled?.signalName === factsSignal.name) {
+    const batch = (await decodedFirst(client, signaled.input?.payloads)) as FactBatch | undefined;
+    return batch ? { kind: 'facts', batch } : undefined;
+  }
+  const request = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input;
+  if (request?.name === recordFactUpdate.name) {
+    const fact = (await decodedFirst(client, request.args?.payloads)) as Fact | undefined;
+    return fact ? { kind: 'recordFact', fact } : undefined;
+  }
+  return undefined;
+}
+
+const NOT_FOUND = 5;
+const UNIMPLEMENTED = 12;
+
+/**
+ * The current run of router `workflowId`, read backwards from now until an event written CLOCK_MARGIN_MS before
+ * `sinceMs`, the run's start, or MAX_READ_EVENTS; undefined when there is no such router (nothing was ever stored).
+ * A server without the backward read (the time-skipping test server) is read forwards, the newest MAX_READ_EVENTS kept.
+ */
+export async function readRouterRun(
+  client: Client,
+  workflowId: string,
+  sinceMs: number,
+): Promise<RouterRun | undefined> {
+  let read: { oldestFirst: HistoryEvent[]; complete: boolean };
+  try {
+    try {
+      read = await readBackwards(client, workflowId, sinceMs);
+    } catch (error) {
+      if ((error as { code?: number }).code !== UNIMPLEMENTED) throw error;
+      read = await readForwards(client, workflowId);
+    }
+  } catch (error) {
+    if ((error as { code?: number }).code === NOT_FOUND) return undefined;
+    throw error;
+  }
+  const events: RouterEvent[] = [];
+  for (const event of read.oldestFirst) {
+    const decoded = await decodeEvent(client, event);
+    if (decoded) events.push(decoded);
+  }
+  return { events, complete: read.complete };
+}
+
+async function readBackwards(client: Client, workflowId: string, sinceMs: number) {
+  const newestFirst: HistoryEvent[] = [];
+  let complete = false;
+  let nextPageToken: Uint8Array | undefined;
+  for (;;) {
+    const page = await client.workflowService.getWorkflowExecutionHistoryReverse({
+      namespace: client.options.namespace,
+      execution: { workflowId },
+      maximumPageSize: 500,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const event of page.history?.events ?? []) {
+      newestFirst.push(event);
+      if (event.workflowExecutionStartedEventAttributes || eventMs(event) < sinceMs - CLOCK_MARGIN_MS) complete = true;
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+    if (!nextPageToken) complete = true;
+    if (complete || newestFirst.length >= MAX_READ_EVENTS) break;
+  }
+  return { oldestFirst: newestFirst.reverse(), complete };
+}
+
+async function readForwards(client: Client, workflowId: string) {
+  const events: HistoryEvent[] = [];
+  let dropped = false;
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId },
+      maximumPageSize: 1000,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    events.push(...(page.history?.events ?? []));
+    if (events.length > MAX_READ_EVENTS) {
+      events.splice(0, events.length - MAX_READ_EVENTS);
+      dropped = true;
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return { oldestFirst: events, complete: !dropped };
+}
+
+/** What the routers of an expectation stored for the decision it is about to make (LedgerActivities.storedFacts). */
+export async function storedFacts(client: Client, input: StoredFactsInput): Promise<StoredFacts> {
+  const runs = new Map<string, Promise<RouterRun | undefined>>();
+  const runOf = (workflowId: string) => {
+    if (!runs.has(workflowId)) runs.set(workflowId, readRouterRun(client, workflowId, input.sinceMs));
+    return runs.get(workflowId)!;
+  };
+  const result: StoredFacts = {};
+  if (input.key) {
+    const run = await runOf(input.key.routerWorkflowId);
+    const fact =
+      run &&
+      firstKeyFact(run, {
+        factKey: input.key.factKey,
+        expectationWorkflowId: input.expectationWorkflowId,
+        sinceMs: input.sinceMs,
+        untilMs: input.key.untilMs,
+      });
+    if (fact) result.fact = fact;
+  }
+  if (input.subject) {
+    const run = await runOf(input.subject.routerWorkflowId);
+    const query = {
+      subject: input.subject.subject,
+      sinceMs: input.sinceMs,
+      untilMs: input.untilMs,
+      ...(input.subject.horizonMs !== undefined ? { horizonMs: input.subject.horizonMs } : {}),
+    };
+    result.subject = run
+      ? subjectFacts(run, query)
+      : input.subject.horizonMs !== undefined
+        ? { heardByHorizon: false }
+        : {};
+  }
+  return result;
+}
