@@ -1,7 +1,7 @@
 /**
  * The headers that keep the bridge's answers where they belong, on the app as the bridge builds it (a Temporal client
  * that is never reached: every answer here is given before a call): no API answer is stored by a browser or a shared
- * cache.
+ * cache, and the operator page runs no inline style or script and is framed by nobody.
  */
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,5 +82,19 @@ describe('answers of the API', () => {
 
     expect(card.status).toBe(200);
     expect(card.headers.get('cache-control')).toMatch(/^public, max-age=\d+$/);
+  });
+});
+
+describe('the operator page', () => {
+  it('allows no inline style or script, and no frame, by CSP and by X-Frame-Options', async () => {
+    const page = await send(`${bridge.url}/ui/`);
+    const policy = (page.headers.get('content-security-policy') ?? '').split(/;\s*/);
+
+    expect(page.status).toBe(200);
+    expect(policy).toContain("style-src 'self'");
+    expect(policy).toContain("script-src 'self'");
+    expect(policy).toContain("frame-ancestors 'none'");
+    expect(policy.join(';')).not.toContain("'unsafe-inline'");
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
   });
 });
