@@ -68,6 +68,9 @@ export function createStatisticsService(deps: StatisticsDeps) {
     for (const record of records) {
       // StartTime is the run's; a continued run's expectation may have been raised before the window.
       if (Date.parse(record.raisedAt) < sinceMs) continue;
+      // The store compares as its collation does (MySQL's may ignore case): only the named agent's and kind's count.
+      if (query.agent !== undefined && record.agent.id !== query.agent) continue;
+      if (query.kind !== undefined && record.expectation.kind !== query.kind) continue;
       const key = JSON.stringify([record.expectation.kind, record.agent.id]);
       groups.set(key, [...(groups.get(key) ?? []), record]);
     }
