@@ -54,9 +54,30 @@ const identifier = (what: string) =>
     message: `${what} must not contain control characters (U+0000 to U+001F, U+007F)`,
   });
 
+/** `.` and `..`: as a URL path segment (the page's, a record's `links.self`) they name the folder or its parent. */
+const DOT_SEGMENT = /^\.\.?$/;
+
+/** NO_CONTROL_CHARACTER and no DOT_SEGMENT, as one pattern: what the OpenAPI document states of such an identifier. */
+// eslint-disable-next-line no-control-regex -- the control characters are what it excludes
+const SEGMENT_IDENTIFIER = /^(?!\.\.?$)[^\u0000-\u001f\u007f]*$/;
+
+/**
+ * An identifier that ends up in a URL path (expectation ids, fact keys, subject ids): as `identifier`, and not `.` or
+ * `..`, which `new URL()` would resolve away, so that a link to it lands on another resource.
+ */
+const segmentIdentifier = (what: string) =>
+  nonEmpty(what)
+    .refine((value) => !DOT_SEGMENT.test(value), {
+      message: `${what} must not be '.' or '..', which a URL path reads as the folder or its parent`,
+      abort: true,
+    })
+    .regex(SEGMENT_IDENTIFIER, {
+      message: `${what} must not contain control characters (U+0000 to U+001F, U+007F)`,
+    });
+
 export const subjectSchema = z.object({
   type: identifier('subject.type'),
-  id: identifier('subject.id'),
+  id: segmentIdentifier('subject.id'),
 });
 export type Subject = z.infer<typeof subjectSchema>;
 
@@ -85,18 +106,18 @@ export type DeclarationParams = z.infer<typeof declarationParamsSchema>;
 
 export const expectationSchema = z
   .object({
-    expectationId: identifier('expectationId'),
+    expectationId: segmentIdentifier('expectationId'),
     kind: identifier('kind'),
     subject: subjectSchema,
     expects: nonEmpty('expects'),
-    satisfiedBy: z.object({ factKey: identifier('satisfiedBy.factKey') }),
+    satisfiedBy: z.object({ factKey: segmentIdentifier('satisfiedBy.factKey') }),
     dueAt: utcDateTime,
     grace: isoDuration.optional(),
-    anchor: z.object({ expectationId: identifier('anchor.expectationId'), offset: isoDuration }).optional(),
-    after: z.array(identifier('after[]')).optional(),
+    anchor: z.object({ expectationId: segmentIdentifier('anchor.expectationId'), offset: isoDuration }).optional(),
+    after: z.array(segmentIdentifier('after[]')).optional(),
     horizon: utcDateTime.optional(),
     basis: z.string(),
-    supersedes: identifier('supersedes').optional(),
+    supersedes: segmentIdentifier('supersedes').optional(),
   })
   .superRefine((e, ctx) => {
     // A deadline no clock can reach would lapse at once or never; refuse it here rather than start such a workflow.
@@ -114,7 +135,7 @@ export type Expectation = z.infer<typeof expectationSchema>;
  * whatever it says is kept as `claimedSource`.
  */
 export const reportedFactSchema = z.object({
-  factKey: identifier('factKey'),
+  factKey: segmentIdentifier('factKey'),
   observedAt: utcDateTime,
   source: z.string().optional(),
   subject: subjectSchema.optional(),
@@ -181,7 +202,7 @@ export type ExpectationState = (typeof expectationStates)[number];
 export const extensionMetadataSchema = z.object({
   expectations: z.array(z.unknown()).optional(),
   facts: z.array(z.unknown()).optional(),
-  withdraw: z.array(identifier('withdraw[]')).optional(),
+  withdraw: z.array(segmentIdentifier('withdraw[]')).optional(),
   lapse: z.unknown().optional(),
 });
 

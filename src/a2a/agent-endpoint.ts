@@ -32,7 +32,7 @@ import { joinPath, RuleViolationError, SchemaError, type FieldError } from '../s
 import { unknownMembers, type Located, type OriginPaths } from '../service/extract.js';
 import type { IngestResult, IngestService } from '../service/ingest.js';
 import { jsonRpcEnvelope } from './jsonrpc-envelope.js';
-import { RecentTaskStore } from './recent-task-store.js';
+import { RecentTaskStore, type Budget } from './recent-task-store.js';
 import { WatcherRequestHandler } from './request-handler.js';
 
 export const AGENT_CARD_PATH = '/.well-known/agent-card.json';
@@ -48,6 +48,8 @@ export interface WatcherAgentDeps {
   recentTasks?: number;
   /** How many bytes of receipts are kept for GetTask (default 32 MiB): each holds the message it answers. */
   recentTaskBytes?: number;
+  /** What one caller's receipts may take of those (default 200 receipts, 4 MiB), so no caller evicts another's. */
+  recentTaskBudget?: Budget;
 }
 
 /** How long a client may keep the card (its content changes only with a new release or another host name). */
@@ -374,7 +376,7 @@ export function createWatcherAgentRouter(deps: WatcherAgentDeps): Router {
   // The interface URL in this card is not served: the card handler below builds one per request, from its origin.
   const requestHandler = new WatcherRequestHandler(
     watcherAgentCard('http://watcher.invalid'),
-    new RecentTaskStore(deps.recentTasks, deps.recentTaskBytes),
+    new RecentTaskStore(deps.recentTasks, deps.recentTaskBytes, deps.recentTaskBudget),
     createWatcherAgentExecutor(deps),
   );
   const router = express.Router();

@@ -210,7 +210,7 @@ function createServices(deps: AppDeps) {
 }
 type Services = ReturnType<typeof createServices>;
 
-/** The extension's echo, request metrics, and the bound on requests in flight with their deadline. */
+/** The extension's echo, request metrics, no caching of the API, and the bound on requests in flight with their deadline. */
 function useCommonMiddleware(app: express.Express, { metrics, temporalWaitMs, maxInFlight }: Services): void {
   // Echo the extension when the request activated it (DESIGN 4), on every answer including problems.
   app.use((req, res, next) => {
@@ -227,6 +227,14 @@ function useCommonMiddleware(app: express.Express, { metrics, temporalWaitMs, ma
     });
     next();
   });
+
+  // A reader's data must not outlive "Forget token" in the browser's cache (nor sit in a shared one): problems included.
+  const noStore: RequestHandler = (_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  };
+  app.use('/a2a', noStore);
+  app.use('/v1', noStore);
 
   // The requests that do work: past the bound, 503 with Retry-After before anything is done; each under one deadline.
   let inFlight = 0;

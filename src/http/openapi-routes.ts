@@ -27,6 +27,7 @@ import {
   withdrawResultSchema,
 } from '../schemas/http.js';
 import { openExpectationRecordSchema } from '../../core/schemas/record.js';
+import { COMPUTATIONS_PER_MINUTE, MAX_COMPUTATIONS } from '../service/statistics-cache.js';
 
 /**
  * `POST /a2a/events` takes either version of an A2A object (parseA2AEvent dispatches on `kind` by hand, so that issue
@@ -200,7 +201,9 @@ export const operations: readonly OperationSpec[] = [
     description:
       'Per kind and agent, the expectations raised in the window: how many are open, satisfied on time or late, ' +
       'withdrawn, lapsed by type, and the p10/p50/p90/p99 of raise to satisfaction and of satisfaction against dueAt. ' +
-      'Read from the visibility store (no worker, no billable action), eventually consistent, reused for 30 s.',
+      'Read from the visibility store (no worker, no billable action), eventually consistent, reused for 30 s for the ' +
+      'same filters (a window compared as a span: PT1H and PT60M are one). A principal starts at most ' +
+      `${COMPUTATIONS_PER_MINUTE} computations a minute, and the bridge runs at most ${MAX_COMPUTATIONS} at once.`,
     roles: { agent: 'its own figures only (`agent` naming another: 403)', reader: '', admin: '' },
     query: statisticsQuerySchema,
     responses: {
@@ -208,7 +211,8 @@ export const operations: readonly OperationSpec[] = [
       400: 'a parameter does not match its schema (window not an ISO 8601 duration from PT1M to P90D)',
       401: unauthenticated,
       403: 'the principal is neither reader, admin nor agent, or an agent names another agent',
-      503: temporalDown,
+      429: `the principal started its ${COMPUTATIONS_PER_MINUTE} statistics computations of the last minute (\`quota\` names \`statistics-per-minute\`)`,
+      503: `${temporalDown}; or the bridge computes its ${MAX_COMPUTATIONS} statistics at once (\`bridge-busy\`)`,
     },
   },
   {

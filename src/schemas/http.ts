@@ -155,7 +155,7 @@ export const problemSchema = z.object({
   /** For 429 `quota-exceeded`: which per-principal quota, its limit, and the `Retry-After` seconds. */
   quota: z
     .object({
-      name: z.enum(['open-expectations', 'raises-per-minute', 'facts-per-minute']),
+      name: z.enum(['open-expectations', 'raises-per-minute', 'facts-per-minute', 'statistics-per-minute']),
       limit: z.number().int(),
       retryAfterSeconds: z.number().int(),
     })

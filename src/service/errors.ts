@@ -52,8 +52,8 @@ export class UnsupportedMediaTypeError extends DomainError {}
 /** A rule of DESIGN 3.1 broken (422). Each field error names its rule. */
 export class RuleViolationError extends DomainError {}
 
-/** Which per-principal quota a request would exceed (src/service/quotas.ts). */
-export type QuotaName = 'open-expectations' | 'raises-per-minute' | 'facts-per-minute';
+/** Which per-principal quota a request would exceed (src/service/quotas.ts, src/service/statistics-cache.ts). */
+export type QuotaName = 'open-expectations' | 'raises-per-minute' | 'facts-per-minute' | 'statistics-per-minute';
 
 /** A per-principal quota would be exceeded (429, with `Retry-After`). Nothing of the request was applied. */
 export class QuotaExceededError extends DomainError {

@@ -232,7 +232,10 @@ export function createRecordsService(deps: RecordsDeps) {
       return ui ? { ...record, links: { ...record.links, temporalUi: ui } } : record;
     },
 
-    /** One page of summaries from the visibility store; an agent sees only its own. */
+    /**
+     * One page of summaries from the visibility store; an agent sees only its own. A page may hold fewer than
+     * `pageSize` (what the store found beyond the filter is left out); only its `nextPageToken` says there is more.
+     */
     async list(principal: Principal, query: ListQuery): Promise<z.infer<typeof expectationPageSchema>> {
       const agentFilter = agentScope(principal, query.agent, {
         action: 'list expectations',
@@ -252,7 +255,10 @@ export function createRecordsService(deps: RecordsDeps) {
           summaryOf(info, await memoText(info.memo?.fields?.expectationId), temporalUi),
         ),
       );
-      return { items, ...(token ? { nextPageToken: token } : {}) };
+      // The store compares as its collation does (MySQL's may ignore case: `alice` would find `Alice`'s): only the
+      // agent's own, exactly, are the principal's to read.
+      const readable = agentFilter === undefined ? items : items.filter((item) => item.agent === agentFilter);
+      return { items: readable, ...(token ? { nextPageToken: token } : {}) };
     },
 
     /** Withdraws an open (or lapsed) expectation; a closed one is a no-op reported as `not-open`. */

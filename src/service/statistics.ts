@@ -1,8 +1,9 @@
 /**
  * What a kind actually does (`GET /v1/statistics`): per kind and agent over a window, how the expectations raised in
  * it ended and how long their subjects took. Read from the visibility store (search attributes and each workflow's
- * memo, which holds its record): no worker, no billable action. Cached briefly, as a dashboard and every raise of an
- * `observed` kind ask for the same figures.
+ * memo, which holds its record): no worker, no billable action. Within what src/service/statistics-cache.ts lets the
+ * bridge spend of that store: cached briefly, as a dashboard and every raise of an `observed` kind ask for the same
+ * figures, bounded at once and per principal, and never waited on by a raise.
  */
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
@@ -15,6 +16,7 @@ import { decodePayloads } from '../../activities/payloads.js';
 import type { statisticsSchema } from '../schemas/http.js';
 import { ExpectationAgent, ExpectationKind } from '../temporal/search-attributes.js';
 import { agentScope, quote, WORKFLOW_TYPE } from './records.js';
+import { createStatisticsCache, type StatisticsBudget } from './statistics-cache.js';
 import type { TemporalCall } from './temporal-call.js';
 
 export type Statistics = z.infer<typeof statisticsSchema>;
@@ -23,8 +25,6 @@ type Distribution = Item['timeToSatisfySeconds'];
 
 /** Expectations read for one answer at most: past it the answer says `truncated`. */
 export const MAX_POPULATION = 5_000;
-/** How long one answer is reused for the same filters. */
-const CACHE_MS = 30_000;
 /** The window a raise's warning reads, and how many satisfied expectations it needs before it says anything. */
 const WARNING_WINDOW = 'P7D';
 const WARNING_SAMPLE = 10;
@@ -41,6 +41,8 @@ export interface StatisticsDeps {
   namespace: string;
   call: TemporalCall;
   now?: () => number;
+  /** What the statistics may spend of the visibility store; default DEFAULT_STATISTICS_BUDGET. */
+  budget?: Partial<StatisticsBudget>;
 }
 
 /** The visibility query of the expectations raised since `sinceIso` (a continued run is counted once, by its last). */
@@ -57,7 +59,6 @@ export function statisticsQuery(query: Omit<StatisticsQuery, 'window'>, sinceIso
 
 export function createStatisticsService(deps: StatisticsDeps) {
   const now = deps.now ?? Date.now;
-  const cache = new Map<string, { atMs: number; answer: Promise<Statistics> }>();
 
   async function compute(query: StatisticsQuery): Promise<Statistics> {
     const untilMs = now();
@@ -68,6 +69,9 @@ export function createStatisticsService(deps: StatisticsDeps) {
     for (const record of records) {
       // StartTime is the run's; a continued run's expectation may have been raised before the window.
       if (Date.parse(record.raisedAt) < sinceMs) continue;
+      // The store compares as its collation does (MySQL's may ignore case): only the named agent's and kind's count.
+      if (query.agent !== undefined && record.agent.id !== query.agent) continue;
+      if (query.kind !== undefined && record.expectation.kind !== query.kind) continue;
       const key = JSON.stringify([record.expectation.kind, record.agent.id]);
       groups.set(key, [...(groups.get(key) ?? []), record]);
     }
@@ -77,42 +81,33 @@ export function createStatisticsService(deps: StatisticsDeps) {
     return { window: query.window, since, until: new Date(untilMs).toISOString(), truncated, items };
   }
 
-  /** The figures for `query`, computed at most once per CACHE_MS for the same filters. */
-  function cached(query: StatisticsQuery): Promise<Statistics> {
-    const key = JSON.stringify([query.kind, query.agent, query.window]);
-    const hit = cache.get(key);
-    if (hit && now() - hit.atMs < CACHE_MS) return hit.answer;
-    const answer = compute(query);
-    cache.set(key, { atMs: now(), answer });
-    // A failed read is not kept: the next request tries again.
-    answer.catch(() => cache.delete(key));
-    if (cache.size > 1_000) cache.delete(cache.keys().next().value!);
-    return answer;
-  }
+  const cache = createStatisticsCache(compute, { now, budget: deps.budget });
 
   return {
-    /** The figures a principal may read: a reader or admin any agent's, an agent its own. */
+    /**
+     * The figures a principal may read: a reader or admin any agent's, an agent its own. A QuotaExceededError (429)
+     * past the principal's computations per minute, a BridgeBusyError (503) when the bridge computes its most.
+     */
     async read(principal: Principal, query: StatisticsQuery): Promise<Statistics> {
       const agent = agentScope(principal, query.agent, {
         action: 'read statistics',
         own: 'read its own statistics',
         hint: 'an agent reads its own figures',
       });
-      return cached(agent === undefined ? query : { ...query, agent });
+      const answer = await cache.read(principal.id, agent === undefined ? query : { ...query, agent });
+      // Another spelling of the same span may have computed it: the answer names the window as asked.
+      return { ...answer, window: query.window };
     },
 
     /**
      * How long nine in ten of the agent's recent expectations of `kind` needed (the p10 of raise to satisfaction,
-     * seconds), once enough were satisfied; undefined before that or when the figures cannot be read.
+     * seconds), once enough were satisfied, from the figures already known; undefined before that. Never waits for
+     * the visibility store: figures not known yet are read in the background, for a later raise.
      */
     async observedNeed(agentId: string, kind: string): Promise<number | undefined> {
-      try {
-        const answer = await cached({ kind, agent: agentId, window: WARNING_WINDOW });
-        const times = answer.items.find((item) => item.kind === kind && item.agent === agentId)?.timeToSatisfySeconds;
-        return times && times.count >= WARNING_SAMPLE ? times.p10 : undefined;
-      } catch {
-        return undefined;
-      }
+      const answer = cache.known(agentId, { kind, agent: agentId, window: WARNING_WINDOW });
+      const times = answer?.items.find((item) => item.kind === kind && item.agent === agentId)?.timeToSatisfySeconds;
+      return times && times.count >= WARNING_SAMPLE ? times.p10 : undefined;
     },
   };
 }

@@ -180,7 +180,7 @@ async function renderExpectation(root, params) {
       record.links?.temporalUi
         ? el(
             'a',
-            { href: record.links.temporalUi, target: '_blank', rel: 'noopener' },
+            { href: record.links.temporalUi, target: '_blank', rel: 'noopener noreferrer' },
             'Open the workflow in the Temporal UI',
           )
         : '—',

@@ -214,6 +214,21 @@ const endpoints: Endpoint[] = [
     expected: row(401, 401, 403, 200, 200, 200, 200),
   },
   {
+    name: 'GET /v1/statistics of every agent the caller may read',
+    async act(token) {
+      const answer = await send(`${bridge.url}/v1/statistics`, { token });
+      // Readers, admins and the owner see agent-a's figures; another agent sees none of them.
+      const items: Array<{ agent: string }> = answer.body.items ?? [];
+      return { answer, after: async () => items.some((item) => item.agent === 'agent-a') };
+    },
+    expected: row(401, 401, 403, 200, 200, 200, 200),
+  },
+  {
+    name: "GET /v1/statistics naming agent-a's figures",
+    act: async (token) => ({ answer: await send(`${bridge.url}/v1/statistics?agent=agent-a`, { token }) }),
+    expected: row(401, 401, 403, 200, 403, 200, 200),
+  },
+  {
     name: "POST /v1/expectations/{id}/withdraw of agent-a's expectation",
     async act(token) {
       const old = await raisedByA();
@@ -276,7 +291,9 @@ describe('authorization matrix', () => {
       expect(answer.body.status).toBe(status);
     }
     if (status === 401) expect(answer.headers.get('www-authenticate')).toBe('Bearer');
-    if (endpoint.name.startsWith('GET /v1/expectations on')) {
+    // No answer of the API, granted or refused, is kept by a browser or a shared cache.
+    if (/^(GET|POST) \/(v1|a2a)\//.test(endpoint.name)) expect(answer.headers.get('cache-control')).toBe('no-store');
+    if (endpoint.name.startsWith('GET /v1/expectations on') || endpoint.name.startsWith('GET /v1/statistics of')) {
       expect(await after!()).toBe(status === 200 && caller !== 'other agent');
     } else if (after) {
       // A supersede withdraws the old expectation from the new one's workflow: the effect follows the answer.

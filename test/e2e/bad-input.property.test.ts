@@ -180,6 +180,9 @@ const deleting = (paths: fc.Arbitrary<readonly string[]>): fc.Arbitrary<Break> =
 const setting = (paths: fc.Arbitrary<readonly string[]>, values: fc.Arbitrary<unknown>): fc.Arbitrary<Break> =>
   fc.record({ op: fc.constant('set' as const), path: paths, value: values });
 
+/** `.` and `..`: refused as ids, fact keys and subject ids. */
+const dotSegment = fc.constantFrom('.', '..');
+
 /** One change that makes an expectation invalid, described as data so that a counterexample reads plainly. */
 const expectationBreak: fc.Arbitrary<Break> = fc.oneof(
   deleting(
@@ -232,6 +235,19 @@ const expectationBreak: fc.Arbitrary<Break> = fc.oneof(
     fc.constant(['anchor']),
     oddId.map((id) => ({ expectationId: `never-${id}`, offset: 'PT1H' })),
   ),
+  // A dot segment, which a URL path (the page's, `links.self`) resolves to another resource.
+  setting(
+    fc.constantFrom(['expectationId'], ['subject', 'id'], ['satisfiedBy', 'factKey'], ['supersedes']),
+    dotSegment,
+  ),
+  setting(
+    fc.constant(['after']),
+    dotSegment.map((id) => [id]),
+  ),
+  setting(
+    fc.constant(['anchor']),
+    dotSegment.map((id) => ({ expectationId: id, offset: 'PT1H' })),
+  ),
 );
 
 /** One change that makes a fact invalid. */
@@ -243,6 +259,11 @@ const factBreak: fc.Arbitrary<Break> = fc.oneof(
   setting(
     fc.constant(['subject']),
     fc.oneof(notAnObject, fc.constant({ type: '', id: 'x' }), fc.constant({ type: 'x' })),
+  ),
+  setting(fc.constant(['factKey']), dotSegment),
+  setting(
+    fc.constant(['subject']),
+    dotSegment.map((id) => ({ type: 'shipment', id })),
   ),
 );
 
@@ -449,6 +470,21 @@ describe('POST /a2a/events with bad expectations', () => {
       ),
       { numRuns: RUNS.items },
     );
+  });
+
+  it.each(['.', '..'])('refuses %j as an expectation id with a 400 naming the field and the rule', async (dots) => {
+    const e = { ...dueExpectationOf(`${PREFIX}dots`), expectationId: dots };
+    remember([e]);
+
+    const answer = await expectRefused(events(envelope('artifactUpdate', { expectations: [e] })));
+
+    expect(answer.status).toBe(400);
+    expect(answer.body.errors).toEqual([
+      {
+        path: expect.stringMatching(/\/expectations\/0\/expectationId$/),
+        message: "expectationId must not be '.' or '..', which a URL path reads as the folder or its parent",
+      },
+    ]);
   });
 
   it('refuses a reporter that carries expectations or withdrawals (403), whatever they hold', async () => {

@@ -165,6 +165,11 @@ describe('the operator page', () => {
 
   it('draws the plan: bars by state, the projected due, facts, lapses with their delivery, late, after and anchor links', async () => {
     const page = await signedIn('ui-admin');
+    // Chromium reports what the page's Content-Security-Policy refused (an inline style, a script) on the console.
+    const refused: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+    });
     const bars = () => ids(page, 'svg g.row');
     const planHash = `#/plan?subjectType=shipment&subjectId=${encodeURIComponent(subject.id)}`;
     await openUntil(page, planHash, async () => (await bars()).length === plan.length);
@@ -206,6 +211,16 @@ describe('the operator page', () => {
     expect(workflowHref).toBe(
       `${UI_URL}/namespaces/default/workflows/${encodeURIComponent(expectationWorkflowId(L.expectationId))}`,
     );
+    // The Temporal UI opens in a tab that gets no handle on this one, and no referrer.
+    expect(await row(L).locator('a.workflow-link').getAttribute('rel')).toBe('noopener noreferrer');
+    // The legend's swatches take their colours from classes: no inline style, which the policy refuses.
+    expect(await page.locator('[style]').count()).toBe(0);
+    const swatches = await page.evaluate<string[]>(
+      "[...document.querySelectorAll('.legend .swatch')].map((node) => getComputedStyle(node).backgroundColor)",
+    );
+    expect(swatches).toHaveLength(5);
+    for (const colour of swatches) expect(colour).not.toBe('rgba(0, 0, 0, 0)');
+    expect(refused).toEqual([]);
     const table = page.locator(`table.plan tr[data-expectation-id="${D.expectationId}"] td`);
     const cells = await table.allTextContents();
     const record = await client('ui-admin').getExpectation(D.expectationId);
@@ -223,6 +238,8 @@ describe('the operator page', () => {
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(L.expectationId);
     expect(await lapseRow.getAttribute('data-delivery')).toBe('failed');
     expect(await lapseRow.locator('td.error').textContent()).toContain('404');
+    const temporalLink = page.getByRole('link', { name: 'Open the workflow in the Temporal UI' });
+    expect(await temporalLink.getAttribute('rel')).toBe('noopener noreferrer');
     await page.screenshot({ path: docsScreenshot('expectation-failed'), fullPage: true });
 
     await page.getByRole('button', { name: 'Resend (admin)' }).click();

@@ -1,6 +1,6 @@
 /**
- * The watcher agent's receipts store: bounded by count and by bytes, most recent kept, each caller sees only its own
- * tasks.
+ * The watcher agent's receipts store: bounded by count and by bytes, per caller and in all, most recent kept, each
+ * caller sees only its own tasks, and its page tokens tell nothing.
  */
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
@@ -80,6 +80,79 @@ describe('RecentTaskStore', () => {
     await store.save(holding('t1', 10), as('a'));
 
     expect(store.size).toEqual({ tasks: 1, bytes: receiptBytes(holding('t1', 10)) });
+  });
+
+  it("keeps another caller's receipts when one caller sends large messages past its own budget", async () => {
+    const size = receiptBytes(holding('a00', 100_000));
+    const store = new RecentTaskStore(1_000, 10 * size, { tasks: 1_000, bytes: 3 * size });
+    await store.save(holding('b00', 100_000), as('b'));
+
+    for (let k = 10; k < 30; k++) await store.save(holding(`a${k}`, 100_000), as('a'));
+
+    expect((await store.load('b00', as('b')))?.id).toBe('b00');
+    expect(store.sizeOf('a')).toEqual({ tasks: 3, bytes: 3 * size });
+    expect(await store.load('a26', as('a'))).toBeUndefined();
+    expect((await store.load('a29', as('a')))?.id).toBe('a29');
+  });
+
+  it("keeps at most its count of one caller, dropping that caller's oldest", async () => {
+    const store = new RecentTaskStore(1_000, 1_000_000, { tasks: 2, bytes: 1_000_000 });
+    await store.save(task('b1'), as('b'));
+
+    for (const id of ['a1', 'a2', 'a3']) await store.save(task(id), as('a'));
+
+    expect(await store.load('a1', as('a'))).toBeUndefined();
+    expect(store.sizeOf('a').tasks).toBe(2);
+    expect((await store.load('b1', as('b')))?.id).toBe('b1');
+  });
+
+  it('past its bound in all, drops the oldest receipt of the caller holding the most', async () => {
+    const size = receiptBytes(holding('a0', 10_000));
+    const store = new RecentTaskStore(1_000, 4 * size, { tasks: 1_000, bytes: 3 * size });
+    for (const id of ['a1', 'a2', 'a3']) await store.save(holding(id, 10_000), as('a'));
+
+    for (const id of ['b1', 'b2']) await store.save(holding(id, 10_000), as('b'));
+
+    expect(store.size).toEqual({ tasks: 4, bytes: 4 * size });
+    expect(store.sizeOf('b').tasks).toBe(2);
+    expect(await store.load('a1', as('a'))).toBeUndefined();
+    expect((await store.load('a2', as('a')))?.id).toBe('a2');
+  });
+
+  it("does not keep a task larger than one caller's budget, though the store has room for it", async () => {
+    const store = new RecentTaskStore(1_000, 1_000_000, { tasks: 1_000, bytes: 10_000 });
+
+    await store.save(holding('t1', 20_000), as('a'));
+
+    expect(await store.load('t1', as('a'))).toBeUndefined();
+    expect(store.size).toEqual({ tasks: 0, bytes: 0 });
+  });
+
+  it('hands out page tokens that tell nothing: no sequence, sealed anew each time, the same length however many receipts', async () => {
+    const store = new RecentTaskStore();
+    for (let k = 0; k < 30; k++) await store.save(task(`b${k}`), as('b'));
+    for (const id of ['a1', 'a2', 'a3']) await store.save(task(id), as('a'));
+    const query = {
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      statusTimestampAfter: undefined,
+      pageSize: 1,
+      pageToken: '',
+    };
+
+    const first = await store.list(query, as('a'));
+    const again = await store.list(query, as('a'));
+    const fresh = new RecentTaskStore();
+    for (const id of ['a1', 'a2', 'a3']) await fresh.save(task(id), as('a'));
+    const elsewhere = await fresh.list(query, as('a'));
+
+    expect(first.nextPageToken).not.toMatch(/^\d+\./);
+    expect(again.nextPageToken).not.toBe(first.nextPageToken);
+    expect(first.nextPageToken).toHaveLength(elsewhere.nextPageToken.length);
+    for (const token of [first.nextPageToken, again.nextPageToken]) {
+      expect((await store.list({ ...query, pageToken: token }, as('a'))).tasks.map((t) => t.id)).toEqual(['a2']);
+    }
   });
 
   it('shows a caller only its own tasks', async () => {

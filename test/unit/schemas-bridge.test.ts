@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { expectationSchema, reportedFactSchema } from '../../core/schemas/extension.js';
+import { expectationSchema, extensionMetadataSchema, reportedFactSchema } from '../../core/schemas/extension.js';
 import { factsBodySchema, listQuerySchema, withdrawBodySchema } from '../../src/schemas/http.js';
 import { joinPath } from '../../src/service/errors.js';
 import { shipmentDelivery } from '../support/expectations.js';
@@ -51,6 +51,57 @@ describe('expectation seeds', () => {
         (e) => e.path,
       ),
     ).toEqual(['anchor/offset', 'after/1']);
+  });
+
+  it.each(['.', '..'])(
+    'refuses %j as an expectation id, a fact key or a subject id (a URL path would resolve it away), naming each',
+    (dots) => {
+      const message = (field: string) =>
+        `${field} must not be '.' or '..', which a URL path reads as the folder or its parent`;
+      const everywhere = {
+        ...seed,
+        expectationId: dots,
+        subject: { type: 'shipment', id: dots },
+        satisfiedBy: { factKey: dots },
+        anchor: { expectationId: dots, offset: 'PT1H' },
+        after: [dots],
+        supersedes: dots,
+      };
+
+      expect(errors(expectationSchema, everywhere)).toEqual([
+        { path: 'expectationId', message: message('expectationId') },
+        { path: 'subject/id', message: message('subject.id') },
+        { path: 'satisfiedBy/factKey', message: message('satisfiedBy.factKey') },
+        { path: 'anchor/expectationId', message: message('anchor.expectationId') },
+        { path: 'after/0', message: message('after[]') },
+        { path: 'supersedes', message: message('supersedes') },
+      ]);
+      expect(
+        errors(reportedFactSchema, {
+          factKey: dots,
+          observedAt: '2026-01-01T00:00:00Z',
+          subject: { type: 't', id: dots },
+        }),
+      ).toEqual([
+        { path: 'factKey', message: message('factKey') },
+        { path: 'subject/id', message: message('subject.id') },
+      ]);
+      expect(errors(extensionMetadataSchema, { withdraw: [dots] })).toEqual([
+        { path: 'withdraw/0', message: message('withdraw[]') },
+      ]);
+    },
+  );
+
+  it('takes ids that only begin or end with dots, and a subject type or kind of dots', () => {
+    const dotted = {
+      ...seed,
+      expectationId: '...',
+      kind: '..',
+      subject: { type: '.', id: '.S-1' },
+      satisfiedBy: { factKey: 'k..' },
+    };
+
+    expect(expectationSchema.parse(dotted)).toEqual(dotted);
   });
 
   it('refuses a seed without dueAt: there is no open-ended expectation', () => {

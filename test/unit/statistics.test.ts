@@ -1,13 +1,14 @@
 /**
- * How a record counts in the statistics (core/statistics.ts), the nearest-rank percentiles, the window's bounds and
- * the visibility query of GET /v1/statistics.
+ * How a record counts in the statistics (core/statistics.ts), the nearest-rank percentiles, the window's bounds, the
+ * visibility query of GET /v1/statistics, and what is kept of the store's answer.
  */
 import { describe, expect, it } from 'vitest';
 import type { ExpectationRecord } from '../../core/types.js';
 import { figuresOf, quantile } from '../../core/statistics.js';
 import { statisticsQuerySchema } from '../../src/schemas/http.js';
-import { statisticsQuery } from '../../src/service/statistics.js';
+import { createStatisticsService, statisticsQuery } from '../../src/service/statistics.js';
 import { deliveryExpectation } from '../support/expectations.js';
+import { fakeVisibility } from '../support/visibility.js';
 
 const raisedAt = '2026-12-01T00:00:00.000Z';
 const record = (overrides: Partial<ExpectationRecord>): ExpectationRecord => ({
@@ -88,5 +89,20 @@ describe('the statistics query', () => {
       "WorkflowType = 'expectationWorkflow' AND ExecutionStatus != 'ContinuedAsNew' AND " +
         "StartTime >= '2026-12-01T00:00:00.000Z' AND ExpectationKind = 'it\\'s' AND ExpectationAgent = 'agent-a'",
     );
+  });
+});
+
+describe("the store's answer", () => {
+  it("counts only the agent and kind named, exactly, where the store's collation ignores case", async () => {
+    const raisedAt = new Date(Date.now() - 60_000).toISOString();
+    const of = (agent: string, kind: string): ExpectationRecord =>
+      record({ raisedAt, agent: { id: agent }, expectation: { ...record({}).expectation, kind } });
+    // What a MySQL visibility store with a case-insensitive collation finds for agent 'alice' and kind 'pickup'.
+    const caseBlind = fakeVisibility(() => [of('alice', 'pickup'), of('Alice', 'pickup'), of('alice', 'Pickup')]);
+    const statistics = createStatisticsService({ client: caseBlind.client, namespace: 'default', call: (fn) => fn() });
+
+    const answer = await statistics.read({ id: 'alice', roles: ['agent'] }, { kind: 'pickup', window: 'P7D' });
+
+    expect(answer.items.map((item) => [item.kind, item.agent, item.raised])).toEqual([['pickup', 'alice', 1]]);
   });
 });
