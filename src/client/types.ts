@@ -71,7 +71,7 @@ export type FieldError = z.infer<typeof fieldErrorSchema>;
 /** One raised expectation; `unchanged`: the same id with the same content was raised before (at-least-once push). */
 export type RaiseResult = z.infer<typeof expectationResultSchema>;
 
-/** One reported fact; `duplicate`: the same key, observedAt and source were recorded before. */
+/** One reported fact; `accepted`: stored by Temporal (no worker); with `wait`, `recorded` or `duplicate` (seen before). */
 export type FactResult = z.infer<typeof factResultSchema>;
 
 /** One withdrawal; `not-open`: already satisfied, withdrawn, or closed after its late window (a no-op). */

@@ -168,6 +168,7 @@ function createServices(deps: AppDeps) {
   const call = createTemporalCall(deps.client, temporalWaitMs, { probe });
   // Facts are stored by the server alone: their call is given up early only when Temporal does not answer at all.
   const factCall = createTemporalCall(deps.client, factWaitMs, {
+    probeAfterMs: Math.min(1_000, factWaitMs / 2),
     probe: async () =>
       (await isReachable())
         ? undefined

@@ -252,8 +252,10 @@ async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string
   try {
     await call(() => storeFacts(ctx.deps.client, ctx.deps.taskQueue, stamped, settings), waitMs);
   } catch (error) {
-    // Overloaded (RESOURCE_EXHAUSTED) says so; a wait that ran out is this rule's own 503.
-    if (error instanceof TemporalBusyError || !(error instanceof TemporalUnavailableError)) throw error;
+    // Overloaded (RESOURCE_EXHAUSTED) or not answering at all says so; a wait that ran out is this rule's own 503.
+    if (error instanceof TemporalBusyError || !(error instanceof TemporalUnavailableError) || !error.waitedOut) {
+      throw error;
+    }
     throw new FactNotStoredError(
       `Temporal did not store the request's ${facts.length} fact(s) within the fact wait (${waitMs} ms, ` +
         'WATCHER_FACT_WAIT); send the same request again: a fact counts from the reception that is stored in time, ' +

@@ -108,9 +108,11 @@ export function createTemporalCall(
         );
       }
       if (isTemporalUnreachable(error)) {
-        throw new TemporalUnavailableError(
+        const unavailable = new TemporalUnavailableError(
           `Temporal did not answer within ${waited} ms; nothing was half-applied that a retry of the same request would not complete`,
         );
+        unavailable.waitedOut = true;
+        throw unavailable;
       }
       throw error;
     } finally {

@@ -334,10 +334,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     );
   }
 
-  it.each([
-    ['a fact key', 'fact-key-share', 'satisfiedBy/factKey'],
-    ['a subject', 'subject-share', 'subject'],
-  ] as const)(
+  it.each([['a fact key', 'fact-key-share', 'satisfiedBy/factKey']] as const)(
     'refuses an agent more than its share of %s (422 %s), and raises another agent there',
     async (what, rule, path) => {
       const tag = unique();
@@ -384,18 +381,6 @@ describe('a raise into a ledger or anchor that is all but full', () => {
     const answer = await raiseAs('third-agent', expectation(`full-key-${unique()}`, { satisfiedBy: { factKey } }));
 
     expectRefused(answer, 'satisfiedBy/factKey', 'fact-key-subscribers', refusedAt);
-  });
-
-  it('is refused (422 subject-subscribers) when its subject has as many open as the bridge keeps', async () => {
-    const subject = { type: 'shipment', id: `FULL-${unique()}` };
-    const tag = unique();
-    const onSubject = (i: number) =>
-      expectation(`on-${tag}-${i}`, { subject, satisfiedBy: { factKey: `bounds/${tag}-${i}` } });
-    await raiseMany(refusedAt, onSubject, ledgerOccupancyQuery(taskQueue, { subject }));
-
-    const answer = await raiseAs('third-agent', expectation(`full-subject-${unique()}`, { subject }));
-
-    expectRefused(answer, 'subject', 'subject-subscribers');
   });
 
   it('is refused (422 anchor-dependents) when its anchor has as many dependents as the bridge gives it, and raised one short of that', async () => {

@@ -82,7 +82,7 @@ afterAll(async () => {
 
 const events = (token: string, body: unknown, headers?: Record<string, string>) =>
   request(`${env.url}/a2a/events`, { token, body, headers });
-const facts = (token: string, body: unknown) => request(`${env.url}/v1/facts`, { token, body });
+const facts = (token: string, body: unknown, query = '') => request(`${env.url}/v1/facts${query}`, { token, body });
 const record = (id: string) =>
   request(`${env.url}/v1/expectations/${encodeURIComponent(id)}`, { token: env.tokens['agent-a'] });
 const A = () => env.tokens['agent-a']!;
@@ -133,7 +133,7 @@ describe('raise, read, satisfy', () => {
     });
 
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ facts: [{ factKey: e.satisfiedBy.factKey, result: 'recorded' }] });
+    expect(answer.body).toEqual({ facts: [{ factKey: e.satisfiedBy.factKey, result: 'accepted' }] });
     await vi.waitFor(
       async () => {
         const read = await record(e.expectationId);
@@ -195,7 +195,7 @@ describe('raise, read, satisfy', () => {
       },
     });
 
-    expect(answer.body).toEqual({ expectations: [], facts: [{ factKey: key, result: 'recorded' }], withdrawn: [] });
+    expect(answer.body).toEqual({ expectations: [], facts: [{ factKey: key, result: 'accepted' }], withdrawn: [] });
   });
 
   it('answers an expectation in a task’s history as not raised, with its reason, and records the facts there', async () => {
@@ -226,7 +226,7 @@ describe('raise, read, satisfy', () => {
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
       expectations: [],
-      facts: [{ factKey: key, result: 'recorded' }],
+      facts: [{ factKey: key, result: 'accepted' }],
       withdrawn: [],
       warnings: [
         {
@@ -259,7 +259,7 @@ describe('raise, read, satisfy', () => {
 
     expect(answer.body).toEqual({
       expectations: [],
-      facts: [{ factKey: key, result: 'recorded' }],
+      facts: [{ factKey: key, result: 'accepted' }],
       withdrawn: [],
       warnings: [
         {
@@ -295,7 +295,7 @@ describe('raise, read, satisfy', () => {
 });
 
 describe('re-delivery and conflicts', () => {
-  it('answers unchanged and duplicate when the same event is delivered again, whatever the key order', async () => {
+  it('answers unchanged and accepted when the same event is delivered again, whatever the key order', async () => {
     const e = expectation(`again-${unique()}`);
     const fact = { factKey: `again-${unique()}`, observedAt: '2026-02-01T00:00:00Z' };
     await events(A(), artifactUpdate({ expectations: [e], facts: [fact] }));
@@ -305,12 +305,12 @@ describe('re-delivery and conflicts', () => {
 
     expect(answer.body).toEqual({
       expectations: [{ expectationId: e.expectationId, result: 'unchanged' }],
-      facts: [{ factKey: fact.factKey, result: 'duplicate' }],
+      facts: [{ factKey: fact.factKey, result: 'accepted' }],
       withdrawn: [],
     });
   });
 
-  it('answers a batch of facts in its order, a repeat of a key duplicate and a later one recorded, however they went', async () => {
+  it('answers a batch of facts in its order with wait=true, a repeat duplicate and a later one recorded; sent again without it, accepted', async () => {
     // Twelve keys go together; the three facts of one key, and the two of one subject, one after the other.
     const keys = Array.from({ length: 12 }, () => `batch-${unique()}`);
     const subject = { type: 'shipment', id: `SHP-${unique()}` };
@@ -322,10 +322,13 @@ describe('re-delivery and conflicts', () => {
       { factKey: keys[7]!, observedAt: '2026-02-01T00:00:00Z', subject },
     ];
 
-    const answer = await facts(env.tokens.feed!, { facts: batch });
+    const answer = await facts(env.tokens.feed!, { facts: batch }, '?wait=true');
+    const again = await facts(env.tokens.feed!, { facts: batch });
 
     expect(answer.status).toBe(200);
-    expect(answer.body.facts).toEqual([
+    expect(
+      answer.body.facts.map(({ factKey, result }: { factKey: string; result: string }) => ({ factKey, result })),
+    ).toEqual([
       ...keys.map((factKey) => ({ factKey, result: 'recorded' })),
       { factKey: keys[3], result: 'duplicate' },
       { factKey: keys[3], result: 'recorded' },
@@ -333,6 +336,8 @@ describe('re-delivery and conflicts', () => {
       { factKey: keys[5], result: 'duplicate' },
       { factKey: keys[7], result: 'duplicate' },
     ]);
+    // Stored again, answered by the server: the routers see the re-deliveries and send them to nobody.
+    expect(again.body.facts).toEqual(batch.map(({ factKey }) => ({ factKey, result: 'accepted' })));
   });
 
   it('refuses the same id with other content (409) and starts nothing new', async () => {
@@ -614,7 +619,7 @@ describe('facts observed in the future (422)', () => {
 
     const answer = await facts(env.tokens.feed!, { facts: [{ factKey: key, observedAt }] });
 
-    expect([answer.status, answer.body]).toEqual([200, { facts: [{ factKey: key, result: 'recorded' }] }]);
+    expect([answer.status, answer.body]).toEqual([200, { facts: [{ factKey: key, result: 'accepted' }] }]);
   });
 });
 

@@ -450,7 +450,7 @@ describe('Temporal unreachable (503)', () => {
       expect(retried.body.expectations).toEqual([{ expectationId: e.expectationId, result: 'raised' }]);
       expect(again.body).toEqual({
         expectations: [{ expectationId: e.expectationId, result: 'unchanged' }],
-        facts: [{ factKey, result: 'duplicate' }],
+        facts: [{ factKey, result: 'accepted' }],
         withdrawn: [],
       });
     } finally {

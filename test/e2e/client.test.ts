@@ -154,8 +154,8 @@ describe('raising and reading', () => {
     const again = await feed.reportFacts([reported]);
 
     expect([first, again]).toEqual([
-      { facts: [{ factKey: reported.factKey, result: 'recorded' }] },
-      { facts: [{ factKey: reported.factKey, result: 'duplicate' }] },
+      { facts: [{ factKey: reported.factKey, result: 'accepted' }] },
+      { facts: [{ factKey: reported.factKey, result: 'accepted' }] },
     ]);
     let record: ExpectationRecord | undefined;
     await vi.waitFor(

@@ -436,6 +436,17 @@ const cases: StatusCase[] = [
   },
   { operation: 'GET /v1/statistics', status: 401, act: () => send(statistics()) },
   {
+    // On the limited bridge, whose statistics nobody else asks for: a principal's computations per minute run out.
+    operation: 'GET /v1/statistics',
+    status: 429,
+    act: async () => {
+      for (let hours = 1; ; hours++) {
+        const answer = await send(`${statistics(limited)}?window=PT${hours}H`, { token: token('ops-reader', limited) });
+        if (answer.status !== 200 || hours >= 40) return answer;
+      }
+    },
+  },
+  {
     operation: 'GET /v1/statistics',
     status: 403,
     act: () => send(statistics(), { token: token('carrier-feed') }),

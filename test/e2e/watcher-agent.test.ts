@@ -295,7 +295,7 @@ describe('SendMessage to the watcher', () => {
     const task = await send('carrier-feed', message({ facts: [fact], expectation: { expectationId: 'typo' } }));
 
     expect(dataOf(task, 'receipt')).toMatchObject({
-      facts: [{ factKey: fact.factKey, result: 'recorded' }],
+      facts: [{ factKey: fact.factKey, result: 'accepted' }],
       warnings: [{ path: path('expectation'), rule: 'unknown-member', message: expect.stringContaining('ignored') }],
     });
   });
@@ -318,7 +318,7 @@ describe('SendMessage to the watcher', () => {
     const task = await send('carrier-feed', message({ facts: [fact] }));
 
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(dataOf(task, 'receipt').facts).toEqual([{ factKey: fact.factKey, result: 'recorded' }]);
+    expect(dataOf(task, 'receipt').facts).toEqual([{ factKey: fact.factKey, result: 'accepted' }]);
     await expect
       .poll(async () => (await getExpectationRecord(env.client, e.expectationId))?.state, { timeout: 15_000 })
       .toBe('satisfied');
@@ -448,7 +448,7 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
     expect(body).toMatchObject({ jsonrpc: '2.0', id: 7, result: { kind: 'task', status: { state: 'completed' } } });
     expect(receiptOf(body.result)).toEqual({
       expectations: [],
-      facts: [{ factKey: fact.factKey, result: 'recorded' }],
+      facts: [{ factKey: fact.factKey, result: 'accepted' }],
       withdrawn: [],
     });
     const state = async () => (await getExpectationRecord(env.client, e.expectationId))?.state;
@@ -524,7 +524,7 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
     expect([seen[0]?.get('a2a-version'), seen[0]?.get('x-a2a-extensions')]).toEqual(['0.3', EXTENSION_URI]);
     expect('status' in result && result.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect('status' in result && dataOf(result, 'receipt').facts).toEqual([
-      { factKey: fact.factKey, result: 'recorded' },
+      { factKey: fact.factKey, result: 'accepted' },
     ]);
   });
 
@@ -535,7 +535,7 @@ describe('message/send to the watcher from a v0.3 client (the SDK’s compatibil
     const task = await send('carrier-feed', message({ facts: [fact] }));
 
     expect(client.protocolVersion).toBe('1.0');
-    expect(dataOf(task, 'receipt').facts).toEqual([{ factKey: fact.factKey, result: 'recorded' }]);
+    expect(dataOf(task, 'receipt').facts).toEqual([{ factKey: fact.factKey, result: 'accepted' }]);
     expect(responses.slice(before).map((r) => r.headers.get('a2a-extensions'))).toEqual([EXTENSION_URI]);
   });
 });

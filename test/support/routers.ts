@@ -31,28 +31,40 @@ export async function routerEventsOf(client: Client, taskQueue: string, factKey:
   return named;
 }
 
-/** Whether the key's router recorded a fact with the key (a `recordFact` update accepted with it). */
-export async function routerRecorded(client: Client, taskQueue: string, factKey: string): Promise<boolean> {
-  return (await routerEventsOf(client, taskQueue, factKey)).includes('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED');
-}
-
-/** The answers of the key's router to each `recordFact` update with the key (its current run), in order. */
-export async function routerOutcomesOf(client: Client, taskQueue: string, factKey: string): Promise<unknown[]> {
-  const history = await client.workflow.getHandle(factRouterWorkflowId(factKey, taskQueue)).fetchHistory();
-  const ofKey = new Set<string>();
-  const outcomes: unknown[] = [];
+/**
+ * The facts with the key stored in its router (its current run), in order: those of `facts` signals (the bridge's
+ * store) and of `recordFact` updates (`wait=true`), each as the bridge sent it.
+ */
+export async function routerStored(
+  client: Client,
+  taskQueue: string,
+  factKey: string,
+): Promise<Array<{ factKey: string; observedAt: string; source?: string }>> {
+  let history;
+  try {
+    history = await client.workflow.getHandle(factRouterWorkflowId(factKey, taskQueue)).fetchHistory();
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError || (error as { code?: number }).code === 5) return [];
+    throw error;
+  }
+  type Stored = { factKey: string; observedAt: string; source?: string };
+  const stored: Stored[] = [];
   for (const event of history.events ?? []) {
     const accepted = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
-    if (accepted) {
-      const fact = defaultPayloadConverter.fromPayload<{ factKey?: string }>(accepted.input!.args!.payloads![0]!);
-      if (fact.factKey === factKey) ofKey.add(accepted.meta!.updateId!);
+    if (accepted?.input?.name === 'recordFact')
+      stored.push(defaultPayloadConverter.fromPayload<Stored>(accepted.input.args!.payloads![0]!));
+    const signaled = event.workflowExecutionSignaledEventAttributes;
+    if (signaled?.signalName === 'facts') {
+      const batch = defaultPayloadConverter.fromPayload<{ facts?: Stored[] }>(signaled.input!.payloads![0]!);
+      stored.push(...(batch.facts ?? []));
     }
-    const completed = event.workflowExecutionUpdateCompletedEventAttributes;
-    const answer = completed?.outcome?.success?.payloads?.[0];
-    if (completed && answer && ofKey.has(completed.meta!.updateId!))
-      outcomes.push(defaultPayloadConverter.fromPayload(answer));
   }
-  return outcomes;
+  return stored.filter((fact) => fact.factKey === factKey);
+}
+
+/** Whether the key's router holds a fact with the key (stored by signal, or recorded by an update). */
+export async function routerRecorded(client: Client, taskQueue: string, factKey: string): Promise<boolean> {
+  return (await routerStored(client, taskQueue, factKey)).length > 0;
 }
 
 /** A workflow that never closes (a fact router) is at rest when no task is pending and its history stops growing. */
