@@ -64,9 +64,9 @@ async function runs(workflowId: string): Promise<{ continued: boolean; firstRunC
   return { continued: true, firstRunClosedAt: first.closeTime };
 }
 
-/** Stores the facts as a feed's requests of 25 do, 4 requests at a time, each fact stamped when it is sent. */
+/** Stores the facts as a feed's requests of 5 do, 4 requests at a time, each fact stamped when it is sent. */
 async function report(facts: Fact[], concurrency = 4): Promise<void> {
-  const batches = Array.from({ length: Math.ceil(facts.length / 25) }, (_, i) => facts.slice(i * 25, i * 25 + 25));
+  const batches = Array.from({ length: Math.ceil(facts.length / 5) }, (_, i) => facts.slice(i * 5, i * 5 + 5));
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {

@@ -50,8 +50,9 @@ describe('a fact that satisfies an expectation', () => {
   it('is a fact on its subject for a sibling even when it names no subject: the sibling’s horizon does not stall', async () => {
     const subject = { type: 'shipment', id: `S-${unique()}` };
     const satisfied = expectation(`rules-satisfied-${unique()}`, { subject });
-    // Due just after its horizon, so that its overdue lapse comes once the horizon has been decided.
-    const horizon = new Date(Date.now() + 4_000);
+    // Due just after its horizon, so that its overdue lapse comes once the horizon has been decided. The satisfied
+    // expectation stores its fact on the subject as it closes, which its worker must have done by the horizon.
+    const horizon = new Date(Date.now() + 10_000);
     horizon.setUTCMilliseconds(0);
     const sibling = dueExpectation(`rules-sibling-${unique()}`, new Date(horizon.getTime() + 2_000), {
       subject,

@@ -7,9 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lapseMessageId } from '../../core/message-id.js';
-import { EXTENSION_URI, type Fact } from '../../core/schemas/extension.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
-import { getExpectationRecord, recordFact } from '../../src/temporal/expectations.js';
+import { getExpectationRecord } from '../../src/temporal/expectations.js';
+import { registerDependentSignal } from '../../workflows/messages.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import {
@@ -146,13 +147,11 @@ describe('re-sending a lapse that failed for good', () => {
     const { e, messageId } = await raiseFailedLapse(subject.id);
     const handle = watcher.client.workflow.getHandle(expectationWorkflowId(e.expectationId));
     const firstRunId = (await handle.describe()).runId;
-    // Facts on the subject until the dev server (suggestContinueAsNew at 300 events) has the expectation continue.
-    const base = Date.now() - 86_400_000;
+    // Dependents registering (each a signal and a memo write) until the dev server (suggestContinueAsNew at 300
+    // events) has the expectation continue; facts on its subject no longer reach it.
     for (let i = 0; (await handle.describe()).runId === firstRunId; i++) {
       if (i >= 2000) throw new Error(`${e.expectationId} never continued as new`);
-      const observedAt = new Date(base + i * 1000).toISOString();
-      const scan: Fact = { factKey: `shipment:${subject.id}:scanned`, observedAt, source: 'carrier-feed', subject };
-      await recordFact(watcher.client, taskQueue, scan, { factRetention: 'P7D' });
+      await handle.signal(registerDependentSignal, { workflowId: `expectation:nobody-${subject.id}-${i}` });
     }
 
     const answer = await resend(e.expectationId, messageId);

@@ -84,7 +84,8 @@ async function raise(bridge: Bridge, e: ReturnType<typeof expectation>) {
 const factOf = (factKey: string) => ({ factKey, observedAt: new Date(Date.now() - 1000).toISOString() });
 
 async function report(bridge: Bridge, fact: { factKey: string; observedAt: string }) {
-  const answer = await request(`${bridge.app.url}/v1/facts`, {
+  // With wait=true: the bridge learns from the router that nobody waited, and only then asks the visibility store.
+  const answer = await request(`${bridge.app.url}/v1/facts?wait=true`, {
     token: bridge.app.tokens['carrier-feed'],
     body: { facts: [fact] },
   });

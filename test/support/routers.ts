@@ -10,17 +10,20 @@ import { factRouterWorkflowId } from '../../core/ids.js';
 const { EventType } = proto.temporal.api.enums.v1;
 
 /** The types of the events of the key's router (its current run) whose payloads name the key; none when it never ran. */
-export async function routerEventsOf(client: Client, taskQueue: string, factKey: string): Promise<string[]> {
-  let history;
+/** The events of the current run of the key's router; none when it never ran. */
+async function routerHistoryOf(client: Client, taskQueue: string, factKey: string) {
   try {
-    history = await client.workflow.getHandle(factRouterWorkflowId(factKey, taskQueue)).fetchHistory();
+    return (await client.workflow.getHandle(factRouterWorkflowId(factKey, taskQueue)).fetchHistory()).events ?? [];
   } catch (error) {
     // fetchHistory passes the server's NOT_FOUND (gRPC status 5) on as it is.
     if (error instanceof WorkflowNotFoundError || (error as { code?: number }).code === 5) return [];
     throw error;
   }
+}
+
+export async function routerEventsOf(client: Client, taskQueue: string, factKey: string): Promise<string[]> {
   const named: string[] = [];
-  for (const event of history.events ?? []) {
+  for (const event of await routerHistoryOf(client, taskQueue, factKey)) {
     const payloads = [
       ...(event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads ?? []),
       ...(event.workflowExecutionSignaledEventAttributes?.input?.payloads ?? []),
@@ -40,16 +43,9 @@ export async function routerStored(
   taskQueue: string,
   factKey: string,
 ): Promise<Array<{ factKey: string; observedAt: string; source?: string }>> {
-  let history;
-  try {
-    history = await client.workflow.getHandle(factRouterWorkflowId(factKey, taskQueue)).fetchHistory();
-  } catch (error) {
-    if (error instanceof WorkflowNotFoundError || (error as { code?: number }).code === 5) return [];
-    throw error;
-  }
   type Stored = { factKey: string; observedAt: string; source?: string };
   const stored: Stored[] = [];
-  for (const event of history.events ?? []) {
+  for (const event of await routerHistoryOf(client, taskQueue, factKey)) {
     const accepted = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
     if (accepted?.input?.name === 'recordFact')
       stored.push(defaultPayloadConverter.fromPayload<Stored>(accepted.input.args!.payloads![0]!));

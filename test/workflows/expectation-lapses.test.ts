@@ -3,12 +3,8 @@
  * the late window, withdrawal, lapse delivery records and the operator's view.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  getExpectationRecord,
-  startExpectationWorkflow,
-  withdrawExpectation,
-} from '../../src/temporal/expectations.js';
-import { expectationLinks, expectationWorkflowId } from '../../core/ids.js';
+import { getExpectationRecord, withdrawExpectation } from '../../src/temporal/expectations.js';
+import { expectationWorkflowId } from '../../core/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { historyText } from '../support/history-text.js';
 import { ExpectationDueAt, ExpectationState } from '../../workflows/search-attributes.js';
@@ -16,9 +12,9 @@ import {
   DAY,
   HOUR,
   raiseOpen,
+  raiseUnsubscribed,
   REJECTING_AGENT,
   reportFact,
-  settings,
   shipmentExpectation,
   untilStatus,
   useHarness,
@@ -147,24 +143,16 @@ describe('overdue, with the fact still on its way', () => {
    * Started without its subscriptions, as a raise whose router forwards are stuck behind a backlog: the router records
    * the fact but sends it to nobody. What it recorded must count by when the bridge received it.
    */
-  async function raiseUnsubscribed(prefix: string) {
+  async function raiseBehind(prefix: string) {
     const start = await h.now();
     const id = h.id(prefix);
     const expectation = shipmentExpectation(id, start, HOUR);
-    const input = {
-      expectation,
-      agent: { id: 'shipping-agent' },
-      origin: { taskId: 'task-1', contextId: 'ctx-1' },
-      lineage: 0,
-      settings,
-      links: expectationLinks(expectation, h.taskQueue),
-    };
-    expect(await startExpectationWorkflow(h.client, h.taskQueue, input, { now: () => start })).toBe('raised');
+    await raiseUnsubscribed(h, expectation, start);
     return { id, expectation, start };
   }
 
   it('is satisfied, not lapsed, by a fact its router recorded before the deadline and had not sent on', async () => {
-    const { id, expectation, start } = await raiseUnsubscribed('forward-behind');
+    const { id, expectation, start } = await raiseBehind('forward-behind');
     const receivedAt = new Date(start + 60_000).toISOString();
     expect(await reportFact(h, expectation.satisfiedBy.factKey, start, { receivedAt })).toBe('recorded');
 
@@ -176,7 +164,7 @@ describe('overdue, with the fact still on its way', () => {
   });
 
   it('lapses overdue when the bridge received the fact only after the deadline', async () => {
-    const { id, expectation, start } = await raiseUnsubscribed('forward-after');
+    const { id, expectation, start } = await raiseBehind('forward-after');
     const receivedAt = new Date(start + HOUR + 60_000).toISOString();
     await reportFact(h, expectation.satisfiedBy.factKey, start, { receivedAt });
 

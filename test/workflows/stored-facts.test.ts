@@ -4,9 +4,7 @@
  * nothing else: not by when the server wrote them, not by whether a worker has processed them yet.
  */
 import { describe, expect, it } from 'vitest';
-import { expectationLinks } from '../../core/ids.js';
-import { startExpectationWorkflow } from '../../src/temporal/expectations.js';
-import { HOUR, settings, shipmentExpectation, storeFact, useHarness } from './support.js';
+import { HOUR, raiseUnsubscribed, shipmentExpectation, storeFact, useHarness } from './support.js';
 
 const h = useHarness();
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -19,17 +17,7 @@ async function raiseWithHorizon(prefix: string, bridgeAheadMs = 0) {
   const start = await h.now();
   const id = h.id(prefix);
   const expectation = shipmentExpectation(id, start, 10 * HOUR, { horizon: iso(start + HOUR) });
-  const input = {
-    expectation,
-    agent: { id: 'shipping-agent' },
-    origin: { taskId: 'task-1', contextId: 'ctx-1' },
-    lineage: 0,
-    settings,
-    links: expectationLinks(expectation, h.taskQueue),
-  };
-  expect(await startExpectationWorkflow(h.client, h.taskQueue, input, { now: () => start + bridgeAheadMs })).toBe(
-    'raised',
-  );
+  await raiseUnsubscribed(h, expectation, start, bridgeAheadMs);
   return { id, expectation, start };
 }
 

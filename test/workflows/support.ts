@@ -14,7 +14,13 @@ import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from 
 import type { Expectation, Fact } from '../../core/schemas/extension.js';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
-import { getExpectationRecord, recordFact, startExpectation, storeFacts } from '../../src/temporal/expectations.js';
+import {
+  getExpectationRecord,
+  recordFact,
+  startExpectation,
+  startExpectationWorkflow,
+  storeFacts,
+} from '../../src/temporal/expectations.js';
 import { expectationLinks, factRouterWorkflowId } from '../../core/ids.js';
 import { indexedValueType } from '../../src/temporal/search-attributes.js';
 import type { ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
@@ -171,10 +177,14 @@ export function useHarness(): TimeSkippingHarness {
   return harness;
 }
 
-/**
- * Reports a fact as a bridge does with `wait=true` (an update-with-start on its key's router, a signal to its subject's
- * router), received at the server's now unless `extra` says when.
- */
+/** A fact from the carrier's feed, received at the server's now unless `extra` says when (as a bridge stamps it). */
+async function stampedFact(h: TimeSkippingHarness, factKey: string, observedAtMs: number, extra: Partial<Fact>) {
+  const receivedAt = new Date(await h.now()).toISOString();
+  const observedAt = new Date(observedAtMs).toISOString();
+  return { factKey, observedAt, source: 'carrier-feed', receivedAt, ...extra } satisfies Fact;
+}
+
+/** Reports a fact as a bridge does with `wait=true`: an update-with-start on its key's router, answered by a worker. */
 export async function reportFact(
   h: TimeSkippingHarness,
   factKey: string,
@@ -182,21 +192,10 @@ export async function reportFact(
   extra: Partial<Fact> = {},
   factRetention = settings.factRetention,
 ): Promise<'recorded' | 'duplicate'> {
-  const receivedAt = new Date(await h.now()).toISOString();
-  const fact: Fact = {
-    factKey,
-    observedAt: new Date(observedAtMs).toISOString(),
-    source: 'carrier-feed',
-    receivedAt,
-    ...extra,
-  };
-  return recordFact(h.client, h.taskQueue, fact, { factRetention });
+  return recordFact(h.client, h.taskQueue, await stampedFact(h, factKey, observedAtMs, extra), { factRetention });
 }
 
-/**
- * Stores facts as a bridge does without `wait` (one signal per router: stored by the server, no worker needed),
- * received at the server's now unless a fact says when.
- */
+/** Stores a fact as a bridge does without `wait`: one signal per router, stored by the server, no worker needed. */
 export async function storeFact(
   h: TimeSkippingHarness,
   factKey: string,
@@ -204,15 +203,29 @@ export async function storeFact(
   extra: Partial<Fact> = {},
   factRetention = settings.factRetention,
 ): Promise<void> {
-  const receivedAt = new Date(await h.now()).toISOString();
-  const fact: Fact = {
-    factKey,
-    observedAt: new Date(observedAtMs).toISOString(),
-    source: 'carrier-feed',
-    receivedAt,
-    ...extra,
+  await storeFacts(h.client, h.taskQueue, [await stampedFact(h, factKey, observedAtMs, extra)], { factRetention });
+}
+
+/**
+ * Starts `expectation` as the bridge would, stamped `raisedAt` by a bridge clock `bridgeAheadMs` ahead of the server's
+ * (`start`), but without its router subscription: nothing is forwarded to it, as behind a stuck router.
+ */
+export async function raiseUnsubscribed(
+  h: TimeSkippingHarness,
+  expectation: Expectation,
+  start: number,
+  bridgeAheadMs = 0,
+) {
+  const input = {
+    expectation,
+    agent: { id: 'shipping-agent' },
+    origin: { taskId: 'task-1', contextId: 'ctx-1' },
+    lineage: 0,
+    settings,
+    links: expectationLinks(expectation, h.taskQueue),
   };
-  await storeFacts(h.client, h.taskQueue, [fact], { factRetention });
+  const started = await startExpectationWorkflow(h.client, h.taskQueue, input, { now: () => start + bridgeAheadMs });
+  if (started !== 'raised') throw new Error(`${expectation.expectationId} was not raised: ${started}`);
 }
 
 /** The status name of a workflow, or 'NOT_FOUND'. */
