@@ -7,11 +7,14 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { ExpectationRecord } from '../core/types.js';
 import { expectationWorkflowId } from '../core/ids.js';
-import { registerDependentSignal } from '../workflows/messages.js';
+import { subjectShardOf } from '../core/fact-shards.js';
+import type { factRouterWorkflow } from '../workflows/fact-router.js';
+import { factsSignal, registerDependentSignal, type FactBatch } from '../workflows/messages.js';
 import type {
   LedgerActivities,
   LinkAnchorInput,
   LinkAnchorResult,
+  StoreOnSubjectInput,
   StoredFactsInput,
 } from '../workflows/activity-types.js';
 import { storedFacts } from './history-reads.js';
@@ -28,6 +31,19 @@ export function createLedgerActivities(deps: { client: Client }): LedgerActiviti
 
   return {
     storedFacts: (input: StoredFactsInput) => storedFacts(client, input),
+
+    /** Stores a fact on a subject in its router, starting the router if need be (a workflow cannot signal-with-start). */
+    async storeOnSubject({ routerWorkflowId, fact, retention }: StoreOnSubjectInput): Promise<void> {
+      const shard = subjectShardOf(fact.subject);
+      await client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
+        workflowId: routerWorkflowId,
+        taskQueue: Context.current().info.taskQueue,
+        args: [{ shard, retention }],
+        signal: factsSignal,
+        signalArgs: [{ subjects: [fact] }],
+        staticSummary: `fact router ${shard}`,
+      });
+    },
 
     /**
      * Registers the dependent with a running anchor (which notifies it later), or reads a closed anchor's record:

@@ -67,6 +67,14 @@ export interface StoredFacts {
   subject?: { latest?: SubjectFact; heardByHorizon?: boolean };
 }
 
+/** A fact on a subject that an expectation stores in its subject's router (ExpectationLinks.tellOnClose). */
+export interface StoreOnSubjectInput {
+  routerWorkflowId: string;
+  fact: SubjectFact;
+  /** The router's retention, should this call start it. */
+  retention: string;
+}
+
 /** The activities that reach other workflows through the Temporal client (activities/ledgers.ts), as workflows see them. */
 export interface LedgerActivities {
   linkAnchor(input: LinkAnchorInput): Promise<LinkAnchorResult>;
@@ -75,6 +83,11 @@ export interface LedgerActivities {
    * fact with its key that may still be on its way, and its subject's facts.
    */
   storedFacts(input: StoredFactsInput): Promise<StoredFacts>;
+  /**
+   * Stores the fact that satisfied an expectation, which named no subject or another, as a fact on the expectation's
+   * subject (DESIGN 3.2): a signal-with-start of the subject's router, which may never have been started.
+   */
+  storeOnSubject(input: StoreOnSubjectInput): Promise<void>;
 }
 
 /** The lapse delivery activity (activities/deliver-lapse.ts), as workflows see it. */

@@ -16,7 +16,6 @@ import { isOpen } from './decisions.js';
 import {
   anchorMovedSignal,
   anchorSatisfiedSignal,
-  factsSignal,
   skippedSignal,
   unsubscribeSignal,
   withdrawSignal,
@@ -183,7 +182,12 @@ export class ExpectationLinks {
       for (const dependent of this.dependents) tell.push(signalQuietly(dependent, anchorMovedSignal, moved));
     }
     if (!routerDroppedIt) tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
-    if (heard) tell.push(signalQuietly(links.subjectRouter, factsSignal, { subjects: [heard] }));
+    if (heard) {
+      const retention = input.settings.factRetention;
+      const storing = localLedgers.storeOnSubject({ routerWorkflowId: links.subjectRouter, fact: heard, retention });
+      // Given up after its budget: the siblings' stalls then miss this one fact, the expectation itself is done.
+      tell.push(storing.catch(() => undefined));
+    }
     return Promise.all(tell);
   }
 }

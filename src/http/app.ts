@@ -92,6 +92,17 @@ export const DEFAULT_FACT_WAIT_MS = 2_000;
 /** What the settle interval adds to the fact wait: the clocks of the bridge and the worker, and the read's own time. */
 const SETTLE_MARGIN_MS = 1_000;
 
+/** True when `reachable` resolves true within `ms`. */
+async function answeredWithin(reachable: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([reachable, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The settle interval the workflows of a bridge with this fact wait get (ISO 8601 duration). */
 export function settleIntervalOf(factWaitMs: number): string {
   return `PT${(factWaitMs + SETTLE_MARGIN_MS) / 1000}S`;
@@ -166,14 +177,15 @@ function createServices(deps: AppDeps) {
     return worker.ready ? undefined : new WorkerUnavailableError(worker.reason);
   };
   const call = createTemporalCall(deps.client, temporalWaitMs, { probe });
-  // Facts are stored by the server alone: their call is given up early only when Temporal does not answer at all.
+  // Facts are stored by the server alone: their call is given up early only when Temporal does not answer at all,
+  // told apart from a slow one within the fact wait (a reachability probe that has not answered by then says so).
   const factCall = createTemporalCall(deps.client, factWaitMs, {
-    probeAfterMs: Math.min(1_000, factWaitMs / 2),
+    probeAfterMs: factWaitMs / 4,
     probe: async () =>
-      (await isReachable())
+      (await answeredWithin(isReachable(), factWaitMs / 2))
         ? undefined
         : new TemporalUnavailableError(
-            'Temporal does not answer; nothing was half-applied that a retry of the same request would not complete',
+            `Temporal does not answer (not within ${factWaitMs / 2} ms); nothing was half-applied that a retry of the same request would not complete`,
           ),
   });
   const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });

@@ -175,3 +175,72 @@ describe('the bridge on a Temporal frontend that answers RESOURCE_EXHAUSTED', ()
     expect(answer.body.type).toBe('urn:expectations-watcher:problem:temporal-busy');
   });
 });
+
+describe('the bridge on a Temporal frontend that answers, but stores no fact within the fact wait', () => {
+  // GetSystemInfo answers (Temporal is there); a signal-with-start never does, as a frontend behind its backlog.
+  const server = new Server();
+  const bytes = (value: Buffer) => value;
+  const method = (name: string) => ({
+    path: `/temporal.api.workflowservice.v1.WorkflowService/${name}`,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: bytes,
+    requestDeserialize: bytes,
+    responseSerialize: bytes,
+    responseDeserialize: bytes,
+  });
+  let connection: Connection;
+  let bridge: { url: string; close(): Promise<void> };
+
+  beforeAll(async () => {
+    server.addService(
+      {
+        GetSystemInfo: method('GetSystemInfo'),
+        SignalWithStartWorkflowExecution: method('SignalWithStartWorkflowExecution'),
+      },
+      {
+        GetSystemInfo: (_call: unknown, callback: (error: null, value: Buffer) => void) =>
+          callback(null, Buffer.alloc(0)),
+        SignalWithStartWorkflowExecution: () => undefined,
+      },
+    );
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
+    );
+    connection = Connection.lazy({ address: `127.0.0.1:${port}`, interceptors: [] });
+    const principals = createPrincipalStore(
+      principalsFileOf([{ id: 'feed', roles: ['reporter'] }], { feed: 'feed-token' }),
+    );
+    const app = createApp({
+      client: new Client({ connection }),
+      taskQueue: 'slow',
+      namespace: 'default',
+      principals,
+      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, factWaitMs: 1_000 },
+    });
+    const listening = await listen(app);
+    bridge = { url: urlOf(listening), close: () => close(listening) };
+  });
+
+  afterAll(async () => {
+    await bridge?.close();
+    await connection?.close();
+    server.forceShutdown();
+  });
+
+  it('answers 503 fact-not-stored with Retry-After: 1 once the fact wait has passed, not the request wait', async () => {
+    const started = Date.now();
+    const answer = await send(`${bridge.url}/v1/facts`, {
+      token: 'feed-token',
+      json: { facts: [{ factKey: 'k', observedAt: '2026-01-01T00:00:00Z' }] },
+    });
+
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get('retry-after')).toBe('1');
+    expect(answer.body).toMatchObject({ type: 'urn:expectations-watcher:problem:fact-not-stored', status: 503 });
+    expect(answer.body.detail).toContain('WATCHER_FACT_WAIT');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
