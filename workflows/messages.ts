@@ -14,7 +14,7 @@ export interface ExpectationSettings {
   factRetention: string;
   /**
    * How long past a deadline the expectation waits before it lapses, for facts a bridge received before the deadline
-   * and still carries (DESIGN 3.2): the bridges' bound on a request in flight. Absent, zero.
+   * and Temporal may still be storing (DESIGN 3.3): the bridges' fact wait and a second. Absent, zero.
    */
   settle?: string;
 }
