@@ -168,9 +168,9 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
 
 /**
  * Waits until the watcher's workflow task queue has no backlog (twice in a row): scenario 1 leaves the first tasks
- * of its raises queued (the bridge answers once the routers are signalled, not run), and a fact's update or a query
- * behind them measures the backlog, not the fact. On the cluster (slower workflow tasks on two shared cores) such a
- * backlog could outlast the bridge's Temporal wait (WATCHER_TEMPORAL_WAIT). Goes on when the server reports no stats.
+ * of its raises queued (the bridge answers once the ledgers are started, not run), and a fact's update or a query
+ * behind them measures the backlog, not the fact. On the cluster (slower workflow tasks on two shared cores) the
+ * bridge's 5 s deadline passed. Goes on when the server reports no stats.
  */
 async function waitDrained(stack: Stack): Promise<void> {
   let backlog = -1;
