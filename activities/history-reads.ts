@@ -1,5 +1,5 @@
 /**
- * What a router stored, read from its history when an expectation decides (DESIGN 3.2): the server's record of every
+ * What a router stored, read from its history when an expectation decides (DESIGN 3.3): the server's record of every
  * fact a bridge handed it, whether or not a worker has processed it yet, so that the watcher's own backlog never
  * fabricates a lapse. The reads go backwards from now, stop once they are past the raise, and decode at most
  * MAX_READ_EVENTS events; a payload that cannot be decoded (a removed codec key) is skipped. The folds are pure and

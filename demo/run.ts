@@ -6,7 +6,8 @@
  *    watcher's bridge (`POST /a2a/events`).
  * 2. The carrier feed reports the pickup to the watcher's own A2A endpoint; the transit step is re-anchored on it.
  * 3. Nobody reports the transit in time: it lapses, and the agent receives the lapse task in the user's context.
- * 4. The transit is reported late; the records and the Temporal UI links to look at are printed.
+ * 4. The transit is reported late; the records, the plan on the operator's page and the Temporal UI links to look at
+ *    are printed.
  *
  * The agent, the carrier and the operator build and read the extension's objects with `expectations-watcher/client`
  * (src/client/), as an agent author would.
@@ -337,6 +338,10 @@ async function main(): Promise<void> {
       say(`  ${id.padEnd(28)} ${record.state.padEnd(10)} due ${record.dueAt}  lapses: ${lapses}`);
     }
     say();
+    // The page's route for a subject's plan, as src/ui/dom.js routeTo writes it: `#/plan?subjectType=…&subjectId=…`.
+    const plan = new URLSearchParams({ subjectType: 'shipment', subjectId: shipmentId });
+    say(`On the operator's page (the bridge's /ui/; sign in with the ops token ${tokens.ops}):`);
+    say(`  the shipment's plan: ${watcherUrl}/ui/#/plan?${plan.toString()}`);
     if (uiUrl) {
       const query = encodeURIComponent(`ExpectationSubject="shipment/${shipmentId}"`);
       say(
@@ -344,8 +349,10 @@ async function main(): Promise<void> {
       );
       say(`  the shipment's steps: ${uiUrl}/namespaces/${config.temporal.namespace}/workflows?query=${query}`);
       for (const id of [pickup, transit, delivery]) say(`  ${id}: ${(await read(id)).links?.temporalUi ?? ''}`);
-      if (!keep && !process.env.TEMPORAL_ADDRESS)
-        say('  (the embedded server stops with the demo: run `npm run demo -- --keep` to browse these)');
+    }
+    if (!keep) {
+      const stopping = process.env.TEMPORAL_ADDRESS ? 'the bridge stops' : 'the bridge and the embedded server stop';
+      say(`  (${stopping} with the demo: run \`npm run demo -- --keep\` to browse these)`);
     }
     say();
 

@@ -188,7 +188,7 @@ export interface Config {
   temporalWaitMs: number;
   /**
    * How long a request's facts may take to be stored before it is answered 503 (ms), and so how long, plus a second, an
-   * expectation settles a deadline before it lapses (DESIGN 3.2).
+   * expectation settles a deadline before it lapses (DESIGN 3.2, 3.3).
    */
   factWaitMs: number;
   /** Requests the bridge serves at once; one past it is answered 503 with Retry-After before any work. */

@@ -13,8 +13,8 @@ export interface DeadlineInputs {
   /** ISO 8601 duration a lapsed expectation waits for a late fact after its last lapse. */
   lateWindow: string;
   /**
-   * How long the workflow waits past a deadline before it lapses (DESIGN 3.2): a bridge may still be carrying a fact it
-   * received before the deadline. No longer than a request may be in flight in a bridge; absent, zero.
+   * How long the workflow waits past a deadline before it lapses (DESIGN 3.3): a fact a bridge received before the
+   * deadline may take the bridge's fact wait (WATCHER_FACT_WAIT) to be stored. Absent, zero.
    */
   settleMs?: number;
 }

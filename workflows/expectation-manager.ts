@@ -121,7 +121,7 @@ export class ExpectationManager {
   /** Satisfied by its router's signal: the router dropped it then, so it need not unsubscribe there. */
   private satisfiedByRouter = false;
   private readonly deliveries: LapseDeliveries;
-  /** How long past a deadline the expectation waits for facts a bridge received before it (DESIGN 3.2). */
+  /** How long past a deadline the expectation waits for facts a bridge received before it (DESIGN 3.3). */
   private readonly settleMs: number;
   /**
    * Later expectations satisfied while this one was open, gathered for one skipped lapse that names them all: decided
@@ -422,7 +422,7 @@ export class ExpectationManager {
   }
 
   /**
-   * Before a lapse: what the routers stored (DESIGN 3.2), read from their histories in one local activity. A fact with
+   * Before a lapse: what the routers stored (DESIGN 3.3), read from their histories in one local activity. A fact with
    * the key a bridge received by due plus grace satisfies instead of the overdue, however far behind its forward is; a
    * fact on the subject received by the horizon rules the stall out; the subject's latest fact is the Lapse's
    * `lastFactAt`. A read that fails for its whole budget decides on what reached us, as without it.

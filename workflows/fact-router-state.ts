@@ -195,7 +195,8 @@ export class RouterState {
     let bytes =
       utf8Length(JSON.stringify(this.outbox.carry())) + utf8Length(JSON.stringify([...this.subjects.values()]));
     for (const size of sizes.values()) bytes += size;
-    // Subjects first, least recently heard first: a stall read that finds one forgotten does not lapse (history-reads.ts).
+    // Subjects first, least recently heard first: a stall read that finds one forgotten does not lapse
+    // (activities/history-reads.ts).
     for (const [key, entry] of this.subjects) {
       if (bytes <= MAX_ROUTER_CARRIED_BYTES) break;
       bytes -= utf8Length(JSON.stringify(entry));

@@ -14,7 +14,7 @@ export interface ExpectationSettings {
   factRetention: string;
   /**
    * How long past a deadline the expectation waits before it lapses, for facts a bridge received before the deadline
-   * and still carries (DESIGN 3.2): the bridges' bound on a request in flight. Absent, zero.
+   * and Temporal may still be storing (DESIGN 3.3): the bridges' fact wait and a second. Absent, zero.
    */
   settle?: string;
 }
@@ -244,9 +244,9 @@ export interface RecordFactOptions {
    */
   listForwarded?: boolean;
   /**
-   * With `listForwarded`: the caller sends the fact to those expectations itself (`takeFact`), so the ledger holds
-   * its own forwards back for a while (fact-ledger.ts, FORWARD_DEFERRAL_MS) and sends only to those that did not take
-   * it. The answer comes before this fact is sent to anyone.
+   * With `listForwarded`: the caller sends the fact to those expectations itself (`takeFact`), so the router holds
+   * its own forwards back for a while (fact-router-state.ts, FORWARD_DEFERRAL_MS) and sends only to those that did not
+   * take it. The answer comes before this fact is sent to anyone.
    */
   callerDelivers?: boolean;
   /**

@@ -65,7 +65,7 @@ export interface AppSettings {
   /**
    * How long a request's facts may take to be stored before it is answered 503 (WATCHER_FACT_WAIT, ms; default
    * DEFAULT_FACT_WAIT_MS): a fact counts from its reception only when stored within it, so the workflows settle a
-   * deadline this long, plus a margin, before they lapse (DESIGN 3.2).
+   * deadline this long, plus a margin, before they lapse (DESIGN 3.2, 3.3).
    */
   factWaitMs?: number;
   /** Signs the list's page tokens (WATCHER_PAGE_TOKEN_SECRET), so that every bridge of a deployment takes the others'. */

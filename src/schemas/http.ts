@@ -1,8 +1,8 @@
 /**
  * Zod schemas of the bridge's own HTTP bodies and query strings (DESIGN 4). The A2A bodies are in a2a.ts, the
- * extension's objects in extension.ts. Items inside `facts` are checked one by one by the service, so that every
- * bad item is reported with its path; here they are only required to be an array. The answers' schemas are here
- * too: the services' result types are inferred from them, and the OpenAPI document (src/http/openapi.ts) is
+ * extension's objects in core/schemas/extension.ts. Items inside `facts` are checked one by one by the service, so
+ * that every bad item is reported with its path; here they are only required to be an array. The answers' schemas
+ * are here too: the services' result types are inferred from them, and the OpenAPI document (src/http/openapi.ts) is
  * generated from them, so neither can drift from what the routes answer.
  */
 import { z } from 'zod';

@@ -58,8 +58,8 @@ const requestDeadline = new AsyncLocalStorage<{ deadlineMs: number; waitMs: numb
 
 /**
  * Runs `fn` (the handling of one request) under a deadline that every Temporal call made for it shares: a request
- * that Temporal is slow to serve waits, but never longer than this, which is what the workflows' settle interval
- * counts on (DESIGN 3.2).
+ * that Temporal is slow to serve waits, but never longer than this (DESIGN 4). Its facts have a shorter wait of their
+ * own (WATCHER_FACT_WAIT), which is what the workflows' settle interval counts on (DESIGN 3.3).
  */
 export function withRequestDeadline<T>(waitMs: number, fn: () => T): T {
   return requestDeadline.run({ deadlineMs: Date.now() + waitMs, waitMs }, fn);

@@ -1,7 +1,7 @@
 /**
  * The client-side operations the HTTP bridge calls: raise an expectation, read its record, record a fact, withdraw.
- * Every workflow id comes from ids.ts; every signal, query and update from workflows/messages.ts; the UI texts from
- * workflows/ui-text.ts.
+ * Every workflow id comes from core/ids.ts; every signal, query and update from workflows/messages.ts; the UI texts
+ * from workflows/ui-text.ts.
  */
 import {
   WithStartWorkflowOperation,

@@ -23,9 +23,9 @@ let worker: RunningWatcher | undefined;
 beforeAll(async () => {
   agent = await startTestAgent();
   // A workflow task that the old worker polls as it stops is lost to it and handed out again only after its 10 s
-  // timeout (seen in this file: a fact ledger's first task started, never completed, when the stop came right after
-  // the raise; its ledger has no record to read first). The bridge's 5 s Temporal deadline would answer that 503;
-  // this file waits the task out instead.
+  // timeout (seen in this file: a fact router's first task started, never completed, when the stop came right after
+  // the raise; its router has no record to read first). A bridge whose Temporal wait (WATCHER_TEMPORAL_WAIT) is
+  // shorter would answer that 503; this file's bridge waits 15 s, so it waits the task out instead.
   bridge = await startBridgeApp(
     client,
     taskQueue,

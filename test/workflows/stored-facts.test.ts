@@ -1,5 +1,5 @@
 /**
- * What an expectation reads from its routers' histories before it lapses (DESIGN 3.2), on the time-skipping server:
+ * What an expectation reads from its routers' histories before it lapses (DESIGN 3.3), on the time-skipping server:
  * facts stored by signal as a bridge stores them, counted by when a bridge received them (`receivedAt`) and by
  * nothing else: not by when the server wrote them, not by whether a worker has processed them yet.
  */

@@ -49,7 +49,7 @@ export interface TimeSkippingHarness {
   faults: Map<string, 'unavailable' | 'rejected'>;
   /** A fresh id with a prefix, unique per test. */
   id(prefix: string): string;
-  /** Raises an expectation with ids computed by ids.ts; `dueAt` etc. given as offsets from the server's now. */
+  /** Raises an expectation with ids computed by core/ids.ts; `dueAt` etc. given as offsets from the server's now. */
   raise(
     expectation: Expectation,
     options?: Partial<Omit<ExpectationInput, 'expectation' | 'links'>>,
