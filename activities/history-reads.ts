@@ -24,9 +24,11 @@ export const MAX_READ_EVENTS = 5_000;
 
 /**
  * How far before the raise a backward read goes on: the raise instant is the bridge's clock, the events' the server's,
- * so the read reaches this much further back; what counts is decided by `receivedAt` alone.
+ * so the read reaches this much further back (a bridge clock up to a minute ahead of the server's); what counts is
+ * decided by `receivedAt` alone. Every event read costs the server: a lapse on a busy router reads little more than
+ * what came since its raise.
  */
-export const CLOCK_MARGIN_MS = 10 * 60_000;
+export const CLOCK_MARGIN_MS = 60_000;
 
 /** One event of a router's run that matters to a read, decoded, oldest first. */
 export type RouterEvent =
@@ -238,13 +240,44 @@ async function readForwards(client: Client, workflowId: string) {
   return { oldestFirst: events, complete: !dropped };
 }
 
+/** How long a read of a router serves the other decisions of this worker that need the same router. */
+export const SHARED_READ_MS = 1_000;
+
+/**
+ * The router reads of one worker, shared by decisions that need the same router at once: a burst of lapses on one key
+ * (a thousand expectations due at the same instant) reads its router once, not a thousand times. A read is shared
+ * only when it started no earlier than SHARED_READ_MS before the decision's own instant (the facts it needs were stored
+ * by then: the settle interval is the fact wait and a second) and reaches back as far as the decision needs.
+ */
+export class RouterReads {
+  private readonly reads = new Map<
+    string,
+    { startedMs: number; sinceMs: number; run: Promise<RouterRun | undefined> }
+  >();
+
+  constructor(
+    private readonly client: Client,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  read(workflowId: string, sinceMs: number, decidedAtMs: number): Promise<RouterRun | undefined> {
+    const nowMs = this.now();
+    for (const [id, entry] of this.reads) if (nowMs - entry.startedMs > SHARED_READ_MS) this.reads.delete(id);
+    const found = this.reads.get(workflowId);
+    if (found && found.startedMs >= decidedAtMs - SHARED_READ_MS && found.sinceMs <= sinceMs) return found.run;
+    const run = readRouterRun(this.client, workflowId, sinceMs);
+    const entry = { startedMs: nowMs, sinceMs, run };
+    this.reads.set(workflowId, entry);
+    run.catch(() => {
+      if (this.reads.get(workflowId) === entry) this.reads.delete(workflowId);
+    });
+    return run;
+  }
+}
+
 /** What the routers of an expectation stored for the decision it is about to make (LedgerActivities.storedFacts). */
-export async function storedFacts(client: Client, input: StoredFactsInput): Promise<StoredFacts> {
-  const runs = new Map<string, Promise<RouterRun | undefined>>();
-  const runOf = (workflowId: string) => {
-    if (!runs.has(workflowId)) runs.set(workflowId, readRouterRun(client, workflowId, input.sinceMs));
-    return runs.get(workflowId)!;
-  };
+export async function storedFacts(reads: RouterReads, input: StoredFactsInput): Promise<StoredFacts> {
+  const runOf = (workflowId: string) => reads.read(workflowId, input.sinceMs, input.untilMs);
   const result: StoredFacts = {};
   if (input.key) {
     const run = await runOf(input.key.routerWorkflowId);

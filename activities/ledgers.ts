@@ -17,7 +17,7 @@ import type {
   StoreOnSubjectInput,
   StoredFactsInput,
 } from '../workflows/activity-types.js';
-import { storedFacts } from './history-reads.js';
+import { RouterReads, storedFacts } from './history-reads.js';
 
 /**
  * How many attempts wait for a superseding anchor that is not started yet (about a minute with the workflow's retry
@@ -28,9 +28,10 @@ export const MOVED_ANCHOR_ATTEMPTS = 7;
 /** The activities that reach other workflows, bound to a Temporal client. */
 export function createLedgerActivities(deps: { client: Client }): LedgerActivities {
   const { client } = deps;
+  const reads = new RouterReads(client);
 
   return {
-    storedFacts: (input: StoredFactsInput) => storedFacts(client, input),
+    storedFacts: (input: StoredFactsInput) => storedFacts(reads, input),
 
     /** Stores a fact on a subject in its router, starting the router if need be (a workflow cannot signal-with-start). */
     async storeOnSubject({ routerWorkflowId, fact, retention }: StoreOnSubjectInput): Promise<void> {

@@ -3,11 +3,20 @@
  * overdue, and what a subject's stored facts say of a stall and of `lastFactAt`. `receivedAt` alone decides.
  */
 import { describe, expect, it } from 'vitest';
-import { firstKeyFact, subjectFacts, type RouterEvent, type RouterRun } from '../../activities/history-reads.js';
+import type { Client } from '@temporalio/client';
+import {
+  firstKeyFact,
+  RouterReads,
+  SHARED_READ_MS,
+  subjectFacts,
+  type RouterEvent,
+  type RouterRun,
+} from '../../activities/history-reads.js';
 import type { Fact } from '../../core/types.js';
 import type { SubjectFact } from '../../workflows/messages.js';
 
 const T = Date.parse('2026-12-01T00:00:00Z');
+const HOUR_MS = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 const subject = { type: 'shipment', id: 'S1' };
 const self = 'expectation:e1';
@@ -110,5 +119,38 @@ describe('subjectFacts', () => {
     const fact = onSubject(T + 2_000, T + 2_000);
     const carried = started({ keys: [], subjects: [{ subject, latest: fact, lastReceived: fact }] });
     expect(subjectFacts(run([carried]), query)).toEqual({ latest: fact, heardByHorizon: true });
+  });
+});
+
+describe('RouterReads', () => {
+  /** A client whose server holds one empty run for every router, counting the backward reads it serves. */
+  function countingClient() {
+    const counter = { reads: 0 };
+    const client = {
+      options: { namespace: 'default', loadedDataConverter: { payloadCodecs: [], payloadConverter: {} } },
+      workflowService: {
+        getWorkflowExecutionHistoryReverse: async () => {
+          counter.reads++;
+          return { history: { events: [] }, nextPageToken: new Uint8Array() };
+        },
+      },
+    } as unknown as Client;
+    return { client, counter };
+  }
+
+  it('reads a router once for the decisions of one instant, and again for a later one or one reaching further back', async () => {
+    let now = T;
+    const { client, counter } = countingClient();
+    const reads = new RouterReads(client, () => now);
+
+    await Promise.all([reads.read('facts:q:001', T - HOUR_MS, T), reads.read('facts:q:001', T - 60_000, T + 500)]);
+    expect(counter.reads).toBe(1);
+    await reads.read('facts:q:001', T - 2 * HOUR_MS, T);
+    expect(counter.reads).toBe(2);
+    now = T + SHARED_READ_MS + 1;
+    await reads.read('facts:q:001', T - 60_000, now);
+    expect(counter.reads).toBe(3);
+    await reads.read('facts:q:002', T - 60_000, now);
+    expect(counter.reads).toBe(4);
   });
 });
