@@ -6,8 +6,10 @@
  * `--concurrency=16`, `--no-write` (print the table only); for experiments `--set=<size>=<n>,…`,
  * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process), `--lapse-workers=stack|processes`
  * (scenario 3's workers in the benchmark's process or in their own), `--scale-state=<dir> [--scale-budget=<minutes>]`
- * (scenario 4 over several invocations), `--traffic-rates=4,8,16` (scenario 7's offered raises a second, one step each).
- * BENCHMARKS.md explains them.
+ * (scenario 4 over several invocations), `--traffic-rates=4,8,16` (scenario 7's offered raises a second, one step each),
+ * `--traffic-max-rate=64` (how far scenario 7 goes on doubling for a side that has not missed), `--no-benchmarks-md`
+ * (write bench/results/ only, leave BENCHMARKS.md as it is). Every result names the commit it measured
+ * (`git rev-parse --short HEAD`, `+dirty` with uncommitted changes). BENCHMARKS.md explains them.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -17,6 +19,7 @@ import { loadConfig } from '../src/config.js';
 import { ensureClusterBinaries, TEMPORAL_SERVER_VERSION } from '../dev/temporal/provision-cluster.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { baselineWorkflowsPath } from './baseline/paths.js';
+import { repoRoot } from './lib/child.js';
 import { stopOnSignals } from './lib/cleanup.js';
 import { describeMachine } from './lib/proc.js';
 import { progress } from './lib/progress.js';
@@ -59,6 +62,10 @@ interface Options {
   scaleSegments?: ScaleSegments;
   /** `--traffic-rates=4,8,16`: scenario 7's offered raises a second, one step each (default: the mode's). */
   trafficRates?: number[];
+  /** `--traffic-max-rate=64`: scenario 7 doubles past its rates for a side that has not missed, up to this. */
+  trafficMaxRate?: number;
+  /** `--no-benchmarks-md`: write bench/results/ only. */
+  benchmarksMd: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -74,6 +81,7 @@ function parseArgs(argv: string[]): Options {
     workerEnv: {},
     stackWorker: {},
     lapseWorkers: 'stack',
+    benchmarksMd: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -87,6 +95,8 @@ function parseArgs(argv: string[]): Options {
         throw new Error(`--server: dev (the default) or cluster, not '${kind ?? ''}'`);
       options.server = kind;
     } else if (key === '--no-write') options.write = false;
+    else if (key === '--no-benchmarks-md') options.benchmarksMd = false;
+    else if (key === '--traffic-max-rate' && Number(value) > 0) options.trafficMaxRate = Number(value);
     else if (key === '--only' && value) {
       const names = value.split(',').map((s) => s.trim());
       for (const name of names)
@@ -183,8 +193,16 @@ const SIZE_KEYS: SizeKey[] = [
  */
 const TRAFFIC = {
   // The watcher's knee lay between 2 and 4 raises/s on the dev server on two cores (2026-12-03): the quick ramp brackets it.
-  quick: { rates: [2, 4, 8], tailMs: 15_000, settleMs: 20_000, lapseWaitMs: 60_000, historyCap: 600 },
-  full: { rates: [2, 3, 4, 6, 8, 16], tailMs: 60_000, settleMs: 120_000, lapseWaitMs: 300_000, historyCap: 3_000 },
+  // Past its rates, the ramp doubles for a side that has not missed yet, up to maxRate: so that raw's knee is found too.
+  quick: { rates: [2, 4, 8], maxRate: 64, tailMs: 15_000, settleMs: 20_000, lapseWaitMs: 60_000, historyCap: 600 },
+  full: {
+    rates: [2, 3, 4, 6, 8, 16],
+    maxRate: 128,
+    tailMs: 60_000,
+    settleMs: 120_000,
+    lapseWaitMs: 300_000,
+    historyCap: 3_000,
+  },
 };
 /** Agents raising in scenario 7, each a principal and an A2A server of its own. */
 const TRAFFIC_AGENTS = 3;
@@ -198,6 +216,7 @@ async function main(): Promise<void> {
   countAgentConsoleWarnings();
   const config = loadConfig();
   const startedAt = new Date().toISOString();
+  const { commit, changedFiles } = commitOf();
   const t0 = Date.now();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'expectations-bench-'));
   // As root, the cluster's PostgreSQL runs as the `postgres` user: the directory must be searchable by it.
@@ -208,7 +227,7 @@ async function main(): Promise<void> {
     progress(`scenario 4 keeps its servers and progress in ${options.scaleSegments.dir}`);
   }
   const serverName = describeServer(options.server, config.temporal.address);
-  progress(`${mode} run of ${[...options.only].join(', ')} on the ${serverName}; work directory ${dir}`);
+  progress(`${mode} run of ${[...options.only].join(', ')} at ${commit} on the ${serverName}; work directory ${dir}`);
   const machine = describeMachine(
     config.temporal.address || options.server === 'cluster' ? undefined : temporalCliPath(),
   );
@@ -227,6 +246,8 @@ async function main(): Promise<void> {
     mode,
     ...(options.only.size < SCENARIOS.length ? { scenarios: SCENARIOS.filter((name) => options.only.has(name)) } : {}),
     startedAt,
+    commit,
+    ...(changedFiles.length > 0 ? { changedFiles } : {}),
     server: serverName,
     serverKind: config.temporal.address ? 'external' : options.server,
     machine,
@@ -263,6 +284,9 @@ async function main(): Promise<void> {
   if (['throughput', 'latency', 'lapse', 'cost'].some((name) => options.only.has(name as Scenario))) {
     const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3', options.server);
     const stack = await startStack(server, bundles, options.stackWorker);
+    partial.notes.push(
+      `Scenarios 1–3 and 5: the watcher's worker and the raw worker share the benchmark's process (heap limit ${stack.workerBounds.heapLimitMiB} MiB) and each caches at most ${stack.workerBounds.maxCachedWorkflows} workflows.`,
+    );
     try {
       // Without scenario 1 to measure it: about what a batch raise settles at on two cores (9–15/s in today's runs),
       // so that scenario 3's raises have settled before their due instant (50 left 1,000 raises 38 s late).
@@ -327,9 +351,10 @@ async function main(): Promise<void> {
       await attempt('scenario 7 (traffic)', async () => {
         const rig = await startTrafficRig(server, path.join(dir, 'traffic', 'rig'), bundles, TRAFFIC_AGENTS);
         try {
-          const { rates, ...bounds } = TRAFFIC[mode];
+          const { rates, maxRate, ...bounds } = TRAFFIC[mode];
           partial.traffic = await runTraffic(rig, {
             rates: options.trafficRates ?? rates,
+            maxRate: options.trafficMaxRate ?? maxRate,
             stepMs: size.trafficStepSec * 1000,
             ...bounds,
             maxAttempts: 4,
@@ -343,7 +368,7 @@ async function main(): Promise<void> {
       await server.stop();
     }
     partial.notes.push(
-      "Scenario 7: the watcher's worker, its bridge and the raw worker each ran in a process of their own (the worker with compose's heap bound); the agents, the feed and the load in the benchmark's process. Per-principal quotas were off (as in scenarios 4 and 6), so no 429 was expected.",
+      "Scenario 7: the watcher's worker, its bridge and the raw worker each ran in a process of their own (both workers with compose's heap bound and the same workflow cache); the agents, the feed and the load in the benchmark's process. Per-principal quotas were off (as in scenarios 4 and 6), so no 429 was expected.",
     );
   }
 
@@ -395,6 +420,7 @@ async function main(): Promise<void> {
   if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);
   if (options.trafficRates)
     partial.notes.push(`Scenario 7's rates overridden: ${options.trafficRates.join(', ')} raises/s.`);
+  if (options.trafficMaxRate) partial.notes.push(`Scenario 7's top overridden: ${options.trafficMaxRate} raises/s.`);
   if (unfinished) {
     progress(`scenario 4 is not finished, so nothing is written: ${unfinished}`);
     rmSync(dir, { recursive: true, force: true });
@@ -404,8 +430,8 @@ async function main(): Promise<void> {
   const results: BenchResults = { ...partial, durationSec, targets: judgeTargets({ ...partial, durationSec }) };
   process.stdout.write(`\n${markdown(results)}\n`);
   if (options.write) {
-    const written = writeResults(results);
-    progress(`wrote ${written.json}, ${written.md} and BENCHMARKS.md`);
+    const written = writeResults(results, { benchmarksMd: options.benchmarksMd });
+    progress(`wrote ${written.json} and ${written.md}${options.benchmarksMd ? ' and BENCHMARKS.md' : ''}`);
   }
   if (failures.length > 0) {
     process.exitCode = 1;
@@ -414,6 +440,24 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   progress(`done in ${Math.floor(durationSec / 60)} min ${durationSec % 60} s`);
+}
+
+/**
+ * The commit the run measures: `git rev-parse --short HEAD`, with `+dirty` when the working tree has changes other than
+ * results (bench/results/), and those changed paths. `unknown` outside a git checkout.
+ */
+function commitOf(): { commit: string; changedFiles: string[] } {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: repoRoot, encoding: 'utf8' });
+  try {
+    const head = git('rev-parse', '--short', 'HEAD').trim();
+    const changedFiles = git('status', '--porcelain')
+      .split('\n')
+      .map((line) => line.slice(3).trim())
+      .filter((file) => file !== '' && !file.startsWith('bench/results/'));
+    return { commit: changedFiles.length > 0 ? `${head}+dirty` : head, changedFiles: changedFiles.slice(0, 50) };
+  } catch {
+    return { commit: 'unknown', changedFiles: [] };
+  }
 }
 
 /** The cluster's releases, for the report's Machine line. */

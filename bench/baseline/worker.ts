@@ -1,15 +1,27 @@
 /**
  * The raw baseline's worker as a process of its own (scenario 4 reads its memory apart):
- * `node --import tsx bench/baseline/worker.ts <address> <namespace> <taskQueue> <bundle.js> [<fired file>]`; with a
- * fired file, each firing of the timer scenario is appended to it (scenario 3 with its workers in processes).
+ * `node --import tsx bench/baseline/worker.ts <address> <namespace> <taskQueue> <bundle.js> [<fired file>]
+ * [--max-cached-workflows=<n>]`; with a fired file, each firing of the timer scenario is appended to it (scenario 3
+ * with its workers in processes). Its workflow cache is the watcher worker's (given, or the watcher's default rule for
+ * this process's heap, src/config.ts), so that with the same NODE_OPTIONS both sides keep as many workflows in memory.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { defaultMaxCachedWorkflows, heapLimitMiB } from '../../src/config.js';
 import { createBaselineActivities } from './activities.js';
 
+const CACHE_FLAG = '--max-cached-workflows=';
+
 async function main(): Promise<void> {
-  const [address, namespace, taskQueue, bundle, firedFile] = process.argv.slice(2);
+  const argv = process.argv.slice(2);
+  const [address, namespace, taskQueue, bundle, firedFile] = argv.filter((arg) => !arg.startsWith('--'));
+  const cacheArg = argv.find((arg) => arg.startsWith(CACHE_FLAG))?.slice(CACHE_FLAG.length);
   if (!address || !namespace || !taskQueue || !bundle)
-    throw new Error('usage: worker.ts <address> <namespace> <taskQueue> <bundle.js>');
+    throw new Error(
+      'usage: worker.ts <address> <namespace> <taskQueue> <bundle.js> [<fired file>] [--max-cached-workflows=<n>]',
+    );
+  const maxCachedWorkflows = cacheArg === undefined ? defaultMaxCachedWorkflows(heapLimitMiB()) : Number(cacheArg);
+  if (!Number.isInteger(maxCachedWorkflows) || maxCachedWorkflows < 0)
+    throw new Error(`${CACHE_FLAG}: a whole number, not '${cacheArg ?? ''}'`);
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const connection = await NativeConnection.connect({ address });
   const worker = await Worker.create({
@@ -18,12 +30,15 @@ async function main(): Promise<void> {
     taskQueue,
     workflowBundle: { codePath: bundle },
     activities: createBaselineActivities(new Map(), firedFile),
+    maxCachedWorkflows,
   });
   const stop = () => worker.shutdown();
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   const running = worker.run();
-  process.stdout.write('baseline worker running\n');
+  // The bounds on the line the bench waits for: it checks them against the watcher worker's (watcher-processes.ts).
+  const bounds = { maxCachedWorkflows, heapLimitMiB: Math.round(heapLimitMiB()) };
+  process.stdout.write(`baseline worker running ${JSON.stringify(bounds)}\n`);
   await running;
   await connection.close();
 }

@@ -15,6 +15,8 @@ export interface Child {
   pid: number;
   /** Resolves once the output matches `pattern`; rejects if the process exits first or after `timeoutMs`. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** The last 20,000 characters of its stdout and stderr so far. */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export function spawnEntry(
         check();
       });
     },
+    output: () => tail,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');

@@ -225,3 +225,121 @@ export function shareOf(
   );
   return { count: countEvents('share', eventsOf({ events: kept })), bytes };
 }
+
+/**
+ * Every run of a workflow, the current one first: a router continues as new every ROUTER_EVENT_BUDGET events
+ * (core/limits.ts), so what concerns one expectation or fact may sit in an earlier run than the current one.
+ */
+export async function runHistories(
+  client: Client,
+  workflowId: string,
+): Promise<proto.temporal.api.history.v1.IHistory[]> {
+  // Visibility lags the start of a run by a moment: the current run is read whatever the list says.
+  const runs = new Set([(await client.workflow.getHandle(workflowId).describe()).runId]);
+  for await (const execution of client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+    runs.add(execution.runId);
+  return Promise.all([...runs].map((runId) => client.workflow.getHandle(workflowId, runId).fetchHistory()));
+}
+
+/** shareOf over several runs of one workflow, summed. */
+export function shareOfRuns(
+  histories: readonly proto.temporal.api.history.v1.IHistory[],
+  mentions: readonly string[],
+): { count: HistoryCount; bytes: number } {
+  const total = { events: 0, workflowTasks: 0, actions: 0, bytes: 0 };
+  const byType: Record<string, number> = {};
+  for (const history of histories) {
+    const { count, bytes } = shareOf(history, mentions);
+    total.events += count.events;
+    total.workflowTasks += count.workflowTasks;
+    total.actions += count.actions;
+    total.bytes += bytes;
+    for (const [type, n] of Object.entries(count.byType)) byType[type] = (byType[type] ?? 0) + n;
+  }
+  const { bytes, ...counts } = total;
+  return { count: { workflowId: 'share', ...counts, byType }, bytes };
+}
+
+/** An expectation's (or a fact's) share of a router's history (shareOf), over every run of the router. */
+export async function routerShare(
+  client: Client,
+  workflowId: string,
+  mentions: readonly string[],
+): Promise<{ count: HistoryCount; bytes: number }> {
+  return shareOfRuns(await runHistories(client, workflowId), mentions);
+}
+
+/** What one workflow type wrote in a window (HistoryTotals, by event time). */
+export interface WindowTotals extends HistoryTotals {
+  /** The same, per workflow type. */
+  byType: Record<string, HistoryTotals>;
+}
+
+/**
+ * What the workflows of `queue` wrote from `start` to `end` (epoch ms), by event time: every run open in the window
+ * (visibility: started before its end, not closed before its start) adds the events it wrote inside it, so that a
+ * long-lived router's history is counted in the step it was written in, not in the step that started the router.
+ * Every run of a type in `readAll` is read (the routers: few, and each serves all of a step's traffic); of the other
+ * runs at most `cap`, evenly spread over the list, their sums scaled to the whole list per type. Bytes: each event as
+ * the server serves it (protobuf), summed.
+ */
+export async function historyInWindow(
+  client: Client,
+  queue: string,
+  window: { start: number; end: number },
+  options: { cap: number; readAll: readonly string[]; concurrency?: number },
+): Promise<WindowTotals> {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const listed: Array<{ workflowId: string; runId: string; type: string }> = [];
+  for await (const execution of client.workflow.list({
+    query: `TaskQueue = '${queue}' AND StartTime < '${iso(window.end)}'`,
+  })) {
+    if (execution.closeTime !== undefined && execution.closeTime.getTime() < window.start) continue;
+    listed.push({ workflowId: execution.workflowId, runId: execution.runId, type: execution.type });
+  }
+  const whole = listed.filter((run) => options.readAll.includes(run.type));
+  const rest = listed.filter((run) => !options.readAll.includes(run.type));
+  const step = Math.max(1, rest.length / options.cap);
+  const sample = [
+    ...whole,
+    ...Array.from({ length: Math.min(options.cap, rest.length) }, (_, i) => rest[Math.floor(i * step)]!),
+  ];
+  const zero = () => ({ workflows: 0, sampled: 0, events: 0, bytes: 0, workflowTasks: 0, actions: 0 });
+  const sums: Record<string, HistoryTotals> = {};
+  for (const run of listed) (sums[run.type] ??= zero()).workflows++;
+  const read = await runPool(sample.length, options.concurrency ?? 8, async (i) => {
+    const { workflowId, runId, type } = sample[i]!;
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const inWindow = (history.events ?? []).filter((event) => {
+      const ms = Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+      return ms >= window.start && ms < window.end;
+    });
+    const counted = countEvents(workflowId, eventsOf({ events: inWindow }));
+    const sum = sums[type]!;
+    sum.sampled++;
+    sum.events += counted.events;
+    sum.bytes += inWindow.reduce(
+      (total, event) => total + proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length,
+      0,
+    );
+    sum.workflowTasks += counted.workflowTasks;
+    sum.actions += counted.actions;
+  });
+  if (read.errors.length > 0) throw new Error(`reading ${queue}'s histories: ${read.errors[0]}`);
+  const byType: Record<string, HistoryTotals> = {};
+  const total = zero();
+  for (const [type, sum] of Object.entries(sums)) {
+    const scale = sum.sampled === 0 ? 0 : sum.workflows / sum.sampled;
+    const scaled = {
+      workflows: sum.workflows,
+      sampled: sum.sampled,
+      events: Math.round(sum.events * scale),
+      bytes: Math.round(sum.bytes * scale),
+      workflowTasks: Math.round(sum.workflowTasks * scale),
+      actions: Math.round(sum.actions * scale),
+    };
+    byType[type] = scaled;
+    for (const key of Object.keys(total) as Array<keyof HistoryTotals>) total[key] += scaled[key];
+  }
+  return { ...total, byType };
+}

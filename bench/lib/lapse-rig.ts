@@ -1,8 +1,9 @@
 /**
  * Where scenario 3 runs its two sides: the shared stack of scenarios 1–3 (the watcher's worker, the bridge and the
  * raw baseline's worker all in the benchmark's process), or, with `--lapse-workers=processes`, as deployed: a
- * `src/worker.ts` (loading a prebuilt bundle, as the image does), a `src/bridge.ts` and a baseline worker, each a
- * process of its own on the same server, while the agent and the load stay in the benchmark's process.
+ * `src/worker.ts` (loading a prebuilt bundle, as the image does), a `src/bridge.ts` and a baseline worker (with the
+ * watcher worker's heap limit and workflow cache), each a process of its own on the same server, while the agent and
+ * the load stay in the benchmark's process.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,7 +14,16 @@ import { spawnEntry, type Child } from './child.js';
 import { runPrefix } from './payloads.js';
 import type { BenchServer } from './server.js';
 import type { Stack } from './stack.js';
-import { spawnBridgeAndRawWorker, waitLedgersStarted, watcherEnv, writeAgentPrincipals } from './watcher-processes.js';
+import { drainedAt } from './backlog.js';
+import {
+  reportedBounds,
+  routersOf,
+  spawnBridgeAndRawWorker,
+  waitRoutersStarted,
+  WATCHER_RUNNING,
+  watcherEnv,
+  writeAgentPrincipals,
+} from './watcher-processes.js';
 
 export interface LapseRig {
   /** How the workers run, for the report. */
@@ -25,8 +35,8 @@ export interface LapseRig {
   baselineQueue: string;
   /** When each raw timer's activity ran so far: workflow id → epoch ms. */
   firedAt(): Map<string, number>;
-  /** Resolves once `facts` more fact ledgers and `subjects` more subject ledgers than before have started. */
-  expectLedgers(facts: number, subjects: number): Promise<void>;
+  /** Resolves once the raises of expectations waiting on `factKeys` have settled: their routers run, no task waits. */
+  expectRaised(factKeys: readonly string[]): Promise<void>;
   /** The watcher worker's card fetches so far; undefined when it runs in a process of its own. */
   workerCardFetches(): number | undefined;
 }
@@ -54,9 +64,8 @@ export function stackRig(stack: Stack): LapseRig {
     agent: stack.agent,
     baselineQueue: stack.baselineQueue,
     firedAt: () => stack.firedAt,
-    async expectLedgers(facts, subjects) {
-      stack.expected.factLedgers += facts;
-      stack.expected.subjectLedgers += subjects;
+    async expectRaised(factKeys) {
+      stack.expectRaised(factKeys);
       await stack.waitSettled();
     },
     workerCardFetches: () => stack.counters.workerCardFetches,
@@ -92,7 +101,7 @@ export async function startProcessRig(
     };
     const worker = spawnEntry('src/worker.ts', [], env, path.join(dir, 'worker.log'));
     children.push(worker);
-    await worker.waitFor(/worker running/);
+    await worker.waitFor(WATCHER_RUNNING);
     const { port, firedFile } = await spawnBridgeAndRawWorker({
       server,
       env,
@@ -100,8 +109,9 @@ export async function startProcessRig(
       rawQueue: baselineQueue,
       baselineBundle,
       children,
+      watcherBounds: reportedBounds(worker.output(), WATCHER_RUNNING),
     });
-    const expected = { facts: 0, subjects: 0 };
+    const routers = new Set<string>();
     return {
       workers: 'processes of their own',
       client,
@@ -110,14 +120,18 @@ export async function startProcessRig(
       agent,
       baselineQueue,
       firedAt: () => readFired(firedFile),
-      async expectLedgers(facts, subjects) {
-        expected.facts += facts;
-        expected.subjects += subjects;
-        await waitLedgersStarted(client, queue, expected, {
+      async expectRaised(factKeys) {
+        for (const router of routersOf(factKeys, queue)) routers.add(router);
+        await waitRoutersStarted(client, queue, routers.size, {
           label: 'lapse lateness',
           timeoutMs: 600_000,
           intervalMs: 500,
         });
+        const drained = await drainedAt(client, server.namespace, queue, {
+          timeoutMs: 600_000,
+          label: 'lapse lateness',
+        });
+        if (drained.at === undefined) throw new Error(`lapse lateness: ${queue} kept a backlog of ${drained.backlog}`);
       },
       workerCardFetches: () => undefined,
       close,

@@ -56,3 +56,7 @@ export function batchOf(prefix: string, batch: number, size: number, dueAt: stri
   const subjectId = `${prefix}-S${batch}`;
   return Array.from({ length: size }, (_, i) => expectationFor(`${prefix}-${batch}-${i}`, subjectId, dueAt, grace));
 }
+
+/** The fact keys of `batches` batches of `size` raised with `batchOf(prefix, b, size, …)`, b from 0. */
+export const batchKeys = (prefix: string, batches: number, size: number): string[] =>
+  Array.from({ length: batches * size }, (_, i) => factKeyOf(`${prefix}-${Math.floor(i / size)}-${i % size}`));

@@ -1,6 +1,8 @@
 /**
  * The run's results as JSON and as a markdown table (scenario, ours, raw Temporal, ratio, target, hit or miss),
- * written under bench/results/ with a timestamp, and the table copied into BENCHMARKS.md between its markers.
+ * written under bench/results/ with a timestamp, and the table copied into BENCHMARKS.md between its markers (unless
+ * `--no-benchmarks-md`). Every table names its run (start instant) and the commit it measured, so that a figure
+ * copied out of it still says where it came from.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -20,6 +22,10 @@ export interface BenchResults {
   /** The scenarios run, when `--only` left some out (absent: all of them). */
   scenarios?: string[];
   startedAt: string;
+  /** `git rev-parse --short HEAD` at the start, with `+dirty` when the working tree had changes (bench/results/ aside). */
+  commit: string;
+  /** The changed paths behind `+dirty` (git status --porcelain), at most 50. */
+  changedFiles?: string[];
   durationSec: number;
   server: string;
   /** Which server: the embedded dev server, a cluster the bench started, or TEMPORAL_ADDRESS (absent before 2026-12-01: dev). */
@@ -111,15 +117,25 @@ function stageRows(label: string, ours: Stages, raw: Stages): string[] {
   ];
 }
 
+/** Which run and commit a figure comes from, as every table of the markdown names them. */
+export const provenance = (results: Pick<BenchResults, 'startedAt' | 'commit'>): string =>
+  `run ${results.startedAt}, commit ${results.commit}`;
+
 /** The markdown of one run: the main table, then where the time goes. */
 export function markdown(results: BenchResults): string {
   const lines: string[] = [];
   const m = results.machine;
+  const stamp = provenance(results);
   lines.push(
-    `Run: \`${results.mode}\`, ${results.startedAt}, ${Math.round(results.durationSec / 60)} min; server: ${results.server}.`,
+    `Run: \`${results.mode}\`, ${results.startedAt}, commit ${results.commit}, ${Math.round(results.durationSec / 60)} min; server: ${results.server}.`,
     `Machine: ${m.cpus} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}, ${m.temporal}; load average at start ${m.loadAverageAtStart.join(' ')}.`,
+    ...(results.changedFiles && results.changedFiles.length > 0
+      ? [
+          `Uncommitted changes at the start (${results.commit}): ${results.changedFiles.map((f) => `\`${f}\``).join(', ')}.`,
+        ]
+      : []),
     '',
-    '| Scenario | Watcher | Raw Temporal, same server | Ratio | Target | Result |',
+    `| Scenario (${stamp}) | Watcher | Raw Temporal, same server | Ratio | Target | Result |`,
     '|---|---|---|---|---|---|',
   );
   const serverLabel = results.serverKind === 'cluster' ? 'Temporal services (4 processes)' : 'dev server';
@@ -188,38 +204,39 @@ export function markdown(results: BenchResults): string {
 
   const tr = results.traffic;
   if (tr) {
-    const top = Math.max(...tr.options.rates);
-    const knee = (rate: number | undefined) =>
-      rate === undefined
-        ? `below ${Math.min(...tr.options.rates)} raises/s`
-        : rate === top
-          ? `≥ ${rate} raises/s (the ramp's top)`
-          : `${rate} raises/s`;
-    // Raw unbroken at the ramp's top: its knee is higher, so the ratio is at most this.
+    const ran = (side: 'ours' | 'raw') => tr.steps.flatMap((step) => (step[side] ? [step.rate] : []));
+    const knee = (side: 'ours' | 'raw') => {
+      const rate = tr.knee[side];
+      const miss = tr.firstMiss[side];
+      const rates = ran(side);
+      if (miss === undefined) return `≥ ${Math.max(...rates)} raises/s (never missed; the ramp's top)`;
+      return rate === undefined ? `below ${Math.min(...rates)} raises/s` : `${rate} raises/s (first miss at ${miss})`;
+    };
+    // A side unbroken at its top: its knee is higher, so the ratio is a bound.
     const kneeRatio =
       tr.knee.ours !== undefined && tr.knee.raw !== undefined
-        ? `${tr.knee.raw === top ? '≤ ' : ''}${(tr.knee.ours / tr.knee.raw).toFixed(2)}`
+        ? `${tr.firstMiss.raw === undefined ? '≤ ' : tr.firstMiss.ours === undefined ? '≥ ' : ''}${(tr.knee.ours / tr.knee.raw).toFixed(2)}`
         : '—';
     lines.push(
-      `| Traffic, open loop at ${tr.options.rates.join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee(tr.knee.ours)} | ${knee(tr.knee.raw)} | ${kneeRatio} | | |`,
+      `| Traffic, open loop at ${tr.steps.map((step) => step.rate).join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee('ours')} | ${knee('raw')} | ${kneeRatio} | | |`,
     );
   }
 
   if (t || f || (results.lapse ?? []).length > 0) {
-    lines.push('', '#### Where the time goes', '', '| Measure | Watcher | Raw Temporal |', '|---|---|---|');
+    lines.push('', `#### Where the time goes (${stamp})`, '', '| Measure | Watcher | Raw Temporal |', '|---|---|---|');
   }
   if (t) {
-    const [expectation, factRouter, subjectLedger] = t.histories.ours;
+    const [expectation, routers] = t.histories.ours;
     const db = t.single.cpuMsPerItem.database !== undefined;
     const cpuCell = (c: { node: number; server?: number; database?: number }) =>
       `${c.node} / ${c.server ?? '—'}${db ? ` / ${c.database ?? '—'}` : ''} ms`;
     const sum = (key: 'events' | 'workflowTasks' | 'actions') =>
       t.histories.ours.reduce((total, h) => total + h[key], 0);
     lines.push(
-      `| Workflows per raise (1 per request) | 2: expectation, subject ledger (and a share of a fact router) | 1 |`,
-      `| History events per raise (expectation + its share of the fact router + subject ledger) | ${sum('events')} (${expectation!.events} + ${factRouter!.events} + ${subjectLedger!.events}) | ${t.histories.raw.events} |`,
-      `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${factRouter!.workflowTasks} + ${subjectLedger!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
-      `| Temporal actions per raise, from the histories | ${sum('actions')} (${expectation!.actions} + ${factRouter!.actions} + ${subjectLedger!.actions}) | ${t.histories.raw.actions} |`,
+      `| Workflows per raise (1 per request) | 1: the expectation (and a share of its key's router, one of a fixed set) | 1 |`,
+      `| History events per raise (expectation + its share of the routers) | ${sum('events')} (${expectation!.events} + ${routers!.events}) | ${t.histories.raw.events} |`,
+      `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${routers!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
+      `| Temporal actions per raise, from the histories | ${sum('actions')} (${expectation!.actions} + ${routers!.actions}) | ${t.histories.raw.actions} |`,
       `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / ${serverLabel}${db ? ' / PostgreSQL' : ''} | ${cpuCell(t.single.cpuMsPerItem)} | ${cpuCell(t.raw[0]!.cpuMsPerItem)} |`,
       `| CPU per expectation, 10 per request | ${cpuCell(t.batch.cpuMsPerItem)} | |`,
       `| Request latency p50 / p95 / p99, 1 per request | ${ms(t.single.latencyMs)} | start ${ms(t.raw[0]!.latencyMs)} |`,
@@ -260,8 +277,8 @@ export function markdown(results: BenchResults): string {
     );
     if (l.workers) lines.push(`| Lapse ${n(l.count)}: where the workers ran | ${l.workers} | the same |`);
   }
-  if (results.cost) lines.push('', ...costRows(results.cost));
-  if (tr) lines.push('', ...trafficRows(tr));
+  if (results.cost) lines.push('', ...costRows(results.cost, stamp));
+  if (tr) lines.push('', ...trafficRows(tr, stamp));
   const warnings = Object.entries(results.sdkWarnings ?? {});
   if (warnings.length > 0) {
     lines.push('', 'Temporal SDK warnings during the run:', '');
@@ -274,24 +291,33 @@ export function markdown(results: BenchResults): string {
 const costCell = (c: WorkflowCost) => `${c.events} / ${n(Math.round(c.bytes))} B / ${c.workflowTasks} / ${c.actions}`;
 
 /** Scenario 5: what one expectation writes into Temporal from raise to close, per lifecycle. */
-function costRows(cost: CostResult): string[] {
+function costRows(cost: CostResult, stamp: string): string[] {
   const rows = [
-    '#### Cost per expectation, raise to close (events / history bytes / workflow tasks / actions, mean per expectation)',
+    `#### Cost per expectation, raise to close (events / history bytes / workflow tasks / actions, mean per expectation; ${stamp})`,
     '',
-    '| Lifecycle | Expectation | Fact ledger | Subject ledger | Total | Raw Temporal, same server | Ratio, events / bytes |',
-    '|---|---|---|---|---|---|---|',
+    '| Lifecycle | Expectation | Its share of the routers | Total | Raw Temporal, same server | Ratio, events / bytes |',
+    '|---|---|---|---|---|---|',
   ];
+  const nothing: WorkflowCost = { events: 0, bytes: 0, workflowTasks: 0, actions: 0 };
   for (const l of cost.lifecycles) {
-    const raw = l.raw === 'signal' ? cost.raw.signal : cost.raw.timerActivity;
-    const rawLabel = l.raw === 'signal' ? 'a signal completes a waiting workflow' : 'a timer, then one activity';
+    const raw = l.raw === 'signal' ? cost.raw.signal : l.raw === 'timer + activity' ? cost.raw.timerActivity : nothing;
+    const rawLabel =
+      l.raw === 'signal'
+        ? 'a signal completes a waiting workflow'
+        : l.raw === 'timer + activity'
+          ? 'a timer, then one activity'
+          : 'nothing (no workflow waits on it)';
+    const ratios = l.ratios.events === undefined ? '—' : `${l.ratios.events} / ${l.ratios.bytes}`;
+    const expectation = l.raw === 'nothing' ? '— (none)' : costCell(l.expectation);
     rows.push(
-      `| ${l.lifecycle} (${l.samples}) | ${costCell(l.expectation)} | ${costCell(l.factRouter)} | ${costCell(l.subjectLedger)} | ${costCell(l.total)} | ${rawLabel}: ${costCell(raw)} | ${l.ratios.events} / ${l.ratios.bytes} |`,
+      `| ${l.lifecycle} (${l.samples}) | ${expectation} | ${costCell(l.routers)} | ${costCell(l.total)} | ${rawLabel}: ${costCell(raw)} | ${ratios} |`,
     );
   }
   rows.push(
     '',
-    `- Raised through a bridge with fact retention ${cost.settings.factRetention} and late window ${cost.settings.lateWindow}, so that every ledger closes within the run; longer settings move the last timer, not what is written. Bytes: the histories as the server serves them (protobuf). Actions: Temporal Cloud's billable actions, counted from the histories.`,
-    "- Superseded: its subject ledger is shared with the replacement (the same shipment) and counted here whole; the replacement's own expectation and fact ledger are not.",
+    `- Raised through a bridge with fact retention ${cost.settings.factRetention} and late window ${cost.settings.lateWindow}, so that every expectation closes within the run; longer settings move the last timer, not what is written. Bytes: the histories as the server serves them (protobuf). Actions: Temporal Cloud's billable actions, counted from the histories.`,
+    "- The routers' share: the events of its key's router and, when a fact named its subject, of its subject's router (one of the same fixed set, counted once when it is the key's) whose payloads name its fact key or its workflow, plus the three events of each workflow task that handled one (an upper bound: a router handles many signals in one task). Facts are sent as a feed sends them, `POST /v1/facts` without `wait`.",
+    "- Superseded: the replacement's own expectation and its fact are not counted, only what the old one left in its router.",
   );
   return rows;
 }
@@ -302,47 +328,54 @@ const p50p99 = (summary: Summary) => (summary.count === 0 ? '—' : `${summary.p
 const kinds = (k: Record<string, number>) => `${k.overdue ?? 0} / ${k.stalled ?? 0} / ${k.skipped ?? 0}`;
 
 /** Scenario 7: per offered rate, each side's answers, then its lapses and costs. */
-export function trafficRows(traffic: TrafficResult): string[] {
+export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
   const o = traffic.options;
+  const ran = traffic.steps.flatMap((step) => [step.ours, step.raw].filter((s): s is TrafficStep => s !== undefined));
   const rows = [
-    `#### Traffic, open loop: ${o.rates.length} steps of ${o.stepMs / 1000} s, the watcher then raw Temporal at each offered rate`,
+    `#### Traffic, open loop: steps of ${o.stepMs / 1000} s at ${o.rates.join(', ')} raises/s, the watcher then raw Temporal at each, then doubling for a side that had not missed, up to ${o.maxRate} (${stamp})`,
     '',
-    '| Offered raises/s | Side | Offered items/s (raises + facts) | Accepted / settled items/s | Answers 200 / 429 / 503 / other / none | Lost requests (items; abandoned at the tail) | Answer p50 / p99 | Task backlog at start: this side / the other |',
-    '|---|---|---|---|---|---|---|---|',
+    '| Offered raises/s | Side | Offered items/s (raises + facts) | Accepted / settled items/s | Answers 200 / 429 / 503 / other / none | Lost requests (items; abandoned at the tail) | Answer p50 / p99 | Task backlog at start: this side / the other | Machine load average (1 min), start / end |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
-  for (const step of traffic.steps) {
-    for (const s of [step.ours, step.raw]) {
-      const a = s.answers;
-      const settled =
-        s.settledPerSec === undefined ? `not within ${(o.settleMs / 1000).toFixed(0)} s` : `${s.settledPerSec}`;
-      rows.push(
-        `| ${s.rate} | ${side(s)} | ${s.offeredPerSec.items} (${s.offeredPerSec.raises} + ${s.offeredPerSec.facts}) | ${s.acceptedPerSec} / ${settled} | ${a['200']} / ${a['429']} / ${a['503']} / ${a.other} / ${a.none} | ${s.lostRequests} (${s.lostItems}; ${s.abandonedRequests}) | ${p50p99(s.answerMs)} | ${s.backlogAtStart ?? '—'} / ${s.otherBacklogAtStart ?? '—'} |`,
-      );
-    }
+  for (const s of ran) {
+    const a = s.answers;
+    const settled =
+      s.settledPerSec === undefined ? `not within ${(o.settleMs / 1000).toFixed(0)} s` : `${s.settledPerSec}`;
+    rows.push(
+      `| ${s.rate} | ${side(s)} | ${s.offeredPerSec.items} (${s.offeredPerSec.raises} + ${s.offeredPerSec.facts}) | ${s.acceptedPerSec} / ${settled} | ${a['200']} / ${a['429']} / ${a['503']} / ${a.other} / ${a.none} | ${s.lostRequests} (${s.lostItems}; ${s.abandonedRequests}) | ${p50p99(s.answerMs)} | ${s.backlogAtStart ?? '—'} / ${s.otherBacklogAtStart ?? '—'} | ${s.loadAverage ? `${s.loadAverage.start} / ${s.loadAverage.end}` : '—'} |`,
+    );
   }
   rows.push(
     '',
-    '| Offered raises/s | Side | Lapses due / seen (tasks at an agent) | Caused by the backlog: overdue / stalled / skipped | Due, never seen | Lateness p50 / p99 (lapsedAt − deadline) | At the agent p50 / p99 | Per offered item: actions / history bytes / events | CPU ms per offered item: worker / bridge / server / load |',
+    `| Offered raises/s | Side | Lapses due / seen (tasks at an agent) | Caused by the backlog: overdue / stalled / skipped | Due, never seen | Lateness p50 / p99 (lapsedAt − deadline: dueAt + grace) | At the agent p50 / p99 | Per offered item: actions (routers' part) / history bytes / events | CPU ms per offered item: worker / bridge / server / load |`,
     '|---|---|---|---|---|---|---|---|---|',
   );
-  for (const step of traffic.steps) {
-    for (const s of [step.ours, step.raw]) {
-      const l = s.lapses;
-      const c = s.cpuMsPerItem;
-      const db = c.database === undefined ? '' : ` (+ PostgreSQL ${c.database})`;
-      rows.push(
-        `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(l.atAgentMs)} | ${s.perItem.actions} / ${n(s.perItem.bytes)} B / ${s.perItem.events} (${n(s.history.workflows)} workflows, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} |`,
-      );
-    }
+  for (const s of ran) {
+    const l = s.lapses;
+    const c = s.cpuMsPerItem;
+    const db = c.database === undefined ? '' : ` (+ PostgreSQL ${c.database})`;
+    const items = s.mix.raises + s.mix.facts;
+    const routers = s.history.byType?.factRouterWorkflow;
+    const routerPart = routers ? ` (${(routers.actions / Math.max(items, 1)).toFixed(2)})` : '';
+    rows.push(
+      `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(l.atAgentMs)} | ${s.perItem.actions}${routerPart} / ${n(s.perItem.bytes)} B / ${s.perItem.events} (${n(s.history.workflows)} runs, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} |`,
+    );
   }
   const mixOf = (rate: number, m: TrafficStep['mix']) =>
     `${rate}/s: ${m.raises} expectations (${m.hotKeyWaiters} on one fact key, ${m.singles} singles, ${m.batches} batches of 10, ${m.plans} plans of 3; ${m.withHorizon} with a horizon; ${m.dueInRun} due inside the run, ${m.factBeforeDeadline} with their fact 2–4 s before the deadline), ${m.facts} facts (${m.unexpectedFacts} matching no expectation, ${m.hotSubjectFacts} on the hot subject, ${m.factsWithSubject} with a subject)`;
+  const w = traffic.workers;
   rows.push(
     '',
     `- Open loop: each request is sent at its instant whatever is outstanding; a 429 or 503 is resent after its Retry-After, a request without an answer (${o.attemptTimeoutMs / 1000} s) after 1 s, ${o.maxAttempts} attempts at most; lost: never answered 200 (refused on every attempt, or still unanswered ${o.tailMs / 1000} s after the step's schedule: abandoned). Accepted: items of requests answered 200 over max(step, last 200); settled: until the side's task queues had no backlog (twice, 0.5 s apart), waited for ${o.settleMs / 1000} s at most. Answer time: first send → 200, resends included (raw: requests that made a call).`,
-    `- Mix per step, from ${traffic.agents} agents and one feed: ${traffic.steps.map((step) => mixOf(step.rate, step.ours.mix)).join('; ')}. The 80 on one key and the 10 on the hot subject come first out of each step's raises, so a low rate has few of the others.`,
-    "- Caused by the backlog: an overdue lapse of an expectation whose fact the bridge had answered 200 before the deadline (dueAt + grace), a stall although a fact on the subject was answered after the raise and before the horizon, a skip although the skipped step's fact was answered before its successor's was sent. Raw does the least: a timer and a signal per expectation, no stall or skip, so only its timers can lapse; a raw lapse is the backlog's when its signal had been answered before the deadline.",
-    `- Actions and history bytes: every workflow the step started on the side's task queue (visibility), from up to ${n(o.historyCap)} histories read at the end and scaled; actions as Temporal Cloud bills them (bench/lib/history.ts). Records read at the end: ${traffic.recordsRead} (${traffic.recordErrors} failed).`,
+    `- The ramp: both sides at ${o.rates.join(', ')} raises/s, then the rate doubled for each side that had not yet missed (accepted < 95 % of offered, a 429 or 503, a lost request), up to ${o.maxRate} raises/s. A side that never missed has its knee at or above its last rate.`,
+    ...(w
+      ? [
+          `- Both workers ran with NODE_OPTIONS \`${w.nodeOptions}\` and reported the same bounds: the watcher's heap limit ${w.ours.heapLimitMiB} MiB and cache ${w.ours.maxCachedWorkflows} workflows, raw's ${w.raw.heapLimitMiB} MiB and ${w.raw.maxCachedWorkflows}.`,
+        ]
+      : []),
+    `- Mix per step, from ${traffic.agents} agents and one feed: ${traffic.steps.map((step) => mixOf(step.rate, (step.ours ?? step.raw)!.mix)).join('; ')}. The 80 on one key and the 10 on the hot subject come first out of each step's raises, so a low rate has few of the others.`,
+    "- Caused by the backlog: an overdue lapse of an expectation whose fact the bridge had answered 200 before the deadline (dueAt + grace), a stall although a fact on the subject was answered after the raise and before the horizon, a skip although the skipped step's fact was answered before its successor's was sent. Raw does the least: a timer and a signal per expectation, no stall or skip, so only its timers can lapse; a raw lapse is the backlog's when its signal had been answered before the deadline. The watcher settles a deadline for WATCHER_FACT_WAIT (PT2S) + 1 s before it lapses, so its lateness starts at about 3 s.",
+    `- Actions and history bytes: the events every run of the side's task queue wrote during the step (by event time, from the step's start to the side's next step), so that the long-lived routers' events count in the step they were written in; every router run read, up to ${n(o.historyCap)} other histories read and scaled; actions as Temporal Cloud bills them (bench/lib/history.ts), the routers' part in parentheses. Records read at the end: ${traffic.recordsRead} (${traffic.recordErrors} failed).`,
   );
   return rows;
 }
@@ -353,8 +386,14 @@ const sectionOf = (results: BenchResults) =>
 
 const marker = (mode: string, edge: 'start' | 'end') => `<!-- bench:${mode}:${edge} -->`;
 
-/** Writes `bench/results/<stamp>-<mode>.{json,md}` and refreshes the mode's latest table in BENCHMARKS.md. */
-export function writeResults(results: BenchResults): { json: string; md: string } {
+/**
+ * Writes `bench/results/<stamp>-<mode>.{json,md}` and, unless `benchmarksMd` is false, refreshes the mode's latest
+ * table in BENCHMARKS.md.
+ */
+export function writeResults(
+  results: BenchResults,
+  { benchmarksMd = true }: { benchmarksMd?: boolean } = {},
+): { json: string; md: string } {
   const dir = path.join(repoRoot, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const stamp = results.startedAt.replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
@@ -364,13 +403,14 @@ export function writeResults(results: BenchResults): { json: string; md: string 
   const base = path.join(dir, `${stamp}-${section}`);
   const table = markdown(results);
   writeFileSync(`${base}.json`, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(`${base}.md`, `### Benchmark ${section}, ${results.startedAt}\n\n${table}`);
+  writeFileSync(`${base}.md`, `### Benchmark ${section}, ${provenance(results)}\n\n${table}`);
+  if (!benchmarksMd) return { json: `${base}.json`, md: `${base}.md` };
 
   const benchmarks = path.join(repoRoot, 'BENCHMARKS.md');
   // A run of some scenarios only (`--only`) has a section of its own: it does not replace a whole run's table.
   const start = marker(section, 'start');
   const end = marker(section, 'end');
-  const body = `${start}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\`\n${end}`;
+  const body = `${start}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\` (${provenance(results)})\n${end}`;
   const current = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8') : '# Benchmarks\n';
   const updated =
     current.includes(start) && current.includes(end)

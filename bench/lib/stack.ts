@@ -1,7 +1,8 @@
 /**
  * The in-process stack of scenarios 1–3: the bridge (`createApp` on a loopback port), the watcher's worker
  * (`createWatcherWorker`), a real @a2a-js/sdk agent, and the raw baseline's worker on a task queue of its own, all
- * on one Temporal server. Counts what the watcher fetches from the agent.
+ * on one Temporal server. Counts what the watcher fetches from the agent. Both workers share the process's heap and
+ * get the same workflow cache: the watcher's default for that heap (src/config.ts) unless `--stack-worker` sets one.
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -9,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
+import { defaultMaxCachedWorkflows, heapLimitMiB } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
@@ -17,7 +19,8 @@ import { createBaselineActivities } from '../baseline/activities.js';
 import { runPrefix } from './payloads.js';
 import { progress } from './progress.js';
 import type { BenchServer } from './server.js';
-import { waitLedgersStarted } from './watcher-processes.js';
+import { drainedAt } from './backlog.js';
+import { routersOf, waitRoutersStarted, type WorkerBounds } from './watcher-processes.js';
 
 export interface Counters {
   /** Card fetches the bridge made (cached for cardCacheSeconds). */
@@ -40,9 +43,14 @@ export interface Stack {
   /** Baseline timer firings: workflow id → wall-clock ms. */
   firedAt: Map<string, number>;
   counters: Counters;
-  /** What the watcher's queue has started so far, for `waitSettled`. */
-  expected: { factLedgers: number; subjectLedgers: number };
-  /** Resolves once every raise so far has started its fact and subject ledgers (visibility counts). */
+  /** The heap limit and workflow cache of both workers (one process, one heap, one cache bound). */
+  workerBounds: WorkerBounds;
+  /** Notes raises of expectations waiting on `factKeys`, for `waitSettled`: their routers must run. */
+  expectRaised(factKeys: readonly string[]): void;
+  /**
+   * Resolves once every router the raises so far named runs (visibility counts) and the watcher's queue has no task
+   * backlog: every raise's first workflow task has been taken up.
+   */
   waitSettled(timeoutMs?: number): Promise<void>;
   /**
    * Another bridge on the same client, principals and watcher queue, with other settings (e.g. a short fact
@@ -105,6 +113,12 @@ export async function startStack(
     ],
   });
 
+  // As src/runtime.ts sizes the deployed worker's cache, and the same for the raw worker beside it.
+  const maxCachedWorkflows =
+    typeof workerOptions.maxCachedWorkflows === 'number'
+      ? workerOptions.maxCachedWorkflows
+      : defaultMaxCachedWorkflows(heapLimitMiB());
+  const workerBounds: WorkerBounds = { maxCachedWorkflows, heapLimitMiB: Math.round(heapLimitMiB()) };
   const watcher: WatcherWorker = await createWatcherWorker({
     address: server.address,
     namespace: server.namespace,
@@ -117,7 +131,7 @@ export async function startStack(
       if (url === agent.cardUrl) counters.workerCardFetches++;
       else counters.workerSends++;
     }),
-    workerOptions,
+    workerOptions: { ...workerOptions, maxCachedWorkflows },
   });
   const watcherRunning = watcher.run();
 
@@ -129,6 +143,7 @@ export async function startStack(
     taskQueue: baselineQueue,
     workflowBundle: { codePath: bundles.baseline },
     activities: createBaselineActivities(firedAt),
+    maxCachedWorkflows,
   });
   const baselineRunning = baselineWorker.run();
 
@@ -151,9 +166,11 @@ export async function startStack(
     });
   const { http, url: bridgeUrl } = await listenOnLoopback(bridgeOn(defaults));
   const others: Server[] = [];
-  progress(`stack: bridge ${bridgeUrl}, watcher queue ${watcherQueue}, raw queue ${baselineQueue}, agent ${agent.url}`);
+  progress(
+    `stack: bridge ${bridgeUrl}, watcher queue ${watcherQueue}, raw queue ${baselineQueue}, agent ${agent.url}; both workers cache ${maxCachedWorkflows} workflows`,
+  );
 
-  const expected = { factLedgers: 0, subjectLedgers: 0 };
+  const routers = new Set<string>();
 
   return {
     server,
@@ -165,18 +182,18 @@ export async function startStack(
     agent,
     firedAt,
     counters,
-    expected,
+    workerBounds,
+    expectRaised(factKeys) {
+      for (const router of routersOf(factKeys, watcherQueue)) routers.add(router);
+    },
     async waitSettled(timeoutMs = 600_000) {
-      await waitLedgersStarted(
-        client,
-        watcherQueue,
-        { facts: expected.factLedgers, subjects: expected.subjectLedgers },
-        {
-          label: 'settling',
-          timeoutMs,
-          intervalMs: 500,
-        },
-      );
+      const ends = Date.now() + timeoutMs;
+      await waitRoutersStarted(client, watcherQueue, routers.size, { label: 'settling', timeoutMs, intervalMs: 500 });
+      const drained = await drainedAt(client, server.namespace, watcherQueue, {
+        timeoutMs: Math.max(ends - Date.now(), 1_000),
+        label: 'settling',
+      });
+      if (drained.at === undefined) throw new Error(`settling: ${watcherQueue} kept a backlog of ${drained.backlog}`);
     },
     async openBridge(settings) {
       const other = await listenOnLoopback(bridgeOn({ ...defaults, ...settings }));

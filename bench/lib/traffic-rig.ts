@@ -1,6 +1,7 @@
 /**
  * Where the traffic scenario runs, as deployed: a `src/worker.ts` (loading the prebuilt bundle, with compose's heap
- * bound), a `src/bridge.ts` and the raw baseline's worker, each a process of its own on one server, so that each
+ * bound), a `src/bridge.ts` and the raw baseline's worker (with the watcher worker's heap bound and workflow cache,
+ * checked from what both report at their start), each a process of its own on one server, so that each
  * one's CPU is read apart; several real @a2a-js/sdk agents and a fact feed, the load and the raw client in the
  * benchmark's process. The watcher is reached only through the bridge's HTTP API.
  */
@@ -14,7 +15,13 @@ import { spawnEntry, type Child } from './child.js';
 import { readFired } from './lapse-rig.js';
 import { runPrefix } from './payloads.js';
 import type { BenchServer } from './server.js';
-import { spawnBridgeAndRawWorker, watcherEnv } from './watcher-processes.js';
+import {
+  reportedBounds,
+  spawnBridgeAndRawWorker,
+  WATCHER_RUNNING,
+  watcherEnv,
+  type WorkerBounds,
+} from './watcher-processes.js';
 
 export interface TrafficRig {
   server: BenchServer;
@@ -29,6 +36,8 @@ export interface TrafficRig {
   watcherQueue: string;
   rawQueue: string;
   pids: { worker: number; bridge: number; rawWorker: number };
+  /** Both workers' NODE_OPTIONS, and the heap limit and workflow cache each reported (the same, or the rig fails). */
+  workers: { nodeOptions: string; ours: WorkerBounds; raw: WorkerBounds };
   /** Raw lapses so far: workflow id → epoch ms its activity ran. */
   rawFiredAt(): Map<string, number>;
   close(): Promise<void>;
@@ -86,14 +95,17 @@ export async function startTrafficRig(
       path.join(dir, 'worker.log'),
     );
     children.push(worker);
-    await worker.waitFor(/worker running/);
-    const { bridge, raw, port, firedFile } = await spawnBridgeAndRawWorker({
+    await worker.waitFor(WATCHER_RUNNING);
+    const ours = reportedBounds(worker.output(), WATCHER_RUNNING);
+    const { bridge, raw, port, firedFile, rawBounds } = await spawnBridgeAndRawWorker({
       server,
       env,
       dir,
       rawQueue,
       baselineBundle: bundles.baseline,
       children,
+      nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS,
+      watcherBounds: ours,
     });
     connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
     return {
@@ -106,6 +118,7 @@ export async function startTrafficRig(
       watcherQueue,
       rawQueue,
       pids: { worker: worker.pid, bridge: bridge.pid, rawWorker: raw.pid },
+      workers: { nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS, ours, raw: rawBounds },
       rawFiredAt: () => readFired(firedFile),
       close,
     };

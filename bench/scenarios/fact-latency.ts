@@ -9,7 +9,7 @@ import proto from '@temporalio/proto';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { goSignal, signalledQuery } from '../baseline/workflows.js';
 import { postJson, runPool } from '../lib/load.js';
-import { artifactUpdate, batchOf, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { artifactUpdate, batchKeys, batchOf, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
 import type { Stack } from '../lib/stack.js';
 import { ratio, summarise, type Summary } from '../lib/stats.js';
@@ -52,8 +52,7 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
     ),
   );
   if (raised.errors.length > 0) throw new Error(`fact to satisfied: raising failed: ${raised.errors[0]}`);
-  stack.expected.factLedgers += batches * 10;
-  stack.expected.subjectLedgers += batches;
+  stack.expectRaised(batchKeys(prefix, batches, 10));
   const started = await runPool(samples, concurrency, (i) =>
     stack.client.workflow.start('signalWorkflow', {
       workflowId: `${prefix}-raw-${i}`,

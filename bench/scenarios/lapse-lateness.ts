@@ -7,7 +7,7 @@ import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { historyEvents, type HistoryEvent } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
-import { artifactUpdate, batchOf, runPrefix } from '../lib/payloads.js';
+import { artifactUpdate, batchKeys, batchOf, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
 import type { LapseRig } from '../lib/lapse-rig.js';
 import { ratio, summarise, type Summary } from '../lib/stats.js';
@@ -104,7 +104,7 @@ export async function runLapseLateness(
     ),
   );
   if (raised.errors.length > 0) throw new Error(`lapse lateness: raising failed: ${raised.errors[0]}`);
-  await rig.expectLedgers(batches * 10, batches);
+  await rig.expectRaised(batchKeys(prefix, batches, 10));
   const settledBeforeDueMs = dueMs - Date.now();
   progress(
     `  lapse lateness: settled ${Math.round(settledBeforeDueMs / 1000)} s before the due instant; waiting for ${batches * 10} lapse tasks`,

@@ -14,11 +14,17 @@ import { expectationLinks } from '../../core/ids.js';
 import { startTestAgent } from '../../test/support/agent.js';
 import { spawnEntry, type Child } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
-import { artifactUpdate, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { artifactUpdate, batchKeys, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs, memoryMiB, sqliteMiB } from '../lib/proc.js';
 import { delay, progress } from '../lib/progress.js';
 import { freePort, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
-import { waitLedgersStarted, watcherEnv, writeAgentPrincipals } from '../lib/watcher-processes.js';
+import {
+  routersOf,
+  spawnBaselineWorker,
+  waitRoutersStarted,
+  watcherEnv,
+  writeAgentPrincipals,
+} from '../lib/watcher-processes.js';
 import { ratio } from '../lib/stats.js';
 
 export interface ProcessCost {
@@ -487,12 +493,10 @@ async function oursSide(
     if (!all) endSegment(state, progressFile!, 'ours', segment, pids, unitSize);
     // At 100,000 the worker works through its backlog for hours on 2 cores: the waits grow with the count.
     const { waited: wentIdle, settledSec } = await settle(state, progressFile, segment, snapshot, async () => {
-      await waitLedgersStarted(
-        client,
-        queue,
-        { facts: batches * 10, subjects: batches },
-        { label: 'scale (ours)', timeoutMs: Math.max(3_600_000, count * 250) },
-      );
+      await waitRoutersStarted(client, queue, routersOf(batchKeys(prefix, batches, 10), queue).size, {
+        label: 'scale (ours)',
+        timeoutMs: Math.max(3_600_000, count * 250),
+      });
       return waitIdle(worker.pid, 'the worker', idleTimeoutMs(count));
     });
     progress(
@@ -522,6 +526,20 @@ async function oursSide(
   }
 }
 
+/**
+ * The raw worker's bounds, as the watcher worker's in `oursSide`: its NODE_OPTIONS (compose's heap bound unless
+ * `--worker-env` overrides it, empty: none) and the cache it sets (WATCHER_WORKER_MAX_CACHED_WORKFLOWS; absent, both
+ * apply the watcher's default rule to the same heap).
+ */
+function rawWorkerBounds(workerEnv: Record<string, string>): { nodeOptions?: string; maxCachedWorkflows?: number } {
+  const nodeOptions = workerEnv.NODE_OPTIONS ?? DEPLOYED_WORKER_NODE_OPTIONS;
+  const cache = workerEnv.WATCHER_WORKER_MAX_CACHED_WORKFLOWS;
+  return {
+    ...(nodeOptions === '' ? {} : { nodeOptions }),
+    ...(cache ? { maxCachedWorkflows: Number(cache) } : {}),
+  };
+}
+
 async function rawSide(
   config: Config,
   dir: string,
@@ -529,6 +547,7 @@ async function rawSide(
   bundle: string,
   concurrency: number,
   kind: ServerKind,
+  workerEnv: Record<string, string>,
   segments?: ScaleSegments,
 ): Promise<ScaleSide> {
   const progressFile = segments && path.join(dir, 'raw', 'progress.json');
@@ -540,12 +559,13 @@ async function rawSide(
   const client = await connect(server);
   let worker: Child | undefined;
   try {
-    worker = spawnEntry(
-      'bench/baseline/worker.ts',
-      [server.address, server.namespace, queue, bundle],
-      {},
-      path.join(dir, 'raw', 'worker.log'),
-    );
+    worker = spawnBaselineWorker({
+      server,
+      queue,
+      bundle,
+      logFile: path.join(dir, 'raw', 'worker.log'),
+      ...rawWorkerBounds(workerEnv),
+    });
     await worker.waitFor(/baseline worker running/);
     const workerPid = worker.pid;
     const pids: Record<string, number> = { worker: workerPid };
@@ -624,7 +644,16 @@ export async function runScale(
     ? await oursSide(config, sideDir, count, options.via, options.concurrency, options.workerEnv, kind, segments)
     : undefined;
   const raw = options.sides.has('raw')
-    ? await rawSide(config, sideDir, count, options.baselineBundle, options.concurrency, kind, segments)
+    ? await rawSide(
+        config,
+        sideDir,
+        count,
+        options.baselineBundle,
+        options.concurrency,
+        kind,
+        options.workerEnv,
+        segments,
+      )
     : undefined;
   const both = <T>(pick: (side: ScaleSide) => T | undefined, f: (a: T, b: T) => number) => {
     const a = ours && pick(ours);

@@ -4,8 +4,9 @@
  * fresh server. Against raw Temporal: the same count of no-op workflows with one, then two baseline worker processes.
  * Each phase has a task queue of its own, and the processes of a phase are stopped before the next one starts.
  *
- * "Settled" as in scenario 1: every raise has started its fact and subject ledgers (ours), every workflow has
- * completed (raw), counted in visibility.
+ * "Settled" as in scenario 1: every router the raises named runs and the queue has no task backlog (ours), every
+ * workflow has completed (raw), counted in visibility. The baseline workers run with the watcher's workers' heap (the
+ * environment's) and cache rule (bench/baseline/worker.ts).
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -14,10 +15,17 @@ import type { Config } from '../../src/config.js';
 import { startTestAgent } from '../../test/support/agent.js';
 import { spawnEntry, type Child } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
-import { artifactUpdate, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { artifactUpdate, batchKeys, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
 import { freePort, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
-import { waitLedgersStarted, watcherEnv, writeAgentPrincipals } from '../lib/watcher-processes.js';
+import { drainedAt } from '../lib/backlog.js';
+import {
+  routersOf,
+  spawnBaselineWorker,
+  waitRoutersStarted,
+  watcherEnv,
+  writeAgentPrincipals,
+} from '../lib/watcher-processes.js';
 
 export interface ScalingPhase {
   workers: number;
@@ -95,12 +103,14 @@ async function oursPhase(
     );
     if (pool.errors.length > 0) throw new Error(`scaling (ours, ${workers}): raising failed: ${pool.errors[0]}`);
     const acceptedMs = performance.now() - t0;
-    await waitLedgersStarted(
-      client,
-      queue,
-      { facts: batches * 10, subjects: batches },
-      { label: `scaling (ours, ${workers})`, timeoutMs: 1_800_000, intervalMs: 500 },
-    );
+    const label = `scaling (ours, ${workers})`;
+    await waitRoutersStarted(client, queue, routersOf(batchKeys(prefix, batches, 10), queue).size, {
+      label,
+      timeoutMs: 1_800_000,
+      intervalMs: 500,
+    });
+    const drained = await drainedAt(client, server.namespace, queue, { timeoutMs: 1_800_000, label });
+    if (drained.at === undefined) throw new Error(`${label}: ${queue} kept a backlog of ${drained.backlog}`);
     const settledMs = performance.now() - t0;
     const phase: ScalingPhase = {
       workers,
@@ -129,12 +139,13 @@ async function rawPhase(
   const children: Child[] = [];
   try {
     for (let w = 0; w < workers; w++) {
-      const worker = spawnEntry(
-        'bench/baseline/worker.ts',
-        [server.address, server.namespace, queue, bundle],
-        {},
-        path.join(dir, `raw-${workers}-worker-${w}.log`),
-      );
+      // As the watcher's workers here: the environment's heap, the watcher's default cache for it.
+      const worker = spawnBaselineWorker({
+        server,
+        queue,
+        bundle,
+        logFile: path.join(dir, `raw-${workers}-worker-${w}.log`),
+      });
       children.push(worker);
       await worker.waitFor(/baseline worker running/);
     }

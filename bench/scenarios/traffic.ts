@@ -4,16 +4,19 @@
  * fact feed, to find the knee: the highest offered rate at which accepted ≈ offered with no 503. Beside it, raw
  * Temporal on the same server doing the least for the same traffic (one `deadlineWorkflow` start per expectation,
  * one signal per expectation an expected fact satisfies, nothing for unexpected facts), step by step at the same
- * rates, ours first, then raw. Per step and side: offered, accepted and settled rates, answers by status, lost
- * requests, answer time, lapses caused by the backlog (bench/lib/traffic-lapses.ts) and their lateness, actions and
- * history bytes per offered item (every workflow the step started on the side's task queue, listed by visibility),
- * and the CPU of worker, bridge, server and the load generator per offered item.
+ * rates, ours first, then raw. Past the given rates, the ramp goes on doubling the rate for each side that has not
+ * yet missed (up to `maxRate`), so that both knees are found, raw's too. Per step and side: offered, accepted and
+ * settled rates, answers by status, lost requests, answer time, lapses caused by the backlog
+ * (bench/lib/traffic-lapses.ts) and their lateness, actions and history bytes per offered item (the events every
+ * workflow of the side's task queue wrote during the step, long-lived routers included, by event time), and the CPU
+ * of worker, bridge, server and the load generator per offered item.
  */
+import os from 'node:os';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import proto from '@temporalio/proto';
 import { lapseOf } from '../../test/support/agent.js';
 import { goSignal } from '../baseline/workflows.js';
-import { historyTotals, type HistoryTotals } from '../lib/history.js';
+import { backlogOf, drainedAt } from '../lib/backlog.js';
+import { historyInWindow, type WindowTotals } from '../lib/history.js';
 import { runOpenLoop, retryAfterMs, type AnswerClass, type Attempt, type OpenLoopResult } from '../lib/open-loop.js';
 import { artifactUpdate, expectationFor, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs } from '../lib/proc.js';
@@ -30,10 +33,16 @@ import {
 } from '../lib/traffic-lapses.js';
 import { planStep, type StepPlan, type TrafficMix, type TrafficRequest } from '../lib/traffic-plan.js';
 import type { TrafficRig } from '../lib/traffic-rig.js';
+import type { WorkerBounds } from '../lib/watcher-processes.js';
 
 export interface TrafficOptions {
-  /** Offered raises a second, one step each, in order. */
+  /** Offered raises a second, one step each, in order: both sides at each. */
   rates: number[];
+  /**
+   * Past `rates`, the rate doubles for each side that has not missed yet (accepted < 95 % of offered, a 429 or 503,
+   * a lost request) while it stays at most this: a side unbroken here has its knee at or above the ramp's top.
+   */
+  maxRate: number;
   stepMs: number;
   /** How long a step's outstanding requests may take after its schedule. */
   tailMs: number;
@@ -73,10 +82,13 @@ export interface TrafficStep {
   backlogAtStart?: number;
   otherBacklogAtStart?: number;
   lapses: LapseReport;
-  history: HistoryTotals;
+  /** What the side's workflows wrote during the step (by event time), and per workflow type. */
+  history: WindowTotals;
   perItem: { actions: number; bytes: number; events: number };
   /** CPU per offered item, ms, over the step (start → settled or the end of the settle wait). */
   cpuMsPerItem: { worker: number; bridge?: number; server?: number; database?: number; load: number };
+  /** The machine's 1-minute load average at the step's start and end: other work on it shows here. */
+  loadAverage: { start: number; end: number };
   details: string[];
   /** The first 429 and 503 answers. */
   refusals: string[];
@@ -85,9 +97,14 @@ export interface TrafficStep {
 export interface TrafficResult {
   options: TrafficOptions;
   agents: number;
-  steps: Array<{ rate: number; ours: TrafficStep; raw: TrafficStep }>;
+  /** Each rate of the ramp; past the given rates only the sides that had not missed yet ran. */
+  steps: Array<{ rate: number; ours?: TrafficStep; raw?: TrafficStep }>;
   /** Highest offered rate with accepted ≥ 95 % of offered items, no 429 or 503 and nothing lost; undefined: none. */
   knee: { ours?: number; raw?: number };
+  /** The lowest offered rate the side missed at; undefined: it never did, up to the ramp's top. */
+  firstMiss: { ours?: number; raw?: number };
+  /** Both workers' NODE_OPTIONS and the heap limit and workflow cache each reported: the same for both. */
+  workers: { nodeOptions: string; ours: WorkerBounds; raw: WorkerBounds };
   /** Lapses the agents received, in all, and records read at the end. */
   recordsRead: number;
   recordErrors: number;
@@ -96,6 +113,8 @@ export interface TrafficResult {
 /** Running one step: what the report needs once the run is over (the lapses are judged at the end). */
 interface StepRun {
   side: Side;
+  /** The ramp's step: both sides' runs at one rate share it. */
+  index: number;
   rate: number;
   plan: StepPlan;
   t0: number;
@@ -104,6 +123,7 @@ interface StepRun {
   backlogAtStart?: number;
   otherBacklogAtStart?: number;
   cpu: TrafficStep['cpuMsPerItem'];
+  loadAverage: TrafficStep['loadAverage'];
 }
 
 const ACCEPTED_SHARE = 0.95;
@@ -204,24 +224,6 @@ function rawSender(rig: TrafficRig, plan: StepPlan) {
   };
 }
 
-/** The side's approximate backlog (workflow and activity tasks); undefined when the server reports no stats. */
-async function backlogOf(rig: TrafficRig, queue: string): Promise<number | undefined> {
-  const { TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
-  let total = 0;
-  for (const taskQueueType of [TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY]) {
-    const described = await rig.client.workflowService.describeTaskQueue({
-      namespace: rig.server.namespace,
-      taskQueue: { name: queue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType,
-      reportStats: true,
-    });
-    const count = described.stats?.approximateBacklogCount;
-    if (count === undefined || count === null) return undefined;
-    total += Number(count);
-  }
-  return total;
-}
-
 /** CPU so far (ms) of the processes a side is measured by. */
 function cpuNow(rig: TrafficRig, side: Side) {
   const usage = process.cpuUsage();
@@ -248,8 +250,10 @@ async function runStep(
   options: TrafficOptions,
 ): Promise<StepRun> {
   const queue = side === 'ours' ? rig.watcherQueue : rig.rawQueue;
-  const backlogAtStart = await backlogOf(rig, queue);
-  const otherBacklogAtStart = await backlogOf(rig, side === 'ours' ? rig.rawQueue : rig.watcherQueue);
+  const client = rig.client;
+  const namespace = rig.server.namespace;
+  const backlogAtStart = await backlogOf(client, namespace, queue);
+  const otherBacklogAtStart = await backlogOf(client, namespace, side === 'ours' ? rig.rawQueue : rig.watcherQueue);
   const t0 = Date.now() + 1_000;
   const plan = planStep({
     prefix: `${runPrefix}-t${index}${side === 'raw' ? '-raw' : ''}`,
@@ -267,6 +271,7 @@ async function runStep(
   );
   await delay(Math.max(0, t0 - Date.now()));
   const cpu0 = cpuNow(rig, side);
+  const loadAtStart = os.loadavg()[0]!;
   const send = side === 'ours' ? oursSender(rig) : rawSender(rig, plan);
   const loop = await runOpenLoop(plan.requests, send, {
     t0,
@@ -276,22 +281,9 @@ async function runStep(
     attemptTimeoutMs: options.attemptTimeoutMs,
   });
   // Settled: every answer in, and the side's queues drained (twice in a row).
-  const settleEnds = Date.now() + options.settleMs;
-  let settledAt: number | undefined;
-  let calmSince: number | undefined;
-  let backlog: number | undefined;
-  while (Date.now() < settleEnds) {
-    backlog = await backlogOf(rig, queue);
-    if (backlog === undefined || backlog === 0) {
-      if (calmSince !== undefined || backlog === undefined) {
-        settledAt = calmSince ?? Date.now();
-        break;
-      }
-      calmSince = Date.now();
-    } else calmSince = undefined;
-    await delay(500);
-  }
+  const { at: settledAt, backlog } = await drainedAt(client, namespace, queue, { timeoutMs: options.settleMs });
   const cpu1 = cpuNow(rig, side);
+  const loadAverage = { start: Number(loadAtStart.toFixed(2)), end: Number(os.loadavg()[0]!.toFixed(2)) };
   const items = plan.mix.raises + plan.mix.facts;
   const cpu = {
     worker: perItem(cpu0.worker, cpu1.worker, items)!,
@@ -308,7 +300,36 @@ async function runStep(
   );
   if (loop.details.length > 0) progress(`  first other answer: ${loop.details[0]}`);
   if (loop.refusals.length > 0) progress(`  first refusal: ${loop.refusals[0]}`);
-  return { side, rate, plan, t0, loop, settledAt, backlogAtStart, otherBacklogAtStart, cpu };
+  return { side, index, rate, plan, t0, loop, settledAt, backlogAtStart, otherBacklogAtStart, cpu, loadAverage };
+}
+
+/** Items of the requests answered 200 a second, over the step or until its last 200 when later. */
+function acceptedPerSecOf(run: StepRun, options: TrafficOptions): number {
+  const accepted = run.loop.sent
+    .filter((s) => s.answeredAt !== undefined)
+    .reduce((sum, s) => sum + itemsOf(s.request), 0);
+  return Number((accepted / (Math.max(run.loop.lastAnswerAt - run.t0, options.stepMs) / 1000)).toFixed(1));
+}
+
+/** The side took what the step offered: accepted ≥ 95 % of offered items, no 429 or 503, nothing lost. */
+function kept(step: Pick<TrafficStep, 'acceptedPerSec' | 'offeredPerSec' | 'answers' | 'lostRequests'>): boolean {
+  return (
+    step.acceptedPerSec >= ACCEPTED_SHARE * step.offeredPerSec.items &&
+    step.answers['503'] === 0 &&
+    step.answers['429'] === 0 &&
+    step.lostRequests === 0
+  );
+}
+
+/** Whether a step just run missed (judged as `kneeOf` will judge its report). */
+function missed(run: StepRun, options: TrafficOptions): boolean {
+  const items = run.plan.mix.raises + run.plan.mix.facts;
+  return !kept({
+    acceptedPerSec: acceptedPerSecOf(run, options),
+    offeredPerSec: { raises: 0, facts: 0, items: Number((items / (options.stepMs / 1000)).toFixed(1)) },
+    answers: run.loop.answers,
+    lostRequests: run.loop.sent.filter((s) => s.answeredAt === undefined).length,
+  });
 }
 
 /** The fields of a lapse the judging reads. */
@@ -395,13 +416,12 @@ async function reportStep(
   const lastAnswerMs = loop.lastAnswerAt - t0;
   const settledMs = run.settledAt === undefined ? undefined : Math.max(run.settledAt, loop.lastAnswerAt) - t0;
   const queue = run.side === 'ours' ? rig.watcherQueue : rig.rawQueue;
-  const iso = (ms: number) => new Date(ms).toISOString();
-  progress(`  traffic: reading the histories of ${run.side}'s workflows at ${run.rate}/s`);
-  const history = await historyTotals(
-    rig.client,
-    `TaskQueue = '${queue}' AND StartTime >= '${iso(window.start)}' AND StartTime < '${iso(window.end)}'`,
-    options.historyCap,
-  );
+  progress(`  traffic: reading what ${run.side}'s workflows wrote during its step at ${run.rate}/s`);
+  // By event time: the routers are long-lived and serve every step, so each step counts the events written in it.
+  const history = await historyInWindow(rig.client, queue, window, {
+    cap: options.historyCap,
+    readAll: ['factRouterWorkflow'],
+  });
   const rate = (n: number, ms: number) => Number((n / (Math.max(ms, options.stepMs) / 1000)).toFixed(1));
   return {
     side: run.side,
@@ -412,7 +432,7 @@ async function reportStep(
       facts: Number((plan.mix.facts / seconds).toFixed(1)),
       items: Number((items / seconds).toFixed(1)),
     },
-    acceptedPerSec: rate(accepted, lastAnswerMs),
+    acceptedPerSec: acceptedPerSecOf(run, options),
     settledPerSec: settledMs === undefined ? undefined : rate(accepted, settledMs),
     lastAnswerMs,
     settledMs,
@@ -436,6 +456,7 @@ async function reportStep(
       events: Number((history.events / items).toFixed(2)),
     },
     cpuMsPerItem: run.cpu,
+    loadAverage: run.loadAverage,
     details: loop.details,
     refusals: loop.refusals,
   };
@@ -443,14 +464,14 @@ async function reportStep(
 
 /** Offered rate of the knee: the highest at which the side took what was offered. */
 function kneeOf(steps: TrafficStep[]): number | undefined {
-  const kept = steps.filter(
-    (s) =>
-      s.acceptedPerSec >= ACCEPTED_SHARE * s.offeredPerSec.items &&
-      s.answers['503'] === 0 &&
-      s.answers['429'] === 0 &&
-      s.lostRequests === 0,
-  );
-  return kept.length === 0 ? undefined : Math.max(...kept.map((s) => s.rate));
+  const took = steps.filter(kept);
+  return took.length === 0 ? undefined : Math.max(...took.map((s) => s.rate));
+}
+
+/** The lowest offered rate at which the side did not take what was offered. */
+function firstMissOf(steps: TrafficStep[]): number | undefined {
+  const misses = steps.filter((s) => !kept(s));
+  return misses.length === 0 ? undefined : Math.min(...misses.map((s) => s.rate));
 }
 
 /** One raise and one fact through the bridge from each agent (the cards fetched), one raw start and signal. */
@@ -490,13 +511,29 @@ async function warmUp(rig: TrafficRig): Promise<void> {
 
 export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Promise<TrafficResult> {
   progress(
-    `traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise), ours then raw at each; ${rig.agents.length} agents`,
+    `traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise), ours then raw at each, then doubling for a side that has not missed up to ${options.maxRate}/s; ${rig.agents.length} agents; both workers ${JSON.stringify(rig.workers.ours)} (${rig.workers.nodeOptions})`,
   );
   await warmUp(rig);
   const runs: StepRun[] = [];
-  for (const [index, rate] of options.rates.entries()) {
-    runs.push(await runStep(rig, 'ours', rate, index, options));
-    runs.push(await runStep(rig, 'raw', rate, index, options));
+  const broken: Record<Side, boolean> = { ours: false, raw: false };
+  const step = async (side: Side, rate: number, index: number) => {
+    const run = await runStep(rig, side, rate, index, options);
+    runs.push(run);
+    if (missed(run, options)) {
+      if (!broken[side]) progress(`  traffic: ${side} missed at ${rate} raises/s`);
+      broken[side] = true;
+    }
+  };
+  let index = 0;
+  for (const rate of options.rates) {
+    await step('ours', rate, index);
+    await step('raw', rate, index);
+    index++;
+  }
+  // Until each side's knee is found: the rate doubles for the sides still unbroken, within the bound.
+  for (let rate = Math.max(...options.rates) * 2; rate <= options.maxRate && (!broken.ours || !broken.raw); rate *= 2) {
+    for (const side of ['ours', 'raw'] as const) if (!broken[side]) await step(side, rate, index);
+    index++;
   }
 
   // The lapses still due: until every deadline of the run has passed and a few seconds went by without one.
@@ -525,36 +562,42 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
   const fired = rig.rawFiredAt();
 
   const steps: TrafficResult['steps'] = [];
-  for (let i = 0; i < runs.length; i += 2) {
-    const [ours, raw] = await Promise.all(
-      [runs[i]!, runs[i + 1]!].map((run, k) => {
-        const sends = sendsOf(run.plan, run.loop.sent);
-        const lapses =
-          run.side === 'ours'
-            ? judgeOurLapses(run.plan, sends, observed.lapses, endMs, observed.records)
-            : judgeRawLapses(run.plan, sends, fired, endMs);
-        // A step's workflows: those its side's queue started from its start to the side's next step.
-        const next = runs[i + 2 + k];
-        return reportStep(
-          rig,
-          run,
-          lapses,
-          { start: run.t0 - 1_000, end: next ? next.t0 - 1_000 : endMs + 60_000 },
-          options,
-        );
-      }),
-    );
-    steps.push({ rate: ours!.rate, ours: ours!, raw: raw! });
-    for (const example of ours!.lapses.examples) progress(`  backlog lapse: ${JSON.stringify(example)}`);
-    progress(
-      `  traffic at ${ours!.rate}/s: lapses ours ${ours!.lapses.seen} (backlog ${ours!.lapses.backlogTotal}, missing ${ours!.lapses.missing} of ${ours!.lapses.due} due), raw ${raw!.lapses.seen} (backlog ${raw!.lapses.backlogTotal}, missing ${raw!.lapses.missing}); actions per item ${ours!.perItem.actions} vs ${raw!.perItem.actions}`,
-    );
+  for (let i = 0; i < index; i++) {
+    const reported: { rate?: number; ours?: TrafficStep; raw?: TrafficStep } = {};
+    for (const run of runs.filter((r) => r.index === i)) {
+      const sends = sendsOf(run.plan, run.loop.sent);
+      const lapses =
+        run.side === 'ours'
+          ? judgeOurLapses(run.plan, sends, observed.lapses, endMs, observed.records)
+          : judgeRawLapses(run.plan, sends, fired, endMs);
+      // A step's window on its side's queue: from its start to the side's next step, or to the end of the run.
+      const next = runs.find((r) => r.side === run.side && r.index > run.index);
+      reported[run.side] = await reportStep(
+        rig,
+        run,
+        lapses,
+        { start: run.t0 - 1_000, end: next ? next.t0 - 1_000 : endMs + 60_000 },
+        options,
+      );
+      reported.rate = run.rate;
+    }
+    const { ours, raw } = reported;
+    steps.push({ rate: reported.rate!, ...(ours ? { ours } : {}), ...(raw ? { raw } : {}) });
+    for (const example of ours?.lapses.examples ?? []) progress(`  backlog lapse: ${JSON.stringify(example)}`);
+    const said = (s: TrafficStep | undefined) =>
+      s
+        ? `${s.lapses.seen} (backlog ${s.lapses.backlogTotal}, missing ${s.lapses.missing} of ${s.lapses.due} due), actions per item ${s.perItem.actions}`
+        : 'not run';
+    progress(`  traffic at ${reported.rate}/s: lapses ours ${said(ours)}; raw ${said(raw)}`);
   }
+  const sideSteps = (side: Side) => steps.flatMap((s) => (s[side] ? [s[side]] : []));
   return {
     options,
     agents: rig.agents.length,
     steps,
-    knee: { ours: kneeOf(steps.map((s) => s.ours)), raw: kneeOf(steps.map((s) => s.raw)) },
+    knee: { ours: kneeOf(sideSteps('ours')), raw: kneeOf(sideSteps('raw')) },
+    firstMiss: { ours: firstMissOf(sideSteps('ours')), raw: firstMissOf(sideSteps('raw')) },
+    workers: rig.workers,
     recordsRead: observed.read,
     recordErrors: observed.errors,
   };

@@ -5,13 +5,13 @@
  *   npx tsx bench/tools/drain.ts [--raises=1000] [--bundle=plain|tracing] [--raw] [--worker-node-args='--cpu-prof …']
  *
  * - Ours: `--raises` expectations raised through a `src/worker.ts`-less `src/bridge.ts` in batches of 10 (each raise
- *   queues the first task of its expectation and fact ledger, and a tenth of a subject ledger's: 2.1 tasks), then a
+ *   queues the first task of its expectation, and each router its subscriptions reached one task), then a
  *   `src/worker.ts` as docker-compose.yml runs it (heap bound, cache from the heap) on the prebuilt bundle: `plain`
  *   (what a worker without tracing loads) or `tracing` (the bundle with the OpenTelemetry interceptors, loaded
  *   without tracing, as every worker of the image did before 2026-12-02). Done when the worker's Prometheus metrics
  *   count every task.
- * - `--raw`: as many `sleepWorkflow` starts as ours has tasks, drained by the baseline worker process; done when its
- *   CPU stays under 15 ms a second for 2 s.
+ * - `--raw`: as many `sleepWorkflow` starts as ours has tasks, drained by the baseline worker process (with the
+ *   watcher worker's heap bound, and so its cache rule); done when its CPU stays under 15 ms a second for 2 s.
  *
  * Prints tasks a second, and CPU of the worker and of the dev server per task. The worker's Node flags
  * (`--worker-node-args`) are for profiling: `--cpu-prof --cpu-prof-dir=<dir>` writes a profile per thread when the
@@ -27,12 +27,16 @@ import { startTestAgent } from '../../test/support/agent.js';
 import { baselineWorkflowsPath } from '../baseline/paths.js';
 import { spawnEntry, type Child } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
-import { artifactUpdate, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { artifactUpdate, batchKeys, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs } from '../lib/proc.js';
 import { delay, progress } from '../lib/progress.js';
 import { DEPLOYED_WORKER_NODE_OPTIONS } from '../scenarios/scale.js';
 import { bundleTo, freePort, startServer, type BenchServer } from '../lib/server.js';
-import { watcherEnv, writeAgentPrincipals } from '../lib/watcher-processes.js';
+import { routersOf, spawnBaselineWorker, watcherEnv, writeAgentPrincipals } from '../lib/watcher-processes.js';
+
+/** The tasks `raises` raises in batches of 10 queue with no worker polling: one per expectation, one per router. */
+const tasksOf = (raises: number, queue: string): number =>
+  raises + routersOf(batchKeys(`${runPrefix}-d`, raises / 10, 10), queue).size;
 
 interface Options {
   raises: number;
@@ -133,7 +137,7 @@ async function drainOurs(server: BenchServer, dir: string, options: Options): Pr
       ),
     );
     if (pool.errors.length > 0) throw new Error(`raising failed: ${pool.errors[0]}`);
-    const tasks = options.raises * 2 + options.raises / 10;
+    const tasks = tasksOf(options.raises, queue);
     const metricsPort = await freePort();
     progress(`starting the worker on the ${options.bundle} bundle; ${tasks} tasks queued`);
     const start = async () => {
@@ -175,12 +179,13 @@ async function drainRaw(server: BenchServer, dir: string, tasks: number): Promis
     );
     if (pool.errors.length > 0) throw new Error(`starts failed: ${pool.errors[0]}`);
     const start = async () => {
-      const worker = spawnEntry(
-        'bench/baseline/worker.ts',
-        [server.address, server.namespace, queue, bundle],
-        {},
-        path.join(dir, 'raw-worker.log'),
-      );
+      const worker = spawnBaselineWorker({
+        server,
+        queue,
+        bundle,
+        logFile: path.join(dir, 'raw-worker.log'),
+        nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS,
+      });
       await worker.waitFor(/baseline worker running/);
       return worker;
     };
@@ -206,7 +211,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'expectations-drain-'));
   const server = await startServer(loadConfig(), dir, 'drain');
   try {
-    const tasks = options.raises * 2 + options.raises / 10;
+    const tasks = tasksOf(options.raises, `${runPrefix}-drain`);
     if (options.raw) report('raw', await drainRaw(server, dir, tasks));
     else report(`ours (${options.bundle} bundle)`, await drainOurs(server, dir, options));
   } finally {
