@@ -172,6 +172,12 @@ const envSchema = z.object({
   WATCHER_LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
 });
 
+/**
+ * The variables the schema reads (the connection variables besides: CONNECTION_VARIABLES of
+ * src/temporal/connection-settings.ts). The chart's test holds every variable deploy/helm sets to these.
+ */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
 export interface Config {
   temporal: TemporalConnectionConfig;
   port: number;

@@ -1,8 +1,9 @@
 /**
- * `npm run provision`: makes sure both Temporal servers and the cluster's pieces (server, SQL tool and schema, UI,
- * PostgreSQL) are at hand, building or fetching them once, and says where.
+ * `npm run provision`: makes sure both Temporal servers, the cluster's pieces (server, SQL tool and schema, UI,
+ * PostgreSQL) and helm (for the chart's tests) are at hand, building or fetching them once, and says where.
  */
 import { ensureClusterBinaries } from './provision-cluster.js';
+import { ensureHelm } from './provision-helm.js';
 import { ensureDevServer, ensureTestServer, ProvisionError } from './provision.js';
 
 async function main(): Promise<void> {
@@ -18,6 +19,8 @@ async function main(): Promise<void> {
   const cluster = ensureClusterBinaries();
   for (const [piece, found] of Object.entries(cluster))
     console.log(`cluster ${piece}: ${found.path} (${found.origin})`);
+  const helm = ensureHelm();
+  console.log(`helm: ${helm.path} (${helm.origin})`);
   console.log(`provisioned in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 

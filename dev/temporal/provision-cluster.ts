@@ -52,7 +52,8 @@ export function ensureClusterBinaries(options: Options = {}): ClusterBinaries {
   };
 }
 
-function onPath(command: string, env: NodeJS.ProcessEnv): string | undefined {
+/** The first `command` on PATH. */
+export function onPath(command: string, env: NodeJS.ProcessEnv): string | undefined {
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (dir && existsSync(path.join(dir, command))) return path.join(dir, command);
   }
@@ -77,7 +78,8 @@ function linkAs(dir: string, name: string, target: string): string {
   return link;
 }
 
-function goInstall(targets: string[], binDir: string, env: NodeJS.ProcessEnv, log: Log, what: string): void {
+/** `go install -p 1 targets` into `binDir`, once more with GOSUMDB=off on failure; throws a ProvisionError naming the fix. */
+export function goInstall(targets: string[], binDir: string, env: NodeJS.ProcessEnv, log: Log, what: string): void {
   const go = onPath('go', env);
   if (!go) {
     throw new ProvisionError(

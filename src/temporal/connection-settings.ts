@@ -59,7 +59,7 @@ export interface TemporalConnectionConfig extends Omit<ConnectionSettings, 'name
 }
 
 /** The connection variables the SDK reads, besides TEMPORAL_GRPC_META_<header>. */
-const CONNECTION_VARIABLES = new Set([
+export const CONNECTION_VARIABLES: ReadonlySet<string> = new Set([
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_API_KEY',
@@ -72,7 +72,8 @@ const CONNECTION_VARIABLES = new Set([
   'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
   'TEMPORAL_TLS_SERVER_NAME',
 ]);
-const GRPC_META_PREFIX = 'TEMPORAL_GRPC_META_';
+/** TEMPORAL_GRPC_META_<header>: a gRPC header sent with every call. */
+export const GRPC_META_PREFIX = 'TEMPORAL_GRPC_META_';
 
 /** The TLS files of a profile: its field, its TOML key, and the variable prefix that overrides it. */
 const TLS_FILES = [
