@@ -179,10 +179,13 @@ function createServices(deps: AppDeps) {
   const call = createTemporalCall(deps.client, temporalWaitMs, { probe });
   // Facts are stored by the server alone: their call is given up early only when Temporal does not answer at all,
   // told apart from a slow one within the fact wait (a reachability probe that has not answered by then says so).
+  // One reachability call at a time for all of them: a burst of slow fact calls asks once, not once each.
+  let reaching: Promise<boolean> | undefined;
+  const reachable = () => (reaching ??= isReachable().finally(() => (reaching = undefined)));
   const factCall = createTemporalCall(deps.client, factWaitMs, {
     probeAfterMs: factWaitMs / 4,
     probe: async () =>
-      (await answeredWithin(isReachable(), factWaitMs / 2))
+      (await answeredWithin(reachable(), factWaitMs / 2))
         ? undefined
         : new TemporalUnavailableError(
             `Temporal does not answer (not within ${factWaitMs / 2} ms); nothing was half-applied that a retry of the same request would not complete`,
