@@ -83,7 +83,7 @@ export const MAX_ITEMS = {
  * Expectations one fact key's router forwards to (open expectations waiting on one fact key). The bridge refuses a
  * raise past it (422, rule `fact-key-subscribers`); a router that is asked anyway withdraws the newcomer.
  */
-export const MAX_FACT_LEDGER_SUBSCRIBERS = 100;
+export const MAX_KEY_SUBSCRIBERS = 100;
 
 /**
  * Early facts one fact router keeps for keys nobody waits on yet (core/fact-shards.ts: FACT_ROUTER_SHARDS routers):

@@ -27,6 +27,18 @@ export interface Deadline {
   atMs: number;
 }
 
+/** What the settle interval adds to the fact wait: the clocks of the bridge and the worker, and the read's own time. */
+export const SETTLE_MARGIN_MS = 1_000;
+
+/**
+ * The settle interval (ISO 8601 duration) the expectations of a bridge with this fact wait (WATCHER_FACT_WAIT, ms)
+ * wait past each deadline before they decide it (DESIGN 3.3): the longest a fact received before it can take to be
+ * stored, and a margin.
+ */
+export function settleIntervalOf(factWaitMs: number): string {
+  return `PT${(factWaitMs + SETTLE_MARGIN_MS) / 1000}S`;
+}
+
 /** Open in the seed's sense: neither satisfied nor withdrawn (a lapsed expectation is still open). */
 export function isOpen(state: ExpectationState): boolean {
   return state === 'open' || state === 'lapsed';

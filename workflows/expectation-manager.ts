@@ -558,7 +558,7 @@ export class ExpectationManager {
   }
 
   /** No delivery and no handler still running: the workflow may return. */
-  settled(): boolean {
+  idle(): boolean {
     return this.deliveries.pending === 0 && allHandlersFinished();
   }
 

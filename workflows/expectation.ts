@@ -66,7 +66,7 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   // A late window shorter than a delivery's retry budget: the expectation closes, its lapse task goes out no more.
   expectation.abandonDeliveries('the late window ended before the lapse task was delivered');
   await expectation.tellOnClose();
-  await condition(() => expectation.settled());
+  await condition(() => expectation.idle());
   reportClosed(expectation.record);
   return expectation.close();
 }

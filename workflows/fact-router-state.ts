@@ -8,7 +8,7 @@ import { addDuration } from '../core/duration.js';
 import { utf8Length } from '../core/fact-shards.js';
 import {
   DEDUPE_WINDOW,
-  MAX_FACT_LEDGER_SUBSCRIBERS,
+  MAX_KEY_SUBSCRIBERS,
   MAX_RETAINED_FACTS_PER_ROUTER,
   MAX_ROUTER_CARRIED_BYTES,
   MAX_SUBJECTS_PER_ROUTER,
@@ -234,11 +234,11 @@ export class RouterState {
   subscribe(workflowId: string, factKey: string): void {
     const state = this.stateOf(factKey);
     const newcomer = !state.subscribers.has(workflowId);
-    if ((newcomer && state.subscribers.size >= MAX_FACT_LEDGER_SUBSCRIBERS) || (newcomer && this.full)) {
+    if ((newcomer && state.subscribers.size >= MAX_KEY_SUBSCRIBERS) || (newcomer && this.full)) {
       const reason = this.full
         ? `not registered: the fact router of ${JSON.stringify(factKey)} holds as much as it may carry ` +
           `(${MAX_ROUTER_CARRIED_BYTES} bytes); withdrawn, as no fact would reach it`
-        : `not registered: ${JSON.stringify(factKey)} already has ${MAX_FACT_LEDGER_SUBSCRIBERS} expectations waiting ` +
+        : `not registered: ${JSON.stringify(factKey)} already has ${MAX_KEY_SUBSCRIBERS} expectations waiting ` +
           `on it, its bound; withdrawn, as no fact would reach it`;
       this.refused.add(workflowId, { reason });
       this.changes++;
@@ -329,7 +329,7 @@ export class RouterState {
     const state = this.keys.get(factKey);
     return {
       subscribers: state?.subscribers.size ?? 0,
-      bound: MAX_FACT_LEDGER_SUBSCRIBERS,
+      bound: MAX_KEY_SUBSCRIBERS,
       outbox: [...(state?.subscribers ?? [])].filter((subscriber) => this.outbox.has(subscriber)).length,
       seen: state?.seenCount ?? 0,
     };

@@ -41,6 +41,7 @@ import { createLapseResendService } from '../service/lapse-resend.js';
 import type { QuotaSettings } from '../service/quotas.js';
 import { createRecordsService } from '../service/records.js';
 import { createStatisticsService } from '../service/statistics.js';
+import { settleIntervalOf } from '../../workflows/decisions.js';
 import { createTemporalCall, withRequestDeadline } from '../service/temporal-call.js';
 import { authenticate, principalOf } from '../web/auth.js';
 import { CODEC_PATH, createCodecRouter } from './codec-routes.js';
@@ -72,7 +73,7 @@ export interface AppSettings {
   pageTokenSecret?: string;
   /**
    * The settle interval the workflows wait at a deadline before they lapse (ISO 8601 duration); default
-   * settleIntervalOf(factWaitMs). Shorter than the fact wait, a fact a slow Temporal held back past a deadline can
+   * settleIntervalOf(factWaitMs) (workflows/decisions.ts). Shorter than the fact wait, a fact a slow Temporal held back past a deadline can
    * find it lapsed: for tests that want lapses at once, never for the bench or a deployment.
    */
   settle?: string;
@@ -89,8 +90,6 @@ export const DEFAULT_TEMPORAL_WAIT_MS = 30_000;
 export const DEFAULT_MAX_REQUESTS_IN_FLIGHT = 256;
 /** How long a request's facts may take to be stored unless WATCHER_FACT_WAIT says otherwise. */
 export const DEFAULT_FACT_WAIT_MS = 2_000;
-/** What the settle interval adds to the fact wait: the clocks of the bridge and the worker, and the read's own time. */
-const SETTLE_MARGIN_MS = 1_000;
 
 /** True when `reachable` resolves true within `ms`. */
 async function answeredWithin(reachable: Promise<boolean>, ms: number): Promise<boolean> {
@@ -101,11 +100,6 @@ async function answeredWithin(reachable: Promise<boolean>, ms: number): Promise<
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** The settle interval the workflows of a bridge with this fact wait get (ISO 8601 duration). */
-export function settleIntervalOf(factWaitMs: number): string {
-  return `PT${(factWaitMs + SETTLE_MARGIN_MS) / 1000}S`;
 }
 
 export interface AppDeps {

@@ -124,7 +124,7 @@ export interface Applier extends ApplyContext {
  * re-delivery) is a no-op when it carried the same content from the same agent, a conflict otherwise. Every start is
  * settled before an error is thrown, so nothing runs on after the answer.
  */
-async function raiseAll(
+async function startWave(
   ctx: Applier,
   principal: Principal,
   origin: Origin,
@@ -210,7 +210,7 @@ async function takenBy(
 }
 
 /** Records one fact in its ledgers; with `wait`, names the expectations that took it. */
-async function recordFact(
+async function recordFactWaited(
   ctx: Applier,
   principal: Principal,
   reported: Fact,
@@ -293,7 +293,7 @@ async function recordFacts(
       for (const i of chains[next++]!) {
         if (failed) return;
         try {
-          results[i] = await recordFact(ctx, principal, facts[i]!, wait, receivedAt);
+          results[i] = await recordFactWaited(ctx, principal, facts[i]!, wait, receivedAt);
         } catch (error) {
           failed = true;
           throw error;
@@ -327,7 +327,7 @@ export async function apply(
           .filter((item) => item.action === 'unchanged')
           .map((item) => reregister(ctx, principal, origin, records.get(item.expectation.expectationId))),
       );
-      const raised = await raiseAll(ctx, principal, origin, raises);
+      const raised = await startWave(ctx, principal, origin, raises);
       raises.forEach((item, j) => outcomes.set(item.expectation.expectationId, raised[j]!));
     }
   }

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { addDuration, LATEST_INSTANT_MS } from '../../core/duration.js';
-import { MAX_AGENT_SHARE, MAX_DEPENDENTS, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM } from '../../core/limits.js';
+import { MAX_AGENT_SHARE, MAX_DEPENDENTS, MAX_KEY_SUBSCRIBERS, RACE_ROOM } from '../../core/limits.js';
 import type { AgentCardInfo } from '../../activities/agent-card/card.js';
 import { hasRole, type Principal } from '../auth/principals.js';
 import {
@@ -395,7 +395,7 @@ function checkOccupancy(
     refuse(
       joinPath([...item.path, 'satisfiedBy', 'factKey']),
       share(joining.ownFactKeys, key, occupancy.ownFactKey(key)),
-      join(joining.factKeys, key, occupancy.factKey(key), MAX_FACT_LEDGER_SUBSCRIBERS),
+      join(joining.factKeys, key, occupancy.factKey(key), MAX_KEY_SUBSCRIBERS),
       'fact-key',
       { noun: 'key', own: waiting, all: `${waiting}, as many as the watcher lets wait on one key` },
     );

@@ -3,7 +3,7 @@
  * request's new expectations are, read from what the server holds (router memos, the visibility store) with no worker
  * and no billable action, plus the places this bridge's own requests hold (places.ts).
  */
-import { MAX_AGENT_SHARE, MAX_FACT_LEDGER_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED_KEY } from '../../core/limits.js';
+import { MAX_AGENT_SHARE, MAX_KEY_SUBSCRIBERS, RACE_ROOM, ROUTER_CROWDED_KEY } from '../../core/limits.js';
 import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import type { FactRouterMemo } from '../../workflows/messages.js';
@@ -88,13 +88,13 @@ export class LedgerRoom {
     const countOf = (query: string) => this.deps.call(async () => (await this.deps.client.workflow.count(query)).count);
     // The ids, and the places this bridge holds on `loadKey` let go where their expectation has ended since.
     const idsOf = async (query: string, loadKey: string) => {
-      const ids = await this.deps.call(() => workflowIdsOf(this.deps.client, query, MAX_FACT_LEDGER_SUBSCRIBERS * 2));
+      const ids = await this.deps.call(() => workflowIdsOf(this.deps.client, query, MAX_KEY_SUBSCRIBERS * 2));
       await this.dropEnded(loadKey, ids);
       return ids;
     };
     // Near a bound (with what this request brings and the places held beside it), or when asked to be exact, the ids.
     const near = (loadKey: string, estimate: number, brought: number) =>
-      exact || estimate + this.places.holders(loadKey).length + brought > MAX_FACT_LEDGER_SUBSCRIBERS - RACE_ROOM;
+      exact || estimate + this.places.holders(loadKey).length + brought > MAX_KEY_SUBSCRIBERS - RACE_ROOM;
     const keyLoad = async (factKey: string): Promise<Load> => {
       const estimate = (await memoOf(factKey))?.crowded[factKey] ?? ROUTER_CROWDED_KEY - 1;
       const exactly = near(factLoadKey(factKey), estimate, bringing.get(factKey)!);

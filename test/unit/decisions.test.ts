@@ -7,6 +7,7 @@ import {
   mayClose,
   maySkip,
   nextDeadline,
+  settleIntervalOf,
   type DeadlineInputs,
 } from '../../workflows/decisions.js';
 import { shipmentDelivery } from '../support/expectations.js';
@@ -163,5 +164,12 @@ describe('may the workflow close', () => {
     };
     expect(mayClose(inputs(record), at('2026-11-30T00:00:00Z'))).toBe(false);
     expect(nextDeadline(inputs(record))?.kind).toBe('overdue');
+  });
+});
+
+describe('settleIntervalOf', () => {
+  it('is the fact wait and a second: 3 s by default (WATCHER_FACT_WAIT PT2S), 1.5 s at its least', () => {
+    expect(settleIntervalOf(2_000)).toBe('PT3S');
+    expect(settleIntervalOf(500)).toBe('PT1.5S');
   });
 });

@@ -4,12 +4,7 @@
  * the newcomer is served; past it, it is withdrawn with a reason that names the bound, and the state does not grow.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  DEDUPE_WINDOW,
-  MAX_DEPENDENTS,
-  MAX_FACT_LEDGER_SUBSCRIBERS,
-  MAX_ROUTER_CARRIED_BYTES,
-} from '../../core/limits.js';
+import { DEDUPE_WINDOW, MAX_DEPENDENTS, MAX_KEY_SUBSCRIBERS, MAX_ROUTER_CARRIED_BYTES } from '../../core/limits.js';
 import type { Fact } from '../../core/schemas/extension.js';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
@@ -49,7 +44,7 @@ const keyLoadOf = (factKey: string): Promise<LedgerLoad> =>
   h.client.workflow.getHandle(factRouterWorkflowId(factKey, h.taskQueue)).query(keyLoadQuery, factKey);
 
 describe('a fact key in its router', () => {
-  it(`serves its ${MAX_FACT_LEDGER_SUBSCRIBERS}th subscriber`, async () => {
+  it(`serves its ${MAX_KEY_SUBSCRIBERS}th subscriber`, async () => {
     const start = await h.now();
     const e = await onAnUnstartedRouter(
       h,
@@ -57,14 +52,14 @@ describe('a fact key in its router', () => {
       (made) => made.satisfiedBy.factKey,
     );
     const id = e.expectationId;
-    await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS - 1, id));
+    await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_KEY_SUBSCRIBERS - 1, id));
 
     await h.raise(e);
     const load = await keyLoadOf(e.satisfiedBy.factKey);
     await reportFact(h, e.satisfiedBy.factKey, start);
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
-    expect(load).toMatchObject({ subscribers: MAX_FACT_LEDGER_SUBSCRIBERS, bound: MAX_FACT_LEDGER_SUBSCRIBERS });
+    expect(load).toMatchObject({ subscribers: MAX_KEY_SUBSCRIBERS, bound: MAX_KEY_SUBSCRIBERS });
     expect(record.state).toBe('satisfied');
   });
 
@@ -76,16 +71,16 @@ describe('a fact key in its router', () => {
       (made) => made.satisfiedBy.factKey,
     );
     const id = e.expectationId;
-    await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_FACT_LEDGER_SUBSCRIBERS, id));
+    await startFactRouter(e.satisfiedBy.factKey, placeholders(MAX_KEY_SUBSCRIBERS, id));
 
     await h.raise(e);
     const record = await h.until(id, (r) => r.state === 'withdrawn');
 
     expect(record.withdrawnReason).toBe(
-      `not registered: ${JSON.stringify(e.satisfiedBy.factKey)} already has ${MAX_FACT_LEDGER_SUBSCRIBERS} expectations ` +
+      `not registered: ${JSON.stringify(e.satisfiedBy.factKey)} already has ${MAX_KEY_SUBSCRIBERS} expectations ` +
         `waiting on it, its bound; withdrawn, as no fact would reach it`,
     );
-    expect((await keyLoadOf(e.satisfiedBy.factKey)).subscribers).toBe(MAX_FACT_LEDGER_SUBSCRIBERS);
+    expect((await keyLoadOf(e.satisfiedBy.factKey)).subscribers).toBe(MAX_KEY_SUBSCRIBERS);
   });
 
   it(`remembers the last ${DEDUPE_WINDOW} observations for dedupe, and no more`, async () => {
