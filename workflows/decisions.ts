@@ -27,6 +27,9 @@ export interface Deadline {
   atMs: number;
 }
 
+/** How long a request's facts may take to be stored unless WATCHER_FACT_WAIT says otherwise (ms). */
+export const DEFAULT_FACT_WAIT_MS = 2_000;
+
 /** What the settle interval adds to the fact wait: the clocks of the bridge and the worker, and the read's own time. */
 export const SETTLE_MARGIN_MS = 1_000;
 

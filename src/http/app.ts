@@ -41,7 +41,7 @@ import { createLapseResendService } from '../service/lapse-resend.js';
 import type { QuotaSettings } from '../service/quotas.js';
 import { createRecordsService } from '../service/records.js';
 import { createStatisticsService } from '../service/statistics.js';
-import { settleIntervalOf } from '../../workflows/decisions.js';
+import { DEFAULT_FACT_WAIT_MS, settleIntervalOf } from '../../workflows/decisions.js';
 import { createTemporalCall, withRequestDeadline } from '../service/temporal-call.js';
 import { authenticate, principalOf } from '../web/auth.js';
 import { CODEC_PATH, createCodecRouter } from './codec-routes.js';
@@ -88,8 +88,6 @@ export interface AppSettings {
 export const DEFAULT_TEMPORAL_WAIT_MS = 30_000;
 /** Requests served at once unless WATCHER_MAX_REQUESTS_IN_FLIGHT says otherwise. */
 export const DEFAULT_MAX_REQUESTS_IN_FLIGHT = 256;
-/** How long a request's facts may take to be stored unless WATCHER_FACT_WAIT says otherwise. */
-export const DEFAULT_FACT_WAIT_MS = 2_000;
 
 /** True when `reachable` resolves true within `ms`. */
 async function answeredWithin(reachable: Promise<boolean>, ms: number): Promise<boolean> {

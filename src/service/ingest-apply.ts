@@ -20,6 +20,7 @@ import {
 } from '../temporal/expectations.js';
 import { expectationLinks, subjectRouterWorkflowId } from '../../core/ids.js';
 import { settled } from '../temporal/settled.js';
+import { DEFAULT_FACT_WAIT_MS } from '../../workflows/decisions.js';
 import {
   ConflictError,
   FactNotStoredError,
@@ -265,9 +266,6 @@ async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string
   ctx.deps.metrics?.factsRecorded.inc(facts.length);
   return facts.map((fact) => ({ factKey: fact.factKey, result: 'accepted' as const }));
 }
-
-/** How long a request's facts may take to be stored unless the settings say otherwise (WATCHER_FACT_WAIT). */
-const DEFAULT_FACT_WAIT_MS = 2_000;
 
 /**
  * The request's facts, their results in its order. Without `wait`, all stored at once (storeAll). With it, facts that

@@ -5,7 +5,14 @@
  * ServiceError, and, end to end, a gRPC server of our own that answers every call of Temporal's WorkflowService
  * with RESOURCE_EXHAUSTED as a rate-limited frontend does, reached through a real Temporal client and the app.
  */
-import { Metadata, Server, ServerCredentials, status, type ServiceError as GrpcServiceError } from '@grpc/grpc-js';
+import {
+  Metadata,
+  Server,
+  ServerCredentials,
+  status,
+  type ServiceError as GrpcServiceError,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 import { Client, Connection, ServiceError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPrincipalStore } from '../../src/auth/principals.js';
@@ -77,6 +84,33 @@ describe('a Temporal call that Temporal refuses with RESOURCE_EXHAUSTED', () => 
   });
 });
 
+/** A gRPC server of our own answering the WorkflowService methods named in `handlers`, on a free local port. */
+async function startFrontend(handlers: UntypedServiceImplementation): Promise<{ server: Server; address: string }> {
+  const bytes = (value: Buffer) => value;
+  const definition = Object.fromEntries(
+    Object.keys(handlers).map((name) => [
+      name,
+      {
+        path: `/temporal.api.workflowservice.v1.WorkflowService/${name}`,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: bytes,
+        requestDeserialize: bytes,
+        responseSerialize: bytes,
+        responseDeserialize: bytes,
+      },
+    ]),
+  );
+  const server = new Server();
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
+  );
+  server.addService(definition, handlers);
+  return { server, address: `127.0.0.1:${port}` };
+}
+
 describe('the bridge on a Temporal frontend that answers RESOURCE_EXHAUSTED', () => {
   // Every WorkflowService method the bridge's routes below call, each answered with status 8.
   const methods = [
@@ -86,42 +120,17 @@ describe('the bridge on a Temporal frontend that answers RESOURCE_EXHAUSTED', ()
     'GetSystemInfo',
     'SignalWithStartWorkflowExecution',
   ];
-  const server = new Server();
-  const bytes = (value: Buffer) => value;
-  let address: string;
+  let server: Server;
   let connection: Connection;
   let bridge: { url: string; close(): Promise<void> };
   const token = 'reader-token';
 
   beforeAll(async () => {
-    const definition = Object.fromEntries(
-      methods.map((name) => [
-        name,
-        {
-          path: `/temporal.api.workflowservice.v1.WorkflowService/${name}`,
-          requestStream: false,
-          responseStream: false,
-          requestSerialize: bytes,
-          requestDeserialize: bytes,
-          responseSerialize: bytes,
-          responseDeserialize: bytes,
-        },
-      ]),
-    );
-    const handlers = Object.fromEntries(
-      methods.map((name) => [
-        name,
-        (_call: unknown, callback: (error: Partial<GrpcServiceError>) => void) =>
-          callback({ code: status.RESOURCE_EXHAUSTED, details: 'namespace rate limit exceeded' }),
-      ]),
-    );
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(error) : resolve(bound),
-      ),
-    );
-    address = `127.0.0.1:${port}`;
-    server.addService(definition, handlers);
+    const busy = (_call: unknown, callback: (error: Partial<GrpcServiceError>) => void) =>
+      callback({ code: status.RESOURCE_EXHAUSTED, details: 'namespace rate limit exceeded' });
+    const frontend = await startFrontend(Object.fromEntries(methods.map((name) => [name, busy])));
+    server = frontend.server;
+    const { address } = frontend;
     // No retry interceptor: the client's default one retries status 8 with backoff until the call's deadline.
     connection = Connection.lazy({ address, interceptors: [] });
     const principals = createPrincipalStore(
@@ -178,38 +187,18 @@ describe('the bridge on a Temporal frontend that answers RESOURCE_EXHAUSTED', ()
 
 describe('the bridge on a Temporal frontend that answers, but stores no fact within the fact wait', () => {
   // GetSystemInfo answers (Temporal is there); a signal-with-start never does, as a frontend behind its backlog.
-  const server = new Server();
-  const bytes = (value: Buffer) => value;
-  const method = (name: string) => ({
-    path: `/temporal.api.workflowservice.v1.WorkflowService/${name}`,
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: bytes,
-    requestDeserialize: bytes,
-    responseSerialize: bytes,
-    responseDeserialize: bytes,
-  });
+  let server: Server;
   let connection: Connection;
   let bridge: { url: string; close(): Promise<void> };
 
   beforeAll(async () => {
-    server.addService(
-      {
-        GetSystemInfo: method('GetSystemInfo'),
-        SignalWithStartWorkflowExecution: method('SignalWithStartWorkflowExecution'),
-      },
-      {
-        GetSystemInfo: (_call: unknown, callback: (error: null, value: Buffer) => void) =>
-          callback(null, Buffer.alloc(0)),
-        SignalWithStartWorkflowExecution: () => undefined,
-      },
-    );
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(error) : resolve(bound),
-      ),
-    );
-    connection = Connection.lazy({ address: `127.0.0.1:${port}`, interceptors: [] });
+    const frontend = await startFrontend({
+      GetSystemInfo: (_call: unknown, callback: (error: null, value: Buffer) => void) =>
+        callback(null, Buffer.alloc(0)),
+      SignalWithStartWorkflowExecution: () => undefined,
+    });
+    server = frontend.server;
+    connection = Connection.lazy({ address: frontend.address, interceptors: [] });
     const principals = createPrincipalStore(
       principalsFileOf([{ id: 'feed', roles: ['reporter'] }], { feed: 'feed-token' }),
     );
