@@ -2,7 +2,7 @@
  * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (about 31 minutes, 6 of them scenario 7):
  * the watcher side by side with raw Temporal on the same server in the same run. Embedded dev server (SQLite in a temp dir, free ports)
  * unless TEMPORAL_ADDRESS is set; `--server cluster` (or `--server=cluster`) starts a Temporal cluster of our own
- * instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports). Options: `--only=throughput,latency,lapse,scale,cost,scaling,traffic`, `--scale-via=bridge|direct`,
+ * instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports). Options: `--only=throughput,latency,lapse,scale,cost,traffic`, `--scale-via=bridge|direct`,
  * `--concurrency=16`, `--no-write` (print the table only); for experiments `--set=<size>=<n>,…`,
  * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process), `--lapse-workers=stack|processes`
  * (scenario 3's workers in the benchmark's process or in their own), `--scale-state=<dir> [--scale-budget=<minutes>]`
@@ -32,12 +32,11 @@ import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
 import { stackRig, startProcessRig } from './lib/lapse-rig.js';
 import { DEPLOYED_WORKER_NODE_OPTIONS, runScale, SegmentEnded, type ScaleSegments } from './scenarios/scale.js';
-import { runScaling } from './scenarios/scaling.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { startTrafficRig } from './lib/traffic-rig.js';
 import { runTraffic } from './scenarios/traffic.js';
 
-const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale', 'cost', 'scaling', 'traffic'] as const;
+const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale', 'cost', 'traffic'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -159,7 +158,6 @@ const SIZES = {
     lapses: [200],
     scale: 10_000,
     costSamples: 3,
-    scaling: 1_000,
     trafficStepSec: 45,
   },
   full: {
@@ -170,7 +168,6 @@ const SIZES = {
     lapses: [200, 1_000],
     scale: 100_000,
     costSamples: 10,
-    scaling: 10_000,
     trafficStepSec: 90,
   },
 };
@@ -183,7 +180,6 @@ const SIZE_KEYS: SizeKey[] = [
   'lapse',
   'scale',
   'costSamples',
-  'scaling',
   'trafficStepSec',
 ];
 
@@ -368,7 +364,7 @@ async function main(): Promise<void> {
       await server.stop();
     }
     partial.notes.push(
-      "Scenario 7: the watcher's worker, its bridge and the raw worker each ran in a process of their own (both workers with compose's heap bound and the same workflow cache); the agents, the feed and the load in the benchmark's process. Per-principal quotas were off (as in scenarios 4 and 6), so no 429 was expected.",
+      "Scenario 7: the watcher's worker, its bridge and the raw worker each ran in a process of their own (both workers with compose's heap bound and the same workflow cache); the agents, the feed and the load in the benchmark's process. Per-principal quotas were off (as in scenario 4), so no 429 was expected.",
     );
   }
 
@@ -400,17 +396,6 @@ async function main(): Promise<void> {
     if (partial.scale?.ours?.wentIdle === false || partial.scale?.raw?.wentIdle === false) {
       partial.notes.push('Scenario 4: a worker never went idle after raising; its figures were read anyway.');
     }
-  }
-
-  if (options.only.has('scaling')) {
-    await attempt('scenario 6 (scaling)', async () => {
-      partial.scaling = await runScaling(config, path.join(dir, 'scaling'), {
-        count: size.scaling,
-        concurrency: options.concurrency,
-        baselineBundle: bundles.baseline,
-        server: options.server,
-      });
-    });
   }
 
   if (Object.keys(options.stackWorker).length > 0)

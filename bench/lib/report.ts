@@ -10,7 +10,6 @@ import type { CostResult, WorkflowCost } from '../scenarios/cost.js';
 import type { FactLatencyResult } from '../scenarios/fact-latency.js';
 import type { LapseResult, Stages } from '../scenarios/lapse-lateness.js';
 import type { ProcessCost, ScaleResult, ScaleSide } from '../scenarios/scale.js';
-import type { ScalingResult } from '../scenarios/scaling.js';
 import type { ThroughputResult } from '../scenarios/throughput.js';
 import type { TrafficResult, TrafficStep } from '../scenarios/traffic.js';
 import { repoRoot } from './child.js';
@@ -36,7 +35,6 @@ export interface BenchResults {
   lapse?: LapseResult[];
   scale?: ScaleResult;
   cost?: CostResult;
-  scaling?: ScalingResult;
   traffic?: TrafficResult;
   targets: Target[];
   notes: string[];
@@ -189,17 +187,6 @@ export function markdown(results: BenchResults): string {
       `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | | |`,
       `| ${label}: raising (${ours.via}) | ${raising(ours)} | ${raising(raw)} | ${raisingRatio} | | |`,
     );
-  }
-
-  const g = results.scaling;
-  if (g) {
-    for (const [i, phase] of g.ours.entries()) {
-      const raw = g.raw[i]!;
-      lines.push(
-        `| Scaling: ${phase.workers} worker(s), ${phase.bridges} bridge(s), ${n(phase.count)} raised in batches of 10, settled | ${phase.settledPerSec}/s (accepted ${phase.acceptedPerSec}/s) | ${raw.workers} baseline worker(s): ${raw.settledPerSec}/s completed (started ${raw.acceptedPerSec}/s) | ${(phase.settledPerSec / raw.settledPerSec).toFixed(2)} | | |`,
-      );
-    }
-    lines.push(`| Scaling: two over one, settled | ${g.gain.ours} × | ${g.gain.raw} × | | | |`);
   }
 
   const tr = results.traffic;
