@@ -1,10 +1,9 @@
 /**
  * The run's results as JSON and as a markdown table (scenario, ours, raw Temporal, ratio, target, hit or miss),
- * written under bench/results/ with a timestamp, and the table copied into BENCHMARKS.md between its markers (unless
- * `--no-benchmarks-md`). Every table names its run (start instant) and the commit it measured, so that a figure
+ * written under bench/results/ with a timestamp. Every table names its run (start instant) and the commit it measured, so that a figure
  * copied out of it still says where it came from.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { CostResult, WorkflowCost } from '../scenarios/cost.js';
 import type { FactLatencyResult } from '../scenarios/fact-latency.js';
@@ -180,7 +179,7 @@ export function markdown(results: BenchResults): string {
       `| ${label}: bridge RSS | ${cost(ours.bridge)} | — | | | |`,
       ...(ours.growth && ours.growth.length > 0
         ? [
-            `| ${label}: worker / bridge RSS while raising (${ours.workerBundle ?? 'workflows bundled at start'}) | ${ours.growth.map((g) => `${n(g.raised)}: ${g.workerMiB} / ${g.bridgeMiB}`).join('; ')} MiB | — | | | |`,
+            `| ${label}: worker / bridge RSS while raising | ${ours.growth.map((g) => `${n(g.raised)}: ${g.workerMiB} / ${g.bridgeMiB}`).join('; ')} MiB | — | | | |`,
           ]
         : []),
       `| ${label}: database (SQLite + WAL) | ${ours.databaseMiB ? `${ours.databaseMiB.total} MiB` : '—'} | ${raw.databaseMiB ? `${raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | | |`,
@@ -260,9 +259,8 @@ export function markdown(results: BenchResults): string {
   for (const l of results.lapse ?? []) {
     lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
     lines.push(
-      `| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses ?? '— (worker in its own process)'} | |`,
+      `| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses} | |`,
     );
-    if (l.workers) lines.push(`| Lapse ${n(l.count)}: where the workers ran | ${l.workers} | the same |`);
   }
   if (results.cost) lines.push('', ...costRows(results.cost, stamp));
   if (tr) lines.push('', ...trafficRows(tr, stamp));
@@ -367,42 +365,20 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
   return rows;
 }
 
-/** The BENCHMARKS.md section of a run: its mode, `cluster-` on the cluster, and the scenarios when not all ran. */
+/** A run's name: its mode, `cluster-` on the cluster, and the scenarios when not all ran. */
 const sectionOf = (results: BenchResults) =>
   `${results.serverKind === 'cluster' ? 'cluster-' : ''}${results.mode}${results.scenarios ? `-${results.scenarios.join('-')}` : ''}`;
 
-const marker = (mode: string, edge: 'start' | 'end') => `<!-- bench:${mode}:${edge} -->`;
-
 /**
- * Writes `bench/results/<stamp>-<mode>.{json,md}` and, unless `benchmarksMd` is false, refreshes the mode's latest
- * table in BENCHMARKS.md.
+ * Writes `bench/results/<stamp>-<section>.{json,md}`, to be folded into BENCHMARKS.md's scenario table by hand; keep
+ * only the newest run of a scenario there (git keeps the rest).
  */
-export function writeResults(
-  results: BenchResults,
-  { benchmarksMd = true }: { benchmarksMd?: boolean } = {},
-): { json: string; md: string } {
+export function writeResults(results: BenchResults): { json: string; md: string } {
   const dir = path.join(repoRoot, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const stamp = results.startedAt.replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
-  // A cluster run has files and a BENCHMARKS.md section of its own (`cluster-quick`), beside the dev server's.
-  const kind = results.serverKind === 'cluster' ? 'cluster-' : '';
-  const section = sectionOf(results);
-  const base = path.join(dir, `${stamp}-${section}`);
-  const table = markdown(results);
+  const base = path.join(dir, `${stamp}-${sectionOf(results)}`);
   writeFileSync(`${base}.json`, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(`${base}.md`, `### Benchmark ${section}, ${provenance(results)}\n\n${table}`);
-  if (!benchmarksMd) return { json: `${base}.json`, md: `${base}.md` };
-
-  const benchmarks = path.join(repoRoot, 'BENCHMARKS.md');
-  // A run of some scenarios only (`--only`) has a section of its own: it does not replace a whole run's table.
-  const start = marker(section, 'start');
-  const end = marker(section, 'end');
-  const body = `${start}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\` (${provenance(results)})\n${end}`;
-  const current = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8') : '# Benchmarks\n';
-  const updated =
-    current.includes(start) && current.includes(end)
-      ? current.replace(new RegExp(`${start}[\\s\\S]*${end}`), () => body)
-      : `${current.trimEnd()}\n\n## Latest ${kind ? `${kind.slice(0, -1)} ` : ''}${results.mode} run${results.scenarios ? ` of ${results.scenarios.join(', ')}` : ''}\n\n${body}\n`;
-  writeFileSync(benchmarks, updated);
+  writeFileSync(`${base}.md`, `### Benchmark ${sectionOf(results)}, ${provenance(results)}\n\n${markdown(results)}`);
   return { json: `${base}.json`, md: `${base}.md` };
 }

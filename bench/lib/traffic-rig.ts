@@ -6,13 +6,12 @@
  * benchmark's process. The watcher is reached only through the bridge's HTTP API.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
 import { DEPLOYED_WORKER_NODE_OPTIONS } from '../scenarios/scale.js';
 import { spawnEntry, type Child } from './child.js';
-import { readFired } from './lapse-rig.js';
 import { runPrefix } from './payloads.js';
 import type { BenchServer } from './server.js';
 import {
@@ -41,6 +40,14 @@ export interface TrafficRig {
   /** Raw lapses so far: workflow id → epoch ms its activity ran. */
   rawFiredAt(): Map<string, number>;
   close(): Promise<void>;
+}
+
+/** The firings the baseline worker appended to its fired file (`<id> <ms>` lines): workflow id → epoch ms. */
+function readFired(file: string): Map<string, number> {
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '');
+  return new Map(lines.map((line) => [line.split(' ')[0]!, Number(line.split(' ')[1])]));
 }
 
 const sha256 = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
