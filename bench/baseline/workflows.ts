@@ -2,13 +2,11 @@
  * Raw Temporal baselines, bundled apart from the watcher's workflows and run on their own task queue: the least a
  * Temporal application can do for each scenario, so that our figures read as ratios of what the server allows.
  */
-import { condition, defineQuery, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { condition, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { BaselineActivities } from './activities.js';
 
 /** Signal of the round-trip baseline. */
 export const goSignal = defineSignal('go');
-/** Whether the round-trip baseline has had its signal (read the way ours is read: a query polled back to back). */
-export const signalledQuery = defineQuery<boolean>('signalled');
 
 const { fired } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '30s' });
 
@@ -21,7 +19,6 @@ export async function signalWorkflow(): Promise<void> {
   setHandler(goSignal, () => {
     signalled = true;
   });
-  setHandler(signalledQuery, () => signalled);
   await condition(() => signalled);
 }
 

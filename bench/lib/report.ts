@@ -150,11 +150,6 @@ export function markdown(results: BenchResults): string {
   if (f) {
     lines.push(
       `| Fact → satisfied, p50 / p95 / p99 (${f.samples} samples) | ${ms(f.oursMs)} | signal → result ${ms(f.rawMs)} | p50 ${f.ratios.p50}, p99 ${f.ratios.p99} | p99 ≤ 250 ms | ${verdict(targetOf('Fact to satisfied p99')?.hit)} |`,
-      ...(f.rawQueryMs
-        ? [
-            `| Fact → satisfied, against the raw signal read the same way (query polled) | ${ms(f.oursMs)} | signal → query sees it ${ms(f.rawQueryMs)} | p50 ${f.ratios.queryP50}, p99 ${f.ratios.queryP99} | | |`,
-          ]
-        : []),
     );
   }
   for (const l of results.lapse ?? []) {
@@ -229,29 +224,11 @@ export function markdown(results: BenchResults): string {
       `| Request latency p50 / p95 / p99, 10 per request | ${ms(t.batch.latencyMs)} | |`,
       `| Card fetches by the bridge over the whole run (cache 60 s) | ${t.counters.bridgeCardFetches} | |`,
     );
-    const stageLabels: Record<string, string> = {
-      firstTaskQueue: 'first workflow task: scheduled → started',
-      firstTaskRun: 'first workflow task: started → completed',
-      factActivityQueue: 'subscribe-fact-ledger activity: scheduled → started',
-      factActivityRun: 'subscribe-fact-ledger activity: started → completed',
-      subjectActivityQueue: 'subscribe-subject-ledger activity: scheduled → started',
-      subjectActivityRun: 'subscribe-subject-ledger activity: started → completed',
-      startToTimer: 'workflow started → waiting on its timer (raise set up)',
-    };
-    for (const [name, summary] of Object.entries(t.raiseStages)) {
-      // A stage the raise no longer has (the subscribe activities before the raise path of docs/raise-path.md).
-      if (Number.isNaN(summary.p50)) continue;
-      lines.push(`| Raise stage, ${stageLabels[name] ?? name} (p50 / p99) | ${summary.p50} / ${summary.p99} ms | |`);
-    }
   }
   if (f) {
     lines.push(
       `| Fact POST ?wait=true answered (bridge + ledger update + the expectation's takeFact) p50 / p95 / p99 | ${ms(f.postMs)} | |`,
-      ...(f.answeredSatisfied === undefined
-        ? []
-        : [
-            `| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`,
-          ]),
+      `| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`,
       `| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`,
       `| Queries per sample until satisfied, p50 / p99 | ${f.pollsPerSample.p50} / ${f.pollsPerSample.p99} | |`,
     );

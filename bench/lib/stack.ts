@@ -72,10 +72,7 @@ function countingFetch(count: (url: string) => void): typeof fetch {
 }
 
 /** Starts everything on `server`; the bundles are prebuilt files. */
-export async function startStack(
-  server: BenchServer,
-  bundles: { watcher: string; baseline: string },
-): Promise<Stack> {
+export async function startStack(server: BenchServer, bundles: { watcher: string; baseline: string }): Promise<Stack> {
   const watcherQueue = `${runPrefix}-watcher`;
   const baselineQueue = `${runPrefix}-raw`;
   const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0, workerSends: 0 };
