@@ -11,6 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
 import { startTestAgent } from '../../test/support/agent.js';
+import { writePrincipalsFile } from '../../test/support/agents.js';
 import { spawnEntry, type Child } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchKeys, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
@@ -18,13 +19,7 @@ import { cpuMs, memoryMiB, sqliteMiB } from '../lib/proc.js';
 import { delay, progress } from '../lib/progress.js';
 import { freePort, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
 import { ratio } from '../lib/stats.js';
-import {
-  routersOf,
-  spawnBaselineWorker,
-  waitRoutersStarted,
-  watcherEnv,
-  writeAgentPrincipals,
-} from '../lib/watcher-processes.js';
+import { routersOf, spawnBaselineWorker, waitRoutersStarted, watcherEnv } from '../lib/watcher-processes.js';
 
 export interface ProcessCost {
   /** Resident memory after raising and 30 s of idle, MiB. */
@@ -142,8 +137,11 @@ async function oursSide(config: Config, dir: string, batches: number, concurrenc
   const client = await connect(server);
   try {
     // The worker finds the agent's card in the bridge's principals file when it delivers a lapse.
-    const principalsFile = path.join(dir, 'principals.json');
-    const token = writeAgentPrincipals(principalsFile, agent.cardUrl);
+    const token = `agent-${runPrefix}`;
+    const principalsFile = writePrincipalsFile([{ id: 'bench-agent', roles: ['agent'], cardUrl: agent.cardUrl }], {
+      tokens: { 'bench-agent': token },
+      file: path.join(dir, 'principals.json'),
+    });
     // As deployed: the image builds the bundle once (`npm run bundle`) and the worker loads it, which keeps webpack
     // and its 150 MiB out of the worker.
     const bundleFile = path.join(dir, 'workflow-bundle.js');
@@ -248,7 +246,7 @@ async function rawSide(
       server,
       queue,
       bundle,
-      logFile: path.join(dir, 'worker.log'),
+      dir,
       nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS,
     });
     await worker.waitFor(/baseline worker running/);
