@@ -14,7 +14,8 @@
 import os from 'node:os';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { lapseOf } from '../../test/support/agent.js';
-import { goSignal } from '../baseline/workflows.js';
+import { shardOf } from '../../core/fact-shards.js';
+import { factSignal, goSignal } from '../baseline/workflows.js';
 import { backlogOf, drainedAt } from '../lib/backlog.js';
 import { historyInWindow, type WindowTotals } from '../lib/history.js';
 import { runOpenLoop, retryAfterMs, type AnswerClass, type Attempt, type OpenLoopResult } from '../lib/open-loop.js';
@@ -31,7 +32,7 @@ import {
   type ObservedLapse,
   type RecordSummary,
 } from '../lib/traffic-lapses.js';
-import { planStep, type StepPlan, type TrafficMix, type TrafficRequest } from '../lib/traffic-plan.js';
+import { feedOnly, planStep, type StepPlan, type TrafficMix, type TrafficRequest } from '../lib/traffic-plan.js';
 import type { TrafficRig } from '../lib/traffic-rig.js';
 import type { WorkerBounds } from '../lib/watcher-processes.js';
 
@@ -54,6 +55,11 @@ export interface TrafficOptions {
   historyCap: number;
   maxAttempts: number;
   attemptTimeoutMs: number;
+  /**
+   * Facts only, no raises (`--traffic-feed-only`): the watcher stores every fact in its routers; raw, which otherwise
+   * stores only the facts an expectation waits on, signals-with-start one of as many `factStoreWorkflow`s per fact.
+   */
+  feedOnly: boolean;
 }
 
 export type Side = 'ours' | 'raw';
@@ -87,6 +93,8 @@ export interface TrafficStep {
   perItem: { actions: number; bytes: number; events: number };
   /** CPU per offered item, ms, over the step (start → settled or the end of the settle wait). */
   cpuMsPerItem: { worker: number; bridge?: number; server?: number; database?: number; load: number };
+  /** The server's CPU over the step per fact stored (in a request answered 200), ms. */
+  serverCpuMsPerStoredFact?: number;
   /** The machine's 1-minute load average at the step's start and end: other work on it shows here. */
   loadAverage: { start: number; end: number };
   details: string[];
@@ -108,6 +116,8 @@ export interface TrafficResult {
   /** Lapses the agents received, in all, and records read at the end. */
   recordsRead: number;
   recordErrors: number;
+  /** `--traffic-feed-only`: facts only. */
+  feedOnly: boolean;
 }
 
 /** Running one step: what the report needs once the run is over (the lapses are judged at the end). */
@@ -123,6 +133,7 @@ interface StepRun {
   backlogAtStart?: number;
   otherBacklogAtStart?: number;
   cpu: TrafficStep['cpuMsPerItem'];
+  serverCpuMsPerStoredFact?: number;
   loadAverage: TrafficStep['loadAverage'];
 }
 
@@ -180,36 +191,48 @@ function oursSender(rig: TrafficRig) {
   };
 }
 
-/** The least raw Temporal does for the same request: a start per expectation, a signal per expectation a fact satisfies. */
-function rawSender(rig: TrafficRig, plan: StepPlan) {
+/**
+ * The least raw Temporal does for the same request: a start per expectation, a signal per expectation a fact
+ * satisfies, nothing for a fact nobody waits on; feed only, a signal-with-start per fact to the store of its key's shard.
+ */
+function rawSender(rig: TrafficRig, plan: StepPlan, feed: boolean) {
+  const store = (factKey: string) =>
+    rig.client.workflow.signalWithStart('factStoreWorkflow', {
+      workflowId: `${rig.rawQueue}-facts-${shardOf(factKey)}`,
+      taskQueue: rig.rawQueue,
+      signal: factSignal,
+      signalArgs: [factKey],
+    });
   return async (request: TrafficRequest, signal: AbortSignal): Promise<Attempt> => {
     const calls: Array<() => Promise<unknown>> =
-      request.kind === 'raise'
-        ? request.expectations.map(
-            (p) => () =>
-              rig.client.workflow
-                .start('deadlineWorkflow', {
-                  workflowId: p.expectation.expectationId,
-                  taskQueue: rig.rawQueue,
-                  args: [p.expectation.expectationId, p.rawDeadlineMs],
-                })
-                .catch((error: unknown) => {
-                  // A resend of a start that went through.
-                  if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-                }),
-          )
-        : request.facts
-            .flatMap((fact) => plan.waiting.get(fact.factKey) ?? [])
-            .map(
-              (id) => () =>
+      request.kind === 'facts' && feed
+        ? request.facts.map((fact) => () => store(fact.factKey))
+        : request.kind === 'raise'
+          ? request.expectations.map(
+              (p) => () =>
                 rig.client.workflow
-                  .getHandle(id)
-                  .signal(goSignal)
+                  .start('deadlineWorkflow', {
+                    workflowId: p.expectation.expectationId,
+                    taskQueue: rig.rawQueue,
+                    args: [p.expectation.expectationId, p.rawDeadlineMs],
+                  })
                   .catch((error: unknown) => {
-                    // Closed already (satisfied or lapsed): the fact is a no-op, as for ours.
-                    if (!(error instanceof WorkflowNotFoundError)) throw error;
+                    // A resend of a start that went through.
+                    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
                   }),
-            );
+            )
+          : request.facts
+              .flatMap((fact) => plan.waiting.get(fact.factKey) ?? [])
+              .map(
+                (id) => () =>
+                  rig.client.workflow
+                    .getHandle(id)
+                    .signal(goSignal)
+                    .catch((error: unknown) => {
+                      // Closed already (satisfied or lapsed): the fact is a no-op, as for ours.
+                      if (!(error instanceof WorkflowNotFoundError)) throw error;
+                    }),
+              );
     if (calls.length === 0) return { answer: '200', calls: 0 };
     try {
       await rig.client.withAbortSignal(signal, () => Promise.all(calls.map((call) => call())));
@@ -255,7 +278,7 @@ async function runStep(
   const backlogAtStart = await backlogOf(client, namespace, queue);
   const otherBacklogAtStart = await backlogOf(client, namespace, side === 'ours' ? rig.rawQueue : rig.watcherQueue);
   const t0 = Date.now() + 1_000;
-  const plan = planStep({
+  const planned = planStep({
     prefix: `${runPrefix}-t${index}${side === 'raw' ? '-raw' : ''}`,
     ratePerSec: rate,
     durationMs: options.stepMs,
@@ -263,6 +286,7 @@ async function runStep(
     seed: 1_000 + index,
     agents: rig.agents.length,
   });
+  const plan = options.feedOnly ? feedOnly(planned) : planned;
   progress(
     `traffic: ${side} at ${rate} raises/s for ${options.stepMs / 1000} s: ${plan.mix.raises} expectations in ${plan.mix.raiseRequests} requests, ${plan.mix.facts} facts in ${plan.mix.factRequests}` +
       (backlogAtStart || otherBacklogAtStart
@@ -272,7 +296,7 @@ async function runStep(
   await delay(Math.max(0, t0 - Date.now()));
   const cpu0 = cpuNow(rig, side);
   const loadAtStart = os.loadavg()[0]!;
-  const send = side === 'ours' ? oursSender(rig) : rawSender(rig, plan);
+  const send = side === 'ours' ? oursSender(rig) : rawSender(rig, plan, options.feedOnly);
   const loop = await runOpenLoop(plan.requests, send, {
     t0,
     durationMs: options.stepMs,
@@ -292,6 +316,11 @@ async function runStep(
     database: perItem(cpu0.database, cpu1.database, items),
     load: perItem(cpu0.load, cpu1.load, items)!,
   };
+  const stored = loop.sent.reduce(
+    (sum, s) => sum + (s.answeredAt && s.request.kind === 'facts' ? s.request.facts.length : 0),
+    0,
+  );
+  const serverCpuMsPerStoredFact = perItem(cpu0.server, cpu1.server, stored);
   const answered = loop.answers['200'];
   progress(
     `  ${side} at ${rate}/s: ${answered}/${loop.sent.length} requests answered 200, ${loop.answers['503']} × 503, ${loop.answers['429']} × 429, ${loop.answers.other} other, ${loop.answers.none} unanswered attempts, ${loop.lost} lost (${loop.abandoned} at the tail's end); last answer ${((loop.lastAnswerAt - t0) / 1000).toFixed(1)} s, ` +
@@ -300,7 +329,20 @@ async function runStep(
   );
   if (loop.details.length > 0) progress(`  first other answer: ${loop.details[0]}`);
   if (loop.refusals.length > 0) progress(`  first refusal: ${loop.refusals[0]}`);
-  return { side, index, rate, plan, t0, loop, settledAt, backlogAtStart, otherBacklogAtStart, cpu, loadAverage };
+  return {
+    side,
+    index,
+    rate,
+    plan,
+    t0,
+    loop,
+    settledAt,
+    backlogAtStart,
+    otherBacklogAtStart,
+    cpu,
+    serverCpuMsPerStoredFact,
+    loadAverage,
+  };
 }
 
 /** Items of the requests answered 200 a second, over the step or until its last 200 when later. */
@@ -420,7 +462,7 @@ async function reportStep(
   // By event time: the routers are long-lived and serve every step, so each step counts the events written in it.
   const history = await historyInWindow(rig.client, queue, window, {
     cap: options.historyCap,
-    readAll: ['factRouterWorkflow'],
+    readAll: ['factRouterWorkflow', 'factStoreWorkflow'],
   });
   const rate = (n: number, ms: number) => Number((n / (Math.max(ms, options.stepMs) / 1000)).toFixed(1));
   return {
@@ -456,6 +498,7 @@ async function reportStep(
       events: Number((history.events / items).toFixed(2)),
     },
     cpuMsPerItem: run.cpu,
+    serverCpuMsPerStoredFact: run.serverCpuMsPerStoredFact,
     loadAverage: run.loadAverage,
     details: loop.details,
     refusals: loop.refusals,
@@ -511,7 +554,7 @@ async function warmUp(rig: TrafficRig): Promise<void> {
 
 export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Promise<TrafficResult> {
   progress(
-    `traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise), ours then raw at each, then doubling for a side that has not missed up to ${options.maxRate}/s; ${rig.agents.length} agents; both workers ${JSON.stringify(rig.workers.ours)} (${rig.workers.nodeOptions})`,
+    `traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise${options.feedOnly ? '; feed only: the facts alone, raw storing each with a signal-with-start' : ''}), ours then raw at each, then doubling for a side that has not missed up to ${options.maxRate}/s; ${rig.agents.length} agents; both workers ${JSON.stringify(rig.workers.ours)} (${rig.workers.nodeOptions})`,
   );
   await warmUp(rig);
   const runs: StepRun[] = [];
@@ -600,5 +643,6 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
     workers: rig.workers,
     recordsRead: observed.read,
     recordErrors: observed.errors,
+    feedOnly: options.feedOnly,
   };
 }
