@@ -30,7 +30,6 @@ import {
   type LapseKind,
   type LapseReport,
   type ObservedLapse,
-  type RecordSummary,
 } from '../lib/traffic-lapses.js';
 import { feedOnly, planStep, type StepPlan, type TrafficMix, type TrafficRequest } from '../lib/traffic-plan.js';
 import type { TrafficRig } from '../lib/traffic-rig.js';
@@ -83,7 +82,6 @@ export interface TrafficStep {
   abandonedRequests: number;
   /** First send → 200, resends included, of requests that made a call (raw: fact requests with no expected fact make none). */
   answerMs: Summary;
-  launchLagMs: Summary;
   /** The task backlog of this side's queues and of the other's when the step started (left from the step before). */
   backlogAtStart?: number;
   otherBacklogAtStart?: number;
@@ -113,7 +111,7 @@ export interface TrafficResult {
   firstMiss: { ours?: number; raw?: number };
   /** Both workers' NODE_OPTIONS and the heap limit and workflow cache each reported: the same for both. */
   workers: { nodeOptions: string; ours: WorkerBounds; raw: WorkerBounds };
-  /** Lapses the agents received, in all, and records read at the end. */
+  /** Records read at the end for the lapses they list, and reads that failed. */
   recordsRead: number;
   recordErrors: number;
   /** `--traffic-feed-only`: facts only. */
@@ -324,8 +322,7 @@ async function runStep(
   const answered = loop.answers['200'];
   progress(
     `  ${side} at ${rate}/s: ${answered}/${loop.sent.length} requests answered 200, ${loop.answers['503']} × 503, ${loop.answers['429']} × 429, ${loop.answers.other} other, ${loop.answers.none} unanswered attempts, ${loop.lost} lost (${loop.abandoned} at the tail's end); last answer ${((loop.lastAnswerAt - t0) / 1000).toFixed(1)} s, ` +
-      (settledAt ? `settled at ${((settledAt - t0) / 1000).toFixed(1)} s` : `not settled (backlog ${backlog})`) +
-      `; launch lag p99 ${loop.launchLagMs.p99} ms`,
+      (settledAt ? `settled at ${((settledAt - t0) / 1000).toFixed(1)} s` : `not settled (backlog ${backlog})`),
   );
   if (loop.details.length > 0) progress(`  first other answer: ${loop.details[0]}`);
   if (loop.refusals.length > 0) progress(`  first refusal: ${loop.refusals[0]}`);
@@ -387,8 +384,7 @@ const pick = (l: ObservedLapse): ObservedLapse => ({
 async function observedLapses(
   rig: TrafficRig,
   runs: StepRun[],
-): Promise<{ lapses: ObservedLapse[]; records: Map<string, RecordSummary>; read: number; errors: number }> {
-  const records = new Map<string, RecordSummary>();
+): Promise<{ lapses: ObservedLapse[]; read: number; errors: number }> {
   const byKey = new Map<string, ObservedLapse>();
   const keyOf = (l: { expectationId: string; lapse: string; dueAt: string }) =>
     `${l.expectationId}|${l.lapse}|${l.dueAt}`;
@@ -423,13 +419,7 @@ async function observedLapses(
           continue;
         }
         read++;
-        const record = (await response.json()) as RecordSummary & { lapses?: Array<{ lapse: ObservedLapse }> };
-        records.set(id, {
-          state: record.state,
-          satisfiedAt: record.satisfiedAt,
-          observedAt: record.observedAt,
-          late: record.late,
-        });
+        const record = (await response.json()) as { lapses?: Array<{ lapse: ObservedLapse }> };
         for (const entry of record.lapses ?? []) {
           if (!byKey.has(keyOf(entry.lapse))) byKey.set(keyOf(entry.lapse), pick(entry.lapse));
         }
@@ -439,7 +429,7 @@ async function observedLapses(
     }
   };
   await Promise.all(Array.from({ length: 8 }, lane));
-  return { lapses: [...byKey.values()], records, read, errors };
+  return { lapses: [...byKey.values()], read, errors };
 }
 
 /** The step's report, once the run is over. */
@@ -487,7 +477,6 @@ async function reportStep(
       loop.sent.filter((s) => s.answeredAt !== undefined && s.calls > 0).map((s) => s.answeredAt! - s.sentAt),
       0,
     ),
-    launchLagMs: loop.launchLagMs,
     backlogAtStart: run.backlogAtStart,
     otherBacklogAtStart: run.otherBacklogAtStart,
     lapses,
@@ -611,7 +600,7 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
       const sends = sendsOf(run.plan, run.loop.sent);
       const lapses =
         run.side === 'ours'
-          ? judgeOurLapses(run.plan, sends, observed.lapses, endMs, observed.records)
+          ? judgeOurLapses(run.plan, sends, observed.lapses, endMs)
           : judgeRawLapses(run.plan, sends, fired, endMs);
       // A step's window on its side's queue: from its start to the side's next step, or to the end of the run.
       const next = runs.find((r) => r.side === run.side && r.index > run.index);
@@ -626,7 +615,6 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
     }
     const { ours, raw } = reported;
     steps.push({ rate: reported.rate!, ...(ours ? { ours } : {}), ...(raw ? { raw } : {}) });
-    for (const example of ours?.lapses.examples ?? []) progress(`  backlog lapse: ${JSON.stringify(example)}`);
     const said = (s: TrafficStep | undefined) =>
       s
         ? `${s.lapses.seen} (backlog ${s.lapses.backlogTotal}, missing ${s.lapses.missing} of ${s.lapses.due} due), actions per item ${s.perItem.actions}`
