@@ -133,16 +133,8 @@ const SIZES = {
   },
 };
 type SizeKey = Exclude<keyof (typeof SIZES)['quick'], 'lapses'> | 'lapse';
-const SIZE_KEYS: SizeKey[] = [
-  'singles',
-  'batches',
-  'rawStarts',
-  'latencySamples',
-  'lapse',
-  'scale',
-  'costSamples',
-  'trafficStepSec',
-];
+/** What `--set` may override: each size, and `lapse` for the one count of scenario 3. */
+const SIZE_KEYS = [...Object.keys(SIZES.quick).filter((key) => key !== 'lapses'), 'lapse'] as SizeKey[];
 
 /**
  * Scenario 7's ramp and its bounds: a step's tail (answers still outstanding after its schedule), the wait for the
@@ -361,7 +353,7 @@ function commitOf(): { commit: string; changedFiles: string[] } {
     const changedFiles = git('status', '--porcelain')
       .split('\n')
       .map((line) => line.slice(3).trim())
-      .filter((file) => file !== '' && !file.startsWith('bench/results/'));
+      .filter((file) => file !== '' && file !== 'node_modules' && !file.startsWith('bench/results/'));
     return { commit: changedFiles.length > 0 ? `${head}+dirty` : head, changedFiles: changedFiles.slice(0, 50) };
   } catch {
     return { commit: 'unknown', changedFiles: [] };

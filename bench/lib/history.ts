@@ -108,43 +108,6 @@ export interface HistoryTotals {
 }
 
 /**
- * The share of a shared workflow's history (a fact router serves many keys) that concerns one expectation: the events
- * whose payloads name one of `mentions` (its fact key, its workflow id), and the three events of each workflow task
- * that handled one (an upper bound: a router handles many in one task). Bytes are the encoded size of those events.
- */
-export function shareOf(
-  history: proto.temporal.api.history.v1.IHistory,
-  mentions: readonly string[],
-): { count: HistoryCount; bytes: number } {
-  const kept: proto.temporal.api.history.v1.IHistoryEvent[] = [];
-  let related = false;
-  let pendingTask: proto.temporal.api.history.v1.IHistoryEvent[] = [];
-  for (const event of history.events ?? []) {
-    const type = EventType[event.eventType ?? 0] ?? '';
-    if (type.startsWith('EVENT_TYPE_WORKFLOW_TASK_')) {
-      pendingTask.push(event);
-      if (type === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED') {
-        if (related) kept.push(...pendingTask);
-        pendingTask = [];
-        related = false;
-      }
-      continue;
-    }
-    const encoded = proto.temporal.api.history.v1.HistoryEvent.encode(event).finish();
-    const text = Buffer.from(encoded).toString('utf8');
-    if (mentions.some((m) => text.includes(m))) {
-      kept.push(event);
-      related = true;
-    }
-  }
-  const bytes = kept.reduce(
-    (sum, event) => sum + proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length,
-    0,
-  );
-  return { count: countEvents('share', eventsOf({ events: kept })), bytes };
-}
-
-/**
  * Every run of a workflow, the current one first: a router continues as new every ROUTER_EVENT_BUDGET events
  * (core/limits.ts), so what concerns one expectation or fact may sit in an earlier run than the current one.
  */
@@ -159,26 +122,43 @@ export async function runHistories(
   return Promise.all([...runs].map((runId) => client.workflow.getHandle(workflowId, runId).fetchHistory()));
 }
 
-/** shareOf over several runs of one workflow, summed. */
+/**
+ * The share of a shared workflow's runs (a fact router serves many keys) that concerns one expectation or fact: the
+ * events whose payloads name one of `mentions` (its fact key, its workflow id), and the three events of each workflow
+ * task that handled one (an upper bound: a router handles many in one task). Bytes are the encoded size of those events.
+ */
 export function shareOfRuns(
   histories: readonly proto.temporal.api.history.v1.IHistory[],
   mentions: readonly string[],
 ): { count: HistoryCount; bytes: number } {
-  const total = { events: 0, workflowTasks: 0, actions: 0, bytes: 0 };
-  const byType: Record<string, number> = {};
+  const { HistoryEvent } = proto.temporal.api.history.v1;
+  const kept: proto.temporal.api.history.v1.IHistoryEvent[] = [];
   for (const history of histories) {
-    const { count, bytes } = shareOf(history, mentions);
-    total.events += count.events;
-    total.workflowTasks += count.workflowTasks;
-    total.actions += count.actions;
-    total.bytes += bytes;
-    for (const [type, n] of Object.entries(count.byType)) byType[type] = (byType[type] ?? 0) + n;
+    let related = false;
+    let pendingTask: proto.temporal.api.history.v1.IHistoryEvent[] = [];
+    for (const event of history.events ?? []) {
+      const type = EventType[event.eventType ?? 0] ?? '';
+      if (type.startsWith('EVENT_TYPE_WORKFLOW_TASK_')) {
+        pendingTask.push(event);
+        if (type === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED') {
+          if (related) kept.push(...pendingTask);
+          pendingTask = [];
+          related = false;
+        }
+      } else {
+        const text = Buffer.from(HistoryEvent.encode(event).finish()).toString('utf8');
+        if (mentions.some((m) => text.includes(m))) {
+          kept.push(event);
+          related = true;
+        }
+      }
+    }
   }
-  const { bytes, ...counts } = total;
-  return { count: { workflowId: 'share', ...counts, byType }, bytes };
+  const bytes = kept.reduce((sum, event) => sum + HistoryEvent.encode(event).finish().length, 0);
+  return { count: countEvents('share', eventsOf({ events: kept })), bytes };
 }
 
-/** An expectation's (or a fact's) share of a router's history (shareOf), over every run of the router. */
+/** An expectation's (or a fact's) share of a router's history (shareOfRuns), over every run of the router. */
 export async function routerShare(
   client: Client,
   workflowId: string,

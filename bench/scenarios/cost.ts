@@ -41,7 +41,7 @@ export interface LifecycleCost {
   samples: number;
   /** Mean per sample: the expectation's own workflow (none for a fact nobody waits on), its share of the routers, their sum. */
   expectation: WorkflowCost;
-  /** The share of its key's router and, when another, of its subject's router (bench/lib/history.ts shareOf). */
+  /** The share of its key's router and, when another, of its subject's router (bench/lib/history.ts shareOfRuns). */
   routers: WorkflowCost;
   total: WorkflowCost;
   /** The raw workflow it is compared with, and total / raw for events and bytes (none against nothing). */
@@ -112,7 +112,7 @@ const stored = (factKey: string) => (history: History) =>
   );
 
 /**
- * The share of the routers that concerns one expectation or fact (bench/lib/history.ts shareOf, every run of each):
+ * The share of the routers that concerns one expectation or fact (bench/lib/history.ts shareOfRuns, every run of each):
  * the routers serve many keys and never close, so the share is read once `done` holds for the key's router (the
  * expectation left it, or the fact is stored) and no task of any of them is pending. A subject router that is the
  * key's router is counted once.
