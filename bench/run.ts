@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (about 31 minutes, 6 of them scenario 7):
+ * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (under half an hour, 6 minutes of it scenario 7):
  * the watcher side by side with raw Temporal on the same server in the same run. Embedded dev server (SQLite in a
  * temp dir, free ports) unless TEMPORAL_ADDRESS is set; `--server cluster` (or `--server=cluster`) starts a Temporal
  * cluster of our own instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports).
