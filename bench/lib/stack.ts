@@ -27,8 +27,6 @@ export interface Counters {
   bridgeCardFetches: number;
   /** Card fetches the lapse delivery activity made. */
   workerCardFetches: number;
-  /** JSON-RPC requests the delivery activity sent. */
-  workerSends: number;
 }
 
 export interface Stack {
@@ -75,7 +73,7 @@ function countingFetch(count: (url: string) => void): typeof fetch {
 export async function startStack(server: BenchServer, bundles: { watcher: string; baseline: string }): Promise<Stack> {
   const watcherQueue = `${runPrefix}-watcher`;
   const baselineQueue = `${runPrefix}-raw`;
-  const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0, workerSends: 0 };
+  const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0 };
   const agent = await startTestAgent();
 
   const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
@@ -105,7 +103,6 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
     agents: agentDirectory(principals),
     fetch: countingFetch((url) => {
       if (url === agent.cardUrl) counters.workerCardFetches++;
-      else counters.workerSends++;
     }),
     workerOptions: { maxCachedWorkflows },
   });
