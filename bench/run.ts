@@ -1,18 +1,17 @@
 /**
- * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (about 31 minutes, 6 of them scenario 7):
- * the watcher side by side with raw Temporal on the same server in the same run. Embedded dev server (SQLite in a temp dir, free ports)
- * unless TEMPORAL_ADDRESS is set; `--server cluster` (or `--server=cluster`) starts a Temporal cluster of our own
- * instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports). Options: `--only=throughput,latency,lapse,scale,cost,scaling,traffic`, `--scale-via=bridge|direct`,
- * `--concurrency=16`, `--no-write` (print the table only); for experiments `--set=<size>=<n>,…`,
- * `--scale-sides=ours|raw`, `--worker-env=NAME=value;…` (scenario 4's worker process), `--lapse-workers=stack|processes`
- * (scenario 3's workers in the benchmark's process or in their own), `--scale-state=<dir> [--scale-budget=<minutes>]`
- * (scenario 4 over several invocations), `--traffic-rates=4,8,16` (scenario 7's offered raises a second, one step each),
- * `--traffic-max-rate=64` (how far scenario 7 goes on doubling for a side that has not missed), `--no-benchmarks-md`
- * (write bench/results/ only, leave BENCHMARKS.md as it is). Every result names the commit it measured
- * (`git rev-parse --short HEAD`, `+dirty` with uncommitted changes). BENCHMARKS.md explains them.
+ * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (under half an hour, 6 minutes of it scenario 7):
+ * the watcher side by side with raw Temporal on the same server in the same run. Embedded dev server (SQLite in a
+ * temp dir, free ports) unless TEMPORAL_ADDRESS is set; `--server cluster` (or `--server=cluster`) starts a Temporal
+ * cluster of our own instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports).
+ * Options: `--only=throughput,latency,lapse,scale,cost,traffic`, `--concurrency=16`, `--no-write` (print the table
+ * only), `--set=<size>=<n>,…` (the sizes below), `--scale-sides=ours|raw` (one side of scenario 4),
+ * `--traffic-rates=4,8,16` (scenario 7's offered raises a second, one step each), `--traffic-max-rate=64` (how far
+ * scenario 7 goes on doubling for a side that has not missed), `--traffic-feed-only` (scenario 7 with facts only, no
+ * raises: what storing facts costs each side). Every result names the commit it measured (`git rev-parse --short
+ * HEAD`, `+dirty` with uncommitted changes). BENCHMARKS.md explains them.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
@@ -24,20 +23,18 @@ import { stopOnSignals } from './lib/cleanup.js';
 import { describeMachine } from './lib/proc.js';
 import { progress } from './lib/progress.js';
 import { countAgentConsoleWarnings, installSdkLog, sdkWarnings } from './lib/sdk-log.js';
-import { judgeTargets, markdown, writeResults, type BenchResults } from './lib/report.js';
+import { markdown, writeResults, type BenchResults } from './lib/report.js';
 import { bundleTo, describeServer, startServer, temporalCliPath, type ServerKind } from './lib/server.js';
 import { startStack } from './lib/stack.js';
 import { runCost } from './scenarios/cost.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
-import { stackRig, startProcessRig } from './lib/lapse-rig.js';
-import { DEPLOYED_WORKER_NODE_OPTIONS, runScale, SegmentEnded, type ScaleSegments } from './scenarios/scale.js';
-import { runScaling } from './scenarios/scaling.js';
+import { DEPLOYED_WORKER_NODE_OPTIONS, runScale } from './scenarios/scale.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { startTrafficRig } from './lib/traffic-rig.js';
 import { runTraffic } from './scenarios/traffic.js';
 
-const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale', 'cost', 'scaling', 'traffic'] as const;
+const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale', 'cost', 'traffic'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -45,27 +42,18 @@ interface Options {
   /** `--server cluster`: a Temporal cluster on PostgreSQL started by the bench; default the embedded dev server. */
   server: ServerKind;
   only: Set<Scenario>;
-  scaleVia: 'bridge' | 'direct';
   concurrency: number;
   write: boolean;
-  /** `--scale-sides=ours`: run only one side of scenario 4 (experiments). */
+  /** `--scale-sides=ours`: run only one side of scenario 4. */
   scaleSides: Set<'ours' | 'raw'>;
-  /** `--worker-env=NODE_OPTIONS=--max-old-space-size=320;K=V`: environment of scenario 4's worker process. */
-  workerEnv: Record<string, string>;
-  /** `--stack-worker={"maxConcurrentActivityTaskExecutions":200}`: Worker options of scenarios 1–3's watcher worker. */
-  stackWorker: Record<string, unknown>;
-  /** `--set=singles=100,scale=2000`: sizes of the mode overridden, for experiments. */
+  /** `--set=singles=100,scale=2000`: sizes of the mode overridden. */
   sizes: Partial<Record<SizeKey, number>>;
-  /** `--lapse-workers=processes`: scenario 3's workers and bridge in processes of their own (bench/lib/lapse-rig.ts). */
-  lapseWorkers: 'stack' | 'processes';
-  /** `--scale-state=<dir>` and `--scale-budget=<minutes>`: scenario 4 over several invocations (scale.ts, ScaleSegments). */
-  scaleSegments?: ScaleSegments;
   /** `--traffic-rates=4,8,16`: scenario 7's offered raises a second, one step each (default: the mode's). */
   trafficRates?: number[];
   /** `--traffic-max-rate=64`: scenario 7 doubles past its rates for a side that has not missed, up to this. */
   trafficMaxRate?: number;
-  /** `--no-benchmarks-md`: write bench/results/ only. */
-  benchmarksMd: boolean;
+  /** `--traffic-feed-only`: scenario 7 offers facts only (its rates count raises it would have had: ten facts each). */
+  trafficFeedOnly: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -73,15 +61,11 @@ function parseArgs(argv: string[]): Options {
     quick: false,
     server: 'dev',
     only: new Set(SCENARIOS),
-    scaleVia: 'bridge',
     concurrency: 16,
     write: true,
     sizes: {},
     scaleSides: new Set(['ours', 'raw']),
-    workerEnv: {},
-    stackWorker: {},
-    lapseWorkers: 'stack',
-    benchmarksMd: true,
+    trafficFeedOnly: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -95,7 +79,7 @@ function parseArgs(argv: string[]): Options {
         throw new Error(`--server: dev (the default) or cluster, not '${kind ?? ''}'`);
       options.server = kind;
     } else if (key === '--no-write') options.write = false;
-    else if (key === '--no-benchmarks-md') options.benchmarksMd = false;
+    else if (key === '--traffic-feed-only') options.trafficFeedOnly = true;
     else if (key === '--traffic-max-rate' && Number(value) > 0) options.trafficMaxRate = Number(value);
     else if (key === '--only' && value) {
       const names = value.split(',').map((s) => s.trim());
@@ -103,29 +87,12 @@ function parseArgs(argv: string[]): Options {
         if (!SCENARIOS.includes(name as Scenario))
           throw new Error(`--only: unknown scenario '${name}' (${SCENARIOS.join(', ')})`);
       options.only = new Set(names as Scenario[]);
-    } else if (key === '--scale-via' && (value === 'bridge' || value === 'direct')) options.scaleVia = value;
-    else if (key === '--concurrency' && value && Number(value) > 0) options.concurrency = Number(value);
+    } else if (key === '--concurrency' && value && Number(value) > 0) options.concurrency = Number(value);
     else if (key === '--scale-sides' && value) {
       const sides = value.split(',');
       if (!sides.every((side) => side === 'ours' || side === 'raw'))
         throw new Error(`--scale-sides: ours and/or raw, not '${value}'`);
       options.scaleSides = new Set(sides as Array<'ours' | 'raw'>);
-    } else if (key === '--lapse-workers' && (value === 'stack' || value === 'processes')) options.lapseWorkers = value;
-    else if (key === '--stack-worker' && value) {
-      const parsed: unknown = JSON.parse(value);
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-        throw new Error('--stack-worker: a JSON object of Worker options');
-      options.stackWorker = parsed as Record<string, unknown>;
-    } else if (key === '--worker-env' && value) {
-      for (const pair of value.split(';')) {
-        const eq = pair.indexOf('=');
-        if (eq <= 0) throw new Error(`--worker-env: NAME=value pairs separated by ';', not '${pair}'`);
-        options.workerEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
-      }
-    } else if (key === '--scale-state' && value) {
-      options.scaleSegments = { ...options.scaleSegments, dir: path.resolve(value) };
-    } else if (key === '--scale-budget' && Number(value) > 0) {
-      options.scaleSegments = { dir: '', ...options.scaleSegments, budgetMs: Number(value) * 60_000 };
     } else if (key === '--traffic-rates' && value) {
       const rates = value.split(',').map(Number);
       if (!rates.every((rate) => rate > 0))
@@ -138,13 +105,6 @@ function parseArgs(argv: string[]): Options {
         options.sizes[name] = Number(number);
       }
     } else throw new Error(`unknown option ${arg}; see the comment at the top of bench/run.ts`);
-  }
-  if (options.scaleSegments && !options.scaleSegments.dir)
-    throw new Error('--scale-budget: only with --scale-state=<dir>, where the run keeps what it raised');
-  if (options.scaleSegments && (options.only.size !== 1 || !options.only.has('scale'))) {
-    throw new Error(
-      '--scale-state: with --only=scale alone (a run over several invocations writes its results at its last)',
-    );
   }
   return options;
 }
@@ -159,7 +119,6 @@ const SIZES = {
     lapses: [200],
     scale: 10_000,
     costSamples: 3,
-    scaling: 1_000,
     trafficStepSec: 45,
   },
   full: {
@@ -170,22 +129,12 @@ const SIZES = {
     lapses: [200, 1_000],
     scale: 100_000,
     costSamples: 10,
-    scaling: 10_000,
     trafficStepSec: 90,
   },
 };
 type SizeKey = Exclude<keyof (typeof SIZES)['quick'], 'lapses'> | 'lapse';
-const SIZE_KEYS: SizeKey[] = [
-  'singles',
-  'batches',
-  'rawStarts',
-  'latencySamples',
-  'lapse',
-  'scale',
-  'costSamples',
-  'scaling',
-  'trafficStepSec',
-];
+/** What `--set` may override: each size, and `lapse` for the one count of scenario 3. */
+const SIZE_KEYS = [...Object.keys(SIZES.quick).filter((key) => key !== 'lapses'), 'lapse'] as SizeKey[];
 
 /**
  * Scenario 7's ramp and its bounds: a step's tail (answers still outstanding after its schedule), the wait for the
@@ -221,11 +170,6 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'expectations-bench-'));
   // As root, the cluster's PostgreSQL runs as the `postgres` user: the directory must be searchable by it.
   if (options.server === 'cluster') chmodSync(dir, 0o755);
-  if (options.scaleSegments) {
-    mkdirSync(options.scaleSegments.dir, { recursive: true });
-    if (options.server === 'cluster') chmodSync(options.scaleSegments.dir, 0o755);
-    progress(`scenario 4 keeps its servers and progress in ${options.scaleSegments.dir}`);
-  }
   const serverName = describeServer(options.server, config.temporal.address);
   progress(`${mode} run of ${[...options.only].join(', ')} at ${commit} on the ${serverName}; work directory ${dir}`);
   const machine = describeMachine(
@@ -242,7 +186,7 @@ async function main(): Promise<void> {
     baseline: await bundleTo(baselineWorkflowsPath, path.join(dir, 'baseline-bundle.js')),
   };
 
-  const partial: Omit<BenchResults, 'targets' | 'durationSec'> = {
+  const partial: Omit<BenchResults, 'durationSec'> = {
     mode,
     ...(options.only.size < SCENARIOS.length ? { scenarios: SCENARIOS.filter((name) => options.only.has(name)) } : {}),
     startedAt,
@@ -264,17 +208,10 @@ async function main(): Promise<void> {
 
   // A scenario that fails is reported in the notes; the others still run and the results are still written.
   const failures: string[] = [];
-  // A segmented scenario 4 that spent its budget: the run writes no results until its last segment.
-  let unfinished: string | undefined;
   const attempt = async (name: string, run: () => Promise<void>) => {
     try {
       await run();
     } catch (error) {
-      if (error instanceof SegmentEnded) {
-        unfinished = error.message;
-        progress(error.message);
-        return;
-      }
       const message = error instanceof Error ? error.message : String(error);
       progress(`${name} FAILED: ${message}`);
       failures.push(`${name} failed: ${message.slice(0, 300)}`);
@@ -283,7 +220,7 @@ async function main(): Promise<void> {
 
   if (['throughput', 'latency', 'lapse', 'cost'].some((name) => options.only.has(name as Scenario))) {
     const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3', options.server);
-    const stack = await startStack(server, bundles, options.stackWorker);
+    const stack = await startStack(server, bundles);
     partial.notes.push(
       `Scenarios 1–3 and 5: the watcher's worker and the raw worker share the benchmark's process (heap limit ${stack.workerBounds.heapLimitMiB} MiB) and each caches at most ${stack.workerBounds.maxCachedWorkflows} workflows.`,
     );
@@ -312,24 +249,16 @@ async function main(): Promise<void> {
       }
       if (options.only.has('lapse')) {
         partial.lapse = [];
-        const rig =
-          options.lapseWorkers === 'processes'
-            ? await startProcessRig(server, stack.client, path.join(dir, 'lapse'), bundles.baseline)
-            : undefined;
-        try {
-          for (const count of size.lapses) {
-            await attempt(`scenario 3 (lapse lateness, ${count})`, async () => {
-              const lapse = await runLapseLateness(rig ?? stackRig(stack), {
-                count,
-                concurrency: options.concurrency,
-                raisePerSec,
-                rawPerSec,
-              });
-              partial.lapse!.push(lapse);
+        for (const count of size.lapses) {
+          await attempt(`scenario 3 (lapse lateness, ${count})`, async () => {
+            const lapse = await runLapseLateness(stack, {
+              count,
+              concurrency: options.concurrency,
+              raisePerSec,
+              rawPerSec,
             });
-          }
-        } finally {
-          await rig?.close();
+            partial.lapse!.push(lapse);
+          });
         }
       }
       // Last on this stack: its short-lived ledgers' timers would otherwise run during the lapse scenario.
@@ -359,6 +288,7 @@ async function main(): Promise<void> {
             ...bounds,
             maxAttempts: 4,
             attemptTimeoutMs: 30_000,
+            feedOnly: options.trafficFeedOnly,
           });
         } finally {
           await rig.close();
@@ -368,7 +298,7 @@ async function main(): Promise<void> {
       await server.stop();
     }
     partial.notes.push(
-      "Scenario 7: the watcher's worker, its bridge and the raw worker each ran in a process of their own (both workers with compose's heap bound and the same workflow cache); the agents, the feed and the load in the benchmark's process. Per-principal quotas were off (as in scenarios 4 and 6), so no 429 was expected.",
+      "Scenario 7: the watcher's worker, its bridge and the raw worker each ran in a process of their own (both workers with compose's heap bound and the same workflow cache); the agents, the feed and the load in the benchmark's process. Per-principal quotas were off (as in scenario 4), so no 429 was expected.",
     );
   }
 
@@ -376,62 +306,32 @@ async function main(): Promise<void> {
     await attempt('scenario 4 (scale)', async () => {
       partial.scale = await runScale(config, path.join(dir, 'scale'), {
         count: size.scale,
-        via: options.scaleVia,
         concurrency: options.concurrency,
         baselineBundle: bundles.baseline,
         sides: options.scaleSides,
-        workerEnv: options.workerEnv,
         server: options.server,
-        segments: options.scaleSegments,
       });
     });
-    const { ours, raw } = partial.scale ?? {};
-    if (ours?.segments || raw?.segments) {
-      const sides = [ours && `ours ${ours.segments ?? 1}`, raw && `raw ${raw.segments ?? 1}`]
-        .filter(Boolean)
-        .join(', ');
-      partial.notes.push(
-        `Scenario 4 ran over several invocations (\`--scale-state\`): ${sides}. Raising and waiting to settle are each the sum over them; peak RSS the highest of any; the rest was read after the last.`,
-      );
-    }
     partial.notes.push(
-      `Scenario 4's worker ran with ${JSON.stringify({ NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS, ...options.workerEnv })} (the heap bound of docker-compose.yml's worker unless overridden).`,
+      `Scenario 4's workers ran with NODE_OPTIONS=${DEPLOYED_WORKER_NODE_OPTIONS} (the heap bound of docker-compose.yml's worker).`,
     );
     if (partial.scale?.ours?.wentIdle === false || partial.scale?.raw?.wentIdle === false) {
       partial.notes.push('Scenario 4: a worker never went idle after raising; its figures were read anyway.');
     }
   }
 
-  if (options.only.has('scaling')) {
-    await attempt('scenario 6 (scaling)', async () => {
-      partial.scaling = await runScaling(config, path.join(dir, 'scaling'), {
-        count: size.scaling,
-        concurrency: options.concurrency,
-        baselineBundle: bundles.baseline,
-        server: options.server,
-      });
-    });
-  }
-
-  if (Object.keys(options.stackWorker).length > 0)
-    partial.notes.push(`Scenarios 1–3's watcher worker ran with ${JSON.stringify(options.stackWorker)}.`);
   partial.notes.push(...failures);
   partial.sdkWarnings = sdkWarnings();
   if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);
   if (options.trafficRates)
     partial.notes.push(`Scenario 7's rates overridden: ${options.trafficRates.join(', ')} raises/s.`);
   if (options.trafficMaxRate) partial.notes.push(`Scenario 7's top overridden: ${options.trafficMaxRate} raises/s.`);
-  if (unfinished) {
-    progress(`scenario 4 is not finished, so nothing is written: ${unfinished}`);
-    rmSync(dir, { recursive: true, force: true });
-    return;
-  }
   const durationSec = Math.round((Date.now() - t0) / 1000);
-  const results: BenchResults = { ...partial, durationSec, targets: judgeTargets({ ...partial, durationSec }) };
+  const results: BenchResults = { ...partial, durationSec };
   process.stdout.write(`\n${markdown(results)}\n`);
   if (options.write) {
-    const written = writeResults(results, { benchmarksMd: options.benchmarksMd });
-    progress(`wrote ${written.json} and ${written.md}${options.benchmarksMd ? ' and BENCHMARKS.md' : ''}`);
+    const written = writeResults(results);
+    progress(`wrote ${written.json} and ${written.md}`);
   }
   if (failures.length > 0) {
     process.exitCode = 1;
@@ -453,7 +353,7 @@ function commitOf(): { commit: string; changedFiles: string[] } {
     const changedFiles = git('status', '--porcelain')
       .split('\n')
       .map((line) => line.slice(3).trim())
-      .filter((file) => file !== '' && !file.startsWith('bench/results/'));
+      .filter((file) => file !== '' && file !== 'node_modules' && !file.startsWith('bench/results/'));
     return { commit: changedFiles.length > 0 ? `${head}+dirty` : head, changedFiles: changedFiles.slice(0, 50) };
   } catch {
     return { commit: 'unknown', changedFiles: [] };

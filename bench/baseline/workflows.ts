@@ -2,13 +2,14 @@
  * Raw Temporal baselines, bundled apart from the watcher's workflows and run on their own task queue: the least a
  * Temporal application can do for each scenario, so that our figures read as ratios of what the server allows.
  */
-import { condition, defineQuery, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { BaselineActivities } from './activities.js';
 
 /** Signal of the round-trip baseline. */
 export const goSignal = defineSignal('go');
-/** Whether the round-trip baseline has had its signal (read the way ours is read: a query polled back to back). */
-export const signalledQuery = defineQuery<boolean>('signalled');
+
+/** Signal of the fact-store baseline: one fact's key. */
+export const factSignal = defineSignal<[string]>('fact');
 
 const { fired } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '30s' });
 
@@ -21,7 +22,6 @@ export async function signalWorkflow(): Promise<void> {
   setHandler(goSignal, () => {
     signalled = true;
   });
-  setHandler(signalledQuery, () => signalled);
   await condition(() => signalled);
 }
 
@@ -47,4 +47,18 @@ export async function deadlineWorkflow(id: string, deadlineMs: number): Promise<
   });
   if (await condition(() => signalled, Math.max(deadlineMs - Date.now(), 1))) return;
   await fired(id, deadlineMs);
+}
+
+/**
+ * Feed-only traffic baseline: one of a fixed set of long-lived workflows that a fact is signalled-with-start to (by
+ * its key's shard, as the watcher's routers), so that raw stores every fact too: in its history, nothing else. It
+ * continues as new every 1,000 facts, as a router does on its event budget.
+ */
+export async function factStoreWorkflow(): Promise<void> {
+  let stored = 0;
+  setHandler(factSignal, () => {
+    stored++;
+  });
+  await condition(() => stored >= 1_000);
+  await continueAsNew<typeof factStoreWorkflow>();
 }

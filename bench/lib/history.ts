@@ -95,52 +95,7 @@ export function countEvents(workflowId: string, events: HistoryEvent[]): History
   };
 }
 
-/** Milliseconds between the first event of type `from` and the first of type `to` after it, if both exist. */
-function between(
-  events: HistoryEvent[],
-  from: (e: HistoryEvent) => boolean,
-  to: (e: HistoryEvent) => boolean,
-): number | undefined {
-  const start = events.find(from);
-  if (!start) return undefined;
-  const end = events.find((e) => e.id > start.id && to(e));
-  return end ? end.timeMs - start.timeMs : undefined;
-}
-
-const is = (type: string, activityType?: string) => (e: HistoryEvent) =>
-  e.type === `EVENT_TYPE_${type}` && (activityType === undefined || e.activityType === activityType);
-
-/**
- * The stages a raised expectation goes through until it waits on its timer, from its history: the first workflow
- * task's queue time and run time, each subscribe activity's queue time and run time, and start → timer started.
- */
-export function raiseStages(events: HistoryEvent[]): Record<string, number | undefined> {
-  const activity = (type: string) => {
-    const scheduled = events.find(is('ACTIVITY_TASK_SCHEDULED', type));
-    const started =
-      scheduled &&
-      events.find((e) => e.type === 'EVENT_TYPE_ACTIVITY_TASK_STARTED' && e.scheduledEventId === scheduled.id);
-    const completed =
-      started && events.find((e) => e.id > started.id && e.type === 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
-    return {
-      queue: started && scheduled ? started.timeMs - scheduled.timeMs : undefined,
-      run: completed && started ? completed.timeMs - started.timeMs : undefined,
-    };
-  };
-  const fact = activity('subscribeFactLedger');
-  const subject = activity('subscribeSubjectLedger');
-  return {
-    firstTaskQueue: between(events, is('WORKFLOW_TASK_SCHEDULED'), is('WORKFLOW_TASK_STARTED')),
-    firstTaskRun: between(events, is('WORKFLOW_TASK_STARTED'), is('WORKFLOW_TASK_COMPLETED')),
-    factActivityQueue: fact.queue,
-    factActivityRun: fact.run,
-    subjectActivityQueue: subject.queue,
-    subjectActivityRun: subject.run,
-    startToTimer: between(events, is('WORKFLOW_EXECUTION_STARTED'), is('TIMER_STARTED')),
-  };
-}
-
-/** What the workflows of a visibility query wrote, summed over all of them (estimated from a sample when many). */
+/** What the workflows of a task queue wrote, summed over all of them (estimated from a sample when many). */
 export interface HistoryTotals {
   workflows: number;
   /** Histories read; the totals are scaled from them to `workflows`. */
@@ -150,80 +105,6 @@ export interface HistoryTotals {
   bytes: number;
   workflowTasks: number;
   actions: number;
-}
-
-/**
- * Lists every workflow `query` matches (visibility), reads the histories of at most `cap` of them, evenly spread
- * over the list, and scales their sums to the whole list.
- */
-export async function historyTotals(
-  client: Client,
-  query: string,
-  cap: number,
-  concurrency = 8,
-): Promise<HistoryTotals> {
-  const listed: Array<{ workflowId: string; runId: string }> = [];
-  for await (const execution of client.workflow.list({ query }))
-    listed.push({ workflowId: execution.workflowId, runId: execution.runId });
-  const step = Math.max(1, listed.length / cap);
-  const sample = Array.from({ length: Math.min(cap, listed.length) }, (_, i) => listed[Math.floor(i * step)]!);
-  const sums = { events: 0, bytes: 0, workflowTasks: 0, actions: 0 };
-  const read = await runPool(sample.length, concurrency, async (i) => {
-    const { workflowId, runId } = sample[i]!;
-    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    const counted = countEvents(workflowId, eventsOf(history));
-    sums.events += counted.events;
-    sums.bytes += proto.temporal.api.history.v1.History.encode(history).finish().length;
-    sums.workflowTasks += counted.workflowTasks;
-    sums.actions += counted.actions;
-  });
-  const sampled = sample.length - read.errors.length;
-  const scale = sampled === 0 ? 0 : listed.length / sampled;
-  return {
-    workflows: listed.length,
-    sampled,
-    events: Math.round(sums.events * scale),
-    bytes: Math.round(sums.bytes * scale),
-    workflowTasks: Math.round(sums.workflowTasks * scale),
-    actions: Math.round(sums.actions * scale),
-  };
-}
-
-/**
- * The share of a shared workflow's history (a fact router serves many keys) that concerns one expectation: the events
- * whose payloads name one of `mentions` (its fact key, its workflow id), and the three events of each workflow task
- * that handled one (an upper bound: a router handles many in one task). Bytes are the encoded size of those events.
- */
-export function shareOf(
-  history: proto.temporal.api.history.v1.IHistory,
-  mentions: readonly string[],
-): { count: HistoryCount; bytes: number } {
-  const kept: proto.temporal.api.history.v1.IHistoryEvent[] = [];
-  let related = false;
-  let pendingTask: proto.temporal.api.history.v1.IHistoryEvent[] = [];
-  for (const event of history.events ?? []) {
-    const type = EventType[event.eventType ?? 0] ?? '';
-    if (type.startsWith('EVENT_TYPE_WORKFLOW_TASK_')) {
-      pendingTask.push(event);
-      if (type === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED') {
-        if (related) kept.push(...pendingTask);
-        pendingTask = [];
-        related = false;
-      }
-      continue;
-    }
-    const encoded = proto.temporal.api.history.v1.HistoryEvent.encode(event).finish();
-    const text = Buffer.from(encoded).toString('utf8');
-    if (mentions.some((m) => text.includes(m))) {
-      kept.push(event);
-      related = true;
-    }
-  }
-  const bytes = kept.reduce(
-    (sum, event) => sum + proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length,
-    0,
-  );
-  return { count: countEvents('share', eventsOf({ events: kept })), bytes };
 }
 
 /**
@@ -241,26 +122,43 @@ export async function runHistories(
   return Promise.all([...runs].map((runId) => client.workflow.getHandle(workflowId, runId).fetchHistory()));
 }
 
-/** shareOf over several runs of one workflow, summed. */
+/**
+ * The share of a shared workflow's runs (a fact router serves many keys) that concerns one expectation or fact: the
+ * events whose payloads name one of `mentions` (its fact key, its workflow id), and the three events of each workflow
+ * task that handled one (an upper bound: a router handles many in one task). Bytes are the encoded size of those events.
+ */
 export function shareOfRuns(
   histories: readonly proto.temporal.api.history.v1.IHistory[],
   mentions: readonly string[],
 ): { count: HistoryCount; bytes: number } {
-  const total = { events: 0, workflowTasks: 0, actions: 0, bytes: 0 };
-  const byType: Record<string, number> = {};
+  const { HistoryEvent } = proto.temporal.api.history.v1;
+  const kept: proto.temporal.api.history.v1.IHistoryEvent[] = [];
   for (const history of histories) {
-    const { count, bytes } = shareOf(history, mentions);
-    total.events += count.events;
-    total.workflowTasks += count.workflowTasks;
-    total.actions += count.actions;
-    total.bytes += bytes;
-    for (const [type, n] of Object.entries(count.byType)) byType[type] = (byType[type] ?? 0) + n;
+    let related = false;
+    let pendingTask: proto.temporal.api.history.v1.IHistoryEvent[] = [];
+    for (const event of history.events ?? []) {
+      const type = EventType[event.eventType ?? 0] ?? '';
+      if (type.startsWith('EVENT_TYPE_WORKFLOW_TASK_')) {
+        pendingTask.push(event);
+        if (type === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED') {
+          if (related) kept.push(...pendingTask);
+          pendingTask = [];
+          related = false;
+        }
+      } else {
+        const text = Buffer.from(HistoryEvent.encode(event).finish()).toString('utf8');
+        if (mentions.some((m) => text.includes(m))) {
+          kept.push(event);
+          related = true;
+        }
+      }
+    }
   }
-  const { bytes, ...counts } = total;
-  return { count: { workflowId: 'share', ...counts, byType }, bytes };
+  const bytes = kept.reduce((sum, event) => sum + HistoryEvent.encode(event).finish().length, 0);
+  return { count: countEvents('share', eventsOf({ events: kept })), bytes };
 }
 
-/** An expectation's (or a fact's) share of a router's history (shareOf), over every run of the router. */
+/** An expectation's (or a fact's) share of a router's history (shareOfRuns), over every run of the router. */
 export async function routerShare(
   client: Client,
   workflowId: string,

@@ -3,16 +3,6 @@
  * concurrency.
  */
 
-/** Thrown when the bridge answers something else than 200; carries the status and body for the report. */
-export class BridgeAnswerError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: string,
-  ) {
-    super(`bridge answered HTTP ${status}: ${body.slice(0, 500)}`);
-  }
-}
-
 /** POSTs `body` as JSON with a bearer token; resolves with the parsed answer of a 200, throws otherwise. */
 export async function postJson<T = unknown>(url: string, token: string, body: unknown): Promise<T> {
   const response = await fetch(url, {
@@ -21,7 +11,7 @@ export async function postJson<T = unknown>(url: string, token: string, body: un
     body: JSON.stringify(body),
   });
   const text = await response.text();
-  if (response.status !== 200) throw new BridgeAnswerError(response.status, text);
+  if (response.status !== 200) throw new Error(`bridge answered HTTP ${response.status}: ${text.slice(0, 500)}`);
   return JSON.parse(text) as T;
 }
 
@@ -35,19 +25,13 @@ export interface PoolResult {
 
 /**
  * Runs `task(0..count-1)` with at most `concurrency` in flight. A failed task is recorded, not retried; the run
- * stops early after `maxErrors` failures (a broken setup should not grind through the whole count), and takes no
- * further task once `stop()` says so (the tasks in flight finish). `onDone(index)` hears of each task that succeeded.
+ * stops early after `maxErrors` failures (a broken setup should not grind through the whole count).
  */
 export async function runPool(
   count: number,
   concurrency: number,
   task: (index: number) => Promise<unknown>,
-  options: {
-    maxErrors?: number;
-    onProgress?: (done: number) => void;
-    onDone?: (index: number) => void;
-    stop?: () => boolean;
-  } = {},
+  options: { maxErrors?: number; onProgress?: (done: number) => void } = {},
 ): Promise<PoolResult> {
   const latenciesMs = new Array<number>(count).fill(Number.NaN);
   const errors: string[] = [];
@@ -57,13 +41,12 @@ export async function runPool(
   const started = performance.now();
   let lastReport = Date.now();
   const lane = async () => {
-    while (next < count && errors.length < maxErrors && !options.stop?.()) {
+    while (next < count && errors.length < maxErrors) {
       const index = next++;
       const t0 = performance.now();
       try {
         await task(index);
         latenciesMs[index] = performance.now() - t0;
-        options.onDone?.(index);
       } catch (error) {
         errors.push(error instanceof Error ? error.message : String(error));
       }

@@ -7,7 +7,6 @@
  */
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { summarise, type Summary } from './stats.js';
 
 /** How one attempt was answered: 200, 429, 503, any other status, or no answer at all. */
 export type AnswerClass = '200' | '429' | '503' | 'other' | 'none';
@@ -52,8 +51,6 @@ export interface OpenLoopResult<T> {
   lost: number;
   /** Of the lost, those cut off by the end of the tail (the rest were refused on every attempt, or answered otherwise). */
   abandoned: number;
-  /** Sending later than scheduled (the load generator's own lag), ms. */
-  launchLagMs: Summary;
   /** Epoch ms of the last 200. */
   lastAnswerAt: number;
   /** The first few final answers other than 200. */
@@ -86,7 +83,6 @@ export async function runOpenLoop<T extends { atMs: number }>(
   const answers: Record<AnswerClass, number> = { '200': 0, '429': 0, '503': 0, other: 0, none: 0 };
   const details: string[] = [];
   const refusals: string[] = [];
-  const lags: number[] = [];
   const sent: Sent<T>[] = [];
   const outstanding = new Set<Promise<void>>();
   let lastAnswerAt = options.t0;
@@ -140,7 +136,6 @@ export async function runOpenLoop<T extends { atMs: number }>(
     const wait = due - Date.now();
     if (wait > 1) await sleep(wait);
     const entry: Sent<T> = { request, sentAt: Date.now(), attempts: 0, calls: 0 };
-    lags.push(entry.sentAt - due);
     sent.push(entry);
     const driving: Promise<void> = drive(entry).finally(() => outstanding.delete(driving));
     outstanding.add(driving);
@@ -160,7 +155,6 @@ export async function runOpenLoop<T extends { atMs: number }>(
     answers,
     lost: sent.filter((s) => s.answeredAt === undefined).length,
     abandoned: sent.filter((s) => s.abandoned).length,
-    launchLagMs: summarise(lags),
     lastAnswerAt,
     details,
     refusals,

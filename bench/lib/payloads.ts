@@ -1,9 +1,10 @@
 /**
- * What the benchmark sends: expectations of the test agent's `delivery` kind, in A2A v1.0 artifact updates, and
- * facts. Ids carry the run's prefix so that runs against a shared server never collide.
+ * What the benchmark sends: the tests' `delivery` expectations (test/support/expectations.ts), in A2A v1.0 artifact
+ * updates, and facts. Ids carry the run's prefix so that runs against a shared server never collide.
  */
 import { randomUUID } from 'node:crypto';
 import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
+import { deliveryExpectation } from '../../test/support/expectations.js';
 
 /** A short random prefix for this run's ids. */
 export const runPrefix = `bench-${randomUUID().slice(0, 8)}`;
@@ -17,21 +18,15 @@ export const instant = (ms: number): string =>
 /** Due about six months from now: never lapses during a run. */
 export const monthsAhead = (): string => instant(Date.now() + 182 * DAY_MS);
 
-/** One expectation; its fact key is unique to it. */
-export function expectationFor(id: string, subjectId: string, dueAt: string, grace?: string): Expectation {
-  return {
-    expectationId: id,
-    kind: 'delivery',
+/** One expectation on shipment `subjectId`; its fact key (`factKeyOf(id)`) is unique to it. */
+export const expectationFor = (id: string, subjectId: string, dueAt: string, grace?: string): Expectation =>
+  deliveryExpectation(id, dueAt, {
     subject: { type: 'shipment', id: subjectId },
     expects: 'The shipment is delivered to the consignee',
-    satisfiedBy: { factKey: factKeyOf(id) },
-    dueAt,
     ...(grace ? { grace } : {}),
-    basis: 'contract',
-  };
-}
+  });
 
-/** The fact key an expectation of `expectationFor` waits on. */
+/** The fact key an expectation of `expectationFor` waits on (deliveryExpectation's). */
 export const factKeyOf = (expectationId: string): string => `shipment/${expectationId}/delivered`;
 
 /** The v1.0 push body of an artifact update carrying the expectations (one artifact, one origin task). */

@@ -9,9 +9,6 @@ export function progress(message: string): void {
   process.stderr.write(`[bench ${seconds}s] ${message}\n`);
 }
 
-/** Milliseconds since the benchmark started. */
-export const elapsedMs = (): number => Date.now() - started;
-
 /** Resolves after `ms`; only where there is no condition to wait for (a fixed observation window). */
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

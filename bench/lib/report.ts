@@ -1,16 +1,14 @@
 /**
- * The run's results as JSON and as a markdown table (scenario, ours, raw Temporal, ratio, target, hit or miss),
- * written under bench/results/ with a timestamp, and the table copied into BENCHMARKS.md between its markers (unless
- * `--no-benchmarks-md`). Every table names its run (start instant) and the commit it measured, so that a figure
+ * The run's results as JSON and as a markdown table (scenario, ours, raw Temporal, ratio, target; BENCHMARKS.md's goals table gives the verdicts),
+ * written under bench/results/ with a timestamp. Every table names its run (start instant) and the commit it measured, so that a figure
  * copied out of it still says where it came from.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { CostResult, WorkflowCost } from '../scenarios/cost.js';
 import type { FactLatencyResult } from '../scenarios/fact-latency.js';
 import type { LapseResult, Stages } from '../scenarios/lapse-lateness.js';
 import type { ProcessCost, ScaleResult, ScaleSide } from '../scenarios/scale.js';
-import type { ScalingResult } from '../scenarios/scaling.js';
 import type { ThroughputResult } from '../scenarios/throughput.js';
 import type { TrafficResult, TrafficStep } from '../scenarios/traffic.js';
 import { repoRoot } from './child.js';
@@ -36,72 +34,14 @@ export interface BenchResults {
   lapse?: LapseResult[];
   scale?: ScaleResult;
   cost?: CostResult;
-  scaling?: ScalingResult;
   traffic?: TrafficResult;
-  targets: Target[];
   notes: string[];
   /** Temporal SDK warnings during the run: message → count. */
   sdkWarnings?: Record<string, number>;
 }
 
-export interface Target {
-  name: string;
-  target: string;
-  measured: string;
-  /** undefined: not judged in this run (e.g. scale below 100,000). */
-  hit?: boolean;
-}
-
-/** Judges the targets BENCHMARKS.md sets against what was measured. */
-export function judgeTargets(results: Omit<BenchResults, 'targets'>): Target[] {
-  const targets: Target[] = [];
-  const t = results.throughput;
-  if (t) {
-    targets.push({
-      name: 'Raise throughput, 1 per request',
-      target: '≥ 0.5 × raw starts',
-      measured: `${t.ratios.single} × (${t.single.acceptedPerSec}/s vs ${t.rawAcceptedPerSec}/s)`,
-      hit: t.ratios.single >= 0.5,
-    });
-    targets.push({
-      name: 'Raise throughput, 10 per request',
-      target: '≥ 0.5 × raw starts',
-      measured: `${t.ratios.batch} × (${t.batch.acceptedPerSec}/s vs ${t.rawAcceptedPerSec}/s)`,
-      hit: t.ratios.batch >= 0.5,
-    });
-  }
-  const f = results.factLatency;
-  if (f)
-    targets.push({
-      name: 'Fact to satisfied p99',
-      target: '≤ 250 ms',
-      measured: `${f.oursMs.p99} ms`,
-      hit: f.oursMs.p99 <= 250,
-    });
-  const at200 = results.lapse?.find((l) => l.count === 200);
-  if (at200) {
-    targets.push({
-      name: 'Lapse lateness p99 at 200 dues',
-      target: '≤ 1000 ms',
-      measured: `${at200.oursMs.p99} ms`,
-      hit: at200.oursMs.p99 <= 1000 && at200.settledBeforeDueMs > 0,
-    });
-  }
-  const s = results.scale;
-  if (s?.ours) {
-    targets.push({
-      name: `Worker memory at ${s.count.toLocaleString('en-US')} open`,
-      target: '≤ 400 MB at 100,000',
-      measured: `${s.ours.worker.rssMiB} MiB (peak ${s.ours.worker.peakMiB})`,
-      hit: s.count >= 100_000 ? s.ours.worker.rssMiB * 1.048576 <= 400 : undefined,
-    });
-  }
-  return targets;
-}
-
 const ms = (s: Summary) => `${s.p50} / ${s.p95} / ${s.p99} ms`;
 const msMax = (s: Summary) => `${s.p50} / ${s.p95} / ${s.p99} / ${s.max} ms`;
-const verdict = (hit: boolean | undefined) => (hit === undefined ? 'not judged' : hit ? '**hit**' : '**miss**');
 const n = (value: number) => value.toLocaleString('en-US');
 const cost = (c: ProcessCost | undefined) => (c ? `${c.rssMiB} MiB (empty ${c.emptyRssMiB}, peak ${c.peakMiB})` : '—');
 const cpu = (c: ProcessCost | undefined) => (c ? `${c.idleCpuPct} %` : '—');
@@ -135,35 +75,28 @@ export function markdown(results: BenchResults): string {
         ]
       : []),
     '',
-    `| Scenario (${stamp}) | Watcher | Raw Temporal, same server | Ratio | Target | Result |`,
-    '|---|---|---|---|---|---|',
+    `| Scenario (${stamp}) | Watcher | Raw Temporal, same server | Ratio | Target |`,
+    '|---|---|---|---|---|',
   );
   const serverLabel = results.serverKind === 'cluster' ? 'Temporal services (4 processes)' : 'dev server';
-  const targetOf = (name: string) => results.targets.find((t) => t.name === name);
   const t = results.throughput;
   if (t) {
     const c = t.options.concurrency;
     const raw = `${t.rawAcceptedPerSec}/s starts (settled ${t.rawSettledPerSec}/s)`;
     lines.push(
-      `| Raise, 1 expectation per request, concurrency ${c} | ${t.single.acceptedPerSec}/s accepted (settled ${t.single.settledPerSec}/s) | ${raw} | ${t.ratios.single} (settled ${t.ratios.singleSettled}) | ≥ 0.5 | ${verdict(targetOf('Raise throughput, 1 per request')?.hit)} |`,
-      `| Raise, 10 per request, concurrency ${c} | ${t.batch.acceptedPerSec}/s accepted (settled ${t.batch.settledPerSec}/s) | ${raw} | ${t.ratios.batch} (settled ${t.ratios.batchSettled}) | ≥ 0.5 | ${verdict(targetOf('Raise throughput, 10 per request')?.hit)} |`,
+      `| Raise, 1 expectation per request, concurrency ${c} | ${t.single.acceptedPerSec}/s accepted (settled ${t.single.settledPerSec}/s) | ${raw} | ${t.ratios.single} (settled ${t.ratios.singleSettled}) | ≥ 0.5 |`,
+      `| Raise, 10 per request, concurrency ${c} | ${t.batch.acceptedPerSec}/s accepted (settled ${t.batch.settledPerSec}/s) | ${raw} | ${t.ratios.batch} (settled ${t.ratios.batchSettled}) | ≥ 0.5 |`,
     );
   }
   const f = results.factLatency;
   if (f) {
     lines.push(
-      `| Fact → satisfied, p50 / p95 / p99 (${f.samples} samples) | ${ms(f.oursMs)} | signal → result ${ms(f.rawMs)} | p50 ${f.ratios.p50}, p99 ${f.ratios.p99} | p99 ≤ 250 ms | ${verdict(targetOf('Fact to satisfied p99')?.hit)} |`,
-      ...(f.rawQueryMs
-        ? [
-            `| Fact → satisfied, against the raw signal read the same way (query polled) | ${ms(f.oursMs)} | signal → query sees it ${ms(f.rawQueryMs)} | p50 ${f.ratios.queryP50}, p99 ${f.ratios.queryP99} | | |`,
-          ]
-        : []),
+      `| Fact → satisfied, p50 / p95 / p99 (${f.samples} samples) | ${ms(f.oursMs)} | signal → result ${ms(f.rawMs)} | p50 ${f.ratios.p50}, p99 ${f.ratios.p99} | p99 ≤ 250 ms |`,
     );
   }
   for (const l of results.lapse ?? []) {
-    const judged = l.count === 200 ? verdict(targetOf('Lapse lateness p99 at 200 dues')?.hit) : 'not judged';
     lines.push(
-      `| Lapse lateness, ${n(l.count)} due at once, p50 / p95 / p99 / max | ${msMax(l.oursMs)} | timer → activity ${msMax(l.rawMs)} | p99 ${l.ratios.p99}, max ${l.ratios.max} | p99 ≤ 1 s at 200 | ${judged} |`,
+      `| Lapse lateness, ${n(l.count)} due at once, p50 / p95 / p99 / max | ${msMax(l.oursMs)} | timer → activity ${msMax(l.rawMs)} | p99 ${l.ratios.p99}, max ${l.ratios.max} | p99 ≤ 1 s at 200 |`,
     );
   }
   const s = results.scale;
@@ -175,31 +108,19 @@ export function markdown(results: BenchResults): string {
       side.raisePerSec === undefined ? '—' : `${side.raisePerSec}/s, settled in ${side.settledSec} s`;
     const raisingRatio = s.ours && s.raw ? (s.ours.raisePerSec / s.raw.raisePerSec).toFixed(2) : '—';
     const label = `Scale, ${n(s.count)} open`;
-    const target = targetOf(`Worker memory at ${n(s.count)} open`);
     lines.push(
-      `| ${label}: worker RSS | ${cost(ours.worker)} | ${cost(raw.worker)} | ${s.ratios.workerRss ?? '—'} | ≤ 400 MB at 100,000 | ${verdict(target?.hit)} |`,
-      `| ${label}: ${serverLabel} RSS | ${cost(ours.server)} | ${cost(raw.server)} | ${s.ratios.serverRss ?? '—'} | | |`,
-      `| ${label}: bridge RSS | ${cost(ours.bridge)} | — | | | |`,
+      `| ${label}: worker RSS | ${cost(ours.worker)} | ${cost(raw.worker)} | ${s.ratios.workerRss ?? '—'} | ≤ 400 MB at 100,000 |`,
+      `| ${label}: ${serverLabel} RSS | ${cost(ours.server)} | ${cost(raw.server)} | ${s.ratios.serverRss ?? '—'} | |`,
+      `| ${label}: bridge RSS | ${cost(ours.bridge)} | — | | |`,
       ...(ours.growth && ours.growth.length > 0
         ? [
-            `| ${label}: worker / bridge RSS while raising (${ours.workerBundle ?? 'workflows bundled at start'}) | ${ours.growth.map((g) => `${n(g.raised)}: ${g.workerMiB} / ${g.bridgeMiB}`).join('; ')} MiB | — | | | |`,
+            `| ${label}: worker / bridge RSS while raising | ${ours.growth.map((g) => `${n(g.raised)}: ${g.workerMiB} / ${g.bridgeMiB}`).join('; ')} MiB | — | | |`,
           ]
         : []),
-      `| ${label}: database (SQLite + WAL) | ${ours.databaseMiB ? `${ours.databaseMiB.total} MiB` : '—'} | ${raw.databaseMiB ? `${raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | | |`,
-      `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | | |`,
-      `| ${label}: raising (${ours.via}) | ${raising(ours)} | ${raising(raw)} | ${raisingRatio} | | |`,
+      `| ${label}: database (SQLite + WAL) | ${ours.databaseMiB ? `${ours.databaseMiB.total} MiB` : '—'} | ${raw.databaseMiB ? `${raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | |`,
+      `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | |`,
+      `| ${label}: raising (${ours.via}) | ${raising(ours)} | ${raising(raw)} | ${raisingRatio} | |`,
     );
-  }
-
-  const g = results.scaling;
-  if (g) {
-    for (const [i, phase] of g.ours.entries()) {
-      const raw = g.raw[i]!;
-      lines.push(
-        `| Scaling: ${phase.workers} worker(s), ${phase.bridges} bridge(s), ${n(phase.count)} raised in batches of 10, settled | ${phase.settledPerSec}/s (accepted ${phase.acceptedPerSec}/s) | ${raw.workers} baseline worker(s): ${raw.settledPerSec}/s completed (started ${raw.acceptedPerSec}/s) | ${(phase.settledPerSec / raw.settledPerSec).toFixed(2)} | | |`,
-      );
-    }
-    lines.push(`| Scaling: two over one, settled | ${g.gain.ours} × | ${g.gain.raw} × | | | |`);
   }
 
   const tr = results.traffic;
@@ -218,7 +139,7 @@ export function markdown(results: BenchResults): string {
         ? `${tr.firstMiss.raw === undefined ? '≤ ' : tr.firstMiss.ours === undefined ? '≥ ' : ''}${(tr.knee.ours / tr.knee.raw).toFixed(2)}`
         : '—';
     lines.push(
-      `| Traffic, open loop at ${tr.steps.map((step) => step.rate).join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee('ours')} | ${knee('raw')} | ${kneeRatio} | | |`,
+      `| Traffic${tr.feedOnly ? ', feed only (10 facts/s per raise/s, no raises)' : ''}, open loop at ${tr.steps.map((step) => step.rate).join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee('ours')} | ${knee('raw')} | ${kneeRatio} | |`,
     );
   }
 
@@ -243,29 +164,11 @@ export function markdown(results: BenchResults): string {
       `| Request latency p50 / p95 / p99, 10 per request | ${ms(t.batch.latencyMs)} | |`,
       `| Card fetches by the bridge over the whole run (cache 60 s) | ${t.counters.bridgeCardFetches} | |`,
     );
-    const stageLabels: Record<string, string> = {
-      firstTaskQueue: 'first workflow task: scheduled → started',
-      firstTaskRun: 'first workflow task: started → completed',
-      factActivityQueue: 'subscribe-fact-ledger activity: scheduled → started',
-      factActivityRun: 'subscribe-fact-ledger activity: started → completed',
-      subjectActivityQueue: 'subscribe-subject-ledger activity: scheduled → started',
-      subjectActivityRun: 'subscribe-subject-ledger activity: started → completed',
-      startToTimer: 'workflow started → waiting on its timer (raise set up)',
-    };
-    for (const [name, summary] of Object.entries(t.raiseStages)) {
-      // A stage the raise no longer has (the subscribe activities before the raise path of docs/raise-path.md).
-      if (Number.isNaN(summary.p50)) continue;
-      lines.push(`| Raise stage, ${stageLabels[name] ?? name} (p50 / p99) | ${summary.p50} / ${summary.p99} ms | |`);
-    }
   }
   if (f) {
     lines.push(
       `| Fact POST ?wait=true answered (bridge + ledger update + the expectation's takeFact) p50 / p95 / p99 | ${ms(f.postMs)} | |`,
-      ...(f.answeredSatisfied === undefined
-        ? []
-        : [
-            `| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`,
-          ]),
+      `| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`,
       `| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`,
       `| Queries per sample until satisfied, p50 / p99 | ${f.pollsPerSample.p50} / ${f.pollsPerSample.p99} | |`,
     );
@@ -273,9 +176,8 @@ export function markdown(results: BenchResults): string {
   for (const l of results.lapse ?? []) {
     lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
     lines.push(
-      `| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses ?? '— (worker in its own process)'} | |`,
+      `| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses} | |`,
     );
-    if (l.workers) lines.push(`| Lapse ${n(l.count)}: where the workers ran | ${l.workers} | the same |`);
   }
   if (results.cost) lines.push('', ...costRows(results.cost, stamp));
   if (tr) lines.push('', ...trafficRows(tr, stamp));
@@ -332,7 +234,7 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
   const o = traffic.options;
   const ran = traffic.steps.flatMap((step) => [step.ours, step.raw].filter((s): s is TrafficStep => s !== undefined));
   const rows = [
-    `#### Traffic, open loop: steps of ${o.stepMs / 1000} s at ${o.rates.join(', ')} raises/s, the watcher then raw Temporal at each, then doubling for a side that had not missed, up to ${o.maxRate} (${stamp})`,
+    `#### Traffic${traffic.feedOnly ? ', feed only' : ''}, open loop: steps of ${o.stepMs / 1000} s at ${o.rates.join(', ')} raises/s, the watcher then raw Temporal at each, then doubling for a side that had not missed, up to ${o.maxRate} (${stamp})`,
     '',
     '| Offered raises/s | Side | Offered items/s (raises + facts) | Accepted / settled items/s | Answers 200 / 429 / 503 / other / none | Lost requests (items; abandoned at the tail) | Answer p50 / p99 | Task backlog at start: this side / the other | Machine load average (1 min), start / end |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -347,8 +249,8 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
   }
   rows.push(
     '',
-    `| Offered raises/s | Side | Lapses due / seen (tasks at an agent) | Caused by the backlog: overdue / stalled / skipped | Due, never seen | Lateness p50 / p99 (lapsedAt − deadline: dueAt + grace) | At the agent p50 / p99 | Per offered item: actions (routers' part) / history bytes / events | CPU ms per offered item: worker / bridge / server / load |`,
-    '|---|---|---|---|---|---|---|---|---|',
+    `| Offered raises/s | Side | Lapses due / seen (tasks at an agent) | Caused by the backlog: overdue / stalled / skipped | Due, never seen | Lateness p50 / p99 (lapsedAt − deadline: dueAt + grace) | At the agent p50 / p99 | Per offered item: actions (routers' part) / history bytes / events | CPU ms per offered item: worker / bridge / server / load | Server CPU ms per stored fact |`,
+    '|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const s of ran) {
     const l = s.lapses;
@@ -358,7 +260,7 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
     const routers = s.history.byType?.factRouterWorkflow;
     const routerPart = routers ? ` (${(routers.actions / Math.max(items, 1)).toFixed(2)})` : '';
     rows.push(
-      `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(l.atAgentMs)} | ${s.perItem.actions}${routerPart} / ${n(s.perItem.bytes)} B / ${s.perItem.events} (${n(s.history.workflows)} runs, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} |`,
+      `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(l.atAgentMs)} | ${s.perItem.actions}${routerPart} / ${n(s.perItem.bytes)} B / ${s.perItem.events} (${n(s.history.workflows)} runs, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} | ${s.serverCpuMsPerStoredFact ?? '—'} |`,
     );
   }
   const mixOf = (rate: number, m: TrafficStep['mix']) =>
@@ -373,6 +275,9 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
           `- Both workers ran with NODE_OPTIONS \`${w.nodeOptions}\` and reported the same bounds: the watcher's heap limit ${w.ours.heapLimitMiB} MiB and cache ${w.ours.maxCachedWorkflows} workflows, raw's ${w.raw.heapLimitMiB} MiB and ${w.raw.maxCachedWorkflows}.`,
         ]
       : []),
+    traffic.feedOnly
+      ? "- Feed only: no raises, the facts of each step alone (ten to a raise of the rate); the watcher stores every fact in its routers (its key's and its subject's), raw signals-with-start one of 64 `factStoreWorkflow`s per fact (by the key's shard), so that both store every fact."
+      : '- Raw stores a fact only when an expectation waits on it (a signal to each waiting `deadlineWorkflow`); a fact nobody waits on costs it nothing, while the watcher stores every fact (issue 44).',
     `- Mix per step, from ${traffic.agents} agents and one feed: ${traffic.steps.map((step) => mixOf(step.rate, (step.ours ?? step.raw)!.mix)).join('; ')}. The 80 on one key and the 10 on the hot subject come first out of each step's raises, so a low rate has few of the others.`,
     "- Caused by the backlog: an overdue lapse of an expectation whose fact the bridge had answered 200 before the deadline (dueAt + grace), a stall although a fact on the subject was answered after the raise and before the horizon, a skip although the skipped step's fact was answered before its successor's was sent. Raw does the least: a timer and a signal per expectation, no stall or skip, so only its timers can lapse; a raw lapse is the backlog's when its signal had been answered before the deadline. The watcher settles a deadline for WATCHER_FACT_WAIT (PT2S) + 1 s before it lapses, so its lateness starts at about 3 s.",
     `- Actions and history bytes: the events every run of the side's task queue wrote during the step (by event time, from the step's start to the side's next step), so that the long-lived routers' events count in the step they were written in; every router run read, up to ${n(o.historyCap)} other histories read and scaled; actions as Temporal Cloud bills them (bench/lib/history.ts), the routers' part in parentheses. Records read at the end: ${traffic.recordsRead} (${traffic.recordErrors} failed).`,
@@ -380,42 +285,20 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
   return rows;
 }
 
-/** The BENCHMARKS.md section of a run: its mode, `cluster-` on the cluster, and the scenarios when not all ran. */
+/** A run's name: its mode, `cluster-` on the cluster, and the scenarios when not all ran. */
 const sectionOf = (results: BenchResults) =>
   `${results.serverKind === 'cluster' ? 'cluster-' : ''}${results.mode}${results.scenarios ? `-${results.scenarios.join('-')}` : ''}`;
 
-const marker = (mode: string, edge: 'start' | 'end') => `<!-- bench:${mode}:${edge} -->`;
-
 /**
- * Writes `bench/results/<stamp>-<mode>.{json,md}` and, unless `benchmarksMd` is false, refreshes the mode's latest
- * table in BENCHMARKS.md.
+ * Writes `bench/results/<stamp>-<section>.{json,md}`, to be folded into BENCHMARKS.md's scenario table by hand; keep
+ * only the newest run of a scenario there (git keeps the rest).
  */
-export function writeResults(
-  results: BenchResults,
-  { benchmarksMd = true }: { benchmarksMd?: boolean } = {},
-): { json: string; md: string } {
+export function writeResults(results: BenchResults): { json: string; md: string } {
   const dir = path.join(repoRoot, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const stamp = results.startedAt.replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
-  // A cluster run has files and a BENCHMARKS.md section of its own (`cluster-quick`), beside the dev server's.
-  const kind = results.serverKind === 'cluster' ? 'cluster-' : '';
-  const section = sectionOf(results);
-  const base = path.join(dir, `${stamp}-${section}`);
-  const table = markdown(results);
+  const base = path.join(dir, `${stamp}-${sectionOf(results)}`);
   writeFileSync(`${base}.json`, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(`${base}.md`, `### Benchmark ${section}, ${provenance(results)}\n\n${table}`);
-  if (!benchmarksMd) return { json: `${base}.json`, md: `${base}.md` };
-
-  const benchmarks = path.join(repoRoot, 'BENCHMARKS.md');
-  // A run of some scenarios only (`--only`) has a section of its own: it does not replace a whole run's table.
-  const start = marker(section, 'start');
-  const end = marker(section, 'end');
-  const body = `${start}\n${table}\nResults: \`bench/results/${path.basename(base)}.json\` (${provenance(results)})\n${end}`;
-  const current = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8') : '# Benchmarks\n';
-  const updated =
-    current.includes(start) && current.includes(end)
-      ? current.replace(new RegExp(`${start}[\\s\\S]*${end}`), () => body)
-      : `${current.trimEnd()}\n\n## Latest ${kind ? `${kind.slice(0, -1)} ` : ''}${results.mode} run${results.scenarios ? ` of ${results.scenarios.join(', ')}` : ''}\n\n${body}\n`;
-  writeFileSync(benchmarks, updated);
+  writeFileSync(`${base}.md`, `### Benchmark ${sectionOf(results)}, ${provenance(results)}\n\n${markdown(results)}`);
   return { json: `${base}.json`, md: `${base}.md` };
 }

@@ -2,11 +2,10 @@
  * The in-process stack of scenarios 1–3: the bridge (`createApp` on a loopback port), the watcher's worker
  * (`createWatcherWorker`), a real @a2a-js/sdk agent, and the raw baseline's worker on a task queue of its own, all
  * on one Temporal server. Counts what the watcher fetches from the agent. Both workers share the process's heap and
- * get the same workflow cache: the watcher's default for that heap (src/config.ts) unless `--stack-worker` sets one.
+ * get the same workflow cache: the watcher's default for that heap (src/config.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
@@ -14,6 +13,7 @@ import { defaultMaxCachedWorkflows, heapLimitMiB } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
+import { close, listen, urlOf } from '../../test/support/net.js';
 import { loopbackFetch } from '../../test/support/outbound.js';
 import { createBaselineActivities } from '../baseline/activities.js';
 import { runPrefix } from './payloads.js';
@@ -27,8 +27,6 @@ export interface Counters {
   bridgeCardFetches: number;
   /** Card fetches the lapse delivery activity made. */
   workerCardFetches: number;
-  /** JSON-RPC requests the delivery activity sent. */
-  workerSends: number;
 }
 
 export interface Stack {
@@ -62,22 +60,6 @@ export interface Stack {
 
 type BridgeSettings = Parameters<typeof createApp>[0]['settings'];
 
-/** Listens on a loopback port; resolves to the server and its URL. */
-async function listenOnLoopback(app: ReturnType<typeof createApp>): Promise<{ http: Server; url: string }> {
-  const http: Server = await new Promise((resolve, reject) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-    listening.once('error', reject);
-  });
-  return { http, url: `http://127.0.0.1:${(http.address() as AddressInfo).port}` };
-}
-
-async function closeHttp(http: Server): Promise<void> {
-  await new Promise<void>((resolve) => {
-    http.close(() => resolve());
-    http.closeAllConnections();
-  });
-}
-
 /** Wraps fetch to count requests whose URL passes `match`. */
 function countingFetch(count: (url: string) => void): typeof fetch {
   return async (resource, init) => {
@@ -88,15 +70,10 @@ function countingFetch(count: (url: string) => void): typeof fetch {
 }
 
 /** Starts everything on `server`; the bundles are prebuilt files. */
-export async function startStack(
-  server: BenchServer,
-  bundles: { watcher: string; baseline: string },
-  /** Worker options of the watcher's worker, for experiments (`--stack-worker`). */
-  workerOptions: Record<string, unknown> = {},
-): Promise<Stack> {
+export async function startStack(server: BenchServer, bundles: { watcher: string; baseline: string }): Promise<Stack> {
   const watcherQueue = `${runPrefix}-watcher`;
   const baselineQueue = `${runPrefix}-raw`;
-  const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0, workerSends: 0 };
+  const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0 };
   const agent = await startTestAgent();
 
   const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
@@ -114,10 +91,7 @@ export async function startStack(
   });
 
   // As src/runtime.ts sizes the deployed worker's cache, and the same for the raw worker beside it.
-  const maxCachedWorkflows =
-    typeof workerOptions.maxCachedWorkflows === 'number'
-      ? workerOptions.maxCachedWorkflows
-      : defaultMaxCachedWorkflows(heapLimitMiB());
+  const maxCachedWorkflows = defaultMaxCachedWorkflows(heapLimitMiB());
   const workerBounds: WorkerBounds = { maxCachedWorkflows, heapLimitMiB: Math.round(heapLimitMiB()) };
   const watcher: WatcherWorker = await createWatcherWorker({
     address: server.address,
@@ -129,9 +103,8 @@ export async function startStack(
     agents: agentDirectory(principals),
     fetch: countingFetch((url) => {
       if (url === agent.cardUrl) counters.workerCardFetches++;
-      else counters.workerSends++;
     }),
-    workerOptions: { ...workerOptions, maxCachedWorkflows },
+    workerOptions: { maxCachedWorkflows },
   });
   const watcherRunning = watcher.run();
 
@@ -164,7 +137,8 @@ export async function startStack(
       settings,
       fetch: countingFetch(() => counters.bridgeCardFetches++),
     });
-  const { http, url: bridgeUrl } = await listenOnLoopback(bridgeOn(defaults));
+  const http = await listen(bridgeOn(defaults));
+  const bridgeUrl = urlOf(http);
   const others: Server[] = [];
   progress(
     `stack: bridge ${bridgeUrl}, watcher queue ${watcherQueue}, raw queue ${baselineQueue}, agent ${agent.url}; both workers cache ${maxCachedWorkflows} workflows`,
@@ -196,12 +170,12 @@ export async function startStack(
       if (drained.at === undefined) throw new Error(`settling: ${watcherQueue} kept a backlog of ${drained.backlog}`);
     },
     async openBridge(settings) {
-      const other = await listenOnLoopback(bridgeOn({ ...defaults, ...settings }));
-      others.push(other.http);
-      return other.url;
+      const other = await listen(bridgeOn({ ...defaults, ...settings }));
+      others.push(other);
+      return urlOf(other);
     },
     async close() {
-      await Promise.all([http, ...others].map(closeHttp));
+      await Promise.all([http, ...others].map(close));
       await watcher.shutdown();
       await watcherRunning;
       baselineWorker.shutdown();

@@ -28,27 +28,6 @@ export interface ObservedLapse {
   receivedAt?: number;
 }
 
-/** What a record said at the end, for the examples. */
-export interface RecordSummary {
-  state: string;
-  satisfiedAt?: string;
-  /** The satisfying fact's observedAt. */
-  observedAt?: string;
-  late?: boolean;
-}
-
-/** One lapse the backlog caused, with what shows it (JSON only). */
-export interface BacklogExample {
-  expectationId: string;
-  lapse: LapseKind;
-  /** The deadline (overdue: dueAt + grace; stalled: the horizon; skipped: the successor's fact sent). */
-  deadline: string;
-  lapsedAt: string;
-  /** When the bridge answered 200 the fact that should have prevented it. */
-  factAnsweredAt: string;
-  record?: RecordSummary;
-}
-
 interface Send {
   sentAt: number;
   answeredAt?: number;
@@ -80,8 +59,6 @@ export interface LapseReport {
   latenessMs: Summary;
   /** Arrival of the lapse task at the agent minus its deadline. */
   atAgentMs: Summary;
-  /** A few lapses the backlog caused (two of each kind), with their evidence. */
-  examples: BacklogExample[];
 }
 
 const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => map.set(key, [...(map.get(key) ?? []), value]);
@@ -140,9 +117,7 @@ export function judgeOurLapses(
   sends: Sends,
   lapses: readonly ObservedLapse[],
   endMs: number,
-  records: ReadonlyMap<string, RecordSummary> = new Map(),
 ): LapseReport {
-  const examples: BacklogExample[] = [];
   const byKind = zeroKinds();
   const backlog = zeroKinds();
   const lateness: number[] = [];
@@ -156,14 +131,11 @@ export function judgeOurLapses(
     const e = p.expectation;
     let deadline: number | undefined;
     let prevented: Send | undefined;
-    let judgedOn: number | undefined;
     if (l.lapse === 'overdue') {
       deadline = Date.parse(l.dueAt) + p.graceMs;
-      judgedOn = deadline;
       prevented = answeredBefore(sends.byKey.get(e.satisfiedBy.factKey), deadline);
     } else if (l.lapse === 'stalled' && e.horizon) {
       deadline = Date.parse(e.horizon);
-      judgedOn = deadline;
       const raisedAt = sends.raiseAnsweredAt.get(e.expectationId);
       const after = (sends.bySubject.get(subjectKey(e.subject)) ?? []).filter(
         (s) => raisedAt !== undefined && s.sentAt >= raisedAt,
@@ -172,23 +144,10 @@ export function judgeOurLapses(
     } else if (l.lapse === 'skipped') {
       const after = l.satisfiedAfter?.[0] ? plan.expectations.get(l.satisfiedAfter[0]) : undefined;
       const afterSends = after ? sends.byKey.get(after.expectation.satisfiedBy.factKey) : undefined;
-      judgedOn = firstSent(afterSends);
-      prevented = answeredBefore(sends.byKey.get(e.satisfiedBy.factKey), judgedOn);
+      prevented = answeredBefore(sends.byKey.get(e.satisfiedBy.factKey), firstSent(afterSends));
       deadline = firstAnswered(afterSends)?.answeredAt;
     }
-    if (prevented) {
-      backlog[l.lapse]++;
-      if (examples.filter((x) => x.lapse === l.lapse).length < 2) {
-        examples.push({
-          expectationId: l.expectationId,
-          lapse: l.lapse,
-          deadline: new Date(judgedOn!).toISOString(),
-          lapsedAt: l.lapsedAt,
-          factAnsweredAt: new Date(prevented.answeredAt!).toISOString(),
-          ...(records.has(l.expectationId) ? { record: records.get(l.expectationId) } : {}),
-        });
-      }
-    }
+    if (prevented) backlog[l.lapse]++;
     if (deadline !== undefined) {
       lateness.push(Date.parse(l.lapsedAt) - deadline);
       if (l.receivedAt !== undefined) atAgent.push(l.receivedAt - deadline);
@@ -242,7 +201,6 @@ export function judgeOurLapses(
     missing,
     latenessMs: summarise(lateness, 0),
     atAgentMs: summarise(atAgent, 0),
-    examples,
   };
 }
 
@@ -253,7 +211,6 @@ export function judgeRawLapses(
   firedAt: ReadonlyMap<string, number>,
   endMs: number,
 ): LapseReport {
-  const examples: BacklogExample[] = [];
   const byKind = zeroKinds();
   const backlog = zeroKinds();
   const lateness: number[] = [];
@@ -265,19 +222,7 @@ export function judgeRawLapses(
     if (fired !== undefined) {
       byKind.overdue++;
       lateness.push(fired - p.rawDeadlineMs);
-      const prevented = answeredBefore(keySends, p.rawDeadlineMs);
-      if (prevented) {
-        backlog.overdue++;
-        if (examples.length < 3) {
-          examples.push({
-            expectationId: id,
-            lapse: 'overdue',
-            deadline: new Date(p.rawDeadlineMs).toISOString(),
-            lapsedAt: new Date(fired).toISOString(),
-            factAnsweredAt: new Date(prevented.answeredAt!).toISOString(),
-          });
-        }
-      }
+      if (answeredBefore(keySends, p.rawDeadlineMs)) backlog.overdue++;
     }
     if (!sends.raiseAnsweredAt.has(id) || p.rawDeadlineMs >= endMs - 5_000) continue;
     if (!(keySends ?? []).some((s) => s.sentAt < p.rawDeadlineMs)) {
@@ -295,6 +240,5 @@ export function judgeRawLapses(
     missing,
     latenessMs: summarise(lateness, 0),
     atAgentMs: summarise(lateness, 0),
-    examples,
   };
 }

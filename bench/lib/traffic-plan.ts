@@ -93,6 +93,18 @@ const DEADLINE_ROOM_MS = 22_000;
 const HORIZON_ROOM_MS = 16_000;
 const PLAN_ROOM_MS = 25_000;
 
+/** The step without its raises (`--traffic-feed-only`): the same fact requests, none of them awaited. */
+export function feedOnly(plan: StepPlan): StepPlan {
+  const { facts, factRequests, hotSubjectFacts, factsWithSubject } = plan.mix;
+  const none = Object.fromEntries(Object.keys(plan.mix).map((key) => [key, 0])) as unknown as TrafficMix;
+  return {
+    requests: plan.requests.filter((request) => request.kind === 'facts'),
+    expectations: new Map(),
+    waiting: new Map(),
+    mix: { ...none, facts, factRequests, hotSubjectFacts, factsWithSubject, unexpectedFacts: facts },
+  };
+}
+
 /** mulberry32: a small seeded generator, so that a step's traffic is the same for both sides. */
 function seeded(seed: number): () => number {
   let a = seed >>> 0;

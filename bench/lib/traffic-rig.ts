@@ -5,21 +5,22 @@
  * one's CPU is read apart; several real @a2a-js/sdk agents and a fact feed, the load and the raw client in the
  * benchmark's process. The watcher is reached only through the bridge's HTTP API.
  */
-import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
+import { writePrincipalsFile } from '../../test/support/agents.js';
 import { DEPLOYED_WORKER_NODE_OPTIONS } from '../scenarios/scale.js';
 import { spawnEntry, type Child } from './child.js';
-import { readFired } from './lapse-rig.js';
 import { runPrefix } from './payloads.js';
-import type { BenchServer } from './server.js';
+import { freePort, type BenchServer } from './server.js';
 import {
+  BASELINE_RUNNING,
   reportedBounds,
-  spawnBridgeAndRawWorker,
-  WATCHER_RUNNING,
+  spawnBaselineWorker,
   watcherEnv,
+  WORKER_RUNNING,
   type WorkerBounds,
 } from './watcher-processes.js';
 
@@ -43,7 +44,13 @@ export interface TrafficRig {
   close(): Promise<void>;
 }
 
-const sha256 = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+/** The firings the baseline worker appended to its fired file (`<id> <ms>` lines): workflow id → epoch ms. */
+function readFired(file: string): Map<string, number> {
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '');
+  return new Map(lines.map((line) => [line.split(' ')[0]!, Number(line.split(' ')[1])]));
+}
 
 /** Starts the agents and the three processes on `server` under `dir`. */
 export async function startTrafficRig(
@@ -67,20 +74,17 @@ export async function startTrafficRig(
     for (let i = 0; i < agentCount; i++) agents.push(await startTestAgent());
     const agentTokens = agents.map(() => `agent-${randomUUID()}`);
     const feedToken = `feed-${randomUUID()}`;
-    const principalsFile = path.join(dir, 'principals.json');
-    writeFileSync(
-      principalsFile,
-      JSON.stringify({
-        principals: [
-          ...agents.map((agent, i) => ({
-            id: `traffic-agent-${i + 1}`,
-            tokenSha256: sha256(agentTokens[i]!),
-            roles: ['agent'],
-            agent: { cardUrl: agent.cardUrl },
-          })),
-          { id: 'traffic-feed', tokenSha256: sha256(feedToken), roles: ['reporter', 'reader'] },
-        ],
-      }),
+    const tokens = Object.fromEntries(agentTokens.map((token, i) => [`traffic-agent-${i + 1}`, token]));
+    const principalsFile = writePrincipalsFile(
+      [
+        ...agents.map((agent, i) => ({
+          id: `traffic-agent-${i + 1}`,
+          roles: ['agent' as const],
+          cardUrl: agent.cardUrl,
+        })),
+        { id: 'traffic-feed', roles: ['reporter' as const, 'reader' as const] },
+      ],
+      { tokens: { ...tokens, 'traffic-feed': feedToken }, file: path.join(dir, 'principals.json') },
     );
     const env = { ...watcherEnv(server, watcherQueue, dir), WATCHER_PRINCIPALS_FILE: principalsFile };
     const worker = spawnEntry(
@@ -95,18 +99,31 @@ export async function startTrafficRig(
       path.join(dir, 'worker.log'),
     );
     children.push(worker);
-    await worker.waitFor(WATCHER_RUNNING);
-    const ours = reportedBounds(worker.output(), WATCHER_RUNNING);
-    const { bridge, raw, port, firedFile, rawBounds } = await spawnBridgeAndRawWorker({
+    await worker.waitFor(WORKER_RUNNING);
+    const ours = reportedBounds(worker.output(), WORKER_RUNNING);
+    const port = await freePort();
+    const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
+    children.push(bridge);
+    await bridge.waitFor(/bridge listening/);
+    // The raw worker with the watcher worker's heap bound and workflow cache, as it reports them: a fair comparison.
+    const firedFile = path.join(dir, 'raw-fired.txt');
+    writeFileSync(firedFile, '');
+    const raw = spawnBaselineWorker({
       server,
-      env,
+      queue: rawQueue,
+      bundle: bundles.baseline,
       dir,
-      rawQueue,
-      baselineBundle: bundles.baseline,
-      children,
+      firedFile,
       nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS,
-      watcherBounds: ours,
+      maxCachedWorkflows: ours.maxCachedWorkflows,
     });
+    children.push(raw);
+    await raw.waitFor(BASELINE_RUNNING);
+    const rawBounds = reportedBounds(raw.output(), BASELINE_RUNNING);
+    if (rawBounds.maxCachedWorkflows !== ours.maxCachedWorkflows || rawBounds.heapLimitMiB !== ours.heapLimitMiB)
+      throw new Error(
+        `the raw worker's bounds ${JSON.stringify(rawBounds)} differ from the watcher's ${JSON.stringify(ours)}`,
+      );
     connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
     return {
       server,

@@ -1,21 +1,18 @@
 /**
- * What scenarios 4 and 6 share to run the watcher as deployed, a `src/worker.ts` and a `src/bridge.ts` process on a
- * server: their environment, the principals file of the bench's agent, the wait for every raise's routers, and the
- * raw baseline's worker beside them with the same heap limit and cache bound.
+ * What scenarios 4 and 7 share to run the watcher as deployed, a `src/worker.ts` and a `src/bridge.ts` process on a
+ * server, beside the raw baseline's worker: their environment, the wait for every raise's routers, and the bounds each
+ * worker reports.
  */
-import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
 import { factRouterWorkflowId } from '../../core/ids.js';
-import { tokenSha256 } from '../../src/auth/principals.js';
 import { spawnEntry, type Child } from './child.js';
 import { progress, waitUntil } from './progress.js';
-import { freePort, type BenchServer } from './server.js';
+import type { BenchServer } from './server.js';
 
 /**
- * The environment of the watcher's processes on `server`, polling `queue`. The benchmark's agent runs on this machine
+ * The environment of the watcher's processes on `server`, polling `queue`. The benchmark's agents run on this machine
  * (loopback, which a worker on a cluster reaches only when allowed), and it measures the watcher, not a principal's
  * allowance: the per-principal quotas (600 raises a minute, 10,000 open by default) would refuse its own load with 429.
  */
@@ -31,21 +28,6 @@ export function watcherEnv(server: BenchServer, queue: string, dataDir: string):
     WATCHER_QUOTA_RAISES_PER_MINUTE: '0',
     WATCHER_QUOTA_FACTS_PER_MINUTE: '0',
   };
-}
-
-/**
- * Writes the principals file of the bench's agent (`bench-agent`, card at `cardUrl`), which the worker reads too
- * when it delivers a lapse; returns the agent's bearer token.
- */
-export function writeAgentPrincipals(file: string, cardUrl: string): string {
-  const token = `agent-${randomUUID()}`;
-  writeFileSync(
-    file,
-    JSON.stringify({
-      principals: [{ id: 'bench-agent', tokenSha256: tokenSha256(token), roles: ['agent'], agent: { cardUrl } }],
-    }),
-  );
-  return token;
 }
 
 /** The routers raising expectations waiting on `factKeys` signals-with-start on `queue` (core/ids.ts), by workflow id. */
@@ -65,17 +47,11 @@ export async function waitRoutersStarted(
   options: { label: string; timeoutMs: number; intervalMs?: number },
 ): Promise<void> {
   const want = Math.min(expected, FACT_ROUTER_SHARDS);
+  const query = `WorkflowType = 'factRouterWorkflow' AND TaskQueue = '${queue}' AND ExecutionStatus = 'Running'`;
   let running = 0;
   await waitUntil(
     "the raises' routers to start",
-    async () => {
-      running = (
-        await client.workflow.count(
-          `WorkflowType = 'factRouterWorkflow' AND TaskQueue = '${queue}' AND ExecutionStatus = 'Running'`,
-        )
-      ).count;
-      return running >= want;
-    },
+    async () => (running = (await client.workflow.count(query)).count) >= want,
     {
       timeoutMs: options.timeoutMs,
       intervalMs: options.intervalMs ?? 1_000,
@@ -90,10 +66,11 @@ export interface WorkerBounds {
   heapLimitMiB: number;
 }
 
-/**
- * The bounds a worker process reported on the line matching `running` (src/worker.ts logs them with "worker running",
- * bench/baseline/worker.ts with "baseline worker running"), JSON or pretty.
- */
+/** The line src/worker.ts logs once it runs, with its bounds; bench/baseline/worker.ts prints `baseline worker running`. */
+export const WORKER_RUNNING = /worker running/;
+export const BASELINE_RUNNING = /baseline worker running/;
+
+/** The bounds a worker process reported on the line matching `running`, JSON or pretty. */
 export function reportedBounds(output: string, running: RegExp): WorkerBounds {
   const line = output.split('\n').find((text) => running.test(text)) ?? '';
   const field = (name: string) => Number(new RegExp(`"?${name}"?\\s*[:=]\\s*(\\d+)`).exec(line)?.[1] ?? Number.NaN);
@@ -103,80 +80,24 @@ export function reportedBounds(output: string, running: RegExp): WorkerBounds {
   return bounds;
 }
 
-/** Throws unless the raw worker runs with the watcher worker's heap limit and cache bound (a fair comparison). */
-export function assertSameBounds(ours: WorkerBounds, raw: WorkerBounds): void {
-  if (ours.maxCachedWorkflows !== raw.maxCachedWorkflows || ours.heapLimitMiB !== raw.heapLimitMiB) {
-    throw new Error(
-      `the raw worker's bounds ${JSON.stringify(raw)} differ from the watcher worker's ${JSON.stringify(ours)}`,
-    );
-  }
-}
-
 /**
- * The bridge (on a free port, with the watcher's `env`) and the raw baseline's worker (on `rawQueue`, writing its timer
- * firings to `<dir>/raw-fired.txt`) as processes of their own, each pushed to `children` as soon as it is spawned so
- * that a failure further on still stops it. The raw worker gets the watcher worker's heap limit (`nodeOptions`, the
- * watcher's NODE_OPTIONS) and cache bound (`watcherBounds`, what the watcher's worker reported), and the bounds it
- * reports must match. Resolves once both say they run.
- */
-export async function spawnBridgeAndRawWorker(options: {
-  server: BenchServer;
-  env: Record<string, string>;
-  dir: string;
-  rawQueue: string;
-  baselineBundle: string;
-  children: Child[];
-  /** The watcher worker's NODE_OPTIONS (absent: none, as the watcher's). */
-  nodeOptions?: string;
-  watcherBounds: WorkerBounds;
-}): Promise<{ bridge: Child; raw: Child; port: number; firedFile: string; rawBounds: WorkerBounds }> {
-  const { server, env, dir, children } = options;
-  const port = await freePort();
-  const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
-  children.push(bridge);
-  await bridge.waitFor(/bridge listening/);
-  const firedFile = path.join(dir, 'raw-fired.txt');
-  writeFileSync(firedFile, '');
-  const raw = spawnBaselineWorker({
-    server,
-    queue: options.rawQueue,
-    bundle: options.baselineBundle,
-    logFile: path.join(dir, 'raw-worker.log'),
-    firedFile,
-    nodeOptions: options.nodeOptions,
-    maxCachedWorkflows: options.watcherBounds.maxCachedWorkflows,
-  });
-  children.push(raw);
-  await raw.waitFor(BASELINE_RUNNING);
-  const rawBounds = reportedBounds(raw.output(), BASELINE_RUNNING);
-  assertSameBounds(options.watcherBounds, rawBounds);
-  return { bridge, raw, port, firedFile, rawBounds };
-}
-
-/** The line bench/baseline/worker.ts prints once it runs, with its bounds. */
-export const BASELINE_RUNNING = /baseline worker running/;
-
-/** The line src/worker.ts logs once it runs, with its bounds. */
-export const WATCHER_RUNNING = /worker running/;
-
-/**
- * The raw baseline's worker as a process of its own on `queue`: with `nodeOptions` as its NODE_OPTIONS (the
- * watcher worker's heap limit; absent, the environment's, as the watcher's) and `maxCachedWorkflows` (absent: the
- * watcher's default rule for its heap, src/config.ts).
+ * The raw baseline's worker as a process of its own on `queue`: with `nodeOptions` as its NODE_OPTIONS (the watcher
+ * worker's heap limit) and `maxCachedWorkflows` (absent: the watcher's default rule for its heap, src/config.ts);
+ * with a `firedFile`, each timer's activity appends `<id> <ms>` to it.
  */
 export function spawnBaselineWorker(options: {
   server: BenchServer;
   queue: string;
   bundle: string;
-  logFile: string;
+  dir: string;
+  nodeOptions: string;
   firedFile?: string;
-  nodeOptions?: string;
   maxCachedWorkflows?: number;
 }): Child {
   const { server } = options;
   const args = [server.address, server.namespace, options.queue, options.bundle];
   if (options.firedFile) args.push(options.firedFile);
   if (options.maxCachedWorkflows !== undefined) args.push(`--max-cached-workflows=${options.maxCachedWorkflows}`);
-  const env: Record<string, string> = options.nodeOptions === undefined ? {} : { NODE_OPTIONS: options.nodeOptions };
-  return spawnEntry('bench/baseline/worker.ts', args, env, options.logFile);
+  const env = { NODE_OPTIONS: options.nodeOptions };
+  return spawnEntry('bench/baseline/worker.ts', args, env, path.join(options.dir, 'raw-worker.log'));
 }

@@ -41,7 +41,7 @@ export interface LifecycleCost {
   samples: number;
   /** Mean per sample: the expectation's own workflow (none for a fact nobody waits on), its share of the routers, their sum. */
   expectation: WorkflowCost;
-  /** The share of its key's router and, when another, of its subject's router (bench/lib/history.ts shareOf). */
+  /** The share of its key's router and, when another, of its subject's router (bench/lib/history.ts shareOfRuns). */
   routers: WorkflowCost;
   total: WorkflowCost;
   /** The raw workflow it is compared with, and total / raw for events and bytes (none against nothing). */
@@ -112,7 +112,7 @@ const stored = (factKey: string) => (history: History) =>
   );
 
 /**
- * The share of the routers that concerns one expectation or fact (bench/lib/history.ts shareOf, every run of each):
+ * The share of the routers that concerns one expectation or fact (bench/lib/history.ts shareOfRuns, every run of each):
  * the routers serve many keys and never close, so the share is read once `done` holds for the key's router (the
  * expectation left it, or the fact is stored) and no task of any of them is pending. A subject router that is the
  * key's router is counted once.
@@ -142,23 +142,15 @@ async function routersCostOf(
     .reduce(add, zero());
 }
 
+const KEYS = ['events', 'bytes', 'workflowTasks', 'actions'] as const;
 const zero = (): WorkflowCost => ({ events: 0, bytes: 0, workflowTasks: 0, actions: 0 });
-const add = (a: WorkflowCost, b: WorkflowCost): WorkflowCost => ({
-  events: a.events + b.events,
-  bytes: a.bytes + b.bytes,
-  workflowTasks: a.workflowTasks + b.workflowTasks,
-  actions: a.actions + b.actions,
-});
+const add = (a: WorkflowCost, b: WorkflowCost): WorkflowCost =>
+  Object.fromEntries(KEYS.map((key) => [key, a[key] + b[key]])) as unknown as WorkflowCost;
+/** The mean per sample, to a tenth. */
 const mean = (costs: WorkflowCost[]): WorkflowCost => {
   const sum = costs.reduce(add, zero());
   const n = Math.max(costs.length, 1);
-  const round = (v: number) => Number((v / n).toFixed(1));
-  return {
-    events: round(sum.events),
-    bytes: round(sum.bytes),
-    workflowTasks: round(sum.workflowTasks),
-    actions: round(sum.actions),
-  };
+  return Object.fromEntries(KEYS.map((key) => [key, Number((sum[key] / n).toFixed(1))])) as unknown as WorkflowCost;
 };
 
 /** Done driving: every workflow of `expectation` closes by itself from here, and is then counted; or a fact alone. */

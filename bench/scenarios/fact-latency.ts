@@ -5,9 +5,9 @@
  * signal, on the same server. Samples of ours and raw alternate one by one so that both see the same load.
  */
 import { recordQuery } from '../../workflows/messages.js';
-import proto from '@temporalio/proto';
 import { expectationWorkflowId } from '../../core/ids.js';
-import { goSignal, signalledQuery } from '../baseline/workflows.js';
+import { goSignal } from '../baseline/workflows.js';
+import { drainedAt } from '../lib/backlog.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchKeys, batchOf, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
@@ -33,10 +33,8 @@ export interface FactLatencyResult {
   pollsPerSample: Summary;
   /** Signal sent → workflow result. */
   rawMs: Summary;
-  /** Signal sent → a query polled back to back sees it (read exactly as ours is). */
-  rawQueryMs: Summary;
-  /** Ours / raw signal → result; and ours / raw read by query. */
-  ratios: { p50: number; p99: number; queryP50: number; queryP99: number };
+  /** Ours / raw signal → result. */
+  ratios: { p50: number; p99: number };
 }
 
 export async function runFactLatency(stack: Stack, samples: number, concurrency: number): Promise<FactLatencyResult> {
@@ -62,23 +60,16 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
   );
   if (started.errors.length > 0) throw new Error(`fact to satisfied: raw starts failed: ${started.errors[0]}`);
   await stack.waitSettled();
-  await waitDrained(stack);
+  // Scenario 1 leaves the first tasks of its raises queued (the bridge answers once they are started, not run): a
+  // fact's update or a query behind them would measure the backlog, not the fact.
+  await drainedAt(stack.client, stack.server.namespace, stack.watcherQueue, { timeoutMs: 600_000, label: 'facts' });
 
   const ours: number[] = [];
   const post: number[] = [];
   const decided: number[] = [];
   const polls: number[] = [];
   const raw: number[] = [];
-  const rawQuery: number[] = [];
   let answeredSatisfied = 0;
-  const startRaw = (i: number) =>
-    stack.client.workflow.start('signalWorkflow', {
-      workflowId: `${prefix}-rawq-${i}`,
-      taskQueue: stack.baselineQueue,
-      args: [],
-    });
-  const rawQueried = await runPool(samples, concurrency, startRaw);
-  if (rawQueried.errors.length > 0) throw new Error(`fact to satisfied: raw starts failed: ${rawQueried.errors[0]}`);
   for (let i = 0; i < samples; i++) {
     const id = `${prefix}-${Math.floor(i / 10)}-${i % 10}`;
     const handle = stack.client.workflow.getHandle(expectationWorkflowId(id));
@@ -127,25 +118,12 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
     await rawHandle.signal(goSignal);
     await rawHandle.result();
     raw.push(performance.now() - r0);
-
-    const queried = stack.client.workflow.getHandle(`${prefix}-rawq-${i}`);
-    await waitUntil('the signal workflow to wait', async () => (await queried.describe()).historyLength >= 4, {
-      timeoutMs: 60_000,
-      intervalMs: 20,
-    });
-    const q0 = performance.now();
-    await queried.signal(goSignal);
-    while (!(await queried.query(signalledQuery))) {
-      // polled back to back, as ours
-    }
-    rawQuery.push(performance.now() - q0);
     if ((i + 1) % 50 === 0) progress(`  fact to satisfied: ${i + 1}/${samples} samples`);
   }
   const oursMs = summarise(ours);
   const rawMs = summarise(raw);
-  const rawQueryMs = summarise(rawQuery);
   progress(
-    `  fact to satisfied: p50 ${oursMs.p50} / p99 ${oursMs.p99} ms; raw signal→result p50 ${rawMs.p50} / p99 ${rawMs.p99} ms, signal→query p50 ${rawQueryMs.p50} / p99 ${rawQueryMs.p99} ms`,
+    `  fact to satisfied: p50 ${oursMs.p50} / p99 ${oursMs.p99} ms; raw signal→result p50 ${rawMs.p50} / p99 ${rawMs.p99} ms`,
   );
   return {
     samples,
@@ -155,44 +133,6 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
     decidedMs: summarise(decided),
     pollsPerSample: summarise(polls, 0),
     rawMs,
-    rawQueryMs,
-    ratios: {
-      p50: ratio(oursMs.p50, rawMs.p50),
-      p99: ratio(oursMs.p99, rawMs.p99),
-      queryP50: ratio(oursMs.p50, rawQueryMs.p50),
-      queryP99: ratio(oursMs.p99, rawQueryMs.p99),
-    },
+    ratios: { p50: ratio(oursMs.p50, rawMs.p50), p99: ratio(oursMs.p99, rawMs.p99) },
   };
-}
-
-/**
- * Waits until the watcher's workflow task queue has no backlog (twice in a row): scenario 1 leaves the first tasks
- * of its raises queued (the bridge answers once the ledgers are started, not run), and a fact's update or a query
- * behind them measures the backlog, not the fact. On the cluster (slower workflow tasks on two shared cores) the
- * bridge's 5 s deadline passed. Goes on when the server reports no stats.
- */
-async function waitDrained(stack: Stack): Promise<void> {
-  let backlog = -1;
-  let calm = 0;
-  await waitUntil(
-    "the watcher's workflow task backlog to drain",
-    async () => {
-      const described = await stack.client.workflowService.describeTaskQueue({
-        namespace: stack.server.namespace,
-        taskQueue: { name: stack.watcherQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        reportStats: true,
-      });
-      const count = described.stats?.approximateBacklogCount;
-      if (count === undefined || count === null) return true;
-      backlog = Number(count);
-      calm = backlog === 0 ? calm + 1 : 0;
-      return calm >= 2;
-    },
-    {
-      timeoutMs: 600_000,
-      intervalMs: 500,
-      onTick: () => progress(`  fact to satisfied: watcher workflow task backlog ${backlog}`),
-    },
-  );
 }

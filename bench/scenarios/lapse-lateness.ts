@@ -9,7 +9,7 @@ import { historyEvents, type HistoryEvent } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchKeys, batchOf, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
-import type { LapseRig } from '../lib/lapse-rig.js';
+import type { Stack } from '../lib/stack.js';
 import { ratio, summarise, type Summary } from '../lib/stats.js';
 
 export interface Stages {
@@ -34,10 +34,7 @@ export interface LapseResult {
   rawStages: Stages;
   /** Delivery attempts that reached the agent's JSON-RPC endpoint (one per lapse when nothing was retried). */
   deliveryAttempts: number;
-  /** Undefined when the worker ran in a process of its own. */
-  cardFetchesDuringLapses?: number;
-  /** Where the workers ran (`--lapse-workers`). */
-  workers?: LapseRig['workers'];
+  cardFetchesDuringLapses: number;
   ratios: { p50: number; p99: number; max: number };
 }
 
@@ -61,7 +58,7 @@ function stagesOf(events: HistoryEvent[], dueMs: number, activityType: string, a
 }
 
 async function stageSummary(
-  client: LapseRig['client'],
+  client: Stack['client'],
   ids: string[],
   dueMs: number,
   activityType: string,
@@ -82,7 +79,7 @@ async function stageSummary(
 }
 
 export async function runLapseLateness(
-  rig: LapseRig,
+  rig: Stack,
   options: { count: number; concurrency: number; raisePerSec: number; rawPerSec: number },
 ): Promise<LapseResult> {
   const { count, concurrency } = options;
@@ -99,12 +96,13 @@ export async function runLapseLateness(
   const raised = await runPool(batches, concurrency, (b) =>
     postJson(
       `${rig.bridgeUrl}/a2a/events`,
-      rig.agentToken,
+      rig.tokens.agent,
       artifactUpdate(batchOf(prefix, b, 10, dueAt, 'PT0S'), `${prefix}-task-${b}`),
     ),
   );
   if (raised.errors.length > 0) throw new Error(`lapse lateness: raising failed: ${raised.errors[0]}`);
-  await rig.expectRaised(batchKeys(prefix, batches, 10));
+  rig.expectRaised(batchKeys(prefix, batches, 10));
+  await rig.waitSettled();
   const settledBeforeDueMs = dueMs - Date.now();
   progress(
     `  lapse lateness: settled ${Math.round(settledBeforeDueMs / 1000)} s before the due instant; waiting for ${batches * 10} lapse tasks`,
@@ -113,7 +111,7 @@ export async function runLapseLateness(
     progress('  WARNING: raising was not finished by the due instant; lateness includes raising');
 
   const attempts0 = rig.agent.attempts.length;
-  const cards0 = rig.workerCardFetches();
+  const cards0 = rig.counters.workerCardFetches;
   const lapseIdOf = (message: any): string | undefined => message?.metadata?.[EXTENSION_URI]?.lapse?.expectationId;
   const mine = () => rig.agent.received.filter((r) => lapseIdOf(r.message)?.startsWith(`${prefix}-`));
   await waitUntil('every lapse task to reach the agent', () => mine().length >= batches * 10, {
@@ -128,8 +126,7 @@ export async function runLapseLateness(
   );
   const oursMs = summarise(received.map((r) => r.receivedAt.getTime() - dueMs));
   const deliveryAttempts = rig.agent.attempts.length - attempts0;
-  const cards1 = rig.workerCardFetches();
-  const cardFetchesDuringLapses = cards0 === undefined || cards1 === undefined ? undefined : cards1 - cards0;
+  const cardFetchesDuringLapses = rig.counters.workerCardFetches - cards0;
   progress(`  lapse lateness (ours): p50 ${oursMs.p50} / p99 ${oursMs.p99} / max ${oursMs.max} ms`);
 
   // Raw: the same number of timers on one instant, far enough ahead for the starts.
@@ -145,15 +142,11 @@ export async function runLapseLateness(
     }),
   );
   if (started.errors.length > 0) throw new Error(`lapse lateness: raw starts failed: ${started.errors[0]}`);
-  let firedAt = rig.firedAt();
-  await waitUntil(
-    'every raw timer to fire its activity',
-    () => rawIds.every((id) => (firedAt = rig.firedAt()).has(id)),
-    {
-      timeoutMs: rawDueMs - Date.now() + 600_000,
-      intervalMs: 100,
-    },
-  );
+  const firedAt = rig.firedAt;
+  await waitUntil('every raw timer to fire its activity', () => rawIds.every((id) => firedAt.has(id)), {
+    timeoutMs: rawDueMs - Date.now() + 600_000,
+    intervalMs: 100,
+  });
   const rawMs = summarise(rawIds.map((id) => firedAt.get(id)! - rawDueMs));
   progress(`  lapse lateness (raw timers): p50 ${rawMs.p50} / p99 ${rawMs.p99} / max ${rawMs.max} ms`);
 
@@ -172,7 +165,6 @@ export async function runLapseLateness(
     rawStages,
     deliveryAttempts,
     cardFetchesDuringLapses,
-    workers: rig.workers,
     ratios: { p50: ratio(oursMs.p50, rawMs.p50), p99: ratio(oursMs.p99, rawMs.p99), max: ratio(oursMs.max, rawMs.max) },
   };
 }

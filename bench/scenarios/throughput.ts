@@ -7,7 +7,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
-import { countHistory, historyEvents, raiseStages, routerShare, type HistoryCount } from '../lib/history.js';
+import { countHistory, routerShare, type HistoryCount } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import {
   artifactUpdate,
@@ -44,8 +44,7 @@ export interface Phase {
   /** Per-request latency (ms). */
   latencyMs: Summary;
   errors: string[];
-  /** CPU per expectation, ms: the benchmark process (bridge, worker, load) and the dev server. */
-  /** node: the benchmark process; server: the Temporal server's processes; database: the cluster's PostgreSQL. */
+  /** CPU per expectation, ms. node: the benchmark process (bridge, worker, load); server: the Temporal server's processes; database: the cluster's PostgreSQL. */
   cpuMsPerItem: { node: number; server?: number; database?: number };
 }
 
@@ -58,8 +57,6 @@ export interface ThroughputResult {
   rawSettledPerSec: number;
   ratios: { single: number; batch: number; singleSettled: number; batchSettled: number };
   histories: { ours: HistoryCount[]; raw: HistoryCount };
-  /** Per stage of a raise (ms), from up to 100 expectation histories of the 1-per-request phase. */
-  raiseStages: Record<string, Summary>;
   counters: Stack['counters'];
 }
 
@@ -222,16 +219,6 @@ export async function runThroughput(stack: Stack, options: ThroughputOptions): P
     `${runPrefix}-single-0`,
     `${runPrefix}-raw-before-0`,
   );
-  progress('throughput: reading expectation histories for the stages of a raise');
-  const step = Math.max(1, Math.floor(options.singles / 100));
-  const rows: Record<string, number | undefined>[] = [];
-  await runPool(Math.ceil(options.singles / step), 8, async (k) => {
-    rows.push(raiseStages(await historyEvents(stack.client, expectationWorkflowId(`${runPrefix}-single-${k * step}`))));
-  });
-  const stageNames = Object.keys(rows[0] ?? {});
-  const stages = Object.fromEntries(
-    stageNames.map((name) => [name, summarise(rows.map((r) => r[name]).filter((v): v is number => v !== undefined))]),
-  );
   return {
     options,
     raw: [rawBefore, rawAfter],
@@ -246,7 +233,6 @@ export async function runThroughput(stack: Stack, options: ThroughputOptions): P
       batchSettled: ratio(batch.settledPerSec, rawSettledPerSec),
     },
     histories,
-    raiseStages: stages,
     counters: { ...stack.counters },
   };
 }

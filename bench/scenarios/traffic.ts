@@ -14,7 +14,8 @@
 import os from 'node:os';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { lapseOf } from '../../test/support/agent.js';
-import { goSignal } from '../baseline/workflows.js';
+import { shardOf } from '../../core/fact-shards.js';
+import { factSignal, goSignal } from '../baseline/workflows.js';
 import { backlogOf, drainedAt } from '../lib/backlog.js';
 import { historyInWindow, type WindowTotals } from '../lib/history.js';
 import { runOpenLoop, retryAfterMs, type AnswerClass, type Attempt, type OpenLoopResult } from '../lib/open-loop.js';
@@ -29,9 +30,8 @@ import {
   type LapseKind,
   type LapseReport,
   type ObservedLapse,
-  type RecordSummary,
 } from '../lib/traffic-lapses.js';
-import { planStep, type StepPlan, type TrafficMix, type TrafficRequest } from '../lib/traffic-plan.js';
+import { feedOnly, planStep, type StepPlan, type TrafficMix, type TrafficRequest } from '../lib/traffic-plan.js';
 import type { TrafficRig } from '../lib/traffic-rig.js';
 import type { WorkerBounds } from '../lib/watcher-processes.js';
 
@@ -54,6 +54,11 @@ export interface TrafficOptions {
   historyCap: number;
   maxAttempts: number;
   attemptTimeoutMs: number;
+  /**
+   * Facts only, no raises (`--traffic-feed-only`): the watcher stores every fact in its routers; raw, which otherwise
+   * stores only the facts an expectation waits on, signals-with-start one of as many `factStoreWorkflow`s per fact.
+   */
+  feedOnly: boolean;
 }
 
 export type Side = 'ours' | 'raw';
@@ -77,7 +82,6 @@ export interface TrafficStep {
   abandonedRequests: number;
   /** First send → 200, resends included, of requests that made a call (raw: fact requests with no expected fact make none). */
   answerMs: Summary;
-  launchLagMs: Summary;
   /** The task backlog of this side's queues and of the other's when the step started (left from the step before). */
   backlogAtStart?: number;
   otherBacklogAtStart?: number;
@@ -87,6 +91,8 @@ export interface TrafficStep {
   perItem: { actions: number; bytes: number; events: number };
   /** CPU per offered item, ms, over the step (start → settled or the end of the settle wait). */
   cpuMsPerItem: { worker: number; bridge?: number; server?: number; database?: number; load: number };
+  /** The server's CPU over the step per fact stored (in a request answered 200), ms. */
+  serverCpuMsPerStoredFact?: number;
   /** The machine's 1-minute load average at the step's start and end: other work on it shows here. */
   loadAverage: { start: number; end: number };
   details: string[];
@@ -105,9 +111,11 @@ export interface TrafficResult {
   firstMiss: { ours?: number; raw?: number };
   /** Both workers' NODE_OPTIONS and the heap limit and workflow cache each reported: the same for both. */
   workers: { nodeOptions: string; ours: WorkerBounds; raw: WorkerBounds };
-  /** Lapses the agents received, in all, and records read at the end. */
+  /** Records read at the end for the lapses they list, and reads that failed. */
   recordsRead: number;
   recordErrors: number;
+  /** `--traffic-feed-only`: facts only. */
+  feedOnly: boolean;
 }
 
 /** Running one step: what the report needs once the run is over (the lapses are judged at the end). */
@@ -123,6 +131,7 @@ interface StepRun {
   backlogAtStart?: number;
   otherBacklogAtStart?: number;
   cpu: TrafficStep['cpuMsPerItem'];
+  serverCpuMsPerStoredFact?: number;
   loadAverage: TrafficStep['loadAverage'];
 }
 
@@ -180,36 +189,48 @@ function oursSender(rig: TrafficRig) {
   };
 }
 
-/** The least raw Temporal does for the same request: a start per expectation, a signal per expectation a fact satisfies. */
-function rawSender(rig: TrafficRig, plan: StepPlan) {
+/**
+ * The least raw Temporal does for the same request: a start per expectation, a signal per expectation a fact
+ * satisfies, nothing for a fact nobody waits on; feed only, a signal-with-start per fact to the store of its key's shard.
+ */
+function rawSender(rig: TrafficRig, plan: StepPlan, feed: boolean) {
+  const store = (factKey: string) =>
+    rig.client.workflow.signalWithStart('factStoreWorkflow', {
+      workflowId: `${rig.rawQueue}-facts-${shardOf(factKey)}`,
+      taskQueue: rig.rawQueue,
+      signal: factSignal,
+      signalArgs: [factKey],
+    });
   return async (request: TrafficRequest, signal: AbortSignal): Promise<Attempt> => {
     const calls: Array<() => Promise<unknown>> =
-      request.kind === 'raise'
-        ? request.expectations.map(
-            (p) => () =>
-              rig.client.workflow
-                .start('deadlineWorkflow', {
-                  workflowId: p.expectation.expectationId,
-                  taskQueue: rig.rawQueue,
-                  args: [p.expectation.expectationId, p.rawDeadlineMs],
-                })
-                .catch((error: unknown) => {
-                  // A resend of a start that went through.
-                  if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-                }),
-          )
-        : request.facts
-            .flatMap((fact) => plan.waiting.get(fact.factKey) ?? [])
-            .map(
-              (id) => () =>
+      request.kind === 'facts' && feed
+        ? request.facts.map((fact) => () => store(fact.factKey))
+        : request.kind === 'raise'
+          ? request.expectations.map(
+              (p) => () =>
                 rig.client.workflow
-                  .getHandle(id)
-                  .signal(goSignal)
+                  .start('deadlineWorkflow', {
+                    workflowId: p.expectation.expectationId,
+                    taskQueue: rig.rawQueue,
+                    args: [p.expectation.expectationId, p.rawDeadlineMs],
+                  })
                   .catch((error: unknown) => {
-                    // Closed already (satisfied or lapsed): the fact is a no-op, as for ours.
-                    if (!(error instanceof WorkflowNotFoundError)) throw error;
+                    // A resend of a start that went through.
+                    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
                   }),
-            );
+            )
+          : request.facts
+              .flatMap((fact) => plan.waiting.get(fact.factKey) ?? [])
+              .map(
+                (id) => () =>
+                  rig.client.workflow
+                    .getHandle(id)
+                    .signal(goSignal)
+                    .catch((error: unknown) => {
+                      // Closed already (satisfied or lapsed): the fact is a no-op, as for ours.
+                      if (!(error instanceof WorkflowNotFoundError)) throw error;
+                    }),
+              );
     if (calls.length === 0) return { answer: '200', calls: 0 };
     try {
       await rig.client.withAbortSignal(signal, () => Promise.all(calls.map((call) => call())));
@@ -255,7 +276,7 @@ async function runStep(
   const backlogAtStart = await backlogOf(client, namespace, queue);
   const otherBacklogAtStart = await backlogOf(client, namespace, side === 'ours' ? rig.rawQueue : rig.watcherQueue);
   const t0 = Date.now() + 1_000;
-  const plan = planStep({
+  const planned = planStep({
     prefix: `${runPrefix}-t${index}${side === 'raw' ? '-raw' : ''}`,
     ratePerSec: rate,
     durationMs: options.stepMs,
@@ -263,6 +284,7 @@ async function runStep(
     seed: 1_000 + index,
     agents: rig.agents.length,
   });
+  const plan = options.feedOnly ? feedOnly(planned) : planned;
   progress(
     `traffic: ${side} at ${rate} raises/s for ${options.stepMs / 1000} s: ${plan.mix.raises} expectations in ${plan.mix.raiseRequests} requests, ${plan.mix.facts} facts in ${plan.mix.factRequests}` +
       (backlogAtStart || otherBacklogAtStart
@@ -272,7 +294,7 @@ async function runStep(
   await delay(Math.max(0, t0 - Date.now()));
   const cpu0 = cpuNow(rig, side);
   const loadAtStart = os.loadavg()[0]!;
-  const send = side === 'ours' ? oursSender(rig) : rawSender(rig, plan);
+  const send = side === 'ours' ? oursSender(rig) : rawSender(rig, plan, options.feedOnly);
   const loop = await runOpenLoop(plan.requests, send, {
     t0,
     durationMs: options.stepMs,
@@ -292,15 +314,32 @@ async function runStep(
     database: perItem(cpu0.database, cpu1.database, items),
     load: perItem(cpu0.load, cpu1.load, items)!,
   };
+  const stored = loop.sent.reduce(
+    (sum, s) => sum + (s.answeredAt && s.request.kind === 'facts' ? s.request.facts.length : 0),
+    0,
+  );
+  const serverCpuMsPerStoredFact = perItem(cpu0.server, cpu1.server, stored);
   const answered = loop.answers['200'];
   progress(
     `  ${side} at ${rate}/s: ${answered}/${loop.sent.length} requests answered 200, ${loop.answers['503']} × 503, ${loop.answers['429']} × 429, ${loop.answers.other} other, ${loop.answers.none} unanswered attempts, ${loop.lost} lost (${loop.abandoned} at the tail's end); last answer ${((loop.lastAnswerAt - t0) / 1000).toFixed(1)} s, ` +
-      (settledAt ? `settled at ${((settledAt - t0) / 1000).toFixed(1)} s` : `not settled (backlog ${backlog})`) +
-      `; launch lag p99 ${loop.launchLagMs.p99} ms`,
+      (settledAt ? `settled at ${((settledAt - t0) / 1000).toFixed(1)} s` : `not settled (backlog ${backlog})`),
   );
   if (loop.details.length > 0) progress(`  first other answer: ${loop.details[0]}`);
   if (loop.refusals.length > 0) progress(`  first refusal: ${loop.refusals[0]}`);
-  return { side, index, rate, plan, t0, loop, settledAt, backlogAtStart, otherBacklogAtStart, cpu, loadAverage };
+  return {
+    side,
+    index,
+    rate,
+    plan,
+    t0,
+    loop,
+    settledAt,
+    backlogAtStart,
+    otherBacklogAtStart,
+    cpu,
+    serverCpuMsPerStoredFact,
+    loadAverage,
+  };
 }
 
 /** Items of the requests answered 200 a second, over the step or until its last 200 when later. */
@@ -345,8 +384,7 @@ const pick = (l: ObservedLapse): ObservedLapse => ({
 async function observedLapses(
   rig: TrafficRig,
   runs: StepRun[],
-): Promise<{ lapses: ObservedLapse[]; records: Map<string, RecordSummary>; read: number; errors: number }> {
-  const records = new Map<string, RecordSummary>();
+): Promise<{ lapses: ObservedLapse[]; read: number; errors: number }> {
   const byKey = new Map<string, ObservedLapse>();
   const keyOf = (l: { expectationId: string; lapse: string; dueAt: string }) =>
     `${l.expectationId}|${l.lapse}|${l.dueAt}`;
@@ -381,13 +419,7 @@ async function observedLapses(
           continue;
         }
         read++;
-        const record = (await response.json()) as RecordSummary & { lapses?: Array<{ lapse: ObservedLapse }> };
-        records.set(id, {
-          state: record.state,
-          satisfiedAt: record.satisfiedAt,
-          observedAt: record.observedAt,
-          late: record.late,
-        });
+        const record = (await response.json()) as { lapses?: Array<{ lapse: ObservedLapse }> };
         for (const entry of record.lapses ?? []) {
           if (!byKey.has(keyOf(entry.lapse))) byKey.set(keyOf(entry.lapse), pick(entry.lapse));
         }
@@ -397,7 +429,7 @@ async function observedLapses(
     }
   };
   await Promise.all(Array.from({ length: 8 }, lane));
-  return { lapses: [...byKey.values()], records, read, errors };
+  return { lapses: [...byKey.values()], read, errors };
 }
 
 /** The step's report, once the run is over. */
@@ -420,7 +452,7 @@ async function reportStep(
   // By event time: the routers are long-lived and serve every step, so each step counts the events written in it.
   const history = await historyInWindow(rig.client, queue, window, {
     cap: options.historyCap,
-    readAll: ['factRouterWorkflow'],
+    readAll: ['factRouterWorkflow', 'factStoreWorkflow'],
   });
   const rate = (n: number, ms: number) => Number((n / (Math.max(ms, options.stepMs) / 1000)).toFixed(1));
   return {
@@ -445,7 +477,6 @@ async function reportStep(
       loop.sent.filter((s) => s.answeredAt !== undefined && s.calls > 0).map((s) => s.answeredAt! - s.sentAt),
       0,
     ),
-    launchLagMs: loop.launchLagMs,
     backlogAtStart: run.backlogAtStart,
     otherBacklogAtStart: run.otherBacklogAtStart,
     lapses,
@@ -456,6 +487,7 @@ async function reportStep(
       events: Number((history.events / items).toFixed(2)),
     },
     cpuMsPerItem: run.cpu,
+    serverCpuMsPerStoredFact: run.serverCpuMsPerStoredFact,
     loadAverage: run.loadAverage,
     details: loop.details,
     refusals: loop.refusals,
@@ -511,7 +543,7 @@ async function warmUp(rig: TrafficRig): Promise<void> {
 
 export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Promise<TrafficResult> {
   progress(
-    `traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise), ours then raw at each, then doubling for a side that has not missed up to ${options.maxRate}/s; ${rig.agents.length} agents; both workers ${JSON.stringify(rig.workers.ours)} (${rig.workers.nodeOptions})`,
+    `traffic: ${options.rates.length} steps of ${options.stepMs / 1000} s at ${options.rates.join(', ')} raises/s (ten facts to a raise${options.feedOnly ? '; feed only: the facts alone, raw storing each with a signal-with-start' : ''}), ours then raw at each, then doubling for a side that has not missed up to ${options.maxRate}/s; ${rig.agents.length} agents; both workers ${JSON.stringify(rig.workers.ours)} (${rig.workers.nodeOptions})`,
   );
   await warmUp(rig);
   const runs: StepRun[] = [];
@@ -568,7 +600,7 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
       const sends = sendsOf(run.plan, run.loop.sent);
       const lapses =
         run.side === 'ours'
-          ? judgeOurLapses(run.plan, sends, observed.lapses, endMs, observed.records)
+          ? judgeOurLapses(run.plan, sends, observed.lapses, endMs)
           : judgeRawLapses(run.plan, sends, fired, endMs);
       // A step's window on its side's queue: from its start to the side's next step, or to the end of the run.
       const next = runs.find((r) => r.side === run.side && r.index > run.index);
@@ -583,7 +615,6 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
     }
     const { ours, raw } = reported;
     steps.push({ rate: reported.rate!, ...(ours ? { ours } : {}), ...(raw ? { raw } : {}) });
-    for (const example of ours?.lapses.examples ?? []) progress(`  backlog lapse: ${JSON.stringify(example)}`);
     const said = (s: TrafficStep | undefined) =>
       s
         ? `${s.lapses.seen} (backlog ${s.lapses.backlogTotal}, missing ${s.lapses.missing} of ${s.lapses.due} due), actions per item ${s.perItem.actions}`
@@ -600,5 +631,6 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
     workers: rig.workers,
     recordsRead: observed.read,
     recordErrors: observed.errors,
+    feedOnly: options.feedOnly,
   };
 }
