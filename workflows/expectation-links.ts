@@ -1,7 +1,7 @@
 /**
  * An expectation's ties to the others (DESIGN 3.3–3.5): the anchor it follows, the dependents anchored on it, the
  * expectation that superseded it, and what it tells each of them and its routers when it ends. The expectation's
- * own state stays in ExpectationManager; this is its correspondence.
+ * own state is its machine's (expectation-machine.ts); this is its correspondence.
  */
 import {
   getExternalWorkflowHandle,
@@ -21,8 +21,8 @@ import {
   withdrawSignal,
   type AnchorMoved,
   type ExpectationInput,
-  type SubjectFact,
 } from './messages.js';
+import type { Leaving } from './expectation-machine.js';
 import { linkAnchorSummary } from './ui-text.js';
 
 /** The ledger activities an expectation runs as activity tasks: linking to its anchor. */
@@ -62,14 +62,6 @@ export interface LinkedExpectation {
   applyAnchor(observedAt: string): void;
   /** The dependents moved: the memo says how many there are. */
   publish(): void;
-}
-
-/** What an ending expectation tells its routers besides leaving. */
-export interface Leaving {
-  /** Its router dropped it already, having sent it its fact. */
-  routerDroppedIt: boolean;
-  /** The satisfying fact, for its subject's router to store as a fact on the subject. */
-  heard?: SubjectFact;
 }
 
 export class ExpectationLinks {

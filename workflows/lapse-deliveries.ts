@@ -9,8 +9,7 @@ import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } f
 import type { DeliveryActivities } from './activity-types.js';
 import { addDuration } from '../core/duration.js';
 import { LAPSE_REJECTED } from '../core/failures.js';
-import { lapseMessageId } from '../core/message-id.js';
-import type { ExpectationRecord, Lapse, LapseEntry } from '../core/types.js';
+import type { ExpectationRecord, LapseEntry } from '../core/types.js';
 import type { AgentRef } from './messages.js';
 import { deliverLapseSummary } from './ui-text.js';
 
@@ -57,13 +56,8 @@ export class LapseDeliveries {
     return this.inFlight.size;
   }
 
-  /** Adds the lapse's entry to the record and delivers its task in the background. */
-  start(lapse: Lapse): void {
-    const entry: LapseEntry = {
-      lapse,
-      delivery: { status: 'pending', messageId: lapseMessageId(lapse.expectationId, lapse.lapse, lapse.dueAt) },
-    };
-    this.record.lapses.push(entry);
+  /** Delivers, in the background, the task of a lapse whose entry the machine put on the record. */
+  start(entry: LapseEntry): void {
     this.run(entry);
   }
 
