@@ -86,7 +86,7 @@ export interface PendingSkip {
   read?: true;
 }
 
-/** Everything the expectation decides on, in one value: the record, and what it settles between deadline and decision. */
+/** Everything the expectation decides on, in one value: the record, and what it settles between deadline and lapse. */
 export interface MachineState {
   readonly record: ExpectationRecord;
   /** The horizon's stall was decided (carried across continue-as-new). */

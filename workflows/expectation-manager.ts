@@ -59,7 +59,7 @@ export class ExpectationManager {
     this.machine.applyAnchor(observedAt);
   }
 
-  /** What continue-as-new carries: the record, the horizon check and the links (pending deliveries are on the record). */
+  /** What continue-as-new carries: record, horizon check and links (pending deliveries are on the record). */
   private carry(): CarriedExpectationState {
     const { record, horizonChecked } = this.machine.state;
     return { record, horizonChecked, ...this.links.carry() };
