@@ -8,7 +8,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import { addDuration } from '../core/duration.js';
 import { EXPECTATION_ENDED, INVALID_EXPECTATION, LAPSE_NOT_FOUND } from '../core/failures.js';
 import { MAX_SATISFIED_AFTER } from '../core/limits.js';
-import { lapseMessageId } from '../core/message-id.js';
 import type { ExpectationRecord, Lapse, LapseEntry, LapseKind } from '../core/types.js';
 import type { StoredFacts, StoredFactsInput } from './activity-types.js';
 import {
@@ -25,6 +24,7 @@ import {
   type DeadlineInputs,
   type DueChecks,
 } from './decisions.js';
+import { lapseEntryOf } from './lapse-entries.js';
 import type {
   ExpectationInput,
   ResendLapseRequest,
@@ -466,10 +466,7 @@ export class ExpectationMachine {
     record.lapse = lapse;
     delete record.lapseTaskId;
     record.state = 'lapsed';
-    const entry: LapseEntry = {
-      lapse,
-      delivery: { status: 'pending', messageId: lapseMessageId(lapse.expectationId, lapse.lapse, lapse.dueAt) },
-    };
+    const entry = lapseEntryOf(lapse);
     record.lapses.push(entry);
     this.ports.deliver(entry);
   }
