@@ -86,19 +86,24 @@ export interface PendingSkip {
   read?: true;
 }
 
-/** Everything the expectation decides on, in one value: the record, and what it settles between deadline and lapse. */
-export interface MachineState {
-  readonly record: ExpectationRecord;
-  /** The horizon's stall was decided (carried across continue-as-new). */
-  horizonChecked: boolean;
-  /** What the routers' histories were read for in this run: the dueAt of an overdue, and the stall. */
+/** What this run settles between a deadline and its decision (DESIGN 3.3); continue-as-new carries none of it. */
+export interface Settling {
+  /** What the routers' histories were read for: the dueAt of an overdue, and the stall. */
   read: { overdueOf?: string; stall: boolean };
   /** Facts a bridge received after a deadline whose read is still to come, in their order: applied after it. */
   held: Array<{ fact: RoutedFact; from: FactFrom }>;
   /** A skipped lapse being gathered. */
   skip?: PendingSkip;
-  /** Satisfied by its router's forward: the router dropped it then, so it need not unsubscribe there. */
-  satisfiedByRouter: boolean;
+}
+
+/** Everything the expectation decides on, in one value. */
+export interface MachineState {
+  readonly record: ExpectationRecord;
+  /** The horizon's stall was decided (carried across continue-as-new). */
+  horizonChecked: boolean;
+  settling: Settling;
+  /** Where the satisfying fact came from; from its router, the router dropped it then and need not be left. */
+  satisfiedFrom?: FactFrom;
   /** Bumped by every change that moves a deadline or the state: the loop decides again when it moves. */
   changes: number;
 }
@@ -133,7 +138,10 @@ export interface Leaving {
   heard?: SubjectFact;
 }
 
-/** One expectation's state and its transitions (DESIGN 3). */
+/**
+ * One expectation's state and its transitions (DESIGN 3.7): `open` becomes `satisfied` (applyFact), `withdrawn`
+ * (withdraw) or `lapsed` (raiseDueLapses, a skip); `lapsed` becomes `satisfied` or `withdrawn`; mayClose ends it.
+ */
 export class ExpectationMachine {
   readonly state: MachineState;
   /** How long past a deadline the expectation waits for facts a bridge received before it (DESIGN 3.3). */
@@ -147,9 +155,7 @@ export class ExpectationMachine {
     this.state = {
       record: carried?.record ?? initialRecord(input, ports.now()),
       horizonChecked: carried?.horizonChecked ?? false,
-      read: { stall: false },
-      held: [],
-      satisfiedByRouter: false,
+      settling: { read: { stall: false }, held: [] },
       changes: 0,
     };
     this.settleMs = input.settings.settle ? addDuration(0, input.settings.settle) : 0;
@@ -179,7 +185,7 @@ export class ExpectationMachine {
     const { record } = state;
     if (!isOpen(record.state) || routed.factKey !== this.input.expectation.satisfiedBy.factKey) return;
     if (this.readPendingBefore(routed.receivedAt)) {
-      state.held.push({ fact: routed, from });
+      state.settling.held.push({ fact: routed, from });
       state.changes++;
       return;
     }
@@ -193,14 +199,14 @@ export class ExpectationMachine {
     record.late = isLate(fact.observedAt, record.dueAt);
     if (record.lastFactAt === undefined || Date.parse(record.observedAt) > Date.parse(record.lastFactAt))
       record.lastFactAt = record.observedAt;
-    state.satisfiedByRouter = from === 'router';
+    state.satisfiedFrom = from;
     this.ports.abandon('the expectation was satisfied before the lapse task was delivered');
     this.changed();
   }
 
   /** Whether this fact is held, waiting for a read (the takeFact update answers once it is not). */
   holds(fact: RoutedFact): boolean {
-    return this.state.held.some((entry) => entry.fact === fact);
+    return this.state.settling.held.some((entry) => entry.fact === fact);
   }
 
   /** Withdraws an open (or lapsed) expectation; 'not-open' when it is satisfied or withdrawn already. */
@@ -271,10 +277,10 @@ export class ExpectationMachine {
     const { state } = this;
     if (!maySkip(state.record)) return;
     const receivedMs = receivedAt === undefined ? undefined : Date.parse(receivedAt);
-    state.skip ??= { by: [], decideAtMs: this.ports.now() + this.settleMs };
-    const known = state.skip.by.some((entry) => entry.id === satisfiedExpectationId);
-    if (!known && state.skip.by.length < MAX_SATISFIED_AFTER) {
-      state.skip.by.push({ id: satisfiedExpectationId, receivedMs: Number.isNaN(receivedMs) ? undefined : receivedMs });
+    const skip = (state.settling.skip ??= { by: [], decideAtMs: this.ports.now() + this.settleMs });
+    const known = skip.by.some((entry) => entry.id === satisfiedExpectationId);
+    if (!known && skip.by.length < MAX_SATISFIED_AFTER) {
+      skip.by.push({ id: satisfiedExpectationId, receivedMs: Number.isNaN(receivedMs) ? undefined : receivedMs });
     }
     this.changed();
   }
@@ -285,9 +291,9 @@ export class ExpectationMachine {
    */
   private decideSkip(ownFactReceivedAt?: string): void {
     const { state } = this;
-    const pending = state.skip;
+    const pending = state.settling.skip;
     if (!pending) return;
-    state.skip = undefined;
+    state.settling.skip = undefined;
     const ownMs = ownFactReceivedAt === undefined ? Number.NaN : Date.parse(ownFactReceivedAt);
     const before = pending.by.filter(
       (entry) => Number.isNaN(ownMs) || entry.receivedMs === undefined || entry.receivedMs <= ownMs,
@@ -315,13 +321,14 @@ export class ExpectationMachine {
   /** The next instant the loop must wake at, if any. */
   nextDeadline(): Deadline | undefined {
     const next = nextDeadline(this.deadlineInputs());
-    const skip = this.state.skip;
+    const { skip } = this.state.settling;
     return skip && (!next || skip.decideAtMs < next.atMs) ? { kind: 'skipped', atMs: skip.decideAtMs } : next;
   }
 
   /** The lapses due now whose stored facts have not been read yet: the overdue, the stall, and a skip to decide. */
   private unread(): { overdue: boolean; stalled: boolean; skip: boolean } {
-    const { record, read, skip } = this.state;
+    const { record } = this.state;
+    const { read, skip } = this.state.settling;
     if (!isOpen(record.state)) return { overdue: false, stalled: false, skip: false };
     const nowMs = this.ports.now();
     const { lapses } = dueChecks(this.deadlineInputs(), nowMs);
@@ -366,9 +373,10 @@ export class ExpectationMachine {
         ...(stalled && expectation.horizon ? { horizonMs: Date.parse(expectation.horizon) } : {}),
       },
     };
-    if (overdue) state.read.overdueOf = record.dueAt;
-    if (stalled) state.read.stall = true;
-    if (state.skip) state.skip.read = true;
+    const { settling } = state;
+    if (overdue) settling.read.overdueOf = record.dueAt;
+    if (stalled) settling.read.stall = true;
+    if (settling.skip) settling.skip.read = true;
     return { input, stalled };
   }
 
@@ -396,7 +404,7 @@ export class ExpectationMachine {
 
   /** Applies, in the order they came, the held facts whose deadlines have been read since. */
   releaseHeld(): void {
-    const { held } = this.state;
+    const { held } = this.state.settling;
     if (held.length === 0) return;
     for (const entry of held.splice(0)) this.applyFact(entry.fact, entry.from);
   }
@@ -405,7 +413,8 @@ export class ExpectationMachine {
   private readPendingBefore(receivedAt: string | undefined): boolean {
     const due = this.dueBeforeReceipt(receivedAt);
     if (!due) return false;
-    const { read, record } = this.state;
+    const { record } = this.state;
+    const { read } = this.state.settling;
     return (
       (due.lapses.includes('overdue') && read.overdueOf !== record.dueAt) ||
       (due.lapses.includes('stalled') && !read.stall)
@@ -427,7 +436,8 @@ export class ExpectationMachine {
   raiseDueLapses(): void {
     const { state } = this;
     if (isOpen(state.record.state)) this.raiseAll(dueChecks(this.deadlineInputs(), this.ports.now()));
-    if (state.skip && state.skip.decideAtMs <= this.ports.now()) this.decideSkip();
+    const { skip } = state.settling;
+    if (skip && skip.decideAtMs <= this.ports.now()) this.decideSkip();
   }
 
   /**
@@ -473,12 +483,13 @@ export class ExpectationMachine {
 
   /** Nothing is left to wait for (DESIGN 3.3): satisfied, withdrawn, or the late window has passed. */
   mayClose(): boolean {
-    return this.state.held.length === 0 && mayClose(this.deadlineInputs(), this.ports.now());
+    return this.state.settling.held.length === 0 && mayClose(this.deadlineInputs(), this.ports.now());
   }
 
   /** Nothing of this run's settling would be lost by continuing as new: no fact held, no skip being gathered. */
   settled(): boolean {
-    return this.state.held.length === 0 && !this.state.skip;
+    const { held, skip } = this.state.settling;
+    return held.length === 0 && !skip;
   }
 
   /**
@@ -486,9 +497,9 @@ export class ExpectationMachine {
    * the satisfying fact for the subject's router when it named no subject or another (DESIGN 3.2).
    */
   leaving(): Leaving {
-    const { record, satisfiedByRouter } = this.state;
+    const { record, satisfiedFrom } = this.state;
     const fact = record.satisfiedBy;
-    const routerDroppedIt = satisfiedByRouter;
+    const routerDroppedIt = satisfiedFrom === 'router';
     if (record.state !== 'satisfied' || !fact || !record.observedAt) return { routerDroppedIt };
     const own = this.input.expectation.subject;
     if (fact.subject && fact.subject.type === own.type && fact.subject.id === own.id) return { routerDroppedIt };

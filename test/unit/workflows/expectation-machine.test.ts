@@ -275,7 +275,7 @@ describe('a skipped lapse', () => {
     const { machine } = machineOf();
     machine.applyFact(fact(RAISED));
     machine.skip({ satisfiedExpectationId: 'e2' });
-    expect(machine.state.skip).toBeUndefined();
+    expect(machine.state.settling.skip).toBeUndefined();
   });
 });
 
