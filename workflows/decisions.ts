@@ -103,7 +103,7 @@ export interface DueChecks {
 /**
  * Overdue when the current dueAt plus grace has passed and no overdue lapse was raised for that dueAt; stalled when
  * the horizon has passed and it was not checked yet. Whether a fact on the subject came by the horizon is read from
- * what the routers stored before the stall is raised (ExpectationManager.readStored), which checks the horizon then.
+ * what the routers stored before the stall is raised (ExpectationMachine.finishRead), which checks the horizon then.
  */
 export function dueChecks(inputs: DeadlineInputs, nowMs: number): DueChecks {
   const due: DueChecks = { lapses: [], horizonReached: false };

@@ -1,7 +1,7 @@
 /**
  * An expectation's ties to the others (DESIGN 3.3–3.5): the anchor it follows, the dependents anchored on it, the
  * expectation that superseded it, and what it tells each of them and its routers when it ends. The expectation's
- * own state stays in ExpectationManager; this is its correspondence.
+ * own state is its machine's (expectation-machine.ts); this is its correspondence.
  */
 import {
   getExternalWorkflowHandle,
@@ -21,8 +21,9 @@ import {
   withdrawSignal,
   type AnchorMoved,
   type ExpectationInput,
-  type SubjectFact,
 } from './messages.js';
+import type { Leaving } from './expectation-machine.js';
+import { owedOnClose, owedToNewDependent, type Owed, type Ties } from './link-messages.js';
 import { linkAnchorSummary } from './ui-text.js';
 
 /** The ledger activities an expectation runs as activity tasks: linking to its anchor. */
@@ -46,12 +47,21 @@ export const localLedgers = proxyLocalActivities<LedgerActivities>({
 const MAX_ANCHOR_HOPS = 100;
 
 /** Signals another workflow; one that has closed is not open, so there is nobody to tell. */
-async function signalQuietly<T extends unknown[]>(workflowId: string, signal: SignalDefinition<T>, ...args: T) {
+async function signalQuietly<T>(workflowId: string, signal: SignalDefinition<[T]>, arg: T): Promise<void> {
   try {
-    await getExternalWorkflowHandle(workflowId).signal(signal, ...args);
+    await getExternalWorkflowHandle(workflowId).signal(signal, arg);
   } catch {
     // The target closed.
   }
+}
+
+/** Sends one owed message (link-messages.ts) by its signal. */
+function send(owed: Owed): Promise<void> {
+  if ('anchorSatisfied' in owed) return signalQuietly(owed.to, anchorSatisfiedSignal, owed.anchorSatisfied);
+  if ('anchorMoved' in owed) return signalQuietly(owed.to, anchorMovedSignal, owed.anchorMoved);
+  if ('skipped' in owed) return signalQuietly(owed.to, skippedSignal, owed.skipped);
+  if ('withdraw' in owed) return signalQuietly(owed.to, withdrawSignal, owed.withdraw);
+  return signalQuietly(owed.to, unsubscribeSignal, owed.unsubscribe);
 }
 
 /** What the links read of the expectation they belong to, and the two things they change in it. */
@@ -62,14 +72,6 @@ export interface LinkedExpectation {
   applyAnchor(observedAt: string): void;
   /** The dependents moved: the memo says how many there are. */
   publish(): void;
-}
-
-/** What an ending expectation tells its routers besides leaving. */
-export interface Leaving {
-  /** Its router dropped it already, having sent it its fact. */
-  routerDroppedIt: boolean;
-  /** The satisfying fact, for its subject's router to store as a fact on the subject. */
-  heard?: SubjectFact;
 }
 
 export class ExpectationLinks {
@@ -129,61 +131,38 @@ export class ExpectationLinks {
     await this.linkToAnchor(true);
   }
 
+  /** The record and ties the messages it owes are drawn from (link-messages.ts). */
+  private ties(): Ties {
+    const { record, input } = this.owner;
+    const { dependents, supersededByWorkflowId } = this;
+    return {
+      record,
+      links: input.links,
+      dependents,
+      ...(supersededByWorkflowId ? { supersededBy: supersededByWorkflowId } : {}),
+    };
+  }
+
   /**
    * A dependent registers; one that comes after the anchor was satisfied or superseded is told at once. One past
    * MAX_DEPENDENTS is withdrawn instead (the bridge refuses such a raise first; this guards the carried state).
    */
   async registerDependent(workflowId: string): Promise<void> {
-    const { record, input } = this.owner;
-    const self = input.expectation.expectationId;
-    if (!this.dependents.has(workflowId) && this.dependents.size >= MAX_DEPENDENTS) {
-      const reason = `not anchored: expectation ${JSON.stringify(self)} already has ${MAX_DEPENDENTS} dependents, its bound; withdrawn, as its due time would never follow the anchor`;
-      await signalQuietly(workflowId, withdrawSignal, { reason });
-      return;
+    const full = !this.dependents.has(workflowId) && this.dependents.size >= MAX_DEPENDENTS;
+    if (!full) {
+      this.dependents.add(workflowId);
+      this.owner.publish();
     }
-    this.dependents.add(workflowId);
-    this.owner.publish();
-    if (record.state === 'satisfied' && record.observedAt) {
-      await signalQuietly(workflowId, anchorSatisfiedSignal, {
-        anchorExpectationId: self,
-        observedAt: record.observedAt,
-      });
-    } else if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {
-      await signalQuietly(workflowId, anchorMovedSignal, {
-        expectationId: record.supersededBy,
-        workflowId: this.supersededByWorkflowId,
-      });
-    }
+    const owed = owedToNewDependent(this.ties(), workflowId, full);
+    if (owed) await send(owed);
   }
 
-  /**
-   * Tells the others what the end means to them: a satisfied expectation its dependents (anchor satisfied) and the
-   * expectations it comes after (skipped); a superseded one its dependents (anchor moved); its router to drop it.
-   */
+  /** Tells the others what the end means to them (owedOnClose), and stores the fact it heard on its subject. */
   tellOnClose({ routerDroppedIt, heard }: Leaving): Promise<unknown> {
-    const { record, input } = this.owner;
-    const { links } = input;
-    const self = input.expectation.expectationId;
-    const tell: Promise<void>[] = [];
-    if (record.state === 'satisfied' && record.observedAt) {
-      const observedAt = record.observedAt;
-      for (const dependent of this.dependents) {
-        tell.push(signalQuietly(dependent, anchorSatisfiedSignal, { anchorExpectationId: self, observedAt }));
-      }
-      const receivedAt = record.satisfiedBy?.receivedAt;
-      for (const target of Object.values(links.after)) {
-        tell.push(
-          signalQuietly(target, skippedSignal, { satisfiedExpectationId: self, ...(receivedAt ? { receivedAt } : {}) }),
-        );
-      }
-    }
-    if (record.state === 'withdrawn' && record.supersededBy && this.supersededByWorkflowId) {
-      const moved = { expectationId: record.supersededBy, workflowId: this.supersededByWorkflowId };
-      for (const dependent of this.dependents) tell.push(signalQuietly(dependent, anchorMovedSignal, moved));
-    }
-    if (!routerDroppedIt) tell.push(signalQuietly(links.factRouter, unsubscribeSignal, { workflowId: links.self }));
+    const { links, settings } = this.owner.input;
+    const tell: Promise<unknown>[] = owedOnClose(this.ties(), routerDroppedIt).map(send);
     if (heard) {
-      const retention = input.settings.factRetention;
+      const retention = settings.factRetention;
       const storing = localLedgers.storeOnSubject({ routerWorkflowId: links.subjectRouter, fact: heard, retention });
       // Given up after its budget: the siblings' stalls then miss this one fact, the expectation itself is done.
       tell.push(storing.catch(() => undefined));

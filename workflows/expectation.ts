@@ -1,7 +1,8 @@
 /**
  * One workflow per expectation (`expectation:<id>`, DESIGN 3): holds the promise until a fact satisfies it, raises
  * overdue, stalled and skipped lapses on the watcher's clock, follows its anchor, and closes when nothing is pending.
- * The state, its handlers and decisions are ExpectationManager (expectation-manager.ts); this is the loop.
+ * Its state and transitions are ExpectationMachine (expectation-machine.ts), wired to Temporal by ExpectationManager
+ * (expectation-manager.ts); this file registers the handlers and runs the loop.
  */
 import { condition, continueAsNew, setHandler } from '@temporalio/workflow';
 import { MAX_DEPENDENTS } from '../core/limits.js';
@@ -28,20 +29,21 @@ import { deadlineSummary } from './ui-text.js';
 /** Holds one expectation until it is satisfied, withdrawn, or its late window after the last lapse has passed. */
 export async function expectationWorkflow(input: ExpectationInput): Promise<ExpectationRecord> {
   const expectation = new ExpectationManager(input);
+  const { machine } = expectation;
 
-  setHandler(recordQuery, () => expectation.record);
+  setHandler(recordQuery, () => machine.record);
   setHandler(dependentsQuery, () => ({ dependents: expectation.dependentCount, bound: MAX_DEPENDENTS }));
-  setHandler(factSignal, (fact) => expectation.applyFact(fact, 'router'));
+  setHandler(factSignal, (fact) => machine.applyFact(fact, 'router'));
   setHandler(takeFactUpdate, (fact) => expectation.takeFact(fact));
-  setHandler(withdrawSignal, (request) => void expectation.withdraw(request));
-  setHandler(withdrawUpdate, (request) => expectation.withdraw(request));
-  setHandler(skippedSignal, (skipped) => expectation.skip(skipped));
+  setHandler(withdrawSignal, (request) => void machine.withdraw(request));
+  setHandler(withdrawUpdate, (request) => machine.withdraw(request));
+  setHandler(skippedSignal, (skipped) => machine.skip(skipped));
   // Only anchors we registered with send this; a superseded anchor is withdrawn and can no longer be satisfied.
-  setHandler(anchorSatisfiedSignal, ({ observedAt }) => expectation.applyAnchor(observedAt));
+  setHandler(anchorSatisfiedSignal, ({ observedAt }) => machine.applyAnchor(observedAt));
   setHandler(anchorMovedSignal, (moved) => expectation.followAnchor(moved));
   setHandler(registerDependentSignal, (dependent) => expectation.registerDependent(dependent));
-  setHandler(resendLapseUpdate, (request) => expectation.resendLapse(request), {
-    validator: (request) => void expectation.validateResend(request),
+  setHandler(resendLapseUpdate, (request) => machine.resendLapse(request), {
+    validator: (request) => void machine.validateResend(request),
   });
 
   const timer = new DeadlineTimer();
@@ -50,16 +52,16 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   else expectation.resumeDeliveries();
 
   for (;;) {
-    if (expectation.readDue()) await expectation.readStored();
-    else expectation.releaseHeld();
-    expectation.raiseDueLapses();
-    if (expectation.mayClose()) break;
+    if (machine.readDue()) await expectation.readStored();
+    else machine.releaseHeld();
+    machine.raiseDueLapses();
+    if (machine.mayClose()) break;
     if (expectation.mayContinueAsNew()) {
       await continueAsNew<typeof expectationWorkflow>(expectation.nextRunInput());
     }
-    const seen = expectation.changes;
-    const wake = () => expectation.changes !== seen || expectation.mayContinueAsNew();
-    const next = expectation.nextDeadline();
+    const seen = machine.state.changes;
+    const wake = () => machine.state.changes !== seen || expectation.mayContinueAsNew();
+    const next = machine.nextDeadline();
     await timer.wait(wake, next && { atMs: next.atMs, summary: deadlineSummary(next) });
   }
 
@@ -68,5 +70,5 @@ export async function expectationWorkflow(input: ExpectationInput): Promise<Expe
   await expectation.tellOnClose();
   await condition(() => expectation.idle());
   reportClosed(expectation.record);
-  return expectation.close();
+  return machine.close();
 }

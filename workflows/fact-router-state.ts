@@ -1,11 +1,13 @@
 /**
  * What a fact router holds (workflows/fact-router.ts): each key's subscribers, latest fact and dedupe window, the
  * forwards on their way, each subject's latest facts, and the bounds that keep it all within what continue-as-new may
- * carry. No Temporal call here but the memo and the outbox's signals; the workflow sets the handlers and runs the loop.
+ * carry, and every transition of it: no Temporal call here, so each is unit-tested without a server; the workflow sets
+ * the handlers, runs the loop, sends what the outbox queued and writes the memo.
  */
-import { upsertMemo } from '@temporalio/workflow';
-import { addDuration } from '../core/duration.js';
-import { utf8Length } from '../core/fact-shards.js';
+import { ApplicationFailure } from '@temporalio/common';
+import { addDuration, parseDuration } from '../core/duration.js';
+import { shardOf, utf8Length } from '../core/fact-shards.js';
+import { WRONG_FACT_KEY } from '../core/failures.js';
 import {
   DEDUPE_WINDOW,
   MAX_KEY_SUBSCRIBERS,
@@ -15,17 +17,18 @@ import {
   ROUTER_CROWDED_KEY,
 } from '../core/limits.js';
 import type { Fact } from '../core/types.js';
-import {
-  factSignal,
-  type FactRouterInput,
-  type FactRouterMemo,
-  type LedgerLoad,
-  type RecordFactAnswer,
-  type RecordFactOptions,
-  type RoutedFact,
-  type RoutedKey,
-  type CarriedSubject,
-  type SubjectFact,
+import type {
+  CarriedSubject,
+  FactBatch,
+  FactRouterInput,
+  FactRouterMemo,
+  LedgerLoad,
+  RecordFactAnswer,
+  RecordFactOptions,
+  RoutedFact,
+  RoutedKey,
+  SubjectFact,
+  Subscribe,
 } from './messages.js';
 import { Outbox } from './outbox.js';
 import { refusals } from './refusals.js';
@@ -43,6 +46,16 @@ const BUDGET_CHECK_EVERY = 200;
 
 /** How long a forward is held back for a caller that delivers the fact itself (twice the bridge's wait). */
 export const FORWARD_DEFERRAL_MS = 10_000;
+
+/** A retention the router can compute with (a signal cannot be refused, so one it cannot is ignored). */
+function isDuration(text: string): boolean {
+  try {
+    parseDuration(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 
@@ -139,20 +152,24 @@ export class RouterState {
   /** The latest receipt (epoch ms) among the subjects let go of for want of room. */
   private subjectsForgottenThroughMs: number | undefined;
 
-  constructor(input: FactRouterInput) {
+  constructor(
+    private readonly input: FactRouterInput,
+    /** The watcher's clock (workflow time), epoch ms. */
+    private readonly now: () => number = () => Date.now(),
+  ) {
     this.subjects = new Map((input.carried?.subjects ?? []).map((entry) => [subjectEntryKey(entry.subject), entry]));
     const forgotten = input.carried?.subjectsForgottenThrough;
     this.subjectsForgottenThroughMs = forgotten === undefined ? undefined : Date.parse(forgotten);
     this.keys = new Map((input.carried?.keys ?? []).map((k) => [k.factKey, new KeyState(k.factKey, k)]));
     for (const state of this.keys.values())
       for (const subscriber of state.subscribers) this.keyOf.set(subscriber, state.factKey);
-    this.outbox = new Outbox<RoutedFact>(factSignal, (pending, next) => pending ?? next, input.carried?.outbox);
+    this.outbox = new Outbox<RoutedFact>((pending, next) => pending ?? next, input.carried?.outbox);
     this.retention = input.retention;
   }
 
   private retained(state: KeyState): Fact | undefined {
     const until = state.lastReceivedMs === undefined ? undefined : addDuration(state.lastReceivedMs, this.retention);
-    return state.latest && until !== undefined && Date.now() < until ? state.latest : undefined;
+    return state.latest && until !== undefined && this.now() < until ? state.latest : undefined;
   }
 
   private stateOf(factKey: string): KeyState {
@@ -219,16 +236,44 @@ export class RouterState {
     this.full = bytes > MAX_ROUTER_CARRIED_BYTES;
   }
 
-  /** The memo the bridge reads before a raise (no worker, no action): the keys close to their bound. */
-  publishMemo(): void {
+  /** The memo the bridge reads before a raise (no worker, no action): the keys close to their bound, when they moved. */
+  memoIfMoved(): FactRouterMemo | undefined {
     const crowded: Record<string, number> = {};
     for (const state of this.keys.values())
       if (state.subscribers.size >= ROUTER_CROWDED_KEY) crowded[state.factKey] = state.subscribers.size;
     const memo: FactRouterMemo = { crowded };
     const json = JSON.stringify(memo);
-    if (json === this.memoJson) return;
+    if (json === this.memoJson) return undefined;
     this.memoJson = json;
-    upsertMemo({ ...memo });
+    return memo;
+  }
+
+  /** Subscribes each of a request's expectations to its key (the bridge names them in one signal per router). */
+  subscribeAll({ workflowIds, factKeys = [] }: Subscribe): void {
+    workflowIds.forEach((id, i) => {
+      const factKey = factKeys[i];
+      if (typeof factKey === 'string') this.subscribe(id, factKey);
+    });
+  }
+
+  /** Stores a bridge's batch: each fact whose key is this router's, each fact on a subject (DESIGN 3.2). */
+  store({ facts = [], subjects = [], retention }: FactBatch): void {
+    const options = retention !== undefined && isDuration(retention) ? { retention } : undefined;
+    // A fact whose key belongs to another router is not ours to forward (a bridge of another shard count): skipped.
+    for (const fact of facts) if (shardOf(fact.factKey) === this.input.shard) this.record(fact, options);
+    for (const fact of subjects) this.observeSubject(fact);
+  }
+
+  /** The recordFact update's validator: a retention the router can compute with, a key of this router. */
+  validateRecord(fact: Fact, options?: RecordFactOptions): void {
+    if (options?.retention !== undefined) parseDuration(options.retention);
+    if (shardOf(fact.factKey) !== this.input.shard) {
+      throw ApplicationFailure.create({
+        type: WRONG_FACT_KEY,
+        message: `fact key ${JSON.stringify(fact.factKey)} belongs to router ${shardOf(fact.factKey)}, not to router ${this.input.shard}`,
+        nonRetryable: true,
+      });
+    }
   }
 
   subscribe(workflowId: string, factKey: string): void {
@@ -275,8 +320,8 @@ export class RouterState {
   record(fact: Fact, options?: RecordFactOptions): Recorded {
     if (options?.retention !== undefined) this.retention = options.retention;
     const state = this.stateOf(fact.factKey);
-    const receivedMs = fact.receivedAt === undefined ? Date.now() : Date.parse(fact.receivedAt);
-    const firstReceivedMs = state.remember(fact, Number.isNaN(receivedMs) ? Date.now() : receivedMs);
+    const receivedMs = fact.receivedAt === undefined ? this.now() : Date.parse(fact.receivedAt);
+    const firstReceivedMs = state.remember(fact, Number.isNaN(receivedMs) ? this.now() : receivedMs);
     if (firstReceivedMs !== undefined) {
       if (!options?.tellFirstReceipt || Number.isNaN(firstReceivedMs)) return { answer: 'duplicate' };
       return { answer: { result: 'duplicate', firstReceivedAt: new Date(firstReceivedMs).toISOString() } };
@@ -284,7 +329,7 @@ export class RouterState {
     if (++this.recordedFacts % BUDGET_CHECK_EVERY === 0) this.keepWithinBudget();
     // The fact retained for later subscribers is the one observed last, not the one that arrived last.
     if (!state.latest || Date.parse(fact.observedAt) >= Date.parse(state.latest.observedAt)) state.latest = fact;
-    state.lastReceivedMs = Date.now();
+    state.lastReceivedMs = this.now();
     const subscribers = [...state.subscribers];
     if (subscribers.length === 0) {
       // Nobody waits: kept for the retention (if any), forgotten otherwise. Nothing to forward, nothing to wait for.
@@ -295,7 +340,7 @@ export class RouterState {
     // The caller delivers the fact itself (the bridge's takeFact, for `wait=true`): our forwards wait FORWARD_DEFERRAL_MS,
     // and go only to a subscriber that did not take it by then (it unsubscribes), so nothing depends on the caller.
     if (options?.callerDelivers && options.listForwarded) {
-      const atMs = Date.now() + FORWARD_DEFERRAL_MS;
+      const atMs = this.now() + FORWARD_DEFERRAL_MS;
       for (const subscriber of subscribers)
         if (!this.deferred.has(subscriber)) this.deferred.set(subscriber, { fact, atMs });
     } else {
@@ -350,7 +395,7 @@ export class RouterState {
   /** Moves the held-back forwards whose time has come to the outbox. */
   releaseDeferred(): void {
     for (const [workflowId, { fact, atMs }] of this.deferred) {
-      if (atMs > Date.now()) continue;
+      if (atMs > this.now()) continue;
       this.deferred.delete(workflowId);
       this.outbox.add(workflowId, fact);
     }

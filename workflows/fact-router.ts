@@ -4,40 +4,33 @@
  * the server with no worker. A router deduplicates each observation of its keys, forwards it to the expectations
  * waiting on the key (every signal that reached it since its last task in one batch), and keeps the latest for
  * `retention` so an expectation raised later is satisfied at once (early facts). Facts on its subjects are only
- * stored: an expectation reads them from this history when it decides (activities/history-reads.ts).
+ * stored: an expectation reads them from this history when it decides (activities/history-reads.ts). Its state and
+ * transitions are RouterState (fact-router-state.ts); this file registers the handlers and runs the loop.
  */
-import { ApplicationFailure } from '@temporalio/common';
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
-import { parseDuration } from '../core/duration.js';
-import { shardOf } from '../core/fact-shards.js';
-import { WRONG_FACT_KEY } from '../core/failures.js';
-import { DEDUPE_WINDOW, ROUTER_EVENT_BUDGET } from '../core/limits.js';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  setHandler,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { ROUTER_EVENT_BUDGET } from '../core/limits.js';
 import type { Fact } from '../core/types.js';
 import {
+  factSignal,
   factsSignal,
   keyLoadQuery,
   recordFactUpdate,
   subscribeSignal,
   unsubscribeSignal,
+  withdrawSignal,
   type FactRouterInput,
   type RecordFactAnswer,
   type RecordFactOptions,
 } from './messages.js';
 import { RouterState } from './fact-router-state.js';
-
-/** A retention the router can compute with (a signal cannot be refused, so one it cannot is ignored). */
-function isDuration(text: string): boolean {
-  try {
-    parseDuration(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** How many (observedAt, source) pairs a key remembers to recognise re-deliveries (core/limits.ts). */
-export { DEDUPE_WINDOW };
-export { DEDUPE_WINDOW_UNAWAITED, FORWARD_DEFERRAL_MS } from './fact-router-state.js';
+import { sendBatch } from './send-batch.js';
 
 /**
  * Runs for ever, continuing as new when Temporal suggests it. A subscriber gets the first fact not yet sent to it,
@@ -48,19 +41,9 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
 
   // Before the fact handlers: a subscription and a fact buffered in the same first activation are dispatched in the
   // order their handlers are set, and the subscription came first (the bridge answered `raised` before the fact).
-  setHandler(subscribeSignal, ({ workflowIds, factKeys = [] }) =>
-    workflowIds.forEach((id, i) => {
-      const factKey = factKeys[i];
-      if (typeof factKey === 'string') router.subscribe(id, factKey);
-    }),
-  );
+  setHandler(subscribeSignal, (request) => router.subscribeAll(request));
   setHandler(unsubscribeSignal, ({ workflowId }) => router.unsubscribe(workflowId));
-  // A fact whose key belongs to another router is not ours to forward (a bridge of another shard count): skipped.
-  setHandler(factsSignal, ({ facts = [], subjects = [], retention }) => {
-    const options = retention !== undefined && isDuration(retention) ? { retention } : undefined;
-    for (const fact of facts) if (shardOf(fact.factKey) === input.shard) router.record(fact, options);
-    for (const fact of subjects) router.observeSubject(fact);
-  });
+  setHandler(factsSignal, (batch) => router.store(batch));
   setHandler(
     recordFactUpdate,
     async (fact: Fact, options?: RecordFactOptions): Promise<RecordFactAnswer> => {
@@ -70,19 +53,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
       if ('change' in recorded) await condition(() => router.forwardedThrough >= recorded.change);
       return recorded.answer;
     },
-    {
-      validator: (fact: Fact, options?: RecordFactOptions) => {
-        // A retention the router could not compute with is refused before the update is accepted.
-        if (options?.retention !== undefined) parseDuration(options.retention);
-        if (shardOf(fact.factKey) !== input.shard) {
-          throw ApplicationFailure.create({
-            type: WRONG_FACT_KEY,
-            message: `fact key ${JSON.stringify(fact.factKey)} belongs to router ${shardOf(fact.factKey)}, not to router ${input.shard}`,
-            nonRetryable: true,
-          });
-        }
-      },
-    },
+    { validator: (fact: Fact, options?: RecordFactOptions) => router.validateRecord(fact, options) },
   );
   setHandler(keyLoadQuery, (factKey) => router.keyLoad(factKey));
 
@@ -94,7 +65,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
 
   for (;;) {
     if (router.refused.size > 0) {
-      await router.refused.flush();
+      await sendBatch(withdrawSignal, router.refused.take());
       continue;
     }
     // Checked before every batch, so that a router that is never idle still continues as new (outbox and all).
@@ -107,7 +78,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
     }
     router.releaseDeferred();
     if (router.outbox.size > 0) {
-      const sending = router.outbox.flush();
+      const sending = sendBatch(factSignal, router.outbox.take());
       if (router.outbox.size === 0) router.forwardedThrough = router.changes;
       // A subscriber that got a fact on its key is satisfied by it: it leaves here, so it need not unsubscribe.
       const { sent, gone } = await sending;
@@ -115,7 +86,8 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
       continue;
     }
     router.forwardedThrough = router.changes;
-    router.publishMemo();
+    const memo = router.memoIfMoved();
+    if (memo) upsertMemo({ ...memo });
     const before = router.changes;
     const wake = () => router.changes !== before || mayContinueAsNew();
     const atMs = router.nextDeferredAtMs();

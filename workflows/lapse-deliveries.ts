@@ -7,15 +7,11 @@
  */
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { DeliveryActivities } from './activity-types.js';
-import { addDuration } from '../core/duration.js';
 import { LAPSE_REJECTED } from '../core/failures.js';
-import { lapseMessageId } from '../core/message-id.js';
-import type { ExpectationRecord, Lapse, LapseEntry } from '../core/types.js';
+import type { ExpectationRecord, LapseEntry } from '../core/types.js';
+import { budgetLeftMs, markDelivered, markOutOfBudget, markResent, markUndelivered } from './lapse-entries.js';
 import type { AgentRef } from './messages.js';
 import { deliverLapseSummary } from './ui-text.js';
-
-/** How long a lapse may take to reach its agent, from the lapse, across retries and continue-as-new. */
-export const DELIVERY_BUDGET = 'P7D';
 
 const delivery = proxyActivities<DeliveryActivities>({
   startToCloseTimeout: '30s',
@@ -27,8 +23,6 @@ const delivery = proxyActivities<DeliveryActivities>({
     nonRetryableErrorTypes: [LAPSE_REJECTED],
   },
 });
-
-const nowIso = (): string => new Date(Date.now()).toISOString();
 
 function describeFailure(error: unknown): string {
   if (error instanceof ActivityFailure && error.cause) {
@@ -57,13 +51,8 @@ export class LapseDeliveries {
     return this.inFlight.size;
   }
 
-  /** Adds the lapse's entry to the record and delivers its task in the background. */
-  start(lapse: Lapse): void {
-    const entry: LapseEntry = {
-      lapse,
-      delivery: { status: 'pending', messageId: lapseMessageId(lapse.expectationId, lapse.lapse, lapse.dueAt) },
-    };
-    this.record.lapses.push(entry);
+  /** Delivers, in the background, the task of a lapse whose entry the machine put on the record. */
+  start(entry: LapseEntry): void {
     this.run(entry);
   }
 
@@ -72,9 +61,7 @@ export class LapseDeliveries {
    * more, counts the resend and names who asked. For an entry whose delivery settled without reaching the agent.
    */
   resend(entry: LapseEntry, requestedBy: string): void {
-    const { messageId, resends } = entry.delivery;
-    const resent = { resends: (resends ?? 0) + 1, resentAt: nowIso(), resentBy: requestedBy };
-    entry.delivery = { status: 'pending', messageId, ...resent };
+    markResent(entry, requestedBy, Date.now());
     this.run(entry);
   }
 
@@ -109,18 +96,9 @@ export class LapseDeliveries {
   /** Delivers one lapse task; the outcome is recorded on its entry, never thrown. */
   private async deliver(entry: LapseEntry): Promise<void> {
     const { agent, record } = this;
-    // A resend has a budget of its own, from when it was asked for (carried over continue-as-new on the entry).
-    const { resentAt, resends, messageId } = entry.delivery;
-    const leftMs = addDuration(Date.parse(resentAt ?? entry.lapse.lapsedAt), DELIVERY_BUDGET) - Date.now();
-    if (leftMs <= 0) {
-      const since = resentAt ? 'the resend' : 'the lapse';
-      entry.delivery = {
-        ...entry.delivery,
-        status: 'failed',
-        error: `not delivered within ${DELIVERY_BUDGET} of ${since}`,
-      };
-      return;
-    }
+    const { resends, messageId } = entry.delivery;
+    const leftMs = budgetLeftMs(entry, Date.now());
+    if (leftMs <= 0) return markOutOfBudget(entry);
     const summary = deliverLapseSummary(entry.lapse.lapse, agent.id, resends);
     const input = {
       lapse: entry.lapse,
@@ -133,15 +111,13 @@ export class LapseDeliveries {
       const result = await delivery.deliverLapse.executeWithOptions({ summary, scheduleToCloseTimeout: leftMs }, [
         input,
       ]);
-      entry.delivery = { ...entry.delivery, status: 'delivered', deliveredAt: nowIso(), warnings: result.warnings };
-      if (result.taskId) entry.lapseTaskId = result.taskId;
+      markDelivered(record, entry, result, Date.now());
     } catch (error) {
       if (this.abandonedBecause !== undefined && isCancellation(error)) {
-        entry.delivery = { ...entry.delivery, status: 'abandoned', error: this.abandonedBecause };
+        markUndelivered(entry, 'abandoned', this.abandonedBecause);
       } else {
-        entry.delivery = { ...entry.delivery, status: 'failed', error: describeFailure(error) };
+        markUndelivered(entry, 'failed', describeFailure(error));
       }
     }
-    if (record.lapses.at(-1) === entry && entry.lapseTaskId) record.lapseTaskId = entry.lapseTaskId;
   }
 }

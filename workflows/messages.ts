@@ -47,7 +47,7 @@ export interface ExpectationInput {
   carried?: CarriedExpectationState;
 }
 
-/** Everything an expectation keeps across continue-as-new: the fields so marked in ExpectationManager. */
+/** Everything an expectation keeps across continue-as-new: its record, its horizon check and its links. */
 export interface CarriedExpectationState {
   record: ExpectationRecord;
   horizonChecked: boolean;

@@ -1,9 +1,9 @@
 /**
- * Forwarding from a ledger to its subscribers, coalesced: at most one pending signal per subscriber, sent in
- * bounded batches by the ledger's main loop (not by its handlers), so that a busy ledger stays under Temporal's
- * limit on pending external signals and its handlers finish at once, which lets it continue as new.
+ * Forwarding from a router to its subscribers, coalesced: at most one pending item per subscriber, taken in bounded
+ * batches by the router's main loop (not by its handlers), so that a busy router stays under Temporal's limit on
+ * pending external signals and its handlers finish at once, which lets it continue as new. The queue only; the
+ * signals go out by sendBatch (send-batch.ts).
  */
-import { getExternalWorkflowHandle, type SignalDefinition } from '@temporalio/workflow';
 
 /** How many signals one batch sends at once (Temporal refuses more than 2,000 pending per workflow). */
 export const OUTBOX_BATCH = 500;
@@ -12,7 +12,6 @@ export class Outbox<T> {
   private readonly pending: Map<string, T>;
 
   constructor(
-    private readonly signal: SignalDefinition<[T]>,
     /** Given what is pending for a subscriber (if anything) and a new item: what to send it. */
     private readonly merge: (pending: T | undefined, next: T) => T,
     carried: Array<{ workflowId: string; fact: T }> = [],
@@ -41,22 +40,10 @@ export class Outbox<T> {
     return [...this.pending].map(([workflowId, fact]) => ({ workflowId, fact }));
   }
 
-  /** Sends one batch: which subscribers got their signal, and which are gone (closed), which the caller drops. */
-  async flush(): Promise<{ sent: string[]; gone: string[] }> {
+  /** Takes the next batch off the queue, oldest first: at most OUTBOX_BATCH subscribers and their items. */
+  take(): Array<[string, T]> {
     const batch = [...this.pending].slice(0, OUTBOX_BATCH);
     for (const [workflowId] of batch) this.pending.delete(workflowId);
-    const sent: string[] = [];
-    const gone: string[] = [];
-    await Promise.all(
-      batch.map(async ([workflowId, item]) => {
-        try {
-          await getExternalWorkflowHandle(workflowId).signal(this.signal, item);
-          sent.push(workflowId);
-        } catch {
-          gone.push(workflowId);
-        }
-      }),
-    );
-    return { sent, gone };
+    return batch;
   }
 }

@@ -15,7 +15,7 @@ import type { Fact } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
-import { initialRecord } from '../../workflows/expectation-manager.js';
+import { initialRecord } from '../../workflows/expectation-machine.js';
 import {
   recordFactUpdate,
   factsSignal,

@@ -8,7 +8,8 @@ import { DEDUPE_WINDOW, MAX_DEPENDENTS, MAX_KEY_SUBSCRIBERS, MAX_ROUTER_CARRIED_
 import type { Fact } from '../../core/schemas/extension.js';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
-import { DEDUPE_WINDOW_UNAWAITED, type factRouterWorkflow } from '../../workflows/fact-router.js';
+import type { factRouterWorkflow } from '../../workflows/fact-router.js';
+import { DEDUPE_WINDOW_UNAWAITED } from '../../workflows/fact-router-state.js';
 import {
   dependentsQuery,
   keyLoadQuery,

@@ -7,7 +7,8 @@ import { awaitFactTaken, recordFactRouted } from '../../src/temporal/expectation
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
 import { MAX_RETAINED_FACTS_PER_ROUTER } from '../../core/limits.js';
-import { FORWARD_DEFERRAL_MS, type factRouterWorkflow } from '../../workflows/fact-router.js';
+import type { factRouterWorkflow } from '../../workflows/fact-router.js';
+import { FORWARD_DEFERRAL_MS } from '../../workflows/fact-router-state.js';
 import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
 import { DAY, HOUR, onAnUnstartedRouter, reportFact, settings, shipmentExpectation, useHarness } from './support.js';
 
