@@ -175,6 +175,8 @@ export interface TrafficOptions {
   /** A request of `feedSize` facts nobody waits on, a fifth on one hot subject, every so often. */
   feedEveryMs: number;
   feedSize: number;
+  /** Feed requests sent at once, as a feed that catches up does (default 1): the same rate, in bursts. */
+  feedBurst?: number;
 }
 
 /** Each request at its offset from `t0` (epoch ms, which dueAt counts from), and what must become of each expectation. */
@@ -206,7 +208,8 @@ export function planTraffic(options: TrafficOptions, t0: number) {
           ? { subject: { type: 'shipment', id: `${prefix}-${n}-${i}` } }
           : {}),
     }));
-    requests.push({ kind: 'facts', atMs, facts });
+    const burst = options.feedBurst ?? 1;
+    requests.push({ kind: 'facts', atMs: Math.floor(n / burst) * burst * options.feedEveryMs, facts });
   }
   return { requests: requests.sort((a, b) => a.atMs - b.atMs), lapsing, satisfied };
 }

@@ -1,0 +1,190 @@
+/**
+ * `npx tsx bench/failover.ts [--duration=180] [--raise-every=2000] [--feed-every=375] [--feed-size=5] [--burst=4]`:
+ * two of everything, one killed (issue 47, item 2), the full version of test/cluster/failover.test.ts. Two bridges and
+ * two workers, each a process, on one task queue of a Temporal cluster the bench starts (server 1.31.2 on PostgreSQL;
+ * or the cluster at TEMPORAL_ADDRESS), under the traffic of test/support/failover.ts for `--duration` seconds; one
+ * bridge is SIGKILLed at a fifth of it and started again, one worker at a half. Judged as the test judges, and beside
+ * it how long the survivors took to catch up: the requests in flight at each kill answered, the task backlog (sampled
+ * each second) back to empty, the lapses due around the worker's kill delivered. Writes bench/results/<time>-failover.json.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../src/config.js';
+import { workflowsPath } from '../src/temporal/workflows-path.js';
+import { startTestAgent } from '../test/support/agent.js';
+import { writePrincipalsFile } from '../test/support/agents.js';
+import { unique } from '../test/support/ids.js';
+import {
+  judge,
+  planTraffic,
+  raiseProbes,
+  roundRobin,
+  sendTraffic,
+  startFleet,
+  type Fleet,
+  type SentRequest,
+  type Verdict,
+} from '../test/support/failover.js';
+import { backlogOf } from './lib/backlog.js';
+import { repoRoot } from './lib/child.js';
+import { stopOnSignals } from './lib/cleanup.js';
+import { delay, progress } from './lib/progress.js';
+import { bundleTo, startServer } from './lib/server.js';
+import { summarise } from './lib/stats.js';
+
+const option = (name: string, fallback: number) =>
+  Number(process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
+const durationMs = option('duration', 180) * 1000;
+const traffic = {
+  durationMs,
+  raiseEveryMs: option('raise-every', 2_000),
+  feedEveryMs: option('feed-every', 375),
+  feedSize: option('feed-size', 5),
+  feedBurst: option('burst', 4),
+};
+
+/** What the clients saw of one kill: the requests it caught in flight, and the backlog it left. */
+function afterKill(sent: SentRequest[], killAt: number, backlog: Array<[number, number]>, restartMs: number) {
+  const caught = sent.filter((s) => s.exchange.sentAt <= killAt && !(s.exchange.answeredAt! <= killAt));
+  const after = backlog.filter(([at]) => at >= killAt);
+  const peak = Math.max(0, ...after.map(([, n]) => n));
+  const peakAt = after.find(([, n]) => n === peak)?.[0] ?? killAt;
+  const emptyAt = after.find(([at, n]) => at >= peakAt && n === 0)?.[0];
+  return {
+    restartMs,
+    inFlight: caught.length,
+    inFlightAllAnsweredAfterMs: Math.max(0, ...caught.map((s) => s.exchange.answeredAt! - killAt)),
+    backlogPeak: peak,
+    backlogEmptyAfterMs: emptyAt === undefined ? undefined : emptyAt - killAt,
+  };
+}
+
+/** Lateness (first reception − dueAt − grace, s) of the lapses whose deadline falls in [from, to). */
+const lateness = (verdict: Verdict, from: number, to: number) =>
+  summarise(
+    verdict.lapses
+      .filter((l) => l.deadlineMs >= from && l.deadlineMs < to)
+      .map((l) => (l.receivedAt - l.deadlineMs) / 1000),
+  );
+
+async function main(): Promise<void> {
+  stopOnSignals();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-bench-failover-'));
+  // As root, PostgreSQL runs as the `postgres` user: the directory must be searchable by it.
+  chmodSync(dir, 0o755);
+  const server = await startServer(loadConfig(), path.join(dir, 'server'), 'failover', 'cluster');
+  const connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
+  const client = new Client({ connection, namespace: server.namespace });
+  const agent = await startTestAgent();
+  let fleet: Fleet | undefined;
+  const prefix = unique('failover');
+  const taskQueue = `${prefix}-queue`;
+  const tokens = { agent: `agent-${unique()}`, reporter: `carrier-${unique()}`, admin: `ops-${unique()}` };
+  const principalsFile = writePrincipalsFile(
+    [
+      { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
+      { id: 'carrier', roles: ['reporter'] },
+      { id: 'ops', roles: ['admin'] },
+    ],
+    { tokens: { 'shipping-agent': tokens.agent, carrier: tokens.reporter, ops: tokens.admin } },
+  );
+  try {
+    const workflowBundle = await bundleTo(workflowsPath, path.join(dir, 'workflow-bundle.js'));
+    const running = await startFleet({
+      address: server.address,
+      taskQueue,
+      principalsFile,
+      dataDir: dir,
+      workflowBundle,
+    });
+    fleet = running;
+    progress(`failover: two bridges, two workers on ${taskQueue}; ${durationMs / 1000} s of traffic`);
+    const t0 = Date.now() + 1_000;
+    const plan = planTraffic({ prefix, ...traffic }, t0);
+    const deliver = roundRobin(running.bridgeUrls, 600_000);
+    const backlog: Array<[number, number]> = [];
+    let sampling = true;
+    const sampler = (async () => {
+      for (; sampling; await delay(1_000))
+        backlog.push([Date.now(), (await backlogOf(client, server.namespace, taskQueue).catch(() => 0)) ?? 0]);
+    })();
+    const sending = sendTraffic(plan.requests, deliver, tokens, t0);
+    const kills = (async () => {
+      await delay(t0 + durationMs / 5 - Date.now());
+      const bridgeAt = await running.bridges[0]!.kill();
+      const bridgeRestartMs = await running.bridges[0]!.start();
+      progress(`failover: bridge 1 killed and back in ${bridgeRestartMs} ms`);
+      await delay(t0 + durationMs / 2 - Date.now());
+      const workerAt = await running.workers[0]!.kill();
+      const workerRestartMs = await running.workers[0]!.start();
+      progress(`failover: worker 1 killed and back in ${workerRestartMs} ms`);
+      return { bridgeAt, bridgeRestartMs, workerAt, workerRestartMs };
+    })();
+    const [sent, k] = await Promise.all([sending, kills]);
+    const trafficEnd = Date.now();
+    progress(`failover: traffic sent and answered; ${plan.lapsing.length} lapses to come, probing the feeds`);
+    const { probes, raised } = await raiseProbes(sent, deliver, tokens, prefix);
+    const verdict = await judge({ ...plan, sent: [...sent, ...raised], probes }, deliver, tokens, agent, 600_000);
+    const judgedAt = Date.now();
+    sampling = false;
+    await sampler;
+    const answerMs = (from: number, to: number) =>
+      summarise(
+        sent
+          .filter((s) => s.exchange.sentAt >= from && s.exchange.sentAt < to && s.exchange.answeredAt)
+          .map((s) => s.exchange.answeredAt! - s.exchange.sentAt),
+        0,
+      );
+    const result = {
+      date: new Date().toISOString(),
+      commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim(),
+      command: `npx tsx bench/failover.ts ${process.argv.slice(2).join(' ')}`.trim(),
+      loadAverage: os.loadavg()[0],
+      traffic,
+      counts: verdict.counts,
+      failures: {
+        notApplied: verdict.notApplied,
+        wrongState: verdict.wrongState,
+        lost: verdict.lost,
+        doubled: verdict.doubled,
+        backlog: verdict.backlog,
+      },
+      requestsThatMetTheDeadBridge: sent.filter((s) => s.exchange.retries.some((r) => r.startsWith('fetch failed')))
+        .length,
+      bridgeKill: afterKill(sent, k.bridgeAt, backlog, k.bridgeRestartMs),
+      workerKill: afterKill(sent, k.workerAt, backlog, k.workerRestartMs),
+      answerMs: {
+        beforeKills: answerMs(t0, k.bridgeAt),
+        tenSecondsAfterBridgeKill: answerMs(k.bridgeAt, k.bridgeAt + 10_000),
+        tenSecondsAfterWorkerKill: answerMs(k.workerAt, k.workerAt + 10_000),
+      },
+      lapseLatenessS: {
+        dueBeforeKills: lateness(verdict, 0, k.bridgeAt),
+        dueBetweenKills: lateness(verdict, k.bridgeAt, k.workerAt),
+        dueInTheMinuteAfterWorkerKill: lateness(verdict, k.workerAt, k.workerAt + 60_000),
+        dueLater: lateness(verdict, k.workerAt + 60_000, Number.POSITIVE_INFINITY),
+      },
+      lastLapseAfterTrafficMs: Math.max(0, ...verdict.lapses.map((l) => l.receivedAt - trafficEnd)),
+      judgedAfterTrafficMs: judgedAt - trafficEnd,
+    };
+    const resultsDir = path.join(repoRoot, 'bench', 'results');
+    mkdirSync(resultsDir, { recursive: true });
+    const file = path.join(resultsDir, `${result.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z')}-failover.json`);
+    writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    progress(`failover: written to ${path.relative(repoRoot, file)}`);
+    if (Object.values(result.failures).some((list) => list.length > 0)) process.exitCode = 1;
+  } finally {
+    await fleet?.stop();
+    await agent.close();
+    await connection.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(path.dirname(principalsFile), { recursive: true, force: true });
+  }
+}
+
+await main();
