@@ -15,18 +15,14 @@ import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../src/config.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { startTestAgent } from '../test/support/agent.js';
-import { writePrincipalsFile } from '../test/support/agents.js';
 import { unique } from '../test/support/ids.js';
 import {
-  judge,
-  planTraffic,
-  raiseProbes,
-  roundRobin,
-  sendTraffic,
+  runFailover,
   startFleet,
   type Fleet,
   type SentRequest,
   type Verdict,
+  writeFleetPrincipals,
 } from '../test/support/failover.js';
 import { backlogOf } from './lib/backlog.js';
 import { repoRoot } from './lib/child.js';
@@ -82,15 +78,7 @@ async function main(): Promise<void> {
   let fleet: Fleet | undefined;
   const prefix = unique('failover');
   const taskQueue = `${prefix}-queue`;
-  const tokens = { agent: `agent-${unique()}`, reporter: `carrier-${unique()}`, admin: `ops-${unique()}` };
-  const principalsFile = writePrincipalsFile(
-    [
-      { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
-      { id: 'carrier', roles: ['reporter'] },
-      { id: 'ops', roles: ['admin'] },
-    ],
-    { tokens: { 'shipping-agent': tokens.agent, carrier: tokens.reporter, ops: tokens.admin } },
-  );
+  const { tokens, principalsFile } = writeFleetPrincipals(agent.cardUrl);
   try {
     const workflowBundle = await bundleTo(workflowsPath, path.join(dir, 'workflow-bundle.js'));
     const running = await startFleet({
@@ -102,32 +90,21 @@ async function main(): Promise<void> {
     });
     fleet = running;
     progress(`failover: two bridges, two workers on ${taskQueue}; ${durationMs / 1000} s of traffic`);
-    const t0 = Date.now() + 1_000;
-    const plan = planTraffic({ prefix, ...traffic }, t0);
-    const deliver = roundRobin(running.bridgeUrls, 600_000);
     const backlog: Array<[number, number]> = [];
     let sampling = true;
     const sampler = (async () => {
       for (; sampling; await delay(1_000))
         backlog.push([Date.now(), (await backlogOf(client, server.namespace, taskQueue).catch(() => 0)) ?? 0]);
     })();
-    const sending = sendTraffic(plan.requests, deliver, tokens, t0);
-    const kills = (async () => {
-      await delay(t0 + durationMs / 5 - Date.now());
-      const bridgeAt = await running.bridges[0]!.kill();
-      const bridgeRestartMs = await running.bridges[0]!.start();
-      progress(`failover: bridge 1 killed and back in ${bridgeRestartMs} ms`);
-      await delay(t0 + durationMs / 2 - Date.now());
-      const workerAt = await running.workers[0]!.kill();
-      const workerRestartMs = await running.workers[0]!.start();
-      progress(`failover: worker 1 killed and back in ${workerRestartMs} ms`);
-      return { bridgeAt, bridgeRestartMs, workerAt, workerRestartMs };
-    })();
-    const [sent, k] = await Promise.all([sending, kills]);
-    const trafficEnd = Date.now();
-    progress(`failover: traffic sent and answered; ${plan.lapsing.length} lapses to come, probing the feeds`);
-    const { probes, raised } = await raiseProbes(sent, deliver, tokens, prefix);
-    const verdict = await judge({ ...plan, sent: [...sent, ...raised], probes }, deliver, tokens, agent, 600_000);
+    const { t0, sent, killed, trafficEnd, verdict } = await runFailover(running, agent, tokens, {
+      prefix,
+      ...traffic,
+      killBridgeAtMs: durationMs / 5,
+      killWorkerAtMs: durationMs / 2,
+      giveUpMs: 600_000,
+      judgeWaitMs: 600_000,
+      log: (line) => progress(`failover: ${line}`),
+    });
     const judgedAt = Date.now();
     sampling = false;
     await sampler;
@@ -154,18 +131,18 @@ async function main(): Promise<void> {
       },
       requestsThatMetTheDeadBridge: sent.filter((s) => s.exchange.retries.some((r) => r.startsWith('fetch failed')))
         .length,
-      bridgeKill: afterKill(sent, k.bridgeAt, backlog, k.bridgeRestartMs),
-      workerKill: afterKill(sent, k.workerAt, backlog, k.workerRestartMs),
+      bridgeKill: afterKill(sent, killed.bridge.at, backlog, killed.bridge.restartMs),
+      workerKill: afterKill(sent, killed.worker.at, backlog, killed.worker.restartMs),
       answerMs: {
-        beforeKills: answerMs(t0, k.bridgeAt),
-        tenSecondsAfterBridgeKill: answerMs(k.bridgeAt, k.bridgeAt + 10_000),
-        tenSecondsAfterWorkerKill: answerMs(k.workerAt, k.workerAt + 10_000),
+        beforeKills: answerMs(t0, killed.bridge.at),
+        tenSecondsAfterBridgeKill: answerMs(killed.bridge.at, killed.bridge.at + 10_000),
+        tenSecondsAfterWorkerKill: answerMs(killed.worker.at, killed.worker.at + 10_000),
       },
       lapseLatenessS: {
-        dueBeforeKills: lateness(verdict, 0, k.bridgeAt),
-        dueBetweenKills: lateness(verdict, k.bridgeAt, k.workerAt),
-        dueInTheMinuteAfterWorkerKill: lateness(verdict, k.workerAt, k.workerAt + 60_000),
-        dueLater: lateness(verdict, k.workerAt + 60_000, Number.POSITIVE_INFINITY),
+        dueBeforeKills: lateness(verdict, 0, killed.bridge.at),
+        dueBetweenKills: lateness(verdict, killed.bridge.at, killed.worker.at),
+        dueInTheMinuteAfterWorkerKill: lateness(verdict, killed.worker.at, killed.worker.at + 60_000),
+        dueLater: lateness(verdict, killed.worker.at + 60_000, Number.POSITIVE_INFINITY),
       },
       lastLapseAfterTrafficMs: Math.max(0, ...verdict.lapses.map((l) => l.receivedAt - trafficEnd)),
       judgedAfterTrafficMs: judgedAt - trafficEnd,

@@ -9,24 +9,13 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { startTemporalCluster, type TemporalCluster } from '../../dev/cluster/temporal-cluster.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { writePrincipalsFile } from '../support/agents.js';
 import { unique } from '../support/bridge.js';
-import {
-  judge,
-  planTraffic,
-  raiseProbes,
-  roundRobin,
-  sendTraffic,
-  startFleet,
-  type Fleet,
-} from '../support/failover.js';
+import { runFailover, startFleet, writeFleetPrincipals, type Fleet, type Tokens } from '../support/failover.js';
 
 const prefix = unique('failover');
-const tokens = { agent: `agent-${unique()}`, reporter: `carrier-${unique()}`, admin: `ops-${unique()}` };
 // As root, PostgreSQL runs as the `postgres` user: the directory must be searchable by it (mkdtemp makes it 0700).
 const dir = mkdtempSync(path.join(os.tmpdir(), 'watcher-failover-test-'));
 chmodSync(dir, 0o755);
@@ -34,19 +23,14 @@ const progress: string[] = [];
 
 let agent: TestAgent | undefined;
 let principalsFile: string | undefined;
+let tokens: Tokens;
 let starting: Promise<TemporalCluster> | undefined;
 let fleet: Fleet | undefined;
 
 beforeAll(async () => {
   agent = await startTestAgent();
-  principalsFile = writePrincipalsFile(
-    [
-      { id: 'shipping-agent', roles: ['agent'], cardUrl: agent.cardUrl },
-      { id: 'carrier', roles: ['reporter'] },
-      { id: 'ops', roles: ['admin'] },
-    ],
-    { tokens: { 'shipping-agent': tokens.agent, carrier: tokens.reporter, ops: tokens.admin } },
-  );
+  const principals = writeFleetPrincipals(agent.cardUrl);
+  ({ tokens, principalsFile } = principals);
   starting = startTemporalCluster({ dir: path.join(dir, 'cluster'), log: (line) => progress.push(line) });
   const cluster = await starting.catch((error: unknown) => {
     throw new Error(`the Temporal cluster did not start (${progress.join('; ')}): ${(error as Error).message}`, {
@@ -56,7 +40,7 @@ beforeAll(async () => {
   fleet = await startFleet({
     address: cluster.address,
     taskQueue: `${prefix}-queue`,
-    principalsFile,
+    principalsFile: principals.principalsFile,
     dataDir: dir,
     workflowBundle: inject('workflowBundlePath'),
   });
@@ -73,24 +57,17 @@ afterAll(async () => {
 }, 120_000);
 
 it('answers and applies every request, and delivers every lapse once, when a bridge then a worker is SIGKILLed', async () => {
-  const running = fleet!;
-  const t0 = Date.now() + 1_000;
-  const traffic = planTraffic({ prefix, durationMs: 40_000, raiseEveryMs: 2_000, feedEveryMs: 1_000, feedSize: 5 }, t0);
-  const deliver = roundRobin(running.bridgeUrls);
-
-  const sending = sendTraffic(traffic.requests, deliver, tokens, t0);
-  // The operator's part, beside the clients, who never wait for the watcher's state before a request.
-  const faults = (async () => {
-    await sleep(t0 + 10_000 - Date.now());
-    await running.bridges[0]!.kill();
-    await running.bridges[0]!.start();
-    await sleep(t0 + 22_000 - Date.now());
-    await running.workers[0]!.kill();
-    await running.workers[0]!.start();
-  })();
-  const [sent] = await Promise.all([sending, faults]);
-  const { probes, raised } = await raiseProbes(sent, deliver, tokens, prefix);
-  const verdict = await judge({ ...traffic, sent: [...sent, ...raised], probes }, deliver, tokens, agent!, 90_000);
+  const { plan, sent, verdict } = await runFailover(fleet!, agent!, tokens, {
+    prefix,
+    durationMs: 40_000,
+    raiseEveryMs: 2_000,
+    feedEveryMs: 1_000,
+    feedSize: 5,
+    killBridgeAtMs: 10_000,
+    killWorkerAtMs: 22_000,
+    giveUpMs: 120_000,
+    judgeWaitMs: 90_000,
+  });
 
   const { notApplied, wrongState, lost, doubled, backlog, counts } = verdict;
   expect({ notApplied, wrongState, lost, doubled, backlog }).toEqual({
@@ -102,11 +79,11 @@ it('answers and applies every request, and delivers every lapse once, when a bri
   });
   // The kill reached the clients: some requests met the dead bridge and were sent again.
   expect(sent.filter((s) => s.exchange.retries.some((r) => r.startsWith('fetch failed'))).length).toBeGreaterThan(0);
-  expect(counts.lapsed).toBe(traffic.lapsing.length);
-  expect(verdict.lapses).toHaveLength(traffic.lapsing.length);
-  expect(traffic.lapsing.length).toBeGreaterThan(0);
+  expect(counts.lapsed).toBe(plan.lapsing.length);
+  expect(verdict.lapses).toHaveLength(plan.lapsing.length);
+  expect(plan.lapsing.length).toBeGreaterThan(0);
   expect(counts.factBeforeDeadline).toBeGreaterThan(0);
-  expect(counts.factBeforeDeadline + counts.factAfterDeadline).toBe(traffic.satisfied.length);
+  expect(counts.factBeforeDeadline + counts.factAfterDeadline).toBe(plan.satisfied.length);
   expect(counts.probes).toBeGreaterThan(0);
   expect(counts.facts).toBeGreaterThan(counts.raised + counts.probes);
 }, 300_000);

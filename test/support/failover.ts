@@ -12,7 +12,8 @@ import { lapseMessageId } from '../../core/message-id.js';
 import type { Expectation, Subject } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { lapseOf, type TestAgent } from './agent.js';
-import { artifactUpdate, dueExpectation, send } from './bridge.js';
+import { writePrincipalsFile } from './agents.js';
+import { artifactUpdate, dueExpectation, send, unique } from './bridge.js';
 import { spawnWorker, type WorkerProcess } from './faults.js';
 import { freePort } from './net.js';
 import { LOOPBACK_AGENTS_ENV } from './outbound.js';
@@ -220,6 +221,20 @@ export interface Tokens {
   admin: string;
 }
 
+/** The fleet's principals (an agent whose card is `cardUrl`, a reporter, an admin) with fresh tokens, in a new file. */
+export function writeFleetPrincipals(cardUrl: string): { tokens: Tokens; principalsFile: string } {
+  const tokens = { agent: `agent-${unique()}`, reporter: `carrier-${unique()}`, admin: `ops-${unique()}` };
+  const principalsFile = writePrincipalsFile(
+    [
+      { id: 'shipping-agent', roles: ['agent'], cardUrl },
+      { id: 'carrier', roles: ['reporter'] },
+      { id: 'ops', roles: ['admin'] },
+    ],
+    { tokens: { 'shipping-agent': tokens.agent, carrier: tokens.reporter, ops: tokens.admin } },
+  );
+  return { tokens, principalsFile };
+}
+
 export interface SentRequest {
   request: TrafficRequest;
   exchange: Exchange;
@@ -410,4 +425,51 @@ export async function judge(
     if (factAnswered.has(id)) verdict.counts[beforeDeadline ? 'factBeforeDeadline' : 'factAfterDeadline']++;
   }
   return verdict;
+}
+
+export interface FailoverOptions extends TrafficOptions {
+  /** When (from the traffic's start) the first bridge, then the first worker, is SIGKILLed and started again. */
+  killBridgeAtMs: number;
+  killWorkerAtMs: number;
+  /** How long a request may be retried; how long the records may take to reach their end at the end. */
+  giveUpMs: number;
+  judgeWaitMs: number;
+  /** Progress lines (default: none). */
+  log?: (line: string) => void;
+}
+
+/**
+ * The traffic over `fleet`'s bridges, with one bridge then one worker SIGKILLed and started again beside it (the
+ * operator's part: the clients never wait for the watcher's state before a request); then the probes of the feeds,
+ * and the verdict.
+ */
+export async function runFailover(fleet: Fleet, agent: TestAgent, tokens: Tokens, options: FailoverOptions) {
+  const log = options.log ?? (() => {});
+  const t0 = Date.now() + 1_000;
+  const plan = planTraffic(options, t0);
+  const deliver = roundRobin(fleet.bridgeUrls, options.giveUpMs);
+  const sending = sendTraffic(plan.requests, deliver, tokens, t0);
+  const restart = async (member: Member, atMs: number) => {
+    await sleep(t0 + atMs - Date.now());
+    const at = await member.kill();
+    const restartMs = await member.start();
+    log(`${member.name} SIGKILLed and running again after ${restartMs} ms`);
+    return { at, restartMs };
+  };
+  const kills = (async () => {
+    const bridge = await restart(fleet.bridges[0]!, options.killBridgeAtMs);
+    return { bridge, worker: await restart(fleet.workers[0]!, options.killWorkerAtMs) };
+  })();
+  const [sent, killed] = await Promise.all([sending, kills]);
+  const trafficEnd = Date.now();
+  log(`every request answered or given up; ${plan.lapsing.length} lapses to come; probing the feeds`);
+  const { probes, raised } = await raiseProbes(sent, deliver, tokens, options.prefix);
+  const verdict = await judge(
+    { ...plan, sent: [...sent, ...raised], probes },
+    deliver,
+    tokens,
+    agent,
+    options.judgeWaitMs,
+  );
+  return { t0, plan, sent, killed, trafficEnd, verdict };
 }
