@@ -59,20 +59,22 @@ function baselineOf(sent: SentRequest[], verdict: Verdict, backlog: Backlog, fir
 
 /**
  * How long the survivors took to catch up after the kill at `at`, up to `until`: the requests it caught in flight all
- * answered, the last request sent since answered slower than any before the kills, the last lapse due since (or in
- * the settle interval before) delivered later than any before them. Caught up: the latest of the three.
+ * answered, the last request sent since answered slower than any before the kills, and (`lapses`: a worker's kill;
+ * bridges deliver none) the last lapse due from 10 s before it, whose decision or delivery it may have caught, delivered
+ * later than any before the kills. Caught up: the latest of these.
  */
 function catchUp(
   run: { sent: SentRequest[]; verdict: Verdict; backlog: Backlog },
   kill: { at: number; restartMs: number },
   until: number,
   baseline: ReturnType<typeof baselineOf>,
+  withLapses: boolean,
 ) {
   const { at } = kill;
   const caught = run.sent.filter((s) => s.exchange.sentAt <= at && !(s.exchange.answeredAt! <= at));
   const since = run.sent.filter((s) => s.exchange.sentAt > at && s.exchange.sentAt < until);
   const slow = since.filter((s) => answerMsOf(s) > baseline.answerMaxMs);
-  const lapses = run.verdict.lapses.filter((l) => l.deadlineMs > at - 3_000 && l.deadlineMs < until);
+  const lapses = withLapses ? run.verdict.lapses.filter((l) => l.deadlineMs > at - 10_000 && l.deadlineMs < until) : [];
   const late = lapses.filter((l) => latenessMsOf(l) > baseline.lapseLatenessMaxMs);
   const figures = {
     restartMs: kill.restartMs,
@@ -85,6 +87,8 @@ function catchUp(
     laterLapses: late.length,
     lastLaterLapseAfterMs: maxOf(late.map((l) => l.receivedAt - at)),
     lapseLatenessMaxMs: maxOf(lapses.map(latenessMsOf)),
+    /** Each lapse: its deadline and its delivery, from the kill. */
+    lapses: lapses.map((l) => ({ dueAfterMs: l.deadlineMs - at, receivedAfterMs: l.receivedAt - at })),
     backlogMax: maxOf(run.backlog.filter(([t]) => t >= at && t < until).map(([, tasks]) => tasks)),
   };
   const caughtUpAfterMs = Math.max(
@@ -159,8 +163,8 @@ async function main(): Promise<void> {
       answerMs: summarise(sent.filter((s) => s.exchange.answeredAt).map(answerMsOf), 0),
       lapseLatenessMs: summarise(verdict.lapses.map(latenessMsOf), 0),
       baseline,
-      bridgeKill: catchUp(run, killed.bridge, killed.worker.at, baseline),
-      workerKill: catchUp(run, killed.worker, trafficEnd, baseline),
+      bridgeKill: catchUp(run, killed.bridge, killed.worker.at, baseline, false),
+      workerKill: catchUp(run, killed.worker, trafficEnd, baseline, true),
       backlogEmptyAfterTrafficMs: emptyAt === undefined ? undefined : emptyAt - trafficEnd,
       lastLapseAfterTrafficMs: Math.max(0, ...verdict.lapses.map((l) => l.receivedAt - trafficEnd)),
       judgedAfterTrafficMs: judgedAt - trafficEnd,
