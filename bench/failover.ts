@@ -44,6 +44,12 @@ const traffic = {
 
 type Backlog = Array<[at: number, tasks: number]>;
 
+/**
+ * What a kill may touch: until 30 s (a lapse delivery's attempt) after the process runs again. Past it, the verdict
+ * still counts every request and lapse, but a slow one is the machine's, not the kill's.
+ */
+const windowEnd = (kill: { at: number; restartMs: number }) => kill.at + kill.restartMs + 30_000;
+
 const answerMsOf = (s: SentRequest) => s.exchange.answeredAt! - s.exchange.sentAt;
 const latenessMsOf = (l: Verdict['lapses'][number]) => l.receivedAt - l.deadlineMs;
 const maxOf = (values: number[]) => Math.max(0, ...values);
@@ -58,7 +64,7 @@ function baselineOf(sent: SentRequest[], verdict: Verdict, backlog: Backlog, fir
 }
 
 /**
- * How long the survivors took to catch up after the kill at `at`, up to `until`: the requests it caught in flight all
+ * How long the survivors took to catch up after the kill at `at`, within its window (`until`): the requests it caught in flight all
  * answered, the last request sent since answered slower than any before the kills, and (`lapses`: a worker's kill;
  * bridges deliver none) the last lapse due from 10 s before it, whose decision or delivery it may have caught, delivered
  * later than any before the kills. Caught up: the latest of these.
@@ -163,8 +169,8 @@ async function main(): Promise<void> {
       answerMs: summarise(sent.filter((s) => s.exchange.answeredAt).map(answerMsOf), 0),
       lapseLatenessMs: summarise(verdict.lapses.map(latenessMsOf), 0),
       baseline,
-      bridgeKill: catchUp(run, killed.bridge, killed.worker.at, baseline, false),
-      workerKill: catchUp(run, killed.worker, trafficEnd, baseline, true),
+      bridgeKill: catchUp(run, killed.bridge, Math.min(windowEnd(killed.bridge), killed.worker.at), baseline, false),
+      workerKill: catchUp(run, killed.worker, Math.min(windowEnd(killed.worker), trafficEnd), baseline, true),
       backlogEmptyAfterTrafficMs: emptyAt === undefined ? undefined : emptyAt - trafficEnd,
       lastLapseAfterTrafficMs: Math.max(0, ...verdict.lapses.map((l) => l.receivedAt - trafficEnd)),
       judgedAfterTrafficMs: judgedAt - trafficEnd,
