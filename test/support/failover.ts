@@ -305,7 +305,7 @@ export interface Verdict {
     lapsed: number;
     /** Satisfied ones whose fact the client had answered before the deadline (no lapse allowed). */
     factBeforeDeadline: number;
-    /** Satisfied ones whose fact was answered after their deadline: a lapse, then the late fact, is allowed. */
+    /** Those whose fact was answered after their deadline (or never): a lapse, then the late fact, is allowed. */
     factAfterDeadline: number;
     probes: number;
     /** Lapse messages the agent received for this run, resends of one messageId included. */
@@ -416,10 +416,12 @@ export async function judge(
       continue;
     }
     const answeredAt = factAnswered.get(id);
-    const beforeDeadline = answeredAt === undefined || answeredAt < deadlineOf(e);
+    // No lapse is allowed when the fact was answered before the deadline, nor for a probe (due in an hour, no fact
+    // of its own); a fact never answered allows one (and is reported in notApplied).
+    const beforeDeadline = !factAnswered.has(id) || (answeredAt !== undefined && answeredAt < deadlineOf(e));
     if (beforeDeadline && (messageIds.length > 0 || (record?.lapses.length ?? 0) > 0))
       verdict.backlog.push(
-        `${id}: fact answered ${answeredAt ?? 'before the raise'}, deadline ${e.dueAt} + ${e.grace}`,
+        `${id}: fact answered ${answeredAt ? new Date(answeredAt).toISOString() : 'never (a probe)'}, deadline ${e.dueAt} + ${e.grace}`,
       );
     if (messageIds.length > 1) verdict.doubled.push(`${id}: ${messageIds.join(', ')}`);
     if (factAnswered.has(id)) verdict.counts[beforeDeadline ? 'factBeforeDeadline' : 'factAfterDeadline']++;
