@@ -87,9 +87,15 @@ export interface WorkerProcess extends Spawned {
 
 /**
  * `src/worker.ts` as a child process on `address` and `taskQueue`, delivering lapses to the agents of
- * `principalsFile` (`writePrincipalsFile` in agents.ts); resolves once it logs that it runs.
+ * `principalsFile` (`writePrincipalsFile` in agents.ts); resolves once it logs that it runs. `env` adds settings
+ * (e.g. WATCHER_WORKFLOW_BUNDLE, so that a restarted worker polls within seconds).
  */
-export async function spawnWorker(address: string, taskQueue: string, principalsFile: string): Promise<WorkerProcess> {
+export async function spawnWorker(
+  address: string,
+  taskQueue: string,
+  principalsFile: string,
+  env: Record<string, string> = {},
+): Promise<WorkerProcess> {
   const worker = spawnEntry('src/worker.ts', {
     TEMPORAL_ADDRESS: address,
     TEMPORAL_TASK_QUEUE: taskQueue,
@@ -100,6 +106,7 @@ export async function spawnWorker(address: string, taskQueue: string, principals
     WATCHER_WORKER_METRICS_PORT: '0',
     // The tests' agents listen on 127.0.0.1, which a worker on a cluster reaches only when this names it.
     ...LOOPBACK_AGENTS_ENV,
+    ...env,
   });
   // SIGKILL cannot be relayed by tsx to its child, so the whole tree is killed, leaves included.
   const kill9 = async () => {
