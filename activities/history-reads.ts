@@ -3,7 +3,7 @@
  * fact a bridge handed it, whether or not a worker has processed it yet, so that the watcher's own backlog never
  * fabricates a lapse. The reads go backwards from now, stop once they are past the raise, and decode at most
  * MAX_READ_EVENTS events; a payload that cannot be decoded (a removed codec key) is skipped. The folds are pure and
- * unit-tested on their own (test/unit/history-reads.test.ts).
+ * unit-tested on their own (test/unit/activities/history-reads.test.ts).
  */
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';

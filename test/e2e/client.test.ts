@@ -477,7 +477,7 @@ describe('problems', () => {
       },
     );
     try {
-      // Retries off: this asserts the first answer (a client that retries is tested in test/unit/client-retry.test.ts).
+      // Retries off: this asserts the first answer (a client that retries is tested in test/unit/src/client/retry.test.ts).
       const client = new WatcherClient({ baseUrl: bridge.url, token: bridge.tokens['agent-a']!, retry: false });
 
       const notReady = await problemOf(client.ready());
