@@ -22,8 +22,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectationRecordSchema } from '../../core/schemas/record.js';
 import { lapsesFor } from '../support/agent.js';
+import { cardJson } from '../support/fixtures.js';
 import {
-  cardJson,
   listItemOf,
   openRecordOf,
   problem,

@@ -28,7 +28,7 @@ import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, request } from '../support/bridge.js';
-import { deliveryExpectation } from '../support/expectations.js';
+import { deliveryExpectation } from '../support/fixtures.js';
 import { historyText } from '../support/history-text.js';
 import { close, listen, urlOf } from '../support/net.js';
 import { startNeighbour, type Neighbour } from '../support/neighbour.js';

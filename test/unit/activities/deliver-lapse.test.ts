@@ -12,7 +12,7 @@ import { EXTENSION_URI, type Lapse } from '../../../core/schemas/extension.js';
 import { close, freePort } from '../../support/net.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from '../../support/agent.js';
 import { startCardServer, type CardServer } from '../../support/bridge.js';
-import { shipmentDelivery } from '../../support/expectations.js';
+import { shipmentDelivery } from '../../support/fixtures.js';
 import { loopbackFetch } from '../../support/outbound.js';
 import { lapseFor } from '../../support/lapses.js';
 

@@ -14,6 +14,7 @@ import {
 } from '../../../activities/history-reads.js';
 import type { Fact } from '../../../core/types.js';
 import type { SubjectFact } from '../../../workflows/messages.js';
+import { fact, subjectFact } from '../../support/fixtures.js';
 
 const T = Date.parse('2026-12-01T00:00:00Z');
 const HOUR_MS = 3_600_000;
@@ -21,19 +22,10 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const subject = { type: 'shipment', id: 'S1' };
 const self = 'expectation:e1';
 
-const keyed = (factKey: string, receivedMs: number, extra: Partial<Fact> = {}): Fact => ({
-  factKey,
-  observedAt: iso(T - 60_000),
-  source: 'feed',
-  receivedAt: iso(receivedMs),
-  ...extra,
-});
-const onSubject = (receivedMs: number, observedMs: number, of = subject): SubjectFact => ({
-  subject: of,
-  factKey: 'scan',
-  observedAt: iso(observedMs),
-  receivedAt: iso(receivedMs),
-});
+const keyed = (factKey: string, receivedMs: number, extra: Partial<Fact> = {}): Fact =>
+  fact(factKey, { observedAt: iso(T - 60_000), receivedAt: iso(receivedMs), ...extra });
+const onSubject = (receivedMs: number, observedMs: number, of = subject): SubjectFact =>
+  subjectFact(of, 'scan', observedMs, receivedMs);
 const run = (events: RouterEvent[], complete = true): RouterRun => ({ events, complete });
 const started = (
   carried?: NonNullable<Extract<RouterEvent, { kind: 'started' }>['input']['carried']>,

@@ -11,7 +11,7 @@ import type { DeclarationParams, Expectation } from '../../../core/schemas/exten
 import { checkDeclaration } from '../../../src/service/card-rules.js';
 import { RuleViolationError, TooManyItemsError, type FieldError } from '../../../src/service/errors.js';
 import { parseIngest, planIngest, type IngestRequest, type Occupancy } from '../../../src/service/ingest-plan.js';
-import { plannedExpectation as expectation } from '../../support/expectations.js';
+import { cardInfo, declaration, plannedExpectation as expectation } from '../../support/fixtures.js';
 
 const agent: Principal = { id: 'agent-a', roles: ['agent'], agent: { cardUrl: 'http://127.0.0.1:1/card.json' } };
 
@@ -46,13 +46,7 @@ function refusal(req: IngestRequest): unknown {
 }
 
 /** An agent's card that declares the extension with `kinds`, its lapseSkill handle-lapse. */
-const cardDeclaring = (kinds: DeclarationParams['kinds']): AgentCardInfo => ({
-  version: '1.0',
-  skillIds: ['handle-lapse'],
-  declaration: { index: 0, params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } },
-  securitySchemes: {},
-  securityRequirements: [],
-});
+const cardDeclaring = (kinds: DeclarationParams['kinds']): AgentCardInfo => cardInfo(declaration(kinds));
 
 const text = (n: number, unit = 'x') => unit.repeat(n);
 /** An instant of exactly `n` characters: digits of a fraction of a second. */

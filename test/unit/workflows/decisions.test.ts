@@ -10,7 +10,7 @@ import {
   settleIntervalOf,
   type DeadlineInputs,
 } from '../../../workflows/decisions.js';
-import { shipmentDelivery } from '../../support/expectations.js';
+import { shipmentDelivery } from '../../support/fixtures.js';
 
 const at = (iso: string) => Date.parse(iso);
 

@@ -6,15 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { MAX_SUBJECTS_PER_ROUTER } from '../../../core/limits.js';
 import { RouterState } from '../../../workflows/fact-router-state.js';
 import type { SubjectFact } from '../../../workflows/messages.js';
+import { subjectFact } from '../../support/fixtures.js';
 
 const T = Date.parse('2026-12-01T00:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
-const on = (id: string, receivedMs: number, observedMs = receivedMs): SubjectFact => ({
-  subject: { type: 'shipment', id },
-  factKey: `shipment/${id}/scanned`,
-  observedAt: iso(observedMs),
-  receivedAt: iso(receivedMs),
-});
+const on = (id: string, receivedMs: number, observedMs = receivedMs): SubjectFact =>
+  subjectFact({ type: 'shipment', id }, `shipment/${id}/scanned`, observedMs, receivedMs);
 
 describe("a router's subjects", () => {
   it('carry the fact observed last and the one received last of each subject', () => {

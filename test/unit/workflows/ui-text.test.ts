@@ -10,7 +10,7 @@ import {
   linkAnchorSummary,
   subscribeSummary,
 } from '../../../workflows/ui-text.js';
-import { shipmentDelivery } from '../../support/expectations.js';
+import { defaultSettings, shipmentDelivery } from '../../support/fixtures.js';
 
 const expectation = shipmentDelivery('e1', 'S1', '2026-12-01T00:00:00Z', { expects: 'the shipment is delivered' });
 
@@ -19,13 +19,13 @@ const input: ExpectationInput = {
   agent: { id: 'shipping-agent' },
   origin: { taskId: 't1', contextId: 'c1' },
   lineage: 0,
+  settings: defaultSettings,
   links: {
     self: 'expectation:e1',
     factRouter: 'fact:shipment/S1/delivered',
     subjectRouter: 'facts:expectations:001',
     after: {},
   },
-  settings: { lateWindow: 'P30D', factRetention: 'P7D' },
 };
 
 const due = '2026-12-01T00:00:00.000Z';

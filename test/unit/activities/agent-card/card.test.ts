@@ -11,7 +11,7 @@ import { createGuardedFetch } from '../../../../activities/outbound/guarded-fetc
 import { checkDeclaration, checkKind, isPlaceholder, PLACEHOLDER_WORDS } from '../../../../src/service/card-rules.js';
 import { CardUnreachableError } from '../../../../activities/agent-card/errors.js';
 import { EXTENSION_URI } from '../../../../core/schemas/extension.js';
-import { shipmentDelivery } from '../../../support/expectations.js';
+import { cardInfo, shipmentDelivery } from '../../../support/fixtures.js';
 
 const params = {
   keepsTime: false,
@@ -59,13 +59,7 @@ const expectation = shipmentDelivery('e1', 'S-1', '2026-12-01T00:00:00Z', {
   satisfiedBy: { factKey: 'k' },
 });
 
-const withParams = (p: unknown): AgentCardInfo => ({
-  version: '1.0',
-  skillIds: ['handle-lapse'],
-  declaration: { index: 0, params: p },
-  securitySchemes: {},
-  securityRequirements: [],
-});
+const withParams = (p: unknown): AgentCardInfo => cardInfo(p);
 
 describe('parseAgentCard', () => {
   it.each([

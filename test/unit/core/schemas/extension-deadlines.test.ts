@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { expectationSchema } from '../../../../core/schemas/extension.js';
-import { shipmentDelivery } from '../../../support/expectations.js';
+import { shipmentDelivery } from '../../../support/fixtures.js';
 
 const seed = shipmentDelivery('e1', 'SHP-1', '2026-12-04T17:00:00Z', { expects: 'SHP-1 is delivered' });
 

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { expectationSchema, extensionMetadataSchema, reportedFactSchema } from '../../../../core/schemas/extension.js';
 import { factsBodySchema, listQuerySchema, withdrawBodySchema } from '../../../../src/schemas/http.js';
 import { joinPath } from '../../../../src/service/errors.js';
-import { shipmentDelivery } from '../../../support/expectations.js';
+import { shipmentDelivery } from '../../../support/fixtures.js';
 
 const seed = shipmentDelivery('EXP-1', 'S-1', '2026-12-01T00:00:00Z', { expects: 'delivered to the consignee' });
 

@@ -17,7 +17,7 @@ import { describe, expect, it } from 'vitest';
 import { parseA2AEvent } from '../../../../src/schemas/a2a.js';
 import { joinPath } from '../../../../src/service/errors.js';
 import { extractEvent } from '../../../../src/service/extract.js';
-import { shipmentDelivery } from '../../../support/expectations.js';
+import { shipmentDelivery } from '../../../support/fixtures.js';
 
 const seed: ExpectationInput = shipmentDelivery('SHP-1-delivery', 'SHP-1', '2026-12-04T17:00:00Z', {
   expects: 'The shipment is delivered to the consignee',

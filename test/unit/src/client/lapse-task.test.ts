@@ -17,7 +17,7 @@ import {
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { openApiDocument } from '../../../../src/http/openapi.js';
 import { lapseSchema } from '../../../../core/schemas/extension.js';
-import { shipmentDelivery } from '../../../support/expectations.js';
+import { shipmentDelivery } from '../../../support/fixtures.js';
 import { validatorOf } from '../../../support/openapi.js';
 import { lapseFor } from '../../../support/lapses.js';
 

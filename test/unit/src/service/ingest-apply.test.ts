@@ -5,13 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Fact } from '../../../../core/schemas/extension.js';
 import { chainsOf } from '../../../../src/service/ingest-apply.js';
+import { fact as keyFact } from '../../../support/fixtures.js';
 
-const fact = (factKey: string, subjectId?: string): Fact => ({
-  factKey,
-  observedAt: '2026-12-01T00:00:00Z',
-  source: 'feed',
-  ...(subjectId ? { subject: { type: 'shipment', id: subjectId } } : {}),
-});
+/** A fact on `factKey`, on shipment `subjectId` when given. */
+const fact = (factKey: string, subjectId?: string): Fact =>
+  keyFact(factKey, subjectId ? { subject: { type: 'shipment', id: subjectId } } : {});
 
 describe('chainsOf', () => {
   it('puts facts of different keys and no subject in chains of their own', () => {

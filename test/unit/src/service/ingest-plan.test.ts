@@ -16,23 +16,18 @@ import {
   type IngestRequest,
   type PlanSettings,
 } from '../../../../src/service/ingest-plan.js';
-import { plannedExpectation as expectation } from '../../../support/expectations.js';
+import {
+  cardInfo,
+  cardKinds as kinds,
+  declaration,
+  plannedExpectation as expectation,
+} from '../../../support/fixtures.js';
 
 const agentA: Principal = { id: 'agent-a', roles: ['agent'], agent: { cardUrl: 'http://127.0.0.1:1/card.json' } };
 const agentB: Principal = { id: 'agent-b', roles: ['agent'], agent: { cardUrl: 'http://127.0.0.1:1/card.json' } };
 const feed: Principal = { id: 'feed', roles: ['reporter'] };
 
-const kinds = [
-  { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The shipment is delivered' },
-  { kind: 'pickup', subjectType: 'shipment', basis: 'observed', describes: 'The carrier picks the shipment up' },
-];
-const card: AgentCardInfo = {
-  version: '1.0',
-  skillIds: ['handle-lapse'],
-  declaration: { index: 0, params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } },
-  securitySchemes: {},
-  securityRequirements: [],
-};
+const card: AgentCardInfo = cardInfo();
 const settings: PlanSettings = { maxLineage: 2, maxClockSkew: 'PT5M' };
 /** The watcher's clock in these tests. */
 const now = Date.parse('2026-06-01T12:00:00Z');
@@ -248,11 +243,8 @@ describe('raise, unchanged and conflicts (same id)', () => {
 
 describe('rules against the card (422)', () => {
   /** The test card, declaring these kinds instead (and having these skills, when given). */
-  const declaring = (declared: object[], skillIds = card.skillIds): AgentCardInfo => ({
-    ...card,
-    skillIds,
-    declaration: { index: 0, params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds: declared } },
-  });
+  const declaring = (declared: object[], skillIds = card.skillIds): AgentCardInfo =>
+    cardInfo(declaration(declared), skillIds);
   /** Why raising `e` is refused against this card (the test card unless given). */
   const raiseRefusal = (e: Expectation, against?: AgentCardInfo) =>
     refusal(request({ expectations: [e] }), { card: against });

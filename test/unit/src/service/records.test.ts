@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../../../src/auth/principals.js';
 import type { ExpectationRecord } from '../../../../core/schemas/record.js';
 import { createRecordsService } from '../../../../src/service/records.js';
-import { deliveryExpectation } from '../../../support/expectations.js';
+import { deliveryExpectation } from '../../../support/fixtures.js';
 import { fakeVisibility } from '../../../support/visibility.js';
 
 const recordOf = (id: string, agent: string): ExpectationRecord => ({

@@ -14,7 +14,7 @@ import {
   windowKey,
 } from '../../../../src/service/statistics-cache.js';
 import { createStatisticsService, type StatisticsDeps } from '../../../../src/service/statistics.js';
-import { deliveryExpectation } from '../../../support/expectations.js';
+import { deliveryExpectation } from '../../../support/fixtures.js';
 import { fakeVisibility, type FakeVisibility } from '../../../support/visibility.js';
 
 const T0 = Date.parse('2026-12-07T00:00:00.000Z');

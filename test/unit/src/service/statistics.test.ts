@@ -7,7 +7,7 @@ import type { ExpectationRecord } from '../../../../core/types.js';
 import { figuresOf, quantile } from '../../../../core/statistics.js';
 import { statisticsQuerySchema } from '../../../../src/schemas/http.js';
 import { createStatisticsService, statisticsQuery } from '../../../../src/service/statistics.js';
-import { deliveryExpectation } from '../../../support/expectations.js';
+import { deliveryExpectation } from '../../../support/fixtures.js';
 import { fakeVisibility } from '../../../support/visibility.js';
 
 const raisedAt = '2026-12-01T00:00:00.000Z';
