@@ -5,12 +5,12 @@
  * payloads the tests send it (the expectations and cards in them come from fixtures.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import express from 'express';
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { Expectation } from '../../core/types.js';
 import { createPrincipalStore } from '../../src/auth/principals.js';
-import { createApp, type AppDeps } from '../../src/http/app.js';
+import { createApp, type AppDeps, type AppSettings } from '../../src/http/app.js';
 import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from './agent.js';
@@ -116,6 +116,28 @@ export async function startBridgeApp(
   });
   const server = await listen(app);
   return { url: urlOf(server), tokens, close: () => close(server) };
+}
+
+/**
+ * `createApp` on a client of `connection` with these principals and tokens, no worker and no agent behind it,
+ * listening on a random port; `settings` over a lineage of 10 and no card cache.
+ */
+export async function listenBridge(
+  connection: Connection,
+  taskQueue: string,
+  principals: PrincipalSpec[],
+  tokens: Record<string, string>,
+  settings: Partial<AppSettings>,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const app = createApp({
+    client: new Client({ connection }),
+    taskQueue,
+    namespace: 'default',
+    principals: createPrincipalStore(principalsFileOf(principals, tokens)),
+    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, ...settings },
+  });
+  const server = await listen(app);
+  return { url: urlOf(server), close: () => close(server) };
 }
 
 export interface BridgeEnv extends BridgeApp {

@@ -18,6 +18,16 @@ const task = (id: string, contextId = 'ctx'): Task => ({
   metadata: undefined,
 });
 
+/** A ListTasks request of every state and context, first page, with `fields` instead. */
+const listQuery = (fields: { contextId?: string; pageSize?: number; pageToken?: string } = {}) => ({
+  tenant: '',
+  contextId: '',
+  status: TaskState.TASK_STATE_UNSPECIFIED,
+  statusTimestampAfter: undefined,
+  pageToken: '',
+  ...fields,
+});
+
 describe('RecentTaskStore', () => {
   it('drops the least recently saved task beyond its capacity', async () => {
     const store = new RecentTaskStore(2);
@@ -132,14 +142,7 @@ describe('RecentTaskStore', () => {
     const store = new RecentTaskStore();
     for (let k = 0; k < 30; k++) await store.save(task(`b${k}`), as('b'));
     for (const id of ['a1', 'a2', 'a3']) await store.save(task(id), as('a'));
-    const query = {
-      tenant: '',
-      contextId: '',
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      statusTimestampAfter: undefined,
-      pageSize: 1,
-      pageToken: '',
-    };
+    const query = listQuery({ pageSize: 1 });
 
     const first = await store.list(query, as('a'));
     const again = await store.list(query, as('a'));
@@ -160,33 +163,14 @@ describe('RecentTaskStore', () => {
     await store.save(task('t1'), as('a'));
 
     expect(await store.load('t1', as('b'))).toBeUndefined();
-    expect(
-      (
-        await store.list(
-          {
-            tenant: '',
-            contextId: '',
-            status: TaskState.TASK_STATE_UNSPECIFIED,
-            pageToken: '',
-            statusTimestampAfter: undefined,
-          },
-          as('b'),
-        )
-      ).tasks,
-    ).toEqual([]);
+    expect((await store.list(listQuery(), as('b'))).tasks).toEqual([]);
   });
 
   it('lists newest first, filtered by context, a page at a time', async () => {
     const store = new RecentTaskStore();
     for (const id of ['t1', 't2', 't3']) await store.save(task(id, 'c1'), as('a'));
     await store.save(task('other', 'c2'), as('a'));
-    const query = {
-      tenant: '',
-      contextId: 'c1',
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      statusTimestampAfter: undefined,
-      pageSize: 2,
-    };
+    const query = listQuery({ contextId: 'c1', pageSize: 2 });
 
     const first = await store.list({ ...query, pageToken: '' }, as('a'));
     const second = await store.list({ ...query, pageToken: first.nextPageToken }, as('a'));
@@ -200,13 +184,7 @@ describe('RecentTaskStore', () => {
   it('keeps its pages when receipts arrive between them (a token names a receipt, not an offset)', async () => {
     const store = new RecentTaskStore();
     for (const id of ['t1', 't2', 't3']) await store.save(task(id), as('a'));
-    const query = {
-      tenant: '',
-      contextId: '',
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      statusTimestampAfter: undefined,
-      pageSize: 2,
-    };
+    const query = listQuery({ pageSize: 2 });
 
     const first = await store.list({ ...query, pageToken: '' }, as('a'));
     await store.save(task('t4'), as('a'));
@@ -223,16 +201,7 @@ describe('RecentTaskStore', () => {
     const store = new RecentTaskStore();
     for (const id of ['t1', 't2', 't3']) await store.save(task(id), as('a'));
 
-    const listing = store.list(
-      {
-        tenant: '',
-        contextId: '',
-        status: TaskState.TASK_STATE_UNSPECIFIED,
-        statusTimestampAfter: undefined,
-        pageToken,
-      },
-      as('a'),
-    );
+    const listing = store.list(listQuery({ pageToken }), as('a'));
 
     await expect(listing).rejects.toBeInstanceOf(RequestMalformedError);
     await expect(listing).rejects.toMatchObject({
@@ -244,13 +213,7 @@ describe('RecentTaskStore', () => {
   it('refuses a page token handed to another caller, or by another store (a restart)', async () => {
     const store = new RecentTaskStore();
     for (const id of ['t1', 't2']) await store.save(task(id), as('a'));
-    const query = {
-      tenant: '',
-      contextId: '',
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      statusTimestampAfter: undefined,
-      pageSize: 1,
-    };
+    const query = listQuery({ pageSize: 1 });
     const { nextPageToken } = await store.list({ ...query, pageToken: '' }, as('a'));
 
     await expect(store.list({ ...query, pageToken: nextPageToken }, as('b'))).rejects.toBeInstanceOf(

@@ -3,13 +3,10 @@
  * that is never reached: every answer here is given before a call): no API answer is stored by a browser or a shared
  * cache, and the operator page runs no inline style or script and is framed by nobody.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPrincipalStore } from '../../../../src/auth/principals.js';
-import { createApp } from '../../../../src/http/app.js';
-import { principalsFileOf } from '../../../support/agents.js';
-import { send } from '../../../support/bridge.js';
-import { close, listen, urlOf } from '../../../support/net.js';
+import type { PrincipalSpec } from '../../../support/agents.js';
+import { listenBridge, send } from '../../../support/bridge.js';
 
 let bridge: { url: string; close: () => Promise<void> };
 let connection: Connection;
@@ -18,24 +15,11 @@ const tokens = { ops: 'ops-token', 'agent-a': 'agent-a-token' };
 beforeAll(async () => {
   // Lazy, to a port nobody listens on: a test that reached Temporal would fail, not pass by luck.
   connection = Connection.lazy({ address: '127.0.0.1:1' });
-  const principals = createPrincipalStore(
-    principalsFileOf(
-      [
-        { id: 'ops', roles: ['reader'] },
-        { id: 'agent-a', roles: ['agent'] },
-      ],
-      tokens,
-    ),
-  );
-  const app = createApp({
-    client: new Client({ connection }),
-    taskQueue: 'headers',
-    namespace: 'default',
-    principals,
-    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, temporalWaitMs: 1_000 },
-  });
-  const listening = await listen(app);
-  bridge = { url: urlOf(listening), close: () => close(listening) };
+  const principals: PrincipalSpec[] = [
+    { id: 'ops', roles: ['reader'] },
+    { id: 'agent-a', roles: ['agent'] },
+  ];
+  bridge = await listenBridge(connection, 'headers', principals, tokens, { temporalWaitMs: 1_000 });
 });
 
 afterAll(async () => {

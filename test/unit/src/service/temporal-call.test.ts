@@ -13,16 +13,13 @@ import {
   type ServiceError as GrpcServiceError,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
-import { Client, Connection, ServiceError } from '@temporalio/client';
+import { Connection, ServiceError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPrincipalStore } from '../../../../src/auth/principals.js';
-import { createApp } from '../../../../src/http/app.js';
 import { retryAfterOf, toProblem } from '../../../../src/web/problem.js';
 import { TemporalBusyError } from '../../../../src/service/errors.js';
 import { createTemporalCall, temporalBusyReason } from '../../../../src/service/temporal-call.js';
-import { principalsFileOf } from '../../../support/agents.js';
-import { send } from '../../../support/bridge.js';
-import { close, listen, urlOf } from '../../../support/net.js';
+import type { PrincipalSpec } from '../../../support/agents.js';
+import { listenBridge, send } from '../../../support/bridge.js';
 
 /** A gRPC error as @grpc/grpc-js hands it to a client. */
 function grpcError(code: status, details: string): GrpcServiceError {
@@ -133,30 +130,17 @@ describe('the bridge on a Temporal frontend that answers RESOURCE_EXHAUSTED', ()
     const { address } = frontend;
     // No retry interceptor: the client's default one retries status 8 with backoff until the call's deadline.
     connection = Connection.lazy({ address, interceptors: [] });
-    const principals = createPrincipalStore(
-      principalsFileOf(
-        [
-          { id: 'ops', roles: ['reader'] },
-          { id: 'feed', roles: ['reporter'] },
-        ],
-        { ops: token, feed: 'feed-token' },
-      ),
-    );
-    const app = createApp({
-      client: new Client({ connection }),
-      taskQueue: 'busy',
-      namespace: 'default',
+    const principals: PrincipalSpec[] = [
+      { id: 'ops', roles: ['reader'] },
+      { id: 'feed', roles: ['reporter'] },
+    ];
+    bridge = await listenBridge(
+      connection,
+      'busy',
       principals,
-      settings: {
-        factRetention: 'P7D',
-        lateWindow: 'P30D',
-        maxLineage: 10,
-        cardCacheSeconds: 0,
-        temporalWaitMs: 3_000,
-      },
-    });
-    const listening = await listen(app);
-    bridge = { url: urlOf(listening), close: () => close(listening) };
+      { ops: token, feed: 'feed-token' },
+      { temporalWaitMs: 3_000 },
+    );
   });
 
   afterAll(async () => {
@@ -199,18 +183,8 @@ describe('the bridge on a Temporal frontend that answers, but stores no fact wit
     });
     server = frontend.server;
     connection = Connection.lazy({ address: frontend.address, interceptors: [] });
-    const principals = createPrincipalStore(
-      principalsFileOf([{ id: 'feed', roles: ['reporter'] }], { feed: 'feed-token' }),
-    );
-    const app = createApp({
-      client: new Client({ connection }),
-      taskQueue: 'slow',
-      namespace: 'default',
-      principals,
-      settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, factWaitMs: 1_000 },
-    });
-    const listening = await listen(app);
-    bridge = { url: urlOf(listening), close: () => close(listening) };
+    const principals: PrincipalSpec[] = [{ id: 'feed', roles: ['reporter'] }];
+    bridge = await listenBridge(connection, 'slow', principals, { feed: 'feed-token' }, { factWaitMs: 1_000 });
   });
 
   afterAll(async () => {
