@@ -119,12 +119,8 @@ export interface Applier extends ApplyContext {
   deps: IngestDeps;
 }
 
-/**
- * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one call per
- * ledger (src/temporal/registration.ts). An id another request raised between our check and our start (concurrent
- * re-delivery) is a no-op when it carried the same content from the same agent, a conflict otherwise. Every start is
- * settled before an error is thrown, so nothing runs on after the answer.
- */
+/** Starts the new expectations of one wave together, then subscribes those it started to their ledgers. */
+// Every start is settled before an error is thrown, so nothing runs on after the answer.
 async function startWave(
   ctx: Applier,
   principal: Principal,
@@ -267,12 +263,8 @@ async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string
   return facts.map((fact) => ({ factKey: fact.factKey, result: 'accepted' as const }));
 }
 
-/**
- * The request's facts, their results in its order. Without `wait`, all stored at once (storeAll). With it, facts that
- * share a ledger (a key or a subject) are recorded one after the other in the request's order, so every router sees
- * them as sent; the others go together, as many chains at once as the request's share of RAISES_IN_FLIGHT. After a
- * failure no further fact is begun, and the error is thrown once the chains under way have stopped.
- */
+/** Records the request's facts, in chains that keep the request's order per ledger, and answers in its order. */
+// After a failure no further fact is begun, and the error is thrown once the chains under way have stopped.
 async function recordFacts(
   ctx: Applier,
   principal: Principal,
