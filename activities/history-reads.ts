@@ -1,9 +1,6 @@
 /**
- * What a router stored, read from its history when an expectation decides (DESIGN 3.3): the server's record of every
- * fact a bridge handed it, whether or not a worker has processed it yet, so that the watcher's own backlog never
- * fabricates a lapse. The reads go backwards from now, stop once they are past the raise, and decode at most
- * MAX_READ_EVENTS events; a payload that cannot be decoded (a removed codec key) is skipped. The folds are pure and
- * unit-tested on their own (test/unit/activities/history-reads.test.ts).
+ * What a router stored, read backwards from its history when an expectation decides (DESIGN 3.3), so that the
+ * watcher's own backlog never fabricates a lapse; the folds are pure (test/unit/activities/history-reads.test.ts).
  */
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
