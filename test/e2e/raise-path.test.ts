@@ -135,7 +135,7 @@ function useStack(factRetention: string, agentAuthorization?: string): Stack {
 
 const secondsFromNow = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
 
-/** A `delivery` expectation (test/support/expectations.ts) with no grace, due in a year unless `extra` says otherwise. */
+/** A `delivery` expectation (test/support/fixtures.ts) with no grace, due in a year unless `extra` says otherwise. */
 const expectationOf = (id: string, extra: Partial<Expectation> = {}): Expectation =>
   deliveryExpectation(id, secondsFromNow(365 * 86_400), { grace: 'PT0S', ...extra });
 
