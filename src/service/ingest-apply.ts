@@ -236,11 +236,7 @@ async function recordFactWaited(
   return { factKey: fact.factKey, result: outcome, ...taken };
 }
 
-/**
- * The request's facts stored in their routers (DESIGN 3.2): one signal per router, all at once, answered `accepted`
- * once the server has stored them, with no worker and no visibility call. A request whose facts are not all stored
- * within the fact wait is answered 503: a retry stores them again, and the routers deduplicate what was stored twice.
- */
+/** Stores the request's facts in their routers at once (DESIGN 3.2): `accepted` once stored, 503 past the fact wait. */
 async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string): Promise<IngestResult['facts']> {
   const stamped = facts.map((fact) => ({ ...fact, receivedAt }));
   const waitMs = ctx.deps.settings.factWaitMs ?? DEFAULT_FACT_WAIT_MS;

@@ -52,11 +52,7 @@ export interface TemporalCallOptions {
 /** The deadline of the request being served and its whole wait, set by the bridge's middleware (`withRequestDeadline`). */
 const requestDeadline = new AsyncLocalStorage<{ deadlineMs: number; waitMs: number }>();
 
-/**
- * Runs `fn` (the handling of one request) under a deadline that every Temporal call made for it shares: a request
- * that Temporal is slow to serve waits, but never longer than this (DESIGN 4). Its facts have a shorter wait of their
- * own (WATCHER_FACT_WAIT), which is what the workflows' settle interval counts on (DESIGN 3.3).
- */
+/** Runs `fn` (the handling of one request) under a deadline that every Temporal call made for it shares (DESIGN 4). */
 export function withRequestDeadline<T>(waitMs: number, fn: () => T): T {
   return requestDeadline.run({ deadlineMs: Date.now() + waitMs, waitMs }, fn);
 }

@@ -72,11 +72,8 @@ export const startExpectation: Start = async (client, taskQueue, input, options 
   return outcome;
 };
 
-/**
- * Withdraws the expectation `input` supersedes, before `input`'s start (one update: the superseded workflow decides, so
- * of concurrent supersedes of one expectation exactly one wins). True when `input` may start: it withdrew it, an
- * earlier attempt of the same raise did (the record names it), or it supersedes nothing.
- */
+/** Withdraws the expectation `input` supersedes, before its start; true when `input` may start. */
+// One update: the superseded workflow decides, so of concurrent supersedes of one expectation exactly one wins.
 export async function withdrawSuperseded(client: Client, input: ExpectationInput): Promise<boolean> {
   const { expectation: e, links } = input;
   if (e.supersedes === undefined) return true;
