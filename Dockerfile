@@ -17,7 +17,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 
-# Everything the entry points import (test/unit/compose.test.ts follows the imports and checks this list).
+# Everything the entry points import (test/unit/deploy/compose.test.ts follows the imports and checks this list).
 COPY tsconfig.json ./
 COPY core ./core
 COPY src ./src

@@ -1,5 +1,5 @@
 // Lint rules of STYLE 11: no floating promises, type-only imports where only types are used.
-// And the rooms of STYLE 1-2: what workflows/, core/, activities/, src/ and src/client/ may import (test/unit/lint-rooms.test.ts).
+// And the rooms of STYLE 1-2: what workflows/, core/, activities/, src/ and src/client/ may import (test/unit/repo/lint-rooms.test.ts).
 import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -124,7 +124,7 @@ export default tseslint.config(
   },
   {
     // The client agent authors install (src/client/): zod and core/ at run time, types from anywhere
-    // (test/unit/client-imports.test.ts follows the whole graph, the schemas' own imports included).
+    // (test/unit/src/client/index.test.ts follows the whole graph, the schemas' own imports included).
     files: ['src/client/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [

@@ -315,11 +315,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
   };
 }
 
-/**
- * What the guarded fetch refused (the outbound address policy, a redirect, an answer over the cap): not retried, since
- * the same card gives the same refusal. The message is the agent's to read; the detail (which address, which range)
- * goes to the failure's cause, for operators.
- */
+/** A refusal of the guarded fetch as a non-retryable failure: its message for the agent, its detail in the cause. */
 function refusal(what: string, refused: OutboundRefusedError): ApplicationFailure {
   return rejected(`${what}: ${refused.message}`, new Error(refused.detail));
 }

@@ -1,10 +1,7 @@
 /**
- * What a router stored, read from its history when an expectation decides (DESIGN 3.3): the server's record of every
- * fact a bridge handed it, whether or not a worker has processed it yet, so that the watcher's own backlog never
- * fabricates a lapse. The reads go backwards from now, stop once they are past the raise, and decode at most
- * MAX_READ_EVENTS events; a payload that cannot be decoded (a removed codec key) is skipped. The folds are pure and
- * unit-tested on their own (test/unit/history-reads.test.ts), the reads on the recorded router histories
- * (test/unit/activities/history-reads-recorded.test.ts).
+ * What a router stored, read backwards from its history when an expectation decides (DESIGN 3.3), so that the
+ * watcher's own backlog never fabricates a lapse; the folds are pure (test/unit/activities/history-reads.test.ts), the
+ * reads are tested on the recorded router histories (test/unit/activities/history-reads-recorded.test.ts).
  */
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
@@ -23,12 +20,7 @@ import type { StoredFacts, StoredFactsInput } from '../workflows/activity-types.
 /** The most events one read decodes (a router continues as new well before: core/limits.ts ROUTER_EVENT_BUDGET). */
 export const MAX_READ_EVENTS = 5_000;
 
-/**
- * How far before the raise a backward read goes on: the raise instant is the bridge's clock, the events' the server's,
- * so the read reaches this much further back (a bridge clock up to a minute ahead of the server's); what counts is
- * decided by `receivedAt` alone. Every event read costs the server: a lapse on a busy router reads little more than
- * what came since its raise.
- */
+/** How far before the raise a backward read goes on, for a bridge clock up to a minute ahead of the server's. */
 export const CLOCK_MARGIN_MS = 60_000;
 
 /** One event of a router's run that matters to a read, decoded, oldest first. */
@@ -93,12 +85,8 @@ export function firstKeyFact(
 /** What a router stored of one subject's facts received in a window (StoredFacts.subject). */
 export type SubjectHeard = NonNullable<StoredFacts['subject']>;
 
-/**
- * The facts on `subject` a bridge received between `sinceMs` and `untilMs`: the one observed last, and whether one was
- * received by `horizonMs` (a stall is ruled out). Where the read cannot tell (the run began after the raise with the
- * subject already let go of, or the read stopped at MAX_READ_EVENTS short of the raise), it says a fact was heard: a
- * read never fabricates a stall.
- */
+/** The facts on `subject` received between `sinceMs` and `untilMs`: the one observed last, and one by `horizonMs`. */
+// Where the read cannot tell (the subject let go of, the read cut short), it says a fact was heard: never a stall.
 export function subjectFacts(
   run: RouterRun,
   query: { subject: { type: string; id: string }; sinceMs: number; untilMs: number; horizonMs?: number },
@@ -244,12 +232,8 @@ async function readForwards(client: Client, workflowId: string) {
 /** How long a read of a router serves the other decisions of this worker that need the same router. */
 export const SHARED_READ_MS = 1_000;
 
-/**
- * The router reads of one worker, shared by decisions that need the same router at once: a burst of lapses on one key
- * (a thousand expectations due at the same instant) reads its router once, not a thousand times. A read is shared
- * only when it started no earlier than SHARED_READ_MS before the decision's own instant (the facts it needs were stored
- * by then: the settle interval is the fact wait and a second) and reaches back as far as the decision needs.
- */
+/** The router reads of one worker, one read shared by the decisions that need the same router at once. */
+// Shared only when it started at most SHARED_READ_MS before the decision (settled by then) and reaches back far enough.
 export class RouterReads {
   private readonly reads = new Map<
     string,

@@ -5,11 +5,8 @@
  * with it, the router checks what it is sent with it, and the history reads find the router with it.
  */
 
-/**
- * How many routers there are: few enough that every one stays in a worker's cache (docs/operations.md), so a fact
- * never waits for a cold router to replay. Changing it moves keys between routers: subscriptions then wait on the
- * wrong one, so it changes only with a release that drains the routers.
- */
+/** How many routers there are: few enough that every one stays in a worker's cache (docs/operations.md). */
+// Changing it moves keys between routers, whose subscriptions then wait on the wrong one: only with a drained release.
 export const FACT_ROUTER_SHARDS = 64;
 
 /** The UTF-8 bytes of one code point (a lone surrogate as U+FFFD, as TextEncoder does). */

@@ -14,11 +14,8 @@ export const MAX_KEY_BYTES = 255;
 
 const fits = (text: string): boolean => utf8Length(text) <= MAX_KEY_BYTES;
 
-/**
- * Keeps an id within MAX_KEY_BYTES: a longer one becomes `<prefix>:sha256:<hex of the whole original>`. That form
- * belongs to hashes alone: a literal id that already reads `<prefix>:sha256:…` is hashed too, or an id of that form
- * would name another's long one (its workflow, its ledger).
- */
+/** Keeps an id within MAX_KEY_BYTES: a longer one becomes `<prefix>:sha256:<hex of the whole original>`. */
+// An id that already reads `<prefix>:sha256:…` is hashed too, or it could name another's long one.
 function bounded(prefix: string, id: string): string {
   const hashed = `${prefix}:sha256:`;
   return fits(id) && !id.startsWith(hashed) ? id : `${hashed}${sha256(id)}`;

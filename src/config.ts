@@ -253,11 +253,7 @@ export function heapLimitMiB(): number {
   return v8.getHeapStatistics().heap_size_limit / 2 ** 20;
 }
 
-/**
- * The worker's cache by default, for a heap limit of `heapMiB`: the TypeScript SDK's own rule (600 workflows per GiB
- * of heap above 200 MiB, at least 10), at most 500. A worker with a 384 MiB heap keeps about 135; with the 500 it
- * kept before under that bound, its workflow thread ran out of heap at 2,500 open (BENCHMARKS.md, "Worker memory").
- */
+/** The worker's cache by default for a heap of `heapMiB`: the SDK's rule, at most 500 (BENCHMARKS.md). */
 export function defaultMaxCachedWorkflows(heapMiB: number): number {
   return Math.min(MAX_DEFAULT_CACHED_WORKFLOWS, Math.max(10, Math.floor(((heapMiB - 200) * 600) / 1024)));
 }

@@ -1,11 +1,7 @@
 /**
- * The one reader of agents' cards, for the bridge and the worker alike: fetched from the principal's `cardUrl` with
- * its authorization, parsed as an A2A v1.0 card (ProtoJSON; v0.3 and @a2a-js/sdk's in-memory form accepted), and
- * reduced to what the watcher reads: the skill ids, the extension declaration (DESIGN 3.1) and the security
- * schemes. The card's JSON is kept too, for the SDK client that delivers lapses on it (DESIGN 3.8).
- * Cached for `cacheSeconds` (WATCHER_CARD_CACHE_SECONDS; a cache a restart may lose: it only saves fetches).
- * Fetched through the guarded fetch (../outbound/guarded-fetch.ts) unless one is injected, and read up to a cap either
- * way; what a failure says is safe to show the agent: no resolved address, nothing of the body served.
+ * The one reader of agents' cards, for the bridge and the worker alike: fetched with the principal's authorization
+ * through the guarded fetch, cached for `cacheSeconds`, and reduced to the skill ids, the extension declaration
+ * (DESIGN 3.1) and the security schemes; what a failure says is safe to show the agent.
  */
 import {
   createGuardedFetch,

@@ -50,13 +50,8 @@ function readScheme(type: SecuritySchemeType | undefined, fields: unknown): Secu
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * One entry of a card's `securitySchemes`, in any of the three forms cards are served in: A2A v1.0 ProtoJSON
- * (`{"httpAuthSecurityScheme": {"scheme": "Bearer"}}`), v0.3 (`{"type": "http", "scheme": "bearer"}`, with `in` for
- * an API key's location), and @a2a-js/sdk's in-memory objects as its card handler serialises them
- * (`{"scheme": {"$case": "httpAuthSecurityScheme", "value": {...}}}`). Never fails: a scheme the watcher cannot read
- * is `unrecognized` (cards are read for their declaration; a scheme nobody uses must not make a card unreadable).
- */
+/** One entry of a card's `securitySchemes`, in v1.0 ProtoJSON, v0.3 or @a2a-js/sdk's in-memory form. */
+// Never fails: a scheme nobody uses must not make a card unreadable, so an unknown one is `unrecognized`.
 export const securitySchemeSchema = z.unknown().transform((entry): SecuritySchemeInfo => {
   if (!isRecord(entry)) return unrecognized;
   const oneof = Object.keys(entry).filter((key) => key in securitySchemeOneof);

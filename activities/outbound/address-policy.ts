@@ -1,15 +1,6 @@
 /**
- * Which addresses the watcher may connect to when it reads an agent's card or delivers a lapse: the outbound address
- * policy (WATCHER_OUTBOUND_ALLOW, WATCHER_OUTBOUND_DENY). An agent's card decides where the worker sends, so without
- * it an agent could have the worker probe loopback, the cloud metadata service or the private network.
- *
- * The decision for one address: among the ranges of the two settings that contain it, the longest prefix wins (a deny
- * on a tie); when neither setting names it, the built-in non-public ranges below are denied and everything else is
- * allowed. So `ALLOW=10.1.0.0/16` lets one subnet in, `DENY=0.0.0.0/0,::/0` with an allow list admits only that list,
- * and `ALLOW=0.0.0.0/0,::/0` turns the policy off. IPv4-mapped IPv6 (`::ffff:127.0.0.1`) and NAT64
- * (`64:ff9b::7f00:1`) addresses are judged as the IPv4 address they carry. An entry may name one port
- * (`10.1.0.5:8443`, `10.1.0.0/16:443`, `[fd00::/8]:8443`): it then decides for connections to that port only, so an
- * allowed agent host does not open the host's other services (the watcher's own metrics, a database) to a card.
+ * The outbound address policy (WATCHER_OUTBOUND_ALLOW, WATCHER_OUTBOUND_DENY): which addresses, and ports, the watcher
+ * may connect to when an agent's card names them (docs/operations.md, "Outbound requests to agents").
  */
 import { isIP } from 'node:net';
 

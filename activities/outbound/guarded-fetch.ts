@@ -1,12 +1,7 @@
 /**
- * The `fetch` the watcher reaches agents with (their cards, and the A2A SDK's transport for lapse delivery). An
- * agent's card decides where the worker sends, and what it answers lands in a record the agent reads, so this fetch:
- * - resolves the host once, checks every address it resolves to against the outbound address policy
- *   (address-policy.ts), and connects to those checked addresses only (a second DNS answer cannot switch it);
- * - follows no redirect: a 301/302/303/307/308 is a refusal, not a second request to wherever `Location` says;
- * - reads at most `maxResponseBytes` of an answer (1 MiB), and asks for no compression (no decompression bomb);
- * - gives up on a connection after `connectTimeoutMs` and on the whole exchange after `timeoutMs`.
- * It answers a real `Response` with the body read whole, so callers (and the SDK) use it as they use fetch.
+ * The `fetch` the watcher reaches agents with: each resolved address checked against the outbound address policy, no
+ * redirect, answers read up to a cap, time-outs on connect and on the whole exchange (docs/operations.md, "Outbound
+ * requests to agents"). It answers a real `Response`, so callers and the A2A SDK use it as they use fetch.
  */
 import { promises as dns } from 'node:dns';
 import http from 'node:http';

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
-import { deliveryExpectation } from '../../test/support/expectations.js';
+import { deliveryExpectation } from '../../test/support/fixtures.js';
 
 /** A short random prefix for this run's ids. */
 export const runPrefix = `bench-${randomUUID().slice(0, 8)}`;

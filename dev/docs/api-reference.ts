@@ -1,7 +1,7 @@
 /**
  * docs/api-reference.md, written from the OpenAPI document the bridge serves (itself built from the zod schemas):
  * the routes, their parameters, bodies, answers and roles, and every schema's fields, so the reference is never
- * written twice. `npm run docs` writes it; test/unit/api-reference.test.ts fails when it is stale.
+ * written twice. `npm run docs` writes it; test/unit/docs/api-reference.test.ts fails when it is stale.
  */
 import { openApiDocument } from '../../src/http/openapi.js';
 

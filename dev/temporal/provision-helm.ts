@@ -1,5 +1,5 @@
 /**
- * Finds or builds `helm`, which test/unit/helm-chart.test.ts runs over the chart in deploy/helm. Same precedence as
+ * Finds or builds `helm`, which test/unit/deploy/helm-chart.test.ts runs over the chart in deploy/helm. Same precedence as
  * the Temporal pieces: an environment variable (HELM), then PATH, then the cache, then `go install` into the cache
  * (minutes, once). The machines this project runs on reach the Go module proxy, not GitHub's release downloads.
  */

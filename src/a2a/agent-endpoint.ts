@@ -1,14 +1,7 @@
 /**
- * The watcher as an A2A agent: its own card at `/.well-known/agent-card.json` (ProtoJSON, public) and a JSON-RPC
- * endpoint at `/a2a/jsonrpc` speaking A2A v1.0 and, through the SDK's compatibility layer, v0.3 (a request without
- * `A2A-Version`, or with `0.3`, is v0.3 `message/send`), built with @a2a-js/sdk's server. A `SendMessage` carrying
- * facts (and, from an agent, expectations and withdraw lists) under `metadata[URI]` is applied by the same ingest
- * service as `POST /a2a/events`, with the same bearer tokens; the answer is a Task that is a receipt: completed with
- * one result per item, rejected (4xx class) or failed (5xx class) with the problem and its field paths.
- *
- * Unlike `/a2a/events`, where a plain Message may carry facts only (DESIGN 3.1), here a Message may raise
- * expectations: the agent is talking to the watcher directly, so the message is the request, not a side remark
- * in a conversation with someone else.
+ * The watcher as an A2A agent: its card and a JSON-RPC endpoint (A2A v1.0 and v0.3) whose `SendMessage` is applied by
+ * the same ingest service as `POST /a2a/events` and answered with a receipt Task (docs/api.md, "The watcher as an A2A
+ * agent"). Unlike `/a2a/events` (DESIGN 3.1), a Message here may raise expectations: it is addressed to the watcher.
  */
 import { AgentCard, Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import {

@@ -1,14 +1,6 @@
 /**
- * The JSON-RPC 2.0 envelope of `/a2a/jsonrpc`, checked before @a2a-js/sdk sees the request, so that what JSON-RPC
- * and A2A require of it is answered as they say (docs/api.md, "The watcher as an A2A agent"):
- * - a body that is not JSON: -32700 Parse error, id null;
- * - JSON that is not one request object (an array, i.e. a batch, which A2A does not use; a number; `{}`), a bad
- *   `jsonrpc`, `method` or `id`, a string holding a lone surrogate, a body nested past MAX_BODY_DEPTH: -32600;
- * - a notification (a valid request with no `id` member): not executed, answered 204 with no body (a SendMessage
- *   whose sender cannot learn its receipt must not record anything either);
- * - params A2A requires and the SDK lets through (a Message's role and parts, historyLength, pageSize,
- *   statusTimestampAfter, status): -32602 naming the field.
- * Answers are HTTP 200, as the SDK answers its own JSON-RPC errors.
+ * The JSON-RPC 2.0 envelope of `/a2a/jsonrpc`, checked before @a2a-js/sdk sees the request and answered as JSON-RPC
+ * and A2A require (docs/api.md, "JSON-RPC 2.0 answers of `/a2a/jsonrpc`").
  */
 import { A2A_VERSION_HEADER, TaskState } from '@a2a-js/sdk';
 import { JsonRpcRequestMalformedError } from '@a2a-js/sdk/errors';

@@ -1,17 +1,6 @@
 /**
- * The watcher agent's task store: its tasks are receipts (completed, rejected or failed the moment they are
- * created), so only the most recent ones are kept, per caller, in memory. What was recorded lives in Temporal; a
- * receipt lost to a restart or to eviction loses nothing (GetTask then answers "task not found").
- *
- * Bounded by count and by bytes, per owner and in all: a receipt holds the message it answers (up to the 1 MiB body,
- * refused ones too), so a thousand of them could hold a gigabyte. The bytes are those of the task as JSON, as GetTask
- * would send it. An owner past its own budget loses its own oldest receipts; past the store's bound, the owner holding
- * the most loses its oldest, so that one principal's large messages never push out another's receipts.
- *
- * ListTasks pages are cut by position in time, not by offset: a page token names the last receipt of the page it
- * follows, by its owner's own sequence, sealed (AES-256-GCM, under a key of this store, bound to the owner): opaque
- * to the caller, and a token the store did not hand to this caller (or handed out before a restart) is refused,
- * never read as the first page.
+ * The watcher agent's task store: its receipts, the most recent per caller, in memory, bounded by count and by bytes,
+ * listed with sealed page tokens (docs/api.md, "The watcher as an A2A agent"). What they recorded lives in Temporal.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { type ListTasksRequest, type ListTasksResponse, type Task } from '@a2a-js/sdk';

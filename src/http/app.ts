@@ -63,19 +63,12 @@ export interface AppSettings {
    * every Temporal call of the request shares this deadline.
    */
   temporalWaitMs?: number;
-  /**
-   * How long a request's facts may take to be stored before it is answered 503 (WATCHER_FACT_WAIT, ms; default
-   * DEFAULT_FACT_WAIT_MS): a fact counts from its reception only when stored within it, so the workflows settle a
-   * deadline this long, plus a margin, before they lapse (DESIGN 3.2, 3.3).
-   */
+  /** How long a request's facts may take to be stored before a 503 (WATCHER_FACT_WAIT, ms; DESIGN 3.2, 3.3). */
   factWaitMs?: number;
   /** Signs the list's page tokens (WATCHER_PAGE_TOKEN_SECRET), so that every bridge of a deployment takes the others'. */
   pageTokenSecret?: string;
-  /**
-   * The settle interval the workflows wait at a deadline before they lapse (ISO 8601 duration); default
-   * settleIntervalOf(factWaitMs) (workflows/decisions.ts). Shorter than the fact wait, a fact a slow Temporal held back past a deadline can
-   * find it lapsed: for tests that want lapses at once, never for the bench or a deployment.
-   */
+  /** The settle interval before a lapse (ISO 8601); default settleIntervalOf(factWaitMs) (workflows/decisions.ts). */
+  // Tests only: shorter than the fact wait, a fact a slow Temporal held back past a deadline finds it lapsed.
   settle?: string;
   /**
    * Requests served at once (WATCHER_MAX_REQUESTS_IN_FLIGHT; default DEFAULT_MAX_REQUESTS_IN_FLIGHT): one past it is

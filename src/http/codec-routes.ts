@@ -1,12 +1,6 @@
 /**
- * Temporal's codec server protocol on the bridge (docs/operations.md, "Encrypting payloads"):
- * `POST /codec/decode` and `POST /codec/encode` take `{"payloads": [...]}`, payloads in protobuf JSON (metadata values
- * and data in base64), and answer the same shape, for the Temporal UI and `temporal ... --codec-endpoint`.
- *
- * Only a principal with the reader or admin role gets an answer, by its bearer token (`--codec-auth`, any HTTP
- * client) or by the session cookie `/codec/login` sets in an operator's browser, which the UI sends when its Codec
- * Server setting "Include cross-origin credentials" is on (the UI's "Pass the user access token" sends its own OIDC
- * token, never a bridge token). Browsers are let in from WATCHER_CODEC_CORS_ORIGINS only.
+ * Temporal's codec server protocol on the bridge (`POST /codec/decode`, `/codec/encode`), for readers and admins by
+ * bearer token or by the session cookie `/codec/login` sets (docs/operations.md, "Reading encrypted payloads").
  */
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import express, { type Request, type RequestHandler, type Response } from 'express';

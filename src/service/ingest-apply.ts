@@ -119,12 +119,8 @@ export interface Applier extends ApplyContext {
   deps: IngestDeps;
 }
 
-/**
- * Starts the new expectations of one wave together, then subscribes those it started to their ledgers, one call per
- * ledger (src/temporal/registration.ts). An id another request raised between our check and our start (concurrent
- * re-delivery) is a no-op when it carried the same content from the same agent, a conflict otherwise. Every start is
- * settled before an error is thrown, so nothing runs on after the answer.
- */
+/** Starts the new expectations of one wave together, then subscribes those it started to their ledgers. */
+// Every start is settled before an error is thrown, so nothing runs on after the answer.
 async function startWave(
   ctx: Applier,
   principal: Principal,
@@ -240,11 +236,7 @@ async function recordFactWaited(
   return { factKey: fact.factKey, result: outcome, ...taken };
 }
 
-/**
- * The request's facts stored in their routers (DESIGN 3.2): one signal per router, all at once, answered `accepted`
- * once the server has stored them, with no worker and no visibility call. A request whose facts are not all stored
- * within the fact wait is answered 503: a retry stores them again, and the routers deduplicate what was stored twice.
- */
+/** Stores the request's facts in their routers at once (DESIGN 3.2): `accepted` once stored, 503 past the fact wait. */
 async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string): Promise<IngestResult['facts']> {
   const stamped = facts.map((fact) => ({ ...fact, receivedAt }));
   const waitMs = ctx.deps.settings.factWaitMs ?? DEFAULT_FACT_WAIT_MS;
@@ -267,12 +259,8 @@ async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string
   return facts.map((fact) => ({ factKey: fact.factKey, result: 'accepted' as const }));
 }
 
-/**
- * The request's facts, their results in its order. Without `wait`, all stored at once (storeAll). With it, facts that
- * share a ledger (a key or a subject) are recorded one after the other in the request's order, so every router sees
- * them as sent; the others go together, as many chains at once as the request's share of RAISES_IN_FLIGHT. After a
- * failure no further fact is begun, and the error is thrown once the chains under way have stopped.
- */
+/** Records the request's facts, in chains that keep the request's order per ledger, and answers in its order. */
+// After a failure no further fact is begun, and the error is thrown once the chains under way have stopped.
 async function recordFacts(
   ctx: Applier,
   principal: Principal,

@@ -342,12 +342,8 @@ interface Where {
   all: string;
 }
 
-/**
- * A new raise joins its fact key's subscribers and its anchor's dependents: refused (422) when that would take one of
- * the last RACE_ROOM places of the bound the workflow keeps (core/limits.ts), counting what is there now and what this
- * request adds. A supersede on the same key takes no place: its predecessor leaves it. A subject has no bound: nothing
- * is sent to the expectations on it (DESIGN 3.2), each reads its subject's facts when it decides.
- */
+/** Refuses (422) a raise that would take one of the last RACE_ROOM places of its fact key's or anchor's bound. */
+// A supersede on the same key takes no place (its predecessor leaves it); a subject has no bound (DESIGN 3.2).
 function checkOccupancy(
   item: Extract<PlannedExpectation, { action: 'raise' }>,
   context: PlanInput & { known: Map<string, Expectation> },

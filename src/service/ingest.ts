@@ -32,11 +32,7 @@ const NO_QUOTAS: QuotaSettings = { openExpectations: 0, raisesPerMinute: 0, fact
 
 const LOOKUP_CONCURRENCY = 16;
 
-/**
- * How many new expectations the bridge starts (then subscribes) at once, and how many chains of facts it records at
- * once, shared by the requests being ingested: a request alone starts up to this many of a wave together, 16
- * requests at once one each, which keeps a saturated server within the bridge's Temporal wait.
- */
+/** Starts of new expectations, and chains of facts, the bridge has in flight at once, shared by its requests. */
 const RAISES_IN_FLIGHT = 16;
 
 /** Looks up every id, LOOKUP_CONCURRENCY at a time; an id with no expectation maps to undefined. */

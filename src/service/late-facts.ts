@@ -1,9 +1,6 @@
 /**
- * Facts that come after the late window (DESIGN 3.3): a lapsed expectation closes `lateWindow` after its last lapse
- * and leaves its fact ledger, so a fact for it arriving later is recorded like an early fact and satisfies nothing.
- * Neither the ledger (it forgets who left, and closes once nothing is retained) nor the closed workflow sees it; the
- * visibility store still does, for as long as Temporal retains the closed workflow. So the bridge asks it, for the
- * facts that no running expectation waited on, and counts and logs those that a closed lapsed expectation did.
+ * Facts that come after the late window (DESIGN 3.3): the bridge asks the visibility store which closed lapsed
+ * expectations waited on the facts no running one took, and counts and logs them; they satisfy nothing.
  */
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';

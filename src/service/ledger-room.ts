@@ -65,14 +65,8 @@ export class LedgerRoom {
     return (load ?? 0) + held.length;
   }
 
-  /**
-   * How full the fact keys of the request's expectations are, in parallel, asked while their
-   * records are looked up, and none with a worker or a billable action. A key's router lists in its memo the keys
-   * with ROUTER_CROWDED_KEY waiting or more (one DescribeWorkflowExecution per router); a key it does not list has
-   * fewer, which is all the plan needs unless this request alone brings that key near its bound: then the visibility
-   * store counts it. Its failure is thrown where it is awaited, never
-   * as an unhandled rejection.
-   */
+  /** How full the fact keys of the request's expectations are, from their routers' memos, exactly near a bound. */
+  // Asked while the records are looked up: its failure is thrown where it is awaited, never as an unhandled rejection.
   askLedgers(expectations: readonly Expectation[], agentId: string, exact = false): Promise<LedgerLoads> {
     const { bringing } = tally(expectations);
     const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
@@ -100,9 +94,7 @@ export class LedgerRoom {
       const exactly = near(factLoadKey(factKey), estimate, bringing.get(factKey)!);
       return exactly ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { factKey }), factLoadKey(factKey)) : estimate;
     };
-    // The agent's own share is counted only where all of them together, with this request, could exceed it. A key the
-    // router lists as crowded is always counted: its memo trails the router by a workflow task, so it may undercount;
-    // the places this bridge's own requests hold count too, as the memo may not show them yet.
+    // The agent's own share, counted where all of them with this request could exceed it (a memo may undercount).
     const ownLoad = async (
       loadKey: string,
       load: Promise<Load>,
@@ -128,12 +120,7 @@ export class LedgerRoom {
     return asked;
   }
 
-  /**
-   * Near a bound: a place this bridge holds for an expectation the store does
-   * not list as open is either not shown yet or already ended (satisfied or withdrawn within PLACE_LAG_MS of its
-   * raise). One point read each tells them apart (no worker, no billable action); the ended are let go, so that a
-   * burst that raises, satisfies and raises again is not refused for places nobody holds.
-   */
+  /** Lets go of the places this bridge holds on `loadKey` for expectations that have ended, by one point read each. */
   private async dropEnded(loadKey: string, listed: ReadonlySet<string>): Promise<void> {
     const unlisted = this.places.holders(loadKey).filter((workflowId) => !listed.has(workflowId));
     if (unlisted.length === 0) return;

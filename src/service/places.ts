@@ -1,9 +1,7 @@
 /**
- * The places on fact keys and subjects that this bridge's own requests have taken and that the stores it reads them
- * from may not show yet: a router's memo trails it by a workflow task, the visibility store by its refresh. A request
- * counts the places its neighbours hold on top of what it read, and takes its own in the same synchronous step as its
- * plan, so that of requests racing to the last places of one key through one bridge, no two are both answered
- * `raised` for one place. Bridges beside each other still race; RACE_ROOM is left for them.
+ * The places on fact keys and subjects that this bridge's own requests have taken and its stores may not show yet,
+ * taken in the same synchronous step as the plan, so that no two requests through one bridge get one place (bridges
+ * beside each other still race: RACE_ROOM is left for them, DESIGN 6.1).
  */
 
 /** How long a place stays held once its request has answered: the stores show the expectation well before. */

@@ -1,17 +1,7 @@
 /**
- * Per-principal quotas: raises and facts per minute, and open expectations. A refused request is a
- * QuotaExceededError (429 with `Retry-After`) and nothing of it is applied.
- *
- * - Raises and facts per minute: one bucket per principal and quota, holding `limit` and refilling `limit` per
- *   window (a minute), continuously: a burst of `limit` passes at once, then one more every `window / limit`. Every
- *   expectation and fact item of a request that passes its schema and bounds counts, re-deliveries answered
- *   `unchanged` or `duplicate` too (they cost look-ups all the same). The buckets live in the bridge's memory: each
- *   replica keeps its own, and a restart refills them (nothing is lost that Temporal holds).
- * - Open expectations (not satisfied, not withdrawn, DESIGN 3.7): counted in Temporal's visibility store
- *   (`ExpectationAgent` and `ExpectationState`, running workflows of the bridge's task queue), so eventually
- *   consistent: the store lags a raise or a close by up to a second or so, and a count is reused for a few seconds.
- *   Raises through this bridge are added to the reused count at once, so one bridge cannot run far past the quota;
- *   several replicas, or a close not yet visible, may put a principal a little over or under it for those seconds.
+ * Per-principal quotas: raises and facts per minute (buckets in the bridge's memory) and open expectations (counted
+ * in the visibility store); a refused request is a QuotaExceededError (429) and nothing of it is applied
+ * (docs/api.md, "Quotas").
  */
 import type { Principal } from '../auth/principals.js';
 import { QuotaExceededError, type QuotaName } from './errors.js';

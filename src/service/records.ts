@@ -32,11 +32,8 @@ import type { TemporalCall } from './temporal-call.js';
 const queryTag = (visibilityQuery: string): string =>
   createHash('sha256').update(visibilityQuery).digest('base64url').slice(0, 16);
 
-/**
- * Our page tokens wrap the visibility store's with the list they belong to, signed (HMAC-SHA256 under `key`), so
- * that a token that is not ours, one from another list, or a forged one is a 400 here and never reaches the store
- * (which may answer a forged token with an internal error).
- */
+/** Wraps the visibility store's page token with the list it belongs to, signed with HMAC-SHA256 under `key`. */
+// A forged token must never reach the store, which may answer it with an internal error.
 export function encodePageToken(storeToken: Uint8Array, visibilityQuery: string, key: Uint8Array): string {
   const q = queryTag(visibilityQuery);
   const t = Buffer.from(storeToken).toString('base64');

@@ -1,14 +1,6 @@
 /**
- * What the statistics (src/service/statistics.ts) may spend of the visibility store. One computation reads up to five
- * pages of 1,000 executions, against a rate limit of the namespace that every tenant shares, so:
- *
- * - one computation per filter at a time, its answer reused for CACHE_MS; the window is compared as a span
- *   (`PT1H`, `PT60M` and `PT3600S` are one filter);
- * - at most MAX_COMPUTATIONS at once over all principals; a read waits up to SLOT_WAIT_MS for one, then is a 503;
- * - at most COMPUTATIONS_PER_MINUTE started per principal (a bucket as src/service/quotas.ts keeps them); past it a
- *   read is a 429. An answer from the cache costs nothing;
- * - a raise's warning never waits: it uses the figures already known (up to KNOWN_MS old), and starts a computation in
- *   the background only when one of BACKGROUND_COMPUTATIONS is free and its principal's bucket allows.
+ * What the statistics may spend of the visibility store, whose rate limit every tenant shares: one computation per
+ * filter at a time and cached, a few at once, a few per principal per minute (docs/api.md, "GET /v1/statistics").
  */
 import { addDurationParts, matchDuration } from '../../core/duration-math.js';
 import { BridgeBusyError, QuotaExceededError } from './errors.js';

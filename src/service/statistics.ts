@@ -1,9 +1,6 @@
 /**
- * What a kind actually does (`GET /v1/statistics`): per kind and agent over a window, how the expectations raised in
- * it ended and how long their subjects took. Read from the visibility store (search attributes and each workflow's
- * memo, which holds its record): no worker, no billable action. Within what src/service/statistics-cache.ts lets the
- * bridge spend of that store: cached briefly, as a dashboard and every raise of an `observed` kind ask for the same
- * figures, bounded at once and per principal, and never waited on by a raise.
+ * What a kind actually does (`GET /v1/statistics`): per kind and agent over a window, how its expectations ended and
+ * how long their subjects took, read from the visibility store within what statistics-cache.ts lets it spend.
  */
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';

@@ -1,10 +1,6 @@
 /**
- * Every Temporal call of the bridge goes through here (DESIGN 4: a request that Temporal is merely slow to serve
- * waits). A call waits for a slow Temporal up to the request's deadline (WATCHER_TEMPORAL_WAIT); a probe after a
- * couple of seconds without an answer fails it fast when Temporal does not answer at all or no worker polls the task
- * queue. gRPC UNAVAILABLE / DEADLINE_EXCEEDED (or a connection that never came up) become TemporalUnavailableError
- * (503); RESOURCE_EXHAUSTED (Temporal's rate limits, a workflow with too many pending updates) TemporalBusyError (503
- * with a shorter Retry-After), not a 500.
+ * Every Temporal call of the bridge goes through here: it waits for a slow Temporal up to the request's deadline and
+ * fails fast when nothing answers, as a 503 TemporalUnavailableError or TemporalBusyError, never a 500 (DESIGN 4).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Client } from '@temporalio/client';
@@ -56,11 +52,7 @@ export interface TemporalCallOptions {
 /** The deadline of the request being served and its whole wait, set by the bridge's middleware (`withRequestDeadline`). */
 const requestDeadline = new AsyncLocalStorage<{ deadlineMs: number; waitMs: number }>();
 
-/**
- * Runs `fn` (the handling of one request) under a deadline that every Temporal call made for it shares: a request
- * that Temporal is slow to serve waits, but never longer than this (DESIGN 4). Its facts have a shorter wait of their
- * own (WATCHER_FACT_WAIT), which is what the workflows' settle interval counts on (DESIGN 3.3).
- */
+/** Runs `fn` (the handling of one request) under a deadline that every Temporal call made for it shares (DESIGN 4). */
 export function withRequestDeadline<T>(waitMs: number, fn: () => T): T {
   return requestDeadline.run({ deadlineMs: Date.now() + waitMs, waitMs }, fn);
 }

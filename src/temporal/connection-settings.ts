@@ -89,11 +89,8 @@ interface ConfigFile {
 }
 
 /**
- * The connection settings of `env`: the profile TEMPORAL_PROFILE names (`default` unless set) from the config file
- * (TEMPORAL_CONFIG_FILE, or the SDK's default path), with the SDK's TEMPORAL_* overrides applied over it. An empty
- * variable counts as unset, except TEMPORAL_GRPC_META_<header>, where empty removes the profile's header (the SDK's
- * rule). Throws a ConfigError naming the variable or file for a profile that does not exist, a config file that is
- * named but missing or cannot be read or parsed, and a TLS file that cannot be read.
+ * The connection settings of `env`: its TEMPORAL_PROFILE from the config file, with the TEMPORAL_* overrides over it
+ * (docs/operations.md, "Connecting to your Temporal"); throws a ConfigError naming the variable or file at fault.
  */
 export function resolveConnectionSettings(rawEnv: Environment): ConnectionSettings {
   const env = setVariables(rawEnv);

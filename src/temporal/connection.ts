@@ -49,11 +49,7 @@ export function connectionSummary(config: TemporalConnectionConfig): Record<stri
   };
 }
 
-/**
- * gRPC retries of the bridge's calls: four attempts (about 0.6 s of backoff) instead of the SDK's ten (about 28 s,
- * cut only by the call's deadline), so that a request fails fast with 503 while Temporal is unreachable and the
- * sender retries it.
- */
+/** gRPC attempts of a bridge call (0.6 s of backoff, not the SDK's 28 s), so an unreachable Temporal is a quick 503. */
 const BRIDGE_GRPC_ATTEMPTS = 4;
 
 /**

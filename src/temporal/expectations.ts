@@ -72,11 +72,8 @@ export const startExpectation: Start = async (client, taskQueue, input, options 
   return outcome;
 };
 
-/**
- * Withdraws the expectation `input` supersedes, before `input`'s start (one update: the superseded workflow decides, so
- * of concurrent supersedes of one expectation exactly one wins). True when `input` may start: it withdrew it, an
- * earlier attempt of the same raise did (the record names it), or it supersedes nothing.
- */
+/** Withdraws the expectation `input` supersedes, before its start; true when `input` may start. */
+// One update: the superseded workflow decides, so of concurrent supersedes of one expectation exactly one wins.
 export async function withdrawSuperseded(client: Client, input: ExpectationInput): Promise<boolean> {
   const { expectation: e, links } = input;
   if (e.supersedes === undefined) return true;
@@ -264,12 +261,7 @@ export async function isRunning(client: Client, workflowId: string): Promise<boo
   }
 }
 
-/**
- * Stores facts in their routers (DESIGN 3.2): each fact in the router of its key, and in the router of its subject
- * when it names one, one signal-with-start per router carrying all of them in the request's order (a fact whose key and
- * subject share a router is one signal). Answered by the server once stored, with no worker; the start happens once
- * per router, ever. With `keys: false` only the subjects are stored (the facts' keys went by recordFact).
- */
+/** Stores facts in the routers of their keys and subjects, one signal-with-start per router (DESIGN 3.2), no worker. */
 export async function storeFacts(
   client: Client,
   taskQueue: string,
@@ -355,12 +347,7 @@ export async function recordFactRouted(
   return answer === 'unawaited' ? { result: 'recorded', awaited: false } : { result: answer, awaited: true };
 }
 
-/**
- * Waits for the expectations a fact was sent on to (their workflow ids, from recordFactRouted's `forwardedTo`) to
- * take it: the `takeFact` update of each, in parallel, until `deadlineMs` (epoch ms). The update applies the fact as
- * the ledger's signal does, whichever comes first. One that has closed already answers from its result; one that
- * did not answer in time, or cannot be read, is left out: the fact is recorded and will reach it all the same.
- */
+/** Waits until `deadlineMs` for the expectations a fact was forwarded to to take it; one that does not is left out. */
 export async function awaitFactTaken(
   client: Client,
   workflowIds: string[],

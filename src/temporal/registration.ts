@@ -1,9 +1,6 @@
 /**
- * Registering raised expectations with their fact routers, from the bridge, before it answers `raised`
- * (docs/raise-path.md): one signal-with-start per router, naming every expectation of the request that it serves. The
- * subscription is in the router's history when the call returns, ahead of any fact stored afterwards, so no fact
- * received after the answer can miss them. Nothing is registered on a subject: an expectation reads its subject's
- * facts from its router's history when it decides (DESIGN 3.2).
+ * Registers raised expectations with their fact routers, one signal-with-start per router, before the bridge answers
+ * `raised`, so that no fact received after the answer can miss them (docs/raise-path.md; DESIGN 3.2).
  */
 import type { Client } from '@temporalio/client';
 import { shardOf } from '../../core/fact-shards.js';

@@ -63,11 +63,8 @@ const isPermissionDenied = (error: unknown): error is Error & { code: number; de
   isGrpcServiceError(error) && error.code === PERMISSION_DENIED;
 
 /**
- * Lists the namespace's search attributes and adds whichever of ours it lacks, leaving the others alone. Throws a
- * SearchAttributesError when one of ours exists with another type, or when some are missing and adding them is
- * refused (the message holds the tcld and temporal CLI commands that create them). When even listing is refused
- * and adding them too, they cannot be checked: resolves `unchecked` rather than stopping a worker whose operators
- * may well have created them.
+ * Adds whichever of our search attributes the namespace lacks (DESIGN 6); throws a SearchAttributesError when one has
+ * another type or adding them is refused, and resolves `unchecked` when they may not even be listed.
  */
 export async function registerSearchAttributes(
   connection: Connection,

@@ -1,10 +1,6 @@
-/**
- * `Promise.all` that waits for every promise before it throws the first rejection. `Promise.all` rejects at the
- * first failure while the other calls run on, with gRPC retries that outlive the request's answer and may fire on a
- * connection closed since (grpc-js then throws "Channel has been shut down" from a timer, an uncaught exception).
- * Every fan-out of Temporal calls made for one request goes through here: nothing started for a request runs on
- * after its answer.
- */
+/** `Promise.all` that waits for every promise before it throws the first rejection. */
+// Every fan-out of Temporal calls for one request goes through here: a call left running after the answer retries on
+// a closed connection, and grpc-js then throws "Channel has been shut down" from a timer, uncaught.
 export async function settled<const P extends readonly Promise<unknown>[]>(
   promises: P,
 ): Promise<{ -readonly [K in keyof P]: Awaited<P[K]> }> {

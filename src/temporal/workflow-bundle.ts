@@ -1,9 +1,7 @@
 /**
- * The workflow bundles a worker loads instead of bundling workflows/ at start (the image builds them once, DESIGN 7):
- * our workflows alone, and beside them the same workflows with the OpenTelemetry workflow interceptors, which a
- * worker with tracing on loads instead. A prebuilt bundle cannot take interceptors later (the SDK ignores a plugin's
- * workflow modules then), and a worker without tracing should not carry them: in the sandbox they cost about half
- * of every workflow task's CPU (BENCHMARKS.md, *Workflow task cost*).
+ * The prebuilt workflow bundles a worker loads (DESIGN 7): ours alone, and the same with the OpenTelemetry workflow
+ * interceptors for a worker with tracing on, which a prebuilt bundle cannot take later (in the sandbox they cost about
+ * half of every workflow task's CPU, BENCHMARKS.md, so a worker without tracing loads the plain one).
  */
 import { createRequire } from 'node:module';
 import { bundleWorkflowCode, type InjectedSinks } from '@temporalio/worker';

@@ -17,7 +17,8 @@ import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
-import { artifactUpdate, dueExpectation, send, unique } from '../support/bridge.js';
+import { dueExpectation } from '../support/fixtures.js';
+import { artifactUpdate, send, unique } from '../support/bridge.js';
 import { spawnWorker, waitUntil, type WorkerProcess } from '../support/faults.js';
 import { freePort } from '../support/net.js';
 

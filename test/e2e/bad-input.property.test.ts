@@ -18,6 +18,7 @@ import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { send, startBridgeApp, unique, type Answer, type BridgeApp } from '../support/bridge.js';
 import { countWorkflows, useClient, useWatcherWorker } from '../support/watcher.js';
+import { deliveryExpectation } from '../support/fixtures.js';
 
 const run = unique();
 const taskQueue = `bad-input-${randomUUID()}`;
@@ -81,15 +82,13 @@ const oddText = fc.oneof(
 /** An id in this run's namespace with an odd tail. */
 const oddId = fc.tuple(fc.nat({ max: 1_000_000 }), oddText).map(([n, tail]) => `${PREFIX}${n}${tail}`);
 
-const validExpectation = fc.tuple(oddId, oddText).map(([id, tail]) => ({
-  expectationId: id,
-  kind: 'delivery',
-  subject: { type: 'shipment', id: `S-${id}` },
-  expects: `The shipment is delivered${tail}`,
-  satisfiedBy: { factKey: `${PREFIX}key-${id}` },
-  dueAt: '2030-01-01T00:00:00Z',
-  basis: 'contract',
-}));
+/** A valid `delivery` expectation `id`, due in 2030, on a fact key of this run. */
+const dueExpectationOf = (id: string) =>
+  deliveryExpectation(id, '2030-01-01T00:00:00Z', { satisfiedBy: { factKey: `${PREFIX}key-${id}` } });
+
+const validExpectation = fc
+  .tuple(oddId, oddText)
+  .map(([id, tail]) => ({ ...dueExpectationOf(id), expects: `The shipment is delivered${tail}` }));
 
 const validFact = oddId.map((id) => ({ factKey: `${PREFIX}key-${id}`, observedAt: '2026-01-01T00:00:00Z' }));
 
@@ -964,16 +963,6 @@ describe('odd but well-formed ids, on a worker of their own', () => {
     expect(seen).toBeGreaterThan(0);
     expect(stuck).toEqual([]);
   });
-});
-
-const dueExpectationOf = (id: string) => ({
-  expectationId: id,
-  kind: 'delivery',
-  subject: { type: 'shipment', id: `S-${id}` },
-  expects: 'The shipment is delivered',
-  satisfiedBy: { factKey: `${PREFIX}key-${id}` },
-  dueAt: '2030-01-01T00:00:00Z',
-  basis: 'contract',
 });
 
 /**

@@ -19,7 +19,8 @@ import { dependentCount, getFactRouterMemo } from '../../src/temporal/expectatio
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { registerDependentSignal } from '../../workflows/messages.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { artifactUpdate, expectation, send, startBridgeApp, unique } from '../support/bridge.js';
+import { expectation } from '../support/fixtures.js';
+import { artifactUpdate, send, startBridgeApp, unique } from '../support/bridge.js';
 import type { Answer, BridgeApp } from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
 import { freePort } from '../support/net.js';

@@ -5,10 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
+import { cardJson, cardKinds, declaration, expectation } from '../support/fixtures.js';
 import {
   artifactUpdate,
-  cardJson,
-  expectation,
   invalidRequest,
   openRecordOf,
   problemBody,
@@ -45,14 +44,8 @@ beforeAll(async () => {
   // Another extension's entries the watcher cannot read: a string, no uri, a uri that is not a string.
   const unreadable = ['a string', { description: 'no uri' }, { uri: 42, params: { x: 1 } }];
   cards.set('otherext', { ...good, capabilities: { extensions: [...unreadable, ...good.capabilities.extensions] } });
-  const delivery = {
-    kind: 'delivery',
-    subjectType: 'shipment',
-    basis: 'contract',
-    describes: 'The shipment is delivered',
-  };
-  const declaring = (...kinds: object[]) =>
-    cardJson({ params: { keepsTime: false, lapseSkill: 'handle-lapse', kinds } });
+  const delivery = cardKinds[0]!;
+  const declaring = (...kinds: object[]) => cardJson({ params: declaration(kinds) });
   cards.set('twice', declaring(delivery, { ...delivery, basis: 'observed' }));
   cards.set('unrelated-empty', declaring(delivery, { ...delivery, kind: 'pickup', describes: '' }));
   cards.set('kindskill', declaring({ ...delivery, skills: ['book-delivery'] }));

@@ -15,7 +15,8 @@ import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js'
 import { createApp } from '../../src/http/app.js';
 import { createMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
-import { expectation, request, unique } from '../support/bridge.js';
+import { expectation } from '../support/fixtures.js';
+import { request, unique } from '../support/bridge.js';
 import { close, listen, urlOf } from '../support/net.js';
 import { loopbackAgents } from '../support/outbound.js';
 import { useWatcherWorker } from '../support/watcher.js';

@@ -6,9 +6,9 @@ import { Client, Connection } from '@temporalio/client';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
+import { expectation } from '../support/fixtures.js';
 import {
   artifactUpdate,
-  expectation,
   invalidRequest,
   listItemOf,
   problem,

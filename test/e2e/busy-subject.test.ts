@@ -13,6 +13,7 @@ import { expectationWorkflowId, factRouterWorkflowId, subjectRouterWorkflowId } 
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { untilRecord } from '../support/poll.js';
 import { raiseOn, useWatcherWorker } from '../support/watcher.js';
+import { deliveryExpectation } from '../support/fixtures.js';
 
 const FACTS = 2000;
 const taskQueue = `busy-subject-${randomUUID()}`;
@@ -32,16 +33,12 @@ const subject = { type: 'shipment', id: `BUSY-${suffix}` };
 const busyKey = `shipment:BUSY-${suffix}:scanned`;
 
 function expectation(name: string, dueInMs: number, extra: Partial<Expectation> = {}): Expectation {
-  return {
-    expectationId: `busy-${name}-${suffix}`,
-    kind: 'delivery',
+  return deliveryExpectation(`busy-${name}-${suffix}`, new Date(Date.now() + dueInMs).toISOString(), {
     subject,
     expects: `step ${name}`,
     satisfiedBy: { factKey: `shipment:BUSY-${suffix}:${name}` },
-    dueAt: new Date(Date.now() + dueInMs).toISOString(),
-    basis: 'contract',
     ...extra,
-  };
+  });
 }
 
 async function raise(e: Expectation): Promise<void> {

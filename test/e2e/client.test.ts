@@ -22,8 +22,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectationRecordSchema } from '../../core/schemas/record.js';
 import { lapsesFor } from '../support/agent.js';
+import { cardJson } from '../support/fixtures.js';
 import {
-  cardJson,
   listItemOf,
   openRecordOf,
   problem,
@@ -477,7 +477,7 @@ describe('problems', () => {
       },
     );
     try {
-      // Retries off: this asserts the first answer (a client that retries is tested in test/unit/client-retry.test.ts).
+      // Retries off: this asserts the first answer (a client that retries is tested in test/unit/src/client/retry.test.ts).
       const client = new WatcherClient({ baseUrl: bridge.url, token: bridge.tokens['agent-a']!, retry: false });
 
       const notReady = await problemOf(client.ready());

@@ -14,16 +14,8 @@ import { ensureDevServer } from '../../dev/temporal/provision.js';
 import { ENCRYPTED_ENCODING, KEY_ID_METADATA_KEY, EncryptionCodec } from '../../src/temporal/encryption-codec.js';
 import { ExpectationSubject } from '../../workflows/search-attributes.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  dueExpectation,
-  expectation,
-  problem,
-  problemBody,
-  request,
-  startBridgeEnv,
-  unique,
-} from '../support/bridge.js';
+import { dueExpectation, expectation } from '../support/fixtures.js';
+import { artifactUpdate, problem, problemBody, request, startBridgeEnv, unique } from '../support/bridge.js';
 import type { Answer, BridgeEnv } from '../support/bridge.js';
 import { dataText, metadataText, payloadToJson, randomKeyRing, type PayloadJson } from '../support/codec.js';
 import { historyText } from '../support/history-text.js';

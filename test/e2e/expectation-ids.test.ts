@@ -6,7 +6,8 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { expectationWorkflowId } from '../../core/ids.js';
-import { artifactUpdate, expectation, problem, request, unique, useBridgeEnv } from '../support/bridge.js';
+import { expectation } from '../support/fixtures.js';
+import { artifactUpdate, problem, request, unique, useBridgeEnv } from '../support/bridge.js';
 
 const env = useBridgeEnv(['agent-a'], [], 'ids');
 

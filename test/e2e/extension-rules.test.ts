@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { lapseOf, lapsesFor } from '../support/agent.js';
-import { artifactUpdate, dueExpectation, expectation, request, unique, useAgentBridge } from '../support/bridge.js';
+import { dueExpectation, expectation } from '../support/fixtures.js';
+import { artifactUpdate, request, unique, useAgentBridge } from '../support/bridge.js';
 
 const { env, agents } = useAgentBridge(
   'extension-rules',

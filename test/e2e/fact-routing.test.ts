@@ -19,7 +19,7 @@ import { factRouterWorkflowId, subjectRouterWorkflowId } from '../../core/ids.js
 import type { FactBatch } from '../../workflows/messages.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
-import { expectationInput } from '../support/expectations.js';
+import { expectationInput, shipmentDelivery } from '../support/fixtures.js';
 import { unique } from '../support/ids.js';
 import { untilRecord } from '../support/poll.js';
 import { routerEventsOf } from '../support/routers.js';
@@ -33,16 +33,10 @@ const DAY = 86_400_000;
 
 function expectationOn(subjectId: string, extra: Partial<Expectation> = {}): Expectation {
   const id = unique('route');
-  return {
-    expectationId: id,
-    kind: 'delivery',
-    subject: { type: 'shipment', id: subjectId },
-    expects: 'The shipment is delivered',
+  return shipmentDelivery(id, subjectId, new Date(Date.now() + 30 * DAY).toISOString(), {
     satisfiedBy: { factKey: `shipment:${id}:delivered` },
-    dueAt: new Date(Date.now() + 30 * DAY).toISOString(),
-    basis: 'contract',
     ...extra,
-  };
+  });
 }
 
 async function raise(expectation: Expectation): Promise<ExpectationInput> {

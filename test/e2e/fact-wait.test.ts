@@ -5,7 +5,8 @@
  * nothing waited for in between.
  */
 import { describe, expect, it } from 'vitest';
-import { artifactUpdate, expectation, problem, request, unique, useBridgeEnv } from '../support/bridge.js';
+import { expectation } from '../support/fixtures.js';
+import { artifactUpdate, problem, request, unique, useBridgeEnv } from '../support/bridge.js';
 
 const env = useBridgeEnv(
   ['agent-a', 'agent-b'],

@@ -7,10 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
+import { cardJson, expectation } from '../support/fixtures.js';
 import {
   artifactUpdate,
-  cardJson,
-  expectation,
   request,
   startBridgeApp,
   startCardServer,

@@ -12,7 +12,8 @@ import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
-import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
+import { dueExpectation } from '../support/fixtures.js';
+import { artifactUpdate, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { spawnWorker, startOwnDevServer, waitUntil, type OwnDevServer, type WorkerProcess } from '../support/faults.js';
 import { countWorkflows } from '../support/watcher.js';
 

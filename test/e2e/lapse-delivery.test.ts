@@ -4,7 +4,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Expectation } from '../../core/schemas/extension.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
@@ -13,6 +12,7 @@ import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { untilRecord } from '../support/poll.js';
 import { nodeUuidv5, URL_NAMESPACE } from '../support/uuid-v5.js';
 import { raiseOn, useWatcherWorker } from '../support/watcher.js';
+import { deliveryExpectation } from '../support/fixtures.js';
 
 const taskQueue = `lapse-delivery-${randomUUID()}`;
 const { client } = useWatcherWorker(taskQueue);
@@ -30,16 +30,11 @@ async function raiseDueSoon(agent: TestAgent, dueInMs = 3_000) {
   const suffix = randomUUID().slice(0, 8);
   const due = new Date(Date.now() + dueInMs);
   due.setUTCMilliseconds(0);
-  const expectation: Expectation = {
-    expectationId: `lapse-e2e-${suffix}`,
-    kind: 'delivery',
+  const expectation = deliveryExpectation(`lapse-e2e-${suffix}`, due.toISOString(), {
     subject: { type: 'shipment', id: `S-${suffix}` },
-    expects: 'The shipment is delivered',
     satisfiedBy: { factKey: `shipment:S-${suffix}:delivered` },
-    dueAt: due.toISOString(),
     grace: 'PT0S',
-    basis: 'contract',
-  };
+  });
   const origin = { taskId: `origin-task-${suffix}`, contextId: `ctx-${suffix}` };
   // Each test's agent under an id of its own: the worker finds its card by that id (never in the input).
   const agentSpec = { id: `shipping-agent-${suffix}`, cardUrl: agent.cardUrl };

@@ -13,15 +13,8 @@ import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { registerDependentSignal } from '../../workflows/messages.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  dueExpectation,
-  invalidRequest,
-  problemBody,
-  send,
-  startBridgeApp,
-  unique,
-} from '../support/bridge.js';
+import { dueExpectation } from '../support/fixtures.js';
+import { artifactUpdate, invalidRequest, problemBody, send, startBridgeApp, unique } from '../support/bridge.js';
 import type { BridgeApp } from '../support/bridge.js';
 import { waitUntil } from '../support/faults.js';
 import { useWatcherWorker } from '../support/watcher.js';

@@ -11,15 +11,8 @@ import pino from 'pino';
 import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
 import { pastLateWindowQuery } from '../../src/service/late-facts.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import {
-  artifactUpdate,
-  dueExpectation,
-  expectation,
-  request,
-  startBridgeApp,
-  unique,
-  type BridgeApp,
-} from '../support/bridge.js';
+import { dueExpectation, expectation } from '../support/fixtures.js';
+import { artifactUpdate, request, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { countWorkflows, startWatcherWorker, type RunningWatcher } from '../support/watcher.js';
 
 const taskQueue = `late-facts-${randomUUID()}`;

@@ -11,7 +11,7 @@ import { startExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { writePrincipalsFile, type PrincipalSpec } from '../support/agents.js';
-import { expectationInput } from '../support/expectations.js';
+import { expectationInput, shipmentDelivery } from '../support/fixtures.js';
 import { freePort } from '../support/net.js';
 import { LOOPBACK_AGENTS_ENV } from '../support/outbound.js';
 import { spawnEntry, type Spawned } from '../support/processes.js';
@@ -57,16 +57,7 @@ async function raiseDueSoon(agent: TestAgent): Promise<Expectation> {
   writePrincipalsFile(principals, { file: principalsFile });
   const due = new Date(Date.now() + 2_000);
   due.setUTCMilliseconds(0);
-  const expectation: Expectation = {
-    expectationId: `obs-${suffix}`,
-    kind: 'delivery',
-    subject: { type: 'shipment', id: `S-${suffix}` },
-    expects: 'The shipment is delivered',
-    satisfiedBy: { factKey: `shipment/S-${suffix}/delivered` },
-    dueAt: due.toISOString(),
-    grace: 'PT0S',
-    basis: 'contract',
-  };
+  const expectation = shipmentDelivery(`obs-${suffix}`, `S-${suffix}`, due.toISOString(), { grace: 'PT0S' });
   const origin = { taskId: `task-${suffix}`, contextId: `ctx-${suffix}` };
   const input = expectationInput(expectation, { id: agentId }, origin, taskQueue);
   await startExpectation(client, taskQueue, input);

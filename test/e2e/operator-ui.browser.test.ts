@@ -13,7 +13,7 @@ import { expectationWorkflowId } from '../../core/ids.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, startBridgeApp, UI_URL, unique, type BridgeApp } from '../support/bridge.js';
 import { launchChromium } from '../support/browser.js';
-import { deliveryExpectation, wholeSecondsFromNow } from '../support/expectations.js';
+import { deliveryExpectation, wholeSecondsFromNow } from '../support/fixtures.js';
 import { until } from '../support/poll.js';
 import { useWatcherWorker } from '../support/watcher.js';
 

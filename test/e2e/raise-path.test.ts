@@ -28,7 +28,7 @@ import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, request } from '../support/bridge.js';
-import { deliveryExpectation } from '../support/expectations.js';
+import { deliveryExpectation } from '../support/fixtures.js';
 import { historyText } from '../support/history-text.js';
 import { close, listen, urlOf } from '../support/net.js';
 import { startNeighbour, type Neighbour } from '../support/neighbour.js';
@@ -135,7 +135,7 @@ function useStack(factRetention: string, agentAuthorization?: string): Stack {
 
 const secondsFromNow = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
 
-/** A `delivery` expectation (test/support/expectations.ts) with no grace, due in a year unless `extra` says otherwise. */
+/** A `delivery` expectation (test/support/fixtures.ts) with no grace, due in a year unless `extra` says otherwise. */
 const expectationOf = (id: string, extra: Partial<Expectation> = {}): Expectation =>
   deliveryExpectation(id, secondsFromNow(365 * 86_400), { grace: 'PT0S', ...extra });
 

@@ -6,7 +6,8 @@
 import { WatcherClient, type Statistics } from 'expectations-watcher/client';
 import { describe, expect, it } from 'vitest';
 import type { Expectation } from '../../core/types.js';
-import { artifactUpdate, expectation, problem, request, unique, useBridgeEnv } from '../support/bridge.js';
+import { expectation } from '../support/fixtures.js';
+import { artifactUpdate, problem, request, unique, useBridgeEnv } from '../support/bridge.js';
 import { until } from '../support/poll.js';
 
 const agentId = `stats-agent-${unique()}`;

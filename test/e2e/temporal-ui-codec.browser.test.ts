@@ -24,7 +24,7 @@ import { ENCRYPTED_ENCODING } from '../../src/temporal/encryption-codec.js';
 import { principalsFileOf, registerAgent, registerAgents } from '../support/agents.js';
 import { launchChromium, screenshotPath } from '../support/browser.js';
 import { randomCodec } from '../support/codec.js';
-import { deliveryExpectation, expectationInput } from '../support/expectations.js';
+import { deliveryExpectation, expectationInput } from '../support/fixtures.js';
 import { close, freePort } from '../support/net.js';
 import { startWatcherWorker, type RunningWatcher } from '../support/watcher.js';
 

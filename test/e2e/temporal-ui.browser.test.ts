@@ -13,7 +13,7 @@ import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { launchChromium, screenshotPath } from '../support/browser.js';
-import { shipmentDelivery, wholeSecondsFromNow } from '../support/expectations.js';
+import { shipmentDelivery, wholeSecondsFromNow } from '../support/fixtures.js';
 import { untilRecord } from '../support/poll.js';
 import { raiseOn, useWatcherWorker } from '../support/watcher.js';
 

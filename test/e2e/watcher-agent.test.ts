@@ -21,7 +21,8 @@ import { createCardResolver } from '../../activities/agent-card/card.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { getExpectationRecord } from '../../src/temporal/expectations.js';
 import { lapsesFor, startTestAgent, type TestAgent } from '../support/agent.js';
-import { dueExpectation, expectation, startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
+import { dueExpectation, expectation } from '../support/fixtures.js';
+import { startBridgeEnv, unique, type BridgeEnv } from '../support/bridge.js';
 import { loopbackFetch } from '../support/outbound.js';
 
 let env: BridgeEnv;

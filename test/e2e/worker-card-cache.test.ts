@@ -14,7 +14,7 @@ import { createWatcherWorker } from '../../src/temporal/worker.js';
 import { lapseOf, startTestAgent, type TestAgent } from '../support/agent.js';
 import { agentsOf, registerAgent, writePrincipalsFile } from '../support/agents.js';
 import { startCardServer, unique, type CardServer } from '../support/bridge.js';
-import { deliveryExpectation, expectationInput } from '../support/expectations.js';
+import { deliveryExpectation, expectationInput } from '../support/fixtures.js';
 import { LOOPBACK_AGENTS_ENV, loopbackAgents } from '../support/outbound.js';
 import { useClient } from '../support/watcher.js';
 

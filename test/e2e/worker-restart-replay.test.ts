@@ -11,7 +11,8 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
-import { artifactUpdate, dueExpectation, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
+import { dueExpectation } from '../support/fixtures.js';
+import { artifactUpdate, send, startBridgeApp, unique, type BridgeApp } from '../support/bridge.js';
 import { startWatcherWorker, useClient, type RunningWatcher } from '../support/watcher.js';
 
 const client = useClient();

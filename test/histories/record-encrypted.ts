@@ -11,7 +11,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import type { Expectation } from '../../core/types.js';
 import { loadCodecKeys } from '../../src/temporal/codec-keys.js';
 import { startDevServer } from '../../dev/temporal/dev-server.js';
 import { EncryptionCodec } from '../../src/temporal/encryption-codec.js';
@@ -24,6 +23,7 @@ import { subscribeSignal, type ExpectationInput } from '../../workflows/messages
 import { startTestAgent } from '../support/agent.js';
 import { freePort } from '../support/net.js';
 import { recorderWorker } from './recorder-worker.js';
+import { deliveryExpectation } from '../support/fixtures.js';
 
 const { History } = proto.temporal.api.history.v1;
 const toJson = (history: proto.temporal.api.history.v1.IHistory) =>
@@ -51,16 +51,11 @@ function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000
   return untilTrue(check, { timeoutMs, retryErrors: true, describe: () => `timed out waiting for ${what}` });
 }
 
-const e: Expectation = {
-  expectationId: `rotated-${suffix}`,
-  kind: 'delivery',
-  subject: { type: 'shipment', id: `S-rotated-${suffix}` },
+const e = deliveryExpectation(`rotated-${suffix}`, new Date(Date.now() + 1_000).toISOString(), {
   expects: `the sealed shipment is delivered (rotated-${suffix})`,
   satisfiedBy: { factKey: `shipment:rotated-${suffix}:delivered` },
-  dueAt: new Date(Date.now() + 1_000).toISOString(),
   grace: 'PT1S',
-  basis: 'contract',
-};
+});
 const input: ExpectationInput = {
   expectation: e,
   agent: { id: 'shipping-agent' },

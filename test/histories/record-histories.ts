@@ -36,6 +36,7 @@ import { freePort } from '../support/net.js';
 import { untilTrue } from '../support/poll.js';
 import { atRest } from '../support/routers.js';
 import { recorderWorker } from './recorder-worker.js';
+import { deliveryExpectation, fact as keyFact } from '../support/fixtures.js';
 
 const { History } = proto.temporal.api.history.v1;
 
@@ -76,16 +77,11 @@ const client: Client = watcher.client;
 const secondsFromNow = (s: number) => new Date(Date.now() + s * 1000).toISOString();
 
 function expectation(name: string, dueInSeconds: number, extra: Partial<Expectation> = {}): Expectation {
-  return {
-    expectationId: `${name}-${suffix}`,
-    kind: 'delivery',
-    subject: { type: 'shipment', id: `S-${name}-${suffix}` },
+  return deliveryExpectation(`${name}-${suffix}`, secondsFromNow(dueInSeconds), {
     expects: `the shipment is delivered (${name})`,
     satisfiedBy: { factKey: `shipment:${name}-${suffix}:delivered` },
-    dueAt: secondsFromNow(dueInSeconds),
-    basis: 'contract',
     ...extra,
-  };
+  });
 }
 
 async function raise(e: Expectation, lineage = 0, agentId = 'shipping-agent', lateWindow = settings.lateWindow): Promise<ExpectationInput> {
@@ -102,12 +98,8 @@ async function raise(e: Expectation, lineage = 0, agentId = 'shipping-agent', la
   return input;
 }
 
-const fact = (factKey: string, extra: Partial<Fact> = {}): Fact => ({
-  factKey,
-  observedAt: new Date().toISOString(),
-  source: 'carrier-feed',
-  ...extra,
-});
+const fact = (factKey: string, extra: Partial<Fact> = {}): Fact =>
+  keyFact(factKey, { observedAt: new Date().toISOString(), source: 'carrier-feed', ...extra });
 
 // As a bridge stores a fact (one signal per router, received now); recordFact (an update) for `wait=true` below.
 const report = (f: Fact) => storeFacts(client, taskQueue, [{ ...f, receivedAt: new Date().toISOString() }], settings);

@@ -2,20 +2,20 @@
  * The bridge for e2e tests: `createApp` on a real Temporal client, listening on a random port with one random token
  * per principal (`startBridgeApp`), or together with a watcher worker on a task queue of its own
  * (`startBridgeEnv`); a server of agent cards whose content each test chooses; requests to the bridge; and the
- * payloads and expectations the tests send it.
+ * payloads the tests send it (the expectations and cards in them come from fixtures.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import express from 'express';
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { Expectation } from '../../core/types.js';
 import { createPrincipalStore } from '../../src/auth/principals.js';
-import { createApp, type AppDeps } from '../../src/http/app.js';
+import { createApp, type AppDeps, type AppSettings } from '../../src/http/app.js';
 import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from './agent.js';
 import { principalsFileOf, registerAgents, type PrincipalSpec } from './agents.js';
-import { deliveryExpectation, wholeSecondsFromNow } from './expectations.js';
+import { cardJson } from './fixtures.js';
 import { unique } from './ids.js';
 import { close, listen, urlOf } from './net.js';
 import { loopbackAgents } from './outbound.js';
@@ -33,54 +33,6 @@ export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, co
       contextId,
       artifact: { artifactId: `a-${unique()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
     },
-  };
-}
-
-/** An expectation of kind `delivery`, due in a year (it never lapses during a test). */
-export function expectation(id: string, overrides: Partial<Expectation> = {}): Expectation {
-  const dueAt = wholeSecondsFromNow(365 * 24 * 3600 * 1000);
-  return deliveryExpectation(id, dueAt, { expects: 'The shipment is delivered to the consignee', ...overrides });
-}
-
-/** A `delivery` expectation on `shipment` (the test agent's default kind), due at `dueAt` with no grace. */
-export function dueExpectation(id: string, dueAt: Date, overrides: Partial<Expectation> = {}): Expectation {
-  const due = new Date(dueAt);
-  due.setUTCMilliseconds(0);
-  return deliveryExpectation(id, due.toISOString(), { grace: 'PT0S', ...overrides });
-}
-
-/** A v1.0 card (the SDK's JSON shape) declaring the extension with `delivery` and `pickup` kinds. */
-export function cardJson(overrides: { params?: unknown; skills?: string[]; declare?: boolean } = {}) {
-  const params = overrides.params ?? {
-    keepsTime: false,
-    lapseSkill: 'handle-lapse',
-    kinds: [
-      { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'The shipment is delivered' },
-      { kind: 'pickup', subjectType: 'shipment', basis: 'observed', describes: 'The carrier picks the shipment up' },
-    ],
-  };
-  return {
-    name: 'Card of a test agent',
-    description: 'Keeps no clock.',
-    supportedInterfaces: [
-      { url: 'http://127.0.0.1:1/a2a', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
-    ],
-    version: '1.0.0',
-    capabilities: {
-      extensions: overrides.declare === false ? [] : [{ uri: EXTENSION_URI, description: '', required: false, params }],
-    },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: (overrides.skills ?? ['handle-lapse']).map((id) => ({
-      id,
-      name: id,
-      description: '',
-      tags: [],
-      examples: [],
-    })),
-    signatures: [],
   };
 }
 
@@ -164,6 +116,28 @@ export async function startBridgeApp(
   });
   const server = await listen(app);
   return { url: urlOf(server), tokens, close: () => close(server) };
+}
+
+/**
+ * `createApp` on a client of `connection` with these principals and tokens, no worker and no agent behind it,
+ * listening on a random port; `settings` over a lineage of 10 and no card cache.
+ */
+export async function listenBridge(
+  connection: Connection,
+  taskQueue: string,
+  principals: PrincipalSpec[],
+  tokens: Record<string, string>,
+  settings: Partial<AppSettings>,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const app = createApp({
+    client: new Client({ connection }),
+    taskQueue,
+    namespace: 'default',
+    principals: createPrincipalStore(principalsFileOf(principals, tokens)),
+    settings: { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 0, ...settings },
+  });
+  const server = await listen(app);
+  return { url: urlOf(server), close: () => close(server) };
 }
 
 export interface BridgeEnv extends BridgeApp {

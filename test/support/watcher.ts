@@ -11,7 +11,7 @@ import type { Expectation, Origin } from '../../core/types.js';
 import { startExpectation } from '../../src/temporal/expectations.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { agentsOf, registerAgent } from './agents.js';
-import { expectationInput } from './expectations.js';
+import { expectationInput } from './fixtures.js';
 import { loopbackAgents } from './outbound.js';
 
 export interface RunningWatcher {

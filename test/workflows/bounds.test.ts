@@ -19,7 +19,8 @@ import {
   type FactRouterInput,
   type LedgerLoad,
 } from '../../workflows/messages.js';
-import { DAY, HOUR, onAnUnstartedRouter, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
+import { shipmentExpectation } from '../support/fixtures.js';
+import { DAY, HOUR, onAnUnstartedRouter, reportFact, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
 

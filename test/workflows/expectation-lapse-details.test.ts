@@ -11,7 +11,8 @@ import { withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { ExpectationLate, ExpectationState } from '../../workflows/search-attributes.js';
 import type { Expectation } from '../../core/schemas/extension.js';
-import { DAY, HOUR, raiseOpen, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
+import { shipmentExpectation } from '../support/fixtures.js';
+import { DAY, HOUR, raiseOpen, reportFact, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
 

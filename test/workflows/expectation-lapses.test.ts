@@ -8,6 +8,7 @@ import { expectationWorkflowId } from '../../core/ids.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { historyText } from '../support/history-text.js';
 import { ExpectationDueAt, ExpectationState } from '../../workflows/search-attributes.js';
+import { shipmentExpectation } from '../support/fixtures.js';
 import {
   DAY,
   HOUR,
@@ -15,7 +16,6 @@ import {
   raiseUnsubscribed,
   REJECTING_AGENT,
   reportFact,
-  shipmentExpectation,
   untilStatus,
   useHarness,
   workflowStatus,

@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { withdrawExpectation } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId } from '../../core/ids.js';
-import { DAY, HOUR, reportFact, settings, shipmentExpectation, untilStatus, useHarness } from './support.js';
+import { defaultSettings, shipmentExpectation } from '../support/fixtures.js';
+import { DAY, HOUR, reportFact, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
 
@@ -178,7 +179,7 @@ describe('skipped', () => {
     const start = await h.now();
     const a = h.id('gathered');
     const subject = { type: 'shipment', id: h.id('S') };
-    const settling = { settings: { ...settings, settle: 'PT10S' } };
+    const settling = { settings: { ...defaultSettings, settle: 'PT10S' } };
     await h.raise(shipmentExpectation(a, start, 10 * DAY, { subject }), settling);
     const factKey = `shipment/${subject.id}/delivered`;
     const later = [h.id('later-1'), h.id('later-2'), h.id('later-3')];
@@ -200,7 +201,7 @@ describe('skipped', () => {
     const a = h.id('first-received');
     const subject = { type: 'shipment', id: h.id('S') };
     const first = await h.raise(shipmentExpectation(a, start, 10 * DAY, { subject }), {
-      settings: { ...settings, settle: 'PT10S' },
+      settings: { ...defaultSettings, settle: 'PT10S' },
     });
     const b = await h.raise(shipmentExpectation(h.id('second-received'), start, 20 * DAY, { subject, after: [a] }));
 

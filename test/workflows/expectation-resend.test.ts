@@ -9,7 +9,8 @@ import { resendLapse } from '../../src/temporal/resend-lapse.js';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
 import { resendLapseUpdate } from '../../workflows/messages.js';
-import { DAY, HOUR, reportFact, shipmentExpectation, untilStatus, useHarness } from './support.js';
+import { shipmentExpectation } from '../support/fixtures.js';
+import { DAY, HOUR, reportFact, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
 

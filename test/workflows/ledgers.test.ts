@@ -10,7 +10,8 @@ import { MAX_RETAINED_FACTS_PER_ROUTER } from '../../core/limits.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { FORWARD_DEFERRAL_MS } from '../../workflows/fact-router-state.js';
 import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
-import { DAY, HOUR, onAnUnstartedRouter, reportFact, settings, shipmentExpectation, useHarness } from './support.js';
+import { defaultSettings, shipmentExpectation } from '../support/fixtures.js';
+import { DAY, HOUR, onAnUnstartedRouter, reportFact, useHarness } from './support.js';
 
 const h = useHarness();
 
@@ -36,7 +37,7 @@ describe('early facts', () => {
     await reportFact(h, expectation.satisfiedBy.factKey, start - 2 * DAY);
 
     // The deadline is decided a settle interval after the raise, by when the ledger has sent its retained fact on.
-    await h.raise(expectation, { settings: { ...settings, settle: 'PT30S' } });
+    await h.raise(expectation, { settings: { ...defaultSettings, settle: 'PT30S' } });
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
     expect(record).toMatchObject({ state: 'satisfied', late: false, lapses: [] });

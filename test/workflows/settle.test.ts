@@ -7,11 +7,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Expectation } from '../../core/schemas/extension.js';
-import { HOUR, reportFact, settings, shipmentExpectation, useHarness } from './support.js';
+import { defaultSettings, shipmentExpectation } from '../support/fixtures.js';
+import { HOUR, reportFact, useHarness } from './support.js';
 
 const h = useHarness();
 const SETTLE_MS = 60_000;
-const settling = { settings: { ...settings, settle: 'PT1M' } };
+const settling = { settings: { ...defaultSettings, settle: 'PT1M' } };
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /**

@@ -4,7 +4,8 @@
  * nothing else: not by when the server wrote them, not by whether a worker has processed them yet.
  */
 import { describe, expect, it } from 'vitest';
-import { HOUR, raiseUnsubscribed, shipmentExpectation, storeFact, useHarness } from './support.js';
+import { shipmentExpectation } from '../support/fixtures.js';
+import { HOUR, raiseUnsubscribed, storeFact, useHarness } from './support.js';
 
 const h = useHarness();
 const iso = (ms: number) => new Date(ms).toISOString();

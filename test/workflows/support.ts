@@ -21,11 +21,11 @@ import {
   startExpectationWorkflow,
   storeFacts,
 } from '../../src/temporal/expectations.js';
-import { expectationLinks, factRouterWorkflowId } from '../../core/ids.js';
+import { factRouterWorkflowId } from '../../core/ids.js';
 import { indexedValueType } from '../../src/temporal/search-attributes.js';
-import type { ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
+import type { ExpectationInput } from '../../workflows/messages.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
-import { deliveryExpectation } from '../support/expectations.js';
+import { defaultSettings, expectationInput, fact, shipmentExpectation } from '../support/fixtures.js';
 import { unique } from '../support/ids.js';
 import { until, untilRecord } from '../support/poll.js';
 
@@ -63,8 +63,6 @@ export interface TimeSkippingHarness {
   shutdown(): Promise<void>;
 }
 
-export const settings: ExpectationSettings = { lateWindow: 'P30D', factRetention: 'P7D' };
-
 /**
  * The time-skipping server rejects undefined search attributes and does not implement ListSearchAttributes (so
  * the worker's idempotent registration cannot run there): add ours directly on its fresh namespace.
@@ -74,6 +72,11 @@ async function addSearchAttributes(env: TestWorkflowEnvironment): Promise<void> 
     namespace: env.namespace ?? 'default',
     searchAttributes: Object.fromEntries(allSearchAttributes.map((key) => [key.name, indexedValueType[key.type]!])),
   });
+}
+
+/** What the harness raises `expectation` with: shipping-agent's, from task-1 in ctx-1, with the default settings. */
+function harnessInput(expectation: Expectation, taskQueue: string): ExpectationInput {
+  return expectationInput(expectation, { id: 'shipping-agent' }, { taskId: 'task-1', contextId: 'ctx-1' }, taskQueue);
 }
 
 /** Starts the time-skipping server and a worker on a unique task queue. */
@@ -121,15 +124,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     faults,
     id: unique,
     async raise(expectation, options = {}) {
-      const input: ExpectationInput = {
-        expectation,
-        agent: { id: 'shipping-agent' },
-        origin: { taskId: 'task-1', contextId: 'ctx-1' },
-        lineage: 0,
-        settings,
-        ...options,
-        links: expectationLinks(expectation, taskQueue),
-      };
+      const input: ExpectationInput = { ...harnessInput(expectation, taskQueue), ...options };
       // The bridge's clock is the server's: here the server's clock has been moved ahead of the wall clock.
       const serverNow = await env.currentTimeMs();
       const started = await startExpectation(client, taskQueue, input, { now: () => serverNow });
@@ -180,8 +175,12 @@ export function useHarness(): TimeSkippingHarness {
 /** A fact from the carrier's feed, received at the server's now unless `extra` says when (as a bridge stamps it). */
 async function stampedFact(h: TimeSkippingHarness, factKey: string, observedAtMs: number, extra: Partial<Fact>) {
   const receivedAt = new Date(await h.now()).toISOString();
-  const observedAt = new Date(observedAtMs).toISOString();
-  return { factKey, observedAt, source: 'carrier-feed', receivedAt, ...extra } satisfies Fact;
+  return fact(factKey, {
+    observedAt: new Date(observedAtMs).toISOString(),
+    source: 'carrier-feed',
+    receivedAt,
+    ...extra,
+  });
 }
 
 /** Reports a fact as a bridge does with `wait=true`: an update-with-start on its key's router, answered by a worker. */
@@ -190,7 +189,7 @@ export async function reportFact(
   factKey: string,
   observedAtMs: number,
   extra: Partial<Fact> = {},
-  factRetention = settings.factRetention,
+  factRetention = defaultSettings.factRetention,
 ): Promise<'recorded' | 'duplicate'> {
   return recordFact(h.client, h.taskQueue, await stampedFact(h, factKey, observedAtMs, extra), { factRetention });
 }
@@ -201,7 +200,7 @@ export async function storeFact(
   factKey: string,
   observedAtMs: number,
   extra: Partial<Fact> = {},
-  factRetention = settings.factRetention,
+  factRetention = defaultSettings.factRetention,
 ): Promise<void> {
   await storeFacts(h.client, h.taskQueue, [await stampedFact(h, factKey, observedAtMs, extra)], { factRetention });
 }
@@ -216,14 +215,7 @@ export async function raiseUnsubscribed(
   start: number,
   bridgeAheadMs = 0,
 ) {
-  const input = {
-    expectation,
-    agent: { id: 'shipping-agent' },
-    origin: { taskId: 'task-1', contextId: 'ctx-1' },
-    lineage: 0,
-    settings,
-    links: expectationLinks(expectation, h.taskQueue),
-  };
+  const input = harnessInput(expectation, h.taskQueue);
   const started = await startExpectationWorkflow(h.client, h.taskQueue, input, { now: () => start + bridgeAheadMs });
   if (started !== 'raised') throw new Error(`${expectation.expectationId} was not raised: ${started}`);
 }
@@ -245,17 +237,6 @@ export async function untilStatus(h: TimeSkippingHarness, workflowId: string, st
     (current) => current === status,
     { timeoutMs: 15_000, intervalMs: 50, describe: (current) => `${workflowId} is ${current}, not ${status}` },
   );
-}
-
-/** A `delivery` expectation on shipment `S-<id>`, due `dueInMs` after `nowMs`. */
-export function shipmentExpectation(
-  id: string,
-  nowMs: number,
-  dueInMs: number,
-  extra: Partial<Expectation> = {},
-): Expectation {
-  const dueAt = new Date(nowMs + dueInMs).toISOString();
-  return deliveryExpectation(id, dueAt, { expects: 'the shipment is delivered', ...extra });
 }
 
 /**

@@ -8,7 +8,7 @@ import { lapseMessageId } from '../../../core/message-id.js';
 import type { Expectation } from '../../../core/types.js';
 import { ExpectationMachine, initialRecord, type ExpectationPorts } from '../../../workflows/expectation-machine.js';
 import type { ExpectationInput, RoutedFact } from '../../../workflows/messages.js';
-import { defaultSettings, expectationInput, shipmentDelivery } from '../../support/expectations.js';
+import { defaultSettings, expectationInput, shipmentDelivery } from '../../support/fixtures.js';
 
 const RAISED = Date.parse('2026-12-01T00:00:00Z');
 const HOUR = 3_600_000;

@@ -15,7 +15,7 @@ import {
   markResent,
   markUndelivered,
 } from '../../../workflows/lapse-entries.js';
-import { shipmentDelivery } from '../../support/expectations.js';
+import { shipmentDelivery } from '../../support/fixtures.js';
 
 const T = Date.parse('2026-12-01T00:00:00Z');
 const BUDGET_MS = addDuration(0, DELIVERY_BUDGET);

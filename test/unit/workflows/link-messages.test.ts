@@ -7,7 +7,7 @@ import { expectationLinks } from '../../../core/ids.js';
 import { MAX_DEPENDENTS } from '../../../core/limits.js';
 import type { ExpectationRecord } from '../../../core/types.js';
 import { owedOnClose, owedToNewDependent, type Ties } from '../../../workflows/link-messages.js';
-import { shipmentDelivery } from '../../support/expectations.js';
+import { shipmentDelivery } from '../../support/fixtures.js';
 
 const expectation = shipmentDelivery('e1', 'S1', '2026-12-01T00:00:00Z', { after: ['e0'] });
 const links = { ...expectationLinks(expectation, 'q'), after: { e0: 'expectation:e0' } };

@@ -98,7 +98,7 @@ value, else nothing. (dict "root" $ "values" .Values.temporal.apiKey "inline" "v
 
 {{/*
 The environment of both processes: the Temporal connection, the principals file, the codec keys, the settings map,
-and the bridge's page token secret. Every name is one src/config.ts reads (test/unit/helm-chart.test.ts checks).
+and the bridge's page token secret. Every name is one src/config.ts reads (test/unit/deploy/helm-chart.test.ts checks).
 (dict "root" $ "component" "bridge")
 */}}
 {{- define "watcher.env" -}}

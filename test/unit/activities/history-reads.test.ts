@@ -1,0 +1,148 @@
+/**
+ * The folds of activities/history-reads.ts over a router's run as read: which stored fact with a key satisfies an
+ * overdue, and what a subject's stored facts say of a stall and of `lastFactAt`. `receivedAt` alone decides.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Client } from '@temporalio/client';
+import {
+  firstKeyFact,
+  RouterReads,
+  SHARED_READ_MS,
+  subjectFacts,
+  type RouterEvent,
+  type RouterRun,
+} from '../../../activities/history-reads.js';
+import type { Fact } from '../../../core/types.js';
+import type { SubjectFact } from '../../../workflows/messages.js';
+import { fact, subjectFact } from '../../support/fixtures.js';
+
+const T = Date.parse('2026-12-01T00:00:00Z');
+const HOUR_MS = 3_600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+const subject = { type: 'shipment', id: 'S1' };
+const self = 'expectation:e1';
+
+const keyed = (factKey: string, receivedMs: number, extra: Partial<Fact> = {}): Fact =>
+  fact(factKey, { observedAt: iso(T - 60_000), receivedAt: iso(receivedMs), ...extra });
+const onSubject = (receivedMs: number, observedMs: number, of = subject): SubjectFact =>
+  subjectFact(of, 'scan', observedMs, receivedMs);
+const run = (events: RouterEvent[], complete = true): RouterRun => ({ events, complete });
+const started = (
+  carried?: NonNullable<Extract<RouterEvent, { kind: 'started' }>['input']['carried']>,
+): RouterEvent => ({
+  kind: 'started',
+  input: { shard: 1, retention: 'P7D', ...(carried ? { carried } : {}) },
+});
+const batch = (facts: Fact[] = [], subjects: SubjectFact[] = []): RouterEvent => ({
+  kind: 'facts',
+  batch: { facts, subjects },
+});
+
+describe('firstKeyFact', () => {
+  const query = { factKey: 'k', expectationWorkflowId: self, sinceMs: T, untilMs: T + 60_000 };
+
+  it('finds the first fact with the key received between the raise and the deadline, by signal or by update', () => {
+    const byUpdate = keyed('k', T + 20_000, { source: 'other' });
+    const events = [started(), batch([keyed('other', T + 1_000)]), { kind: 'recordFact', fact: byUpdate } as const];
+    expect(firstKeyFact(run(events), query)).toEqual(byUpdate);
+    expect(
+      firstKeyFact(run([started(), batch([keyed('k', T + 30_000), keyed('k', T + 10_000, { source: 'b' })])]), query)
+        ?.receivedAt,
+    ).toBe(iso(T + 10_000));
+  });
+
+  it('counts nothing received before the raise or after the deadline, whenever the server wrote it', () => {
+    expect(
+      firstKeyFact(run([batch([keyed('k', T - 1)]), batch([keyed('k', T + 60_001, { source: 'b' })])]), query),
+    ).toBe(undefined);
+  });
+
+  it('never counts a re-delivery the router would answer duplicate, from this run or carried over', () => {
+    const first = keyed('k', T - 5_000);
+    const again = keyed('k', T + 5_000);
+    expect(firstKeyFact(run([started(), batch([first]), batch([again])]), query)).toBe(undefined);
+    const carried = started({
+      keys: [{ factKey: 'k', subscribers: [], seen: [`${first.observedAt}|feed`] }],
+    });
+    expect(firstKeyFact(run([carried, batch([again])]), query)).toBe(undefined);
+  });
+
+  it('counts what the run carried over: a forward to this expectation still to send', () => {
+    const forward = keyed('k', T + 1_000);
+    const carried = started({ keys: [], outbox: [{ workflowId: self, fact: forward }] });
+    expect(firstKeyFact(run([carried]), query)).toEqual(forward);
+  });
+});
+
+describe('subjectFacts', () => {
+  const query = { subject, sinceMs: T, untilMs: T + 120_000, horizonMs: T + 60_000 };
+
+  it('rules a stall out with a fact on the subject received by the horizon, and gives the latest observed', () => {
+    const events = [started(), batch([], [onSubject(T + 10_000, T + 5_000), onSubject(T + 90_000, T + 1_000)])];
+    expect(subjectFacts(run(events), query)).toEqual({
+      latest: onSubject(T + 10_000, T + 5_000),
+      heardByHorizon: true,
+    });
+  });
+
+  it('does not: with only facts received before the raise, after the horizon, or on another subject', () => {
+    const events = [
+      started(),
+      batch(
+        [],
+        [onSubject(T - 1, T - 1), onSubject(T + 70_000, T + 70_000), onSubject(T + 1_000, T, { type: 'x', id: 'S1' })],
+      ),
+    ];
+    expect(subjectFacts(run(events), query)).toEqual({
+      latest: onSubject(T + 70_000, T + 70_000),
+      heardByHorizon: false,
+    });
+  });
+
+  it('says heard where it cannot tell: a read cut short, or the subject let go of after the raise', () => {
+    expect(subjectFacts(run([batch()], false), query).heardByHorizon).toBe(true);
+    const forgotten = started({ keys: [], subjectsForgottenThrough: iso(T + 1_000) });
+    expect(subjectFacts(run([forgotten]), query).heardByHorizon).toBe(true);
+    const forgottenBefore = started({ keys: [], subjectsForgottenThrough: iso(T - 1_000) });
+    expect(subjectFacts(run([forgottenBefore]), query).heardByHorizon).toBe(false);
+  });
+
+  it('reads the subject carried over continue-as-new', () => {
+    const fact = onSubject(T + 2_000, T + 2_000);
+    const carried = started({ keys: [], subjects: [{ subject, latest: fact, lastReceived: fact }] });
+    expect(subjectFacts(run([carried]), query)).toEqual({ latest: fact, heardByHorizon: true });
+  });
+});
+
+describe('RouterReads', () => {
+  /** A client whose server holds one empty run for every router, counting the backward reads it serves. */
+  function countingClient() {
+    const counter = { reads: 0 };
+    const client = {
+      options: { namespace: 'default', loadedDataConverter: { payloadCodecs: [], payloadConverter: {} } },
+      workflowService: {
+        getWorkflowExecutionHistoryReverse: async () => {
+          counter.reads++;
+          return { history: { events: [] }, nextPageToken: new Uint8Array() };
+        },
+      },
+    } as unknown as Client;
+    return { client, counter };
+  }
+
+  it('reads a router once for the decisions of one instant, and again for a later one or one reaching further back', async () => {
+    let now = T;
+    const { client, counter } = countingClient();
+    const reads = new RouterReads(client, () => now);
+
+    await Promise.all([reads.read('facts:q:001', T - HOUR_MS, T), reads.read('facts:q:001', T - 60_000, T + 500)]);
+    expect(counter.reads).toBe(1);
+    await reads.read('facts:q:001', T - 2 * HOUR_MS, T);
+    expect(counter.reads).toBe(2);
+    now = T + SHARED_READ_MS + 1;
+    await reads.read('facts:q:001', T - 60_000, now);
+    expect(counter.reads).toBe(3);
+    await reads.read('facts:q:002', T - 60_000, now);
+    expect(counter.reads).toBe(4);
+  });
+});
