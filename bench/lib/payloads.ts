@@ -1,5 +1,5 @@
 /**
- * What the benchmark sends: the tests' `delivery` expectations (test/support/expectations.ts), in A2A v1.0 artifact
+ * What the benchmark sends: the tests' `delivery` expectations (test/support/fixtures.ts), in A2A v1.0 artifact
  * updates, and facts. Ids carry the run's prefix so that runs against a shared server never collide.
  */
 import { randomUUID } from 'node:crypto';

@@ -354,6 +354,20 @@ export function request(
   return exchange(url, init.method, headers, body);
 }
 
+/** `send` as a client that follows the contract does: a 429 or 503 is sent again, the same body, after its Retry-After. */
+export async function sendFollowingRetryAfter(
+  url: string,
+  init: Parameters<typeof send>[1],
+  giveUpMs = 60_000,
+): Promise<Answer> {
+  const started = Date.now();
+  for (;;) {
+    const answer = await send(url, init);
+    if ((answer.status !== 429 && answer.status !== 503) || Date.now() - started > giveUpMs) return answer;
+    await new Promise((resolve) => setTimeout(resolve, Number(answer.headers.get('retry-after') ?? 1) * 1000 || 1000));
+  }
+}
+
 /** One request to the bridge: JSON body (or a raw one with its own content type), bearer token or a whole header. */
 export function send(
   url: string,
