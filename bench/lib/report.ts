@@ -162,22 +162,13 @@ export function markdown(results: BenchResults): string {
       `| CPU per expectation, 10 per request | ${cpuCell(t.batch.cpuMsPerItem)} | |`,
       `| Request latency p50 / p95 / p99, 1 per request | ${ms(t.single.latencyMs)} | start ${ms(t.raw[0]!.latencyMs)} |`,
       `| Request latency p50 / p95 / p99, 10 per request | ${ms(t.batch.latencyMs)} | |`,
-      `| Card fetches by the bridge over the whole run (cache 60 s) | ${t.counters.bridgeCardFetches} | |`,
     );
   }
   if (f) {
-    lines.push(
-      `| Fact POST ?wait=true answered (bridge + ledger update + the expectation's takeFact) p50 / p95 / p99 | ${ms(f.postMs)} | |`,
-      `| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`,
-      `| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`,
-      `| Queries per sample until satisfied, p50 / p99 | ${f.pollsPerSample.p50} / ${f.pollsPerSample.p99} | |`,
-    );
+    lines.push(`| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`);
   }
   for (const l of results.lapse ?? []) {
     lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
-    lines.push(
-      `| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses} | |`,
-    );
   }
   if (results.cost) lines.push('', ...costRows(results.cost, stamp));
   if (tr) lines.push('', ...trafficRows(tr, stamp));

@@ -25,16 +25,12 @@ export interface Stages {
 
 export interface LapseResult {
   count: number;
-  leadMs: number;
   /** Raising finished this long before the due instant (negative: it was late, the figures are not valid). */
   settledBeforeDueMs: number;
   oursMs: Summary;
   rawMs: Summary;
   oursStages: Stages;
   rawStages: Stages;
-  /** Delivery attempts that reached the agent's JSON-RPC endpoint (one per lapse when nothing was retried). */
-  deliveryAttempts: number;
-  cardFetchesDuringLapses: number;
   ratios: { p50: number; p99: number; max: number };
 }
 
@@ -110,8 +106,6 @@ export async function runLapseLateness(
   if (settledBeforeDueMs < 0)
     progress('  WARNING: raising was not finished by the due instant; lateness includes raising');
 
-  const attempts0 = rig.agent.attempts.length;
-  const cards0 = rig.counters.workerCardFetches;
   const lapseIdOf = (message: any): string | undefined => message?.metadata?.[EXTENSION_URI]?.lapse?.expectationId;
   const mine = () => rig.agent.received.filter((r) => lapseIdOf(r.message)?.startsWith(`${prefix}-`));
   await waitUntil('every lapse task to reach the agent', () => mine().length >= batches * 10, {
@@ -125,8 +119,6 @@ export async function runLapseLateness(
     received.map((r) => [expectationWorkflowId(lapseIdOf(r.message)!), r.receivedAt.getTime()]),
   );
   const oursMs = summarise(received.map((r) => r.receivedAt.getTime() - dueMs));
-  const deliveryAttempts = rig.agent.attempts.length - attempts0;
-  const cardFetchesDuringLapses = rig.counters.workerCardFetches - cards0;
   progress(`  lapse lateness (ours): p50 ${oursMs.p50} / p99 ${oursMs.p99} / max ${oursMs.max} ms`);
 
   // Raw: the same number of timers on one instant, far enough ahead for the starts.
@@ -157,14 +149,11 @@ export async function runLapseLateness(
   const rawStages = await stageSummary(rig.client, rawIds, rawDueMs, 'fired', (id) => firedAt.get(id));
   return {
     count: batches * 10,
-    leadMs,
     settledBeforeDueMs,
     oursMs,
     rawMs,
     oursStages,
     rawStages,
-    deliveryAttempts,
-    cardFetchesDuringLapses,
     ratios: { p50: ratio(oursMs.p50, rawMs.p50), p99: ratio(oursMs.p99, rawMs.p99), max: ratio(oursMs.max, rawMs.max) },
   };
 }

@@ -57,7 +57,6 @@ export interface ThroughputResult {
   rawSettledPerSec: number;
   ratios: { single: number; batch: number; singleSettled: number; batchSettled: number };
   histories: { ours: HistoryCount[]; raw: HistoryCount };
-  counters: Stack['counters'];
 }
 
 function cpuMeter(stack: Stack) {
@@ -233,6 +232,5 @@ export async function runThroughput(stack: Stack, options: ThroughputOptions): P
       batchSettled: ratio(batch.settledPerSec, rawSettledPerSec),
     },
     histories,
-    counters: { ...stack.counters },
   };
 }
