@@ -71,11 +71,7 @@ export interface TrafficStep {
   acceptedPerSec: number;
   /** Undefined when the side's task queues did not drain within the settle wait. */
   settledPerSec?: number;
-  /** From the step's start to the last 200, and to drained queues. */
-  lastAnswerMs: number;
-  settledMs?: number;
   answers: Record<AnswerClass, number>;
-  requests: number;
   lostRequests: number;
   lostItems: number;
   /** Lost requests still unanswered when the tail ended; the others were refused on every attempt. */
@@ -95,9 +91,6 @@ export interface TrafficStep {
   serverCpuMsPerStoredFact?: number;
   /** The machine's 1-minute load average at the step's start and end: other work on it shows here. */
   loadAverage: { start: number; end: number };
-  details: string[];
-  /** The first 429 and 503 answers. */
-  refusals: string[];
 }
 
 export interface TrafficResult {
@@ -335,10 +328,7 @@ async function runStep(
     },
     acceptedPerSec: perSec(accepted, loop.lastAnswerAt - t0),
     settledPerSec: settledMs === undefined ? undefined : perSec(accepted, settledMs),
-    lastAnswerMs: loop.lastAnswerAt - t0,
-    settledMs,
     answers: loop.answers,
-    requests: loop.sent.length,
     lostRequests: lost.length,
     lostItems: lost.reduce((sum, s) => sum + itemsOf(s.request), 0),
     abandonedRequests: loop.abandoned,
@@ -351,8 +341,6 @@ async function runStep(
     cpuMsPerItem: cpu,
     serverCpuMsPerStoredFact: perItem(cpu0.server, cpu1.server, stored),
     loadAverage,
-    details: loop.details,
-    refusals: loop.refusals,
   };
   return { index, plan, t0, loop, step };
 }
