@@ -29,9 +29,10 @@ import { startStack } from './lib/stack.js';
 import { runCost } from './scenarios/cost.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
-import { DEPLOYED_WORKER_NODE_OPTIONS, runScale } from './scenarios/scale.js';
+import { runScale } from './scenarios/scale.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { startTrafficRig } from './lib/traffic-rig.js';
+import { DEPLOYED_WORKER_NODE_OPTIONS } from './lib/watcher-processes.js';
 import { runTraffic } from './scenarios/traffic.js';
 
 const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale', 'cost', 'traffic'] as const;
