@@ -18,6 +18,7 @@ import { shardOf } from '../../core/fact-shards.js';
 import { factSignal, goSignal } from '../baseline/workflows.js';
 import { backlogOf, drainedAt } from '../lib/backlog.js';
 import { historyInWindow, type WindowTotals } from '../lib/history.js';
+import { runPool } from '../lib/load.js';
 import { runOpenLoop, retryAfterMs, type AnswerClass, type Attempt, type OpenLoopResult } from '../lib/open-loop.js';
 import { artifactUpdate, expectationFor, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs } from '../lib/proc.js';
@@ -387,33 +388,25 @@ async function observedLapses(
         .map((p) => p.expectation.expectationId),
     );
   let read = 0;
-  let errors = 0;
-  let next = 0;
-  const lane = async () => {
-    while (next < ids.length) {
-      const id = ids[next++]!;
-      try {
-        const response = await fetch(`${rig.bridgeUrl}/v1/expectations/${encodeURIComponent(id)}`, {
-          headers: { authorization: `Bearer ${rig.feedToken}` },
-          signal: AbortSignal.timeout(15_000),
-        });
-        if (response.status === 404) continue; // never raised (its raise was lost)
-        if (response.status !== 200) {
-          errors++;
-          continue;
-        }
-        read++;
-        const record = (await response.json()) as { lapses?: Array<{ lapse: ObservedLapse }> };
-        for (const entry of record.lapses ?? []) {
-          if (!byKey.has(keyOf(entry.lapse))) byKey.set(keyOf(entry.lapse), pick(entry.lapse));
-        }
-      } catch {
-        errors++;
+  const pool = await runPool(
+    ids.length,
+    8,
+    async (i) => {
+      const response = await fetch(`${rig.bridgeUrl}/v1/expectations/${encodeURIComponent(ids[i]!)}`, {
+        headers: { authorization: `Bearer ${rig.feedToken}` },
+        signal: AbortSignal.timeout(15_000),
+      });
+      if (response.status === 404) return; // never raised (its raise was lost)
+      if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
+      read++;
+      const record = (await response.json()) as { lapses?: Array<{ lapse: ObservedLapse }> };
+      for (const entry of record.lapses ?? []) {
+        if (!byKey.has(keyOf(entry.lapse))) byKey.set(keyOf(entry.lapse), pick(entry.lapse));
       }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, lane));
-  return { lapses: [...byKey.values()], read, errors };
+    },
+    { maxErrors: Infinity },
+  );
+  return { lapses: [...byKey.values()], read, errors: pool.errors.length };
 }
 
 /** The step's report, once the run is over: its lapses, and what its side's workflows wrote in its window. */
