@@ -158,15 +158,6 @@ export function shareOfRuns(
   return { count: countEvents('share', eventsOf({ events: kept })), bytes };
 }
 
-/** An expectation's (or a fact's) share of a router's history (shareOfRuns), over every run of the router. */
-export async function routerShare(
-  client: Client,
-  workflowId: string,
-  mentions: readonly string[],
-): Promise<{ count: HistoryCount; bytes: number }> {
-  return shareOfRuns(await runHistories(client, workflowId), mentions);
-}
-
 /** What one workflow type wrote in a window (HistoryTotals, by event time). */
 export interface WindowTotals extends HistoryTotals {
   /** The same, per workflow type. */

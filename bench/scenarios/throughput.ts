@@ -7,7 +7,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
-import { countHistory, routerShare, type HistoryCount } from '../lib/history.js';
+import { countHistory, runHistories, shareOfRuns, type HistoryCount } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import {
   artifactUpdate,
@@ -179,10 +179,9 @@ async function raiseHistories(client: Client, queue: string, singleId: string, r
   const factKey = factKeyOf(singleId);
   const ours = await Promise.all([
     countHistory(client, expectationWorkflowId(singleId)),
-    routerShare(client, factRouterWorkflowId(factKey, queue), [
-      JSON.stringify(factKey),
-      expectationWorkflowId(singleId),
-    ]).then((share) => share.count),
+    runHistories(client, factRouterWorkflowId(factKey, queue)).then(
+      (runs) => shareOfRuns(runs, [JSON.stringify(factKey), expectationWorkflowId(singleId)]).count,
+    ),
   ]);
   return { ours, raw: await countHistory(client, rawId) };
 }
