@@ -12,16 +12,12 @@ import { progress, waitUntil } from '../lib/progress.js';
 import type { Stack } from '../lib/stack.js';
 import { ratio, summarise, type Summary } from '../lib/stats.js';
 
-export interface Stages {
-  /** Due → TimerFired written. */
-  timer: Summary;
-  /** TimerFired → the activity scheduled (the workflow task that decided the lapse). */
-  decide: Summary;
-  /** Scheduled → activity started on the worker. */
-  queue: Summary;
-  /** Activity started → the agent (ours: card fetch + SendMessage) or the activity body (raw). */
-  activity: Summary;
-}
+/**
+ * The lateness in stages: due → TimerFired written; → the activity scheduled (the workflow task that decided the
+ * lapse); → the activity started on the worker; → at the agent (ours: card fetch + SendMessage) or recorded (raw).
+ */
+const STAGES = ['timer', 'decide', 'queue', 'activity'] as const;
+export type Stages = Record<(typeof STAGES)[number], Summary>;
 
 export interface LapseResult {
   count: number;
@@ -66,12 +62,7 @@ async function stageSummary(
     const row = stagesOf(await historyEvents(client, id), dueMs, activityType, arrived(id));
     if (row) rows.push(row);
   });
-  return {
-    timer: summarise(rows.map((r) => r.timer)),
-    decide: summarise(rows.map((r) => r.decide)),
-    queue: summarise(rows.map((r) => r.queue)),
-    activity: summarise(rows.map((r) => r.activity)),
-  };
+  return Object.fromEntries(STAGES.map((stage) => [stage, summarise(rows.map((r) => r[stage]))])) as Stages;
 }
 
 export async function runLapseLateness(
