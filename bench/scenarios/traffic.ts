@@ -108,8 +108,6 @@ export interface TrafficResult {
   /** Records read at the end for the lapses they list, and reads that failed. */
   recordsRead: number;
   recordErrors: number;
-  /** `--traffic-feed-only`: facts only. */
-  feedOnly: boolean;
 }
 
 /** One step run: its figures so far, and what judging its lapses and reading its histories needs at the end. */
@@ -437,16 +435,10 @@ async function reportStep(
   };
 }
 
-/** Offered rate of the knee: the highest at which the side took what was offered. */
-function kneeOf(steps: TrafficStep[]): number | undefined {
-  const took = steps.filter(kept);
-  return took.length === 0 ? undefined : Math.max(...took.map((s) => s.rate));
-}
-
-/** The lowest offered rate at which the side did not take what was offered. */
-function firstMissOf(steps: TrafficStep[]): number | undefined {
-  const misses = steps.filter((s) => !kept(s));
-  return misses.length === 0 ? undefined : Math.min(...misses.map((s) => s.rate));
+/** The knee: the highest offered rate at which the side took what was offered (`took`); or the lowest it missed at. */
+function rateWhere(steps: TrafficStep[], took: boolean): number | undefined {
+  const rates = steps.filter((s) => kept(s) === took).map((s) => s.rate);
+  return rates.length === 0 ? undefined : took ? Math.max(...rates) : Math.min(...rates);
 }
 
 /** One raise and one fact through the bridge from each agent (the cards fetched), one raw start and signal. */
@@ -569,11 +561,10 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
     options,
     agents: rig.agents.length,
     steps,
-    knee: { ours: kneeOf(sideSteps('ours')), raw: kneeOf(sideSteps('raw')) },
-    firstMiss: { ours: firstMissOf(sideSteps('ours')), raw: firstMissOf(sideSteps('raw')) },
+    knee: { ours: rateWhere(sideSteps('ours'), true), raw: rateWhere(sideSteps('raw'), true) },
+    firstMiss: { ours: rateWhere(sideSteps('ours'), false), raw: rateWhere(sideSteps('raw'), false) },
     workers: rig.workers,
     recordsRead: observed.read,
     recordErrors: observed.errors,
-    feedOnly: options.feedOnly,
   };
 }
