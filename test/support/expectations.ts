@@ -1,9 +1,23 @@
 /**
- * Expectations the tests raise, and the input the bridge would hand the expectation workflow for one.
+ * Expectations the tests (and the benchmark) raise, the artifact update that carries them to the bridge, and the
+ * input the bridge would hand the expectation workflow for one.
  */
 import type { Expectation, Origin } from '../../core/types.js';
 import { expectationLinks } from '../../core/ids.js';
+import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import type { AgentRef, ExpectationInput, ExpectationSettings } from '../../workflows/messages.js';
+import { unique } from './ids.js';
+
+/** The v1.0 push body of an artifact update carrying `payload` under metadata[URI]. */
+export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, contextId = `ctx-${unique()}`) {
+  return {
+    artifactUpdate: {
+      taskId,
+      contextId,
+      artifact: { artifactId: `a-${unique()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
+    },
+  };
+}
 
 /** A `delivery` expectation on shipment `S-<id>` (the test agent's default kind), due at `dueAt`. */
 export function deliveryExpectation(id: string, dueAt: string, extra: Partial<Expectation> = {}): Expectation {
