@@ -15,6 +15,7 @@ import os from 'node:os';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { lapseOf } from '../../test/support/agent.js';
 import { shardOf } from '../../core/fact-shards.js';
+import { isTemporalUnreachable, temporalBusyReason } from '../../src/service/temporal-call.js';
 import { factSignal, goSignal } from '../baseline/workflows.js';
 import { backlogOf, drainedAt } from '../lib/backlog.js';
 import { historyInWindow, type WindowTotals } from '../lib/history.js';
@@ -126,15 +127,6 @@ const ACCEPTED_SHARE = 0.95;
 const itemsOf = (request: TrafficRequest) =>
   request.kind === 'raise' ? request.expectations.length : request.facts.length;
 
-/** The gRPC status code of an error or one of its causes. */
-function grpcCode(error: unknown): number | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'number') return code;
-  }
-  return undefined;
-}
-
 /** Sends to the bridge: raises from the agent's token, facts from the feed's. */
 function oursSender(rig: TrafficRig) {
   return async (request: TrafficRequest, signal: AbortSignal): Promise<Attempt> => {
@@ -221,10 +213,9 @@ function rawSender(rig: TrafficRig, plan: StepPlan, feed: boolean) {
       await rig.client.withAbortSignal(signal, () => Promise.all(calls.map((call) => call())));
       return { answer: '200', calls: calls.length };
     } catch (error) {
-      const code = grpcCode(error);
-      // RESOURCE_EXHAUSTED is raw's 503; CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE: no answer.
-      if (code === 8) return { answer: '503', retryAfterMs: 1_000, calls: calls.length };
-      if (code === 1 || code === 4 || code === 14) return { answer: 'none', calls: calls.length };
+      // Classed as the bridge classes Temporal's errors: RESOURCE_EXHAUSTED is raw's 503; unreachable, no answer.
+      if (temporalBusyReason(error) !== undefined) return { answer: '503', retryAfterMs: 1_000, calls: calls.length };
+      if (isTemporalUnreachable(error)) return { answer: 'none', calls: calls.length };
       return { answer: 'other', detail: error instanceof Error ? error.message : String(error), calls: calls.length };
     }
   };
