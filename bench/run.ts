@@ -1,14 +1,7 @@
 /**
- * `npm run bench` (full, hours on 2 cores) and `npm run bench -- --quick` (under half an hour, 6 minutes of it scenario 7):
- * the watcher side by side with raw Temporal on the same server in the same run. Embedded dev server (SQLite in a
- * temp dir, free ports) unless TEMPORAL_ADDRESS is set; `--server cluster` (or `--server=cluster`) starts a Temporal
- * cluster of our own instead (server 1.31.2 on PostgreSQL, four service processes, in the temp dir on free ports).
- * Options: `--only=throughput,latency,lapse,scale,cost,traffic`, `--concurrency=16`, `--no-write` (print the table
- * only), `--set=<size>=<n>,…` (the sizes below), `--scale-sides=ours|raw` (one side of scenario 4),
- * `--traffic-rates=4,8,16` (scenario 7's offered raises a second, one step each), `--traffic-max-rate=64` (how far
- * scenario 7 goes on doubling for a side that has not missed), `--traffic-feed-only` (scenario 7 with facts only, no
- * raises: what storing facts costs each side). Every result names the commit it measured (`git rev-parse --short
- * HEAD`, `+dirty` with uncommitted changes). BENCHMARKS.md explains them.
+ * `npm run bench`: the watcher side by side with raw Temporal on the same server in the same run (the embedded dev
+ * server unless `--server cluster` or TEMPORAL_ADDRESS). Its options are BENCHMARKS.md's "How to run", said there once.
+ * Every result names the commit it measured (`git rev-parse --short HEAD`, `+dirty` with uncommitted changes).
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -29,9 +22,10 @@ import { startStack } from './lib/stack.js';
 import { runCost } from './scenarios/cost.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
-import { DEPLOYED_WORKER_NODE_OPTIONS, runScale } from './scenarios/scale.js';
+import { runScale } from './scenarios/scale.js';
 import { runThroughput } from './scenarios/throughput.js';
 import { startTrafficRig } from './lib/traffic-rig.js';
+import { DEPLOYED_WORKER_NODE_OPTIONS } from './lib/watcher-processes.js';
 import { runTraffic } from './scenarios/traffic.js';
 
 const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale', 'cost', 'traffic'] as const;
@@ -104,7 +98,7 @@ function parseArgs(argv: string[]): Options {
         if (!SIZE_KEYS.includes(name) || !(Number(number) > 0)) throw new Error(`--set: bad size '${pair}'`);
         options.sizes[name] = Number(number);
       }
-    } else throw new Error(`unknown option ${arg}; see the comment at the top of bench/run.ts`);
+    } else throw new Error(`unknown option ${arg}; see BENCHMARKS.md, "How to run"`);
   }
   return options;
 }
@@ -322,10 +316,8 @@ async function main(): Promise<void> {
 
   partial.notes.push(...failures);
   partial.sdkWarnings = sdkWarnings();
-  if (Object.keys(options.sizes).length > 0) partial.notes.push(`Sizes overridden: ${JSON.stringify(options.sizes)}.`);
-  if (options.trafficRates)
-    partial.notes.push(`Scenario 7's rates overridden: ${options.trafficRates.join(', ')} raises/s.`);
-  if (options.trafficMaxRate) partial.notes.push(`Scenario 7's top overridden: ${options.trafficMaxRate} raises/s.`);
+  // Sizes, rates and the other options the run was given, as typed.
+  if (process.argv.length > 2) partial.notes.push(`Options: \`${process.argv.slice(2).join(' ')}\`.`);
   const durationSec = Math.round((Date.now() - t0) / 1000);
   const results: BenchResults = { ...partial, durationSec };
   process.stdout.write(`\n${markdown(results)}\n`);

@@ -37,18 +37,10 @@ export interface HistoryEvent {
 }
 
 export interface HistoryCount {
-  workflowId: string;
   events: number;
   workflowTasks: number;
   actions: number;
-  byType: Record<string, number>;
 }
-
-const shortName = (type: string) =>
-  type
-    .replace(/^EVENT_TYPE_/, '')
-    .toLowerCase()
-    .replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
 /** The events of the workflow's current run, in order. */
 export async function historyEvents(client: Client, workflowId: string): Promise<HistoryEvent[]> {
@@ -74,24 +66,16 @@ export function eventsOf(history: proto.temporal.api.history.v1.IHistory): Histo
 
 /** Events, workflow tasks and actions of one workflow's history. */
 export async function countHistory(client: Client, workflowId: string): Promise<HistoryCount> {
-  return countEvents(workflowId, await historyEvents(client, workflowId));
+  return countEvents(await historyEvents(client, workflowId));
 }
 
 /** Events, workflow tasks and actions of events already read. */
-export function countEvents(workflowId: string, events: HistoryEvent[]): HistoryCount {
-  const byType: Record<string, number> = {};
-  let actions = 0;
-  for (const event of events) {
-    const name = shortName(event.type);
-    byType[name] = (byType[name] ?? 0) + 1;
-    if (ACTION_EVENTS.has(event.type)) actions++;
-  }
+export function countEvents(events: HistoryEvent[]): HistoryCount {
+  const count = (pass: (type: string) => boolean) => events.filter((event) => pass(event.type)).length;
   return {
-    workflowId,
     events: events.length,
-    workflowTasks: byType.workflowTaskCompleted ?? 0,
-    actions,
-    byType,
+    workflowTasks: count((type) => type === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED'),
+    actions: count((type) => ACTION_EVENTS.has(type)),
   };
 }
 
@@ -155,16 +139,7 @@ export function shareOfRuns(
     }
   }
   const bytes = kept.reduce((sum, event) => sum + HistoryEvent.encode(event).finish().length, 0);
-  return { count: countEvents('share', eventsOf({ events: kept })), bytes };
-}
-
-/** An expectation's (or a fact's) share of a router's history (shareOfRuns), over every run of the router. */
-export async function routerShare(
-  client: Client,
-  workflowId: string,
-  mentions: readonly string[],
-): Promise<{ count: HistoryCount; bytes: number }> {
-  return shareOfRuns(await runHistories(client, workflowId), mentions);
+  return { count: countEvents(eventsOf({ events: kept })), bytes };
 }
 
 /** What one workflow type wrote in a window (HistoryTotals, by event time). */
@@ -212,7 +187,7 @@ export async function historyInWindow(
       const ms = Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
       return ms >= window.start && ms < window.end;
     });
-    const counted = countEvents(workflowId, eventsOf({ events: inWindow }));
+    const counted = countEvents(eventsOf({ events: inWindow }));
     const sum = sums[type]!;
     sum.sampled++;
     sum.events += counted.events;

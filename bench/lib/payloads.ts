@@ -1,10 +1,10 @@
 /**
- * What the benchmark sends: the tests' `delivery` expectations (test/support/fixtures.ts), in A2A v1.0 artifact
- * updates, and facts. Ids carry the run's prefix so that runs against a shared server never collide.
+ * What the benchmark sends: the tests' `delivery` expectations in their A2A v1.0 artifact updates
+ * (test/support/fixtures.ts), and facts. Ids carry the run's prefix so that runs against a shared server never collide.
  */
 import { randomUUID } from 'node:crypto';
-import { EXTENSION_URI, type Expectation } from '../../core/schemas/extension.js';
-import { deliveryExpectation } from '../../test/support/fixtures.js';
+import type { Expectation } from '../../core/schemas/extension.js';
+import { artifactUpdate as update, deliveryExpectation } from '../../test/support/fixtures.js';
 
 /** A short random prefix for this run's ids. */
 export const runPrefix = `bench-${randomUUID().slice(0, 8)}`;
@@ -29,20 +29,9 @@ export const expectationFor = (id: string, subjectId: string, dueAt: string, gra
 /** The fact key an expectation of `expectationFor` waits on (deliveryExpectation's). */
 export const factKeyOf = (expectationId: string): string => `shipment/${expectationId}/delivered`;
 
-/** The v1.0 push body of an artifact update carrying the expectations (one artifact, one origin task). */
-export function artifactUpdate(expectations: Expectation[], taskId: string) {
-  return {
-    artifactUpdate: {
-      taskId,
-      contextId: `ctx-${taskId}`,
-      artifact: {
-        artifactId: `plan-${taskId}`,
-        parts: [{ text: 'shipment plan' }],
-        metadata: { [EXTENSION_URI]: { expectations } },
-      },
-    },
-  };
-}
+/** The artifact update carrying the expectations from the origin task `taskId`, in the context `ctx-<taskId>`. */
+export const artifactUpdate = (expectations: Expectation[], taskId: string) =>
+  update({ expectations }, taskId, `ctx-${taskId}`);
 
 /**
  * A batch of `size` expectations on one subject (one shipment's plan), ids `<prefix>-<batch>-<i>`.

@@ -139,7 +139,7 @@ export function markdown(results: BenchResults): string {
         ? `${tr.firstMiss.raw === undefined ? '≤ ' : tr.firstMiss.ours === undefined ? '≥ ' : ''}${(tr.knee.ours / tr.knee.raw).toFixed(2)}`
         : '—';
     lines.push(
-      `| Traffic${tr.feedOnly ? ', feed only (10 facts/s per raise/s, no raises)' : ''}, open loop at ${tr.steps.map((step) => step.rate).join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee('ours')} | ${knee('raw')} | ${kneeRatio} | |`,
+      `| Traffic${tr.options.feedOnly ? ', feed only (10 facts/s per raise/s, no raises)' : ''}, open loop at ${tr.steps.map((step) => step.rate).join(', ')} raises/s with 10 facts each: knee (accepted ≥ 95 % of offered, no 429 / 503, none lost) | ${knee('ours')} | ${knee('raw')} | ${kneeRatio} | |`,
     );
   }
 
@@ -162,22 +162,13 @@ export function markdown(results: BenchResults): string {
       `| CPU per expectation, 10 per request | ${cpuCell(t.batch.cpuMsPerItem)} | |`,
       `| Request latency p50 / p95 / p99, 1 per request | ${ms(t.single.latencyMs)} | start ${ms(t.raw[0]!.latencyMs)} |`,
       `| Request latency p50 / p95 / p99, 10 per request | ${ms(t.batch.latencyMs)} | |`,
-      `| Card fetches by the bridge over the whole run (cache 60 s) | ${t.counters.bridgeCardFetches} | |`,
     );
   }
   if (f) {
-    lines.push(
-      `| Fact POST ?wait=true answered (bridge + ledger update + the expectation's takeFact) p50 / p95 / p99 | ${ms(f.postMs)} | |`,
-      `| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`,
-      `| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`,
-      `| Queries per sample until satisfied, p50 / p99 | ${f.pollsPerSample.p50} / ${f.pollsPerSample.p99} | |`,
-    );
+    lines.push(`| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`);
   }
   for (const l of results.lapse ?? []) {
     lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
-    lines.push(
-      `| Lapse ${n(l.count)}: delivery attempts at the agent / card fetches by the activity | ${l.deliveryAttempts} / ${l.cardFetchesDuringLapses} | |`,
-    );
   }
   if (results.cost) lines.push('', ...costRows(results.cost, stamp));
   if (tr) lines.push('', ...trafficRows(tr, stamp));
@@ -234,7 +225,7 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
   const o = traffic.options;
   const ran = traffic.steps.flatMap((step) => [step.ours, step.raw].filter((s): s is TrafficStep => s !== undefined));
   const rows = [
-    `#### Traffic${traffic.feedOnly ? ', feed only' : ''}, open loop: steps of ${o.stepMs / 1000} s at ${o.rates.join(', ')} raises/s, the watcher then raw Temporal at each, then doubling for a side that had not missed, up to ${o.maxRate} (${stamp})`,
+    `#### Traffic${traffic.options.feedOnly ? ', feed only' : ''}, open loop: steps of ${o.stepMs / 1000} s at ${o.rates.join(', ')} raises/s, the watcher then raw Temporal at each, then doubling for a side that had not missed, up to ${o.maxRate} (${stamp})`,
     '',
     '| Offered raises/s | Side | Offered items/s (raises + facts) | Accepted / settled items/s | Answers 200 / 429 / 503 / other / none | Lost requests (items; abandoned at the tail) | Answer p50 / p99 | Task backlog at start: this side / the other | Machine load average (1 min), start / end |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -275,7 +266,7 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
           `- Both workers ran with NODE_OPTIONS \`${w.nodeOptions}\` and reported the same bounds: the watcher's heap limit ${w.ours.heapLimitMiB} MiB and cache ${w.ours.maxCachedWorkflows} workflows, raw's ${w.raw.heapLimitMiB} MiB and ${w.raw.maxCachedWorkflows}.`,
         ]
       : []),
-    traffic.feedOnly
+    traffic.options.feedOnly
       ? "- Feed only: no raises, the facts of each step alone (ten to a raise of the rate); the watcher stores every fact in its routers (its key's and its subject's), raw signals-with-start one of 64 `factStoreWorkflow`s per fact (by the key's shard), so that both store every fact."
       : '- Raw stores a fact only when an expectation waits on it (a signal to each waiting `deadlineWorkflow`); a fact nobody waits on costs it nothing, while the watcher stores every fact (issue 44).',
     `- Mix per step, from ${traffic.agents} agents and one feed: ${traffic.steps.map((step) => mixOf(step.rate, (step.ours ?? step.raw)!.mix)).join('; ')}. The 80 on one key and the 10 on the hot subject come first out of each step's raises, so a low rate has few of the others.`,

@@ -1,8 +1,8 @@
 /**
  * The in-process stack of scenarios 1–3: the bridge (`createApp` on a loopback port), the watcher's worker
  * (`createWatcherWorker`), a real @a2a-js/sdk agent, and the raw baseline's worker on a task queue of its own, all
- * on one Temporal server. Counts what the watcher fetches from the agent. Both workers share the process's heap and
- * get the same workflow cache: the watcher's default for that heap (src/config.ts).
+ * on one Temporal server. Both workers share the process's heap and get the same workflow cache: the watcher's default
+ * for that heap (src/config.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -22,13 +22,6 @@ import type { BenchServer } from './server.js';
 import { drainedAt } from './backlog.js';
 import { routersOf, waitRoutersStarted, type WorkerBounds } from './watcher-processes.js';
 
-export interface Counters {
-  /** Card fetches the bridge made (cached for cardCacheSeconds). */
-  bridgeCardFetches: number;
-  /** Card fetches the lapse delivery activity made. */
-  workerCardFetches: number;
-}
-
 export interface Stack {
   server: BenchServer;
   /** The benchmark's own client: raw starts, queries, visibility counts, histories. */
@@ -40,7 +33,6 @@ export interface Stack {
   agent: TestAgent;
   /** Baseline timer firings: workflow id → wall-clock ms. */
   firedAt: Map<string, number>;
-  counters: Counters;
   /** The heap limit and workflow cache of both workers (one process, one heap, one cache bound). */
   workerBounds: WorkerBounds;
   /** Notes raises of expectations waiting on `factKeys`, for `waitSettled`: their routers must run. */
@@ -60,20 +52,10 @@ export interface Stack {
 
 type BridgeSettings = Parameters<typeof createApp>[0]['settings'];
 
-/** Wraps fetch to count requests whose URL passes `match`. */
-function countingFetch(count: (url: string) => void): typeof fetch {
-  return async (resource, init) => {
-    count(typeof resource === 'string' ? resource : resource instanceof URL ? resource.href : resource.url);
-    // The guarded fetch the watcher uses, with loopback allowed (WATCHER_OUTBOUND_ALLOW=loopback): the agent is local.
-    return loopbackFetch(resource, init);
-  };
-}
-
 /** Starts everything on `server`; the bundles are prebuilt files. */
 export async function startStack(server: BenchServer, bundles: { watcher: string; baseline: string }): Promise<Stack> {
   const watcherQueue = `${runPrefix}-watcher`;
   const baselineQueue = `${runPrefix}-raw`;
-  const counters: Counters = { bridgeCardFetches: 0, workerCardFetches: 0 };
   const agent = await startTestAgent();
 
   const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
@@ -101,9 +83,8 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
     connectionOptions: server.connectionOptions,
     // The bridge's principals, as a worker in the bridge's process would read them from the same file.
     agents: agentDirectory(principals),
-    fetch: countingFetch((url) => {
-      if (url === agent.cardUrl) counters.workerCardFetches++;
-    }),
+    // The guarded fetch the watcher uses, with loopback allowed (WATCHER_OUTBOUND_ALLOW=loopback): the agent is local.
+    fetch: loopbackFetch,
     workerOptions: { maxCachedWorkflows },
   });
   const watcherRunning = watcher.run();
@@ -135,7 +116,7 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
       namespace: server.namespace,
       principals,
       settings,
-      fetch: countingFetch(() => counters.bridgeCardFetches++),
+      fetch: loopbackFetch,
     });
   const http = await listen(bridgeOn(defaults));
   const bridgeUrl = urlOf(http);
@@ -155,7 +136,6 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
     tokens,
     agent,
     firedAt,
-    counters,
     workerBounds,
     expectRaised(factKeys) {
       for (const router of routersOf(factKeys, watcherQueue)) routers.add(router);

@@ -1,5 +1,5 @@
 /**
- * Summaries of samples: nearest-rank percentiles, mean and max, in the unit of the samples.
+ * Summaries of samples: nearest-rank percentiles and max, in the unit of the samples.
  */
 
 export interface Summary {
@@ -8,8 +8,6 @@ export interface Summary {
   p95: number;
   p99: number;
   max: number;
-  mean: number;
-  min: number;
 }
 
 /** The nearest-rank percentile `p` (0–100) of sorted samples. */
@@ -19,19 +17,16 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(rank, sorted.length) - 1]!;
 }
 
-/** p50/p95/p99/max/mean/min of the samples, rounded to `digits` decimals. */
+/** p50/p95/p99/max of the samples, rounded to `digits` decimals. */
 export function summarise(samples: readonly number[], digits = 1): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
   const round = (value: number) => Number(value.toFixed(digits));
-  const mean = sorted.reduce((sum, value) => sum + value, 0) / Math.max(sorted.length, 1);
   return {
     count: sorted.length,
     p50: round(percentile(sorted, 50)),
     p95: round(percentile(sorted, 95)),
     p99: round(percentile(sorted, 99)),
     max: round(sorted.at(-1) ?? Number.NaN),
-    mean: round(mean),
-    min: round(sorted[0] ?? Number.NaN),
   };
 }
 

@@ -49,7 +49,6 @@ export interface LapseReport {
   seen: number;
   /** Of those, lapse tasks an agent received (raw: timer activities that ran). */
   received: number;
-  byKind: Record<LapseKind, number>;
   /** Caused by the backlog, by kind. */
   backlog: Record<LapseKind, number>;
   backlogTotal: number;
@@ -118,7 +117,6 @@ export function judgeOurLapses(
   lapses: readonly ObservedLapse[],
   endMs: number,
 ): LapseReport {
-  const byKind = zeroKinds();
   const backlog = zeroKinds();
   const lateness: number[] = [];
   const atAgent: number[] = [];
@@ -126,7 +124,6 @@ export function judgeOurLapses(
   for (const l of lapses) {
     const p = plan.expectations.get(l.expectationId);
     if (!p) continue;
-    byKind[l.lapse]++;
     lapsed.add(`${l.expectationId}|${l.lapse}`);
     const e = p.expectation;
     let deadline: number | undefined;
@@ -195,7 +192,6 @@ export function judgeOurLapses(
     due,
     seen: lapses.filter((l) => plan.expectations.has(l.expectationId)).length,
     received: lapses.filter((l) => plan.expectations.has(l.expectationId) && l.receivedAt !== undefined).length,
-    byKind,
     backlog,
     backlogTotal,
     missing,
@@ -211,7 +207,6 @@ export function judgeRawLapses(
   firedAt: ReadonlyMap<string, number>,
   endMs: number,
 ): LapseReport {
-  const byKind = zeroKinds();
   const backlog = zeroKinds();
   const lateness: number[] = [];
   let due = 0;
@@ -220,7 +215,6 @@ export function judgeRawLapses(
     const keySends = sends.byKey.get(p.expectation.satisfiedBy.factKey);
     const fired = firedAt.get(id);
     if (fired !== undefined) {
-      byKind.overdue++;
       lateness.push(fired - p.rawDeadlineMs);
       if (answeredBefore(keySends, p.rawDeadlineMs)) backlog.overdue++;
     }
@@ -232,9 +226,8 @@ export function judgeRawLapses(
   }
   return {
     due,
-    seen: byKind.overdue,
-    received: byKind.overdue,
-    byKind,
+    seen: lateness.length,
+    received: lateness.length,
     backlog,
     backlogTotal: backlog.overdue,
     missing,

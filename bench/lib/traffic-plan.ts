@@ -56,25 +56,26 @@ export interface PlanOptions {
   agents: number;
 }
 
-/** What the step offers, for the report. */
-export interface TrafficMix {
-  raises: number;
-  facts: number;
-  raiseRequests: number;
-  factRequests: number;
-  singles: number;
-  batches: number;
-  plans: number;
-  withHorizon: number;
-  dueInRun: number;
-  /** Due inside the run with a satisfying fact scheduled before the deadline. */
-  factBeforeDeadline: number;
-  expectedFacts: number;
-  unexpectedFacts: number;
-  hotSubjectFacts: number;
-  factsWithSubject: number;
-  hotKeyWaiters: number;
-}
+/** What the step offers, counted for the report (`factBeforeDeadline`: due inside the run, its fact scheduled before). */
+const MIX_KEYS = [
+  'raises',
+  'facts',
+  'raiseRequests',
+  'factRequests',
+  'singles',
+  'batches',
+  'plans',
+  'withHorizon',
+  'dueInRun',
+  'factBeforeDeadline',
+  'expectedFacts',
+  'unexpectedFacts',
+  'hotSubjectFacts',
+  'factsWithSubject',
+  'hotKeyWaiters',
+] as const;
+export type TrafficMix = Record<(typeof MIX_KEYS)[number], number>;
+const noMix = () => Object.fromEntries(MIX_KEYS.map((key) => [key, 0])) as TrafficMix;
 
 export interface StepPlan {
   /** By offset. */
@@ -96,12 +97,11 @@ const PLAN_ROOM_MS = 25_000;
 /** The step without its raises (`--traffic-feed-only`): the same fact requests, none of them awaited. */
 export function feedOnly(plan: StepPlan): StepPlan {
   const { facts, factRequests, hotSubjectFacts, factsWithSubject } = plan.mix;
-  const none = Object.fromEntries(Object.keys(plan.mix).map((key) => [key, 0])) as unknown as TrafficMix;
   return {
     requests: plan.requests.filter((request) => request.kind === 'facts'),
     expectations: new Map(),
     waiting: new Map(),
-    mix: { ...none, facts, factRequests, hotSubjectFacts, factsWithSubject, unexpectedFacts: facts },
+    mix: { ...noMix(), facts, factRequests, hotSubjectFacts, factsWithSubject, unexpectedFacts: facts },
   };
 }
 
@@ -141,23 +141,7 @@ export function planStep(options: PlanOptions): StepPlan {
   const satisfying: Array<{ atMs: number; fact: PlannedFact }> = [];
   /** Facts a feed sends five to a request. */
   const loose: Array<{ atMs: number; fact: PlannedFact }> = [];
-  const mix: TrafficMix = {
-    raises: 0,
-    facts: 0,
-    raiseRequests: 0,
-    factRequests: 0,
-    singles: 0,
-    batches: 0,
-    plans: 0,
-    withHorizon: 0,
-    dueInRun: 0,
-    factBeforeDeadline: 0,
-    expectedFacts: 0,
-    unexpectedFacts: 0,
-    hotSubjectFacts: 0,
-    factsWithSubject: 0,
-    hotKeyWaiters: 0,
-  };
+  const mix = noMix();
   let agent = 0;
 
   const planned = (expectation: Expectation, rawDeadlineMs?: number): PlannedExpectation => {

@@ -11,16 +11,15 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
 import { writePrincipalsFile } from '../../test/support/agents.js';
-import { DEPLOYED_WORKER_NODE_OPTIONS } from '../scenarios/scale.js';
-import { spawnEntry, type Child } from './child.js';
+import type { Child } from './child.js';
 import { runPrefix } from './payloads.js';
-import { freePort, type BenchServer } from './server.js';
+import type { BenchServer } from './server.js';
 import {
   BASELINE_RUNNING,
+  DEPLOYED_WORKER_NODE_OPTIONS,
   reportedBounds,
   spawnBaselineWorker,
-  watcherEnv,
-  WORKER_RUNNING,
+  startWatcherProcesses,
   type WorkerBounds,
 } from './watcher-processes.js';
 
@@ -86,25 +85,12 @@ export async function startTrafficRig(
       ],
       { tokens: { ...tokens, 'traffic-feed': feedToken }, file: path.join(dir, 'principals.json') },
     );
-    const env = { ...watcherEnv(server, watcherQueue, dir), WATCHER_PRINCIPALS_FILE: principalsFile };
-    const worker = spawnEntry(
-      'src/worker.ts',
-      [],
-      {
-        ...env,
-        WATCHER_WORKFLOW_BUNDLE: bundles.watcher,
-        WATCHER_WORKER_METRICS_PORT: '0',
-        NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS,
-      },
-      path.join(dir, 'worker.log'),
+    const watcher = await startWatcherProcesses(
+      server,
+      { queue: watcherQueue, dir, bundle: bundles.watcher, principalsFile, env: { WATCHER_WORKER_METRICS_PORT: '0' } },
+      children,
     );
-    children.push(worker);
-    await worker.waitFor(WORKER_RUNNING);
-    const ours = reportedBounds(worker.output(), WORKER_RUNNING);
-    const port = await freePort();
-    const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
-    children.push(bridge);
-    await bridge.waitFor(/bridge listening/);
+    const { worker, bridge, bounds: ours } = watcher;
     // The raw worker with the watcher worker's heap bound and workflow cache, as it reports them: a fair comparison.
     const firedFile = path.join(dir, 'raw-fired.txt');
     writeFileSync(firedFile, '');
@@ -128,7 +114,7 @@ export async function startTrafficRig(
     return {
       server,
       client: new Client({ connection, namespace: server.namespace }),
-      bridgeUrl: `http://127.0.0.1:${port}`,
+      bridgeUrl: watcher.bridgeUrl,
       agents,
       agentTokens,
       feedToken,

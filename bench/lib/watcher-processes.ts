@@ -9,7 +9,10 @@ import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
 import { factRouterWorkflowId } from '../../core/ids.js';
 import { spawnEntry, type Child } from './child.js';
 import { progress, waitUntil } from './progress.js';
-import type { BenchServer } from './server.js';
+import { freePort, type BenchServer } from './server.js';
+
+/** docker-compose.yml's worker runs with this (docs/operations.md, "A worker's memory"); so does the raw worker. */
+export const DEPLOYED_WORKER_NODE_OPTIONS = '--max-old-space-size=384';
 
 /**
  * The environment of the watcher's processes on `server`, polling `queue`. The benchmark's agents run on this machine
@@ -58,6 +61,30 @@ export async function waitRoutersStarted(
       onTick: () => progress(`  ${options.label}: routers running ${running}/${want}`),
     },
   );
+}
+
+/**
+ * The watcher as deployed on `server`, polling `queue`: a `src/worker.ts` loading the prebuilt `bundle` with compose's
+ * heap bound, then a `src/bridge.ts`, both reading `principalsFile`, their logs under `dir`. Pushed to `children` as
+ * each starts, for the caller to stop. Resolves to both processes, the bridge's URL and the worker's bounds.
+ */
+export async function startWatcherProcesses(
+  server: BenchServer,
+  options: { queue: string; dir: string; bundle: string; principalsFile: string; env?: Record<string, string> },
+  children: Child[],
+): Promise<{ worker: Child; bridge: Child; bridgeUrl: string; bounds: WorkerBounds }> {
+  const { queue, dir } = options;
+  const env = { ...watcherEnv(server, queue, dir), WATCHER_PRINCIPALS_FILE: options.principalsFile, ...options.env };
+  const workerEnv = { ...env, WATCHER_WORKFLOW_BUNDLE: options.bundle, NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS };
+  const worker = spawnEntry('src/worker.ts', [], workerEnv, path.join(dir, 'worker.log'));
+  children.push(worker);
+  await worker.waitFor(WORKER_RUNNING);
+  const port = await freePort();
+  const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
+  children.push(bridge);
+  await bridge.waitFor(/bridge listening/);
+  const bounds = reportedBounds(worker.output(), WORKER_RUNNING);
+  return { worker, bridge, bridgeUrl: `http://127.0.0.1:${port}`, bounds };
 }
 
 /** What bounds a worker's memory: its heap limit and its workflow cache, as the process reported them at its start. */

@@ -66,7 +66,7 @@ async function costOf(stack: Stack, workflowId: string): Promise<WorkflowCost> {
     intervalMs: 250,
   });
   const history = await handle.fetchHistory();
-  const counted = countEvents(workflowId, eventsOf(history));
+  const counted = countEvents(eventsOf(history));
   if (history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes) {
     throw new Error(`${workflowId} continued as new during a cost sample: the figures would cover its last run only`);
   }

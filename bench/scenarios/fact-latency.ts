@@ -23,14 +23,8 @@ export interface FactLatencyResult {
   samples: number;
   /** POST sent → record satisfied. */
   oursMs: Summary;
-  /** POST sent → POST answered (the bridge, the ledger's update, the expectation's takeFact update). */
-  postMs: Summary;
-  /** Samples whose answer said satisfied (the rest were read by polling the query). */
-  answeredSatisfied: number;
   /** POST sent → the workflow's own satisfiedAt (workflow clock: the task that applied the fact started). */
   decidedMs: Summary;
-  /** Queries per sample until satisfied. */
-  pollsPerSample: Summary;
   /** Signal sent → workflow result. */
   rawMs: Summary;
   /** Ours / raw signal → result. */
@@ -65,11 +59,8 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
   await drainedAt(stack.client, stack.server.namespace, stack.watcherQueue, { timeoutMs: 600_000, label: 'facts' });
 
   const ours: number[] = [];
-  const post: number[] = [];
   const decided: number[] = [];
-  const polls: number[] = [];
   const raw: number[] = [];
-  let answeredSatisfied = 0;
   for (let i = 0; i < samples; i++) {
     const id = `${prefix}-${Math.floor(i / 10)}-${i % 10}`;
     const handle = stack.client.workflow.getHandle(expectationWorkflowId(id));
@@ -94,19 +85,14 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
         },
       ],
     });
-    post.push(performance.now() - t0);
     const taken = answer.facts[0]?.expectations?.find((expectation) => expectation.expectationId === id);
-    let queries = 0;
     let satisfiedAt = taken?.state === 'satisfied' ? taken.satisfiedAt : undefined;
-    if (satisfiedAt) answeredSatisfied++;
     while (!satisfiedAt) {
       const record = await handle.query(recordQuery);
-      queries++;
       if (record.state === 'satisfied') satisfiedAt = record.satisfiedAt;
     }
     ours.push(performance.now() - t0);
     decided.push(Date.parse(satisfiedAt) - wall0);
-    polls.push(queries);
 
     const rawHandle = stack.client.workflow.getHandle(`${prefix}-raw-${i}`);
     // The raw workflow must be waiting (its first task done) before the clock starts.
@@ -128,10 +114,7 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
   return {
     samples,
     oursMs,
-    postMs: summarise(post),
-    answeredSatisfied,
     decidedMs: summarise(decided),
-    pollsPerSample: summarise(polls, 0),
     rawMs,
     ratios: { p50: ratio(oursMs.p50, rawMs.p50), p99: ratio(oursMs.p99, rawMs.p99) },
   };

@@ -12,29 +12,21 @@ import { progress, waitUntil } from '../lib/progress.js';
 import type { Stack } from '../lib/stack.js';
 import { ratio, summarise, type Summary } from '../lib/stats.js';
 
-export interface Stages {
-  /** Due → TimerFired written. */
-  timer: Summary;
-  /** TimerFired → the activity scheduled (the workflow task that decided the lapse). */
-  decide: Summary;
-  /** Scheduled → activity started on the worker. */
-  queue: Summary;
-  /** Activity started → the agent (ours: card fetch + SendMessage) or the activity body (raw). */
-  activity: Summary;
-}
+/**
+ * The lateness in stages: due → TimerFired written; → the activity scheduled (the workflow task that decided the
+ * lapse); → the activity started on the worker; → at the agent (ours: card fetch + SendMessage) or recorded (raw).
+ */
+const STAGES = ['timer', 'decide', 'queue', 'activity'] as const;
+export type Stages = Record<(typeof STAGES)[number], Summary>;
 
 export interface LapseResult {
   count: number;
-  leadMs: number;
   /** Raising finished this long before the due instant (negative: it was late, the figures are not valid). */
   settledBeforeDueMs: number;
   oursMs: Summary;
   rawMs: Summary;
   oursStages: Stages;
   rawStages: Stages;
-  /** Delivery attempts that reached the agent's JSON-RPC endpoint (one per lapse when nothing was retried). */
-  deliveryAttempts: number;
-  cardFetchesDuringLapses: number;
   ratios: { p50: number; p99: number; max: number };
 }
 
@@ -70,12 +62,7 @@ async function stageSummary(
     const row = stagesOf(await historyEvents(client, id), dueMs, activityType, arrived(id));
     if (row) rows.push(row);
   });
-  return {
-    timer: summarise(rows.map((r) => r.timer)),
-    decide: summarise(rows.map((r) => r.decide)),
-    queue: summarise(rows.map((r) => r.queue)),
-    activity: summarise(rows.map((r) => r.activity)),
-  };
+  return Object.fromEntries(STAGES.map((stage) => [stage, summarise(rows.map((r) => r[stage]))])) as Stages;
 }
 
 export async function runLapseLateness(
@@ -110,8 +97,6 @@ export async function runLapseLateness(
   if (settledBeforeDueMs < 0)
     progress('  WARNING: raising was not finished by the due instant; lateness includes raising');
 
-  const attempts0 = rig.agent.attempts.length;
-  const cards0 = rig.counters.workerCardFetches;
   const lapseIdOf = (message: any): string | undefined => message?.metadata?.[EXTENSION_URI]?.lapse?.expectationId;
   const mine = () => rig.agent.received.filter((r) => lapseIdOf(r.message)?.startsWith(`${prefix}-`));
   await waitUntil('every lapse task to reach the agent', () => mine().length >= batches * 10, {
@@ -125,8 +110,6 @@ export async function runLapseLateness(
     received.map((r) => [expectationWorkflowId(lapseIdOf(r.message)!), r.receivedAt.getTime()]),
   );
   const oursMs = summarise(received.map((r) => r.receivedAt.getTime() - dueMs));
-  const deliveryAttempts = rig.agent.attempts.length - attempts0;
-  const cardFetchesDuringLapses = rig.counters.workerCardFetches - cards0;
   progress(`  lapse lateness (ours): p50 ${oursMs.p50} / p99 ${oursMs.p99} / max ${oursMs.max} ms`);
 
   // Raw: the same number of timers on one instant, far enough ahead for the starts.
@@ -157,14 +140,11 @@ export async function runLapseLateness(
   const rawStages = await stageSummary(rig.client, rawIds, rawDueMs, 'fired', (id) => firedAt.get(id));
   return {
     count: batches * 10,
-    leadMs,
     settledBeforeDueMs,
     oursMs,
     rawMs,
     oursStages,
     rawStages,
-    deliveryAttempts,
-    cardFetchesDuringLapses,
     ratios: { p50: ratio(oursMs.p50, rawMs.p50), p99: ratio(oursMs.p99, rawMs.p99), max: ratio(oursMs.max, rawMs.max) },
   };
 }

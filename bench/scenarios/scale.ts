@@ -12,14 +12,20 @@ import type { Config } from '../../src/config.js';
 import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
 import { startTestAgent } from '../../test/support/agent.js';
 import { writePrincipalsFile } from '../../test/support/agents.js';
-import { spawnEntry, type Child } from '../lib/child.js';
+import type { Child } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchKeys, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs, memoryMiB, sqliteMiB } from '../lib/proc.js';
 import { delay, progress } from '../lib/progress.js';
-import { freePort, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
+import { startServer, type BenchServer, type ServerKind } from '../lib/server.js';
 import { ratio } from '../lib/stats.js';
-import { routersOf, spawnBaselineWorker, waitRoutersStarted, watcherEnv } from '../lib/watcher-processes.js';
+import {
+  DEPLOYED_WORKER_NODE_OPTIONS,
+  routersOf,
+  spawnBaselineWorker,
+  startWatcherProcesses,
+  waitRoutersStarted,
+} from '../lib/watcher-processes.js';
 
 export interface ProcessCost {
   /** Resident memory after raising and 30 s of idle, MiB. */
@@ -56,9 +62,6 @@ export interface ScaleResult {
 }
 
 const IDLE_WINDOW_MS = 30_000;
-
-/** docker-compose.yml's worker runs with this (docs/operations.md, "A worker's memory"); so does the raw worker. */
-export const DEPLOYED_WORKER_NODE_OPTIONS = '--max-old-space-size=384';
 
 /**
  * How long a worker may take to go idle once the raising is done: at least 30 min, and 100 ms a raise (the dev server
@@ -131,7 +134,6 @@ async function oursSide(config: Config, dir: string, batches: number, concurrenc
   mkdirSync(dir, { recursive: true });
   const server = await startServer(config, serverDir(dir, kind), 'scale (ours)', kind);
   const prefix = `${runPrefix}-scale`;
-  const env = watcherEnv(server, prefix, dir);
   const children: Child[] = [];
   const agent = await startTestAgent();
   const client = await connect(server);
@@ -146,25 +148,12 @@ async function oursSide(config: Config, dir: string, batches: number, concurrenc
     // and its 150 MiB out of the worker.
     const bundleFile = path.join(dir, 'workflow-bundle.js');
     writeFileSync(bundleFile, await bundleWorkflows());
-    progress('scale (ours): starting the worker process (src/worker.ts, prebuilt workflow bundle)');
-    const worker = spawnEntry(
-      'src/worker.ts',
-      [],
-      {
-        ...env,
-        WATCHER_WORKFLOW_BUNDLE: bundleFile,
-        NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS,
-        WATCHER_PRINCIPALS_FILE: principalsFile,
-      },
-      path.join(dir, 'worker.log'),
+    progress('scale (ours): starting the worker process (src/worker.ts, prebuilt workflow bundle) and the bridge');
+    const { worker, bridge, bridgeUrl } = await startWatcherProcesses(
+      server,
+      { queue: prefix, dir, bundle: bundleFile, principalsFile },
+      children,
     );
-    children.push(worker);
-    await worker.waitFor(/worker running/);
-    const port = await freePort();
-    const bridgeEnv = { ...env, PORT: String(port), WATCHER_PRINCIPALS_FILE: principalsFile };
-    const bridge = spawnEntry('src/bridge.ts', [], bridgeEnv, path.join(dir, 'bridge.log'));
-    children.push(bridge);
-    await bridge.waitFor(/bridge listening/);
     const pids: Record<string, number> = { worker: worker.pid, bridge: bridge.pid };
     if (server.embedded) pids.server = server.embedded.pid;
     const emptyRssMiB = rssOf(pids);
@@ -189,7 +178,7 @@ async function oursSide(config: Config, dir: string, batches: number, concurrenc
       concurrency,
       (b) =>
         postJson(
-          `http://127.0.0.1:${port}/a2a/events`,
+          `${bridgeUrl}/a2a/events`,
           token,
           artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`),
         ),

@@ -7,7 +7,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
-import { countHistory, routerShare, type HistoryCount } from '../lib/history.js';
+import { countHistory, runHistories, shareOfRuns, type HistoryCount } from '../lib/history.js';
 import { postJson, runPool } from '../lib/load.js';
 import {
   artifactUpdate,
@@ -35,15 +35,10 @@ export interface ThroughputOptions {
 
 export interface Phase {
   label: string;
-  expectations: number;
-  requests: number;
   acceptedPerSec: number;
   settledPerSec: number;
-  elapsedMs: number;
-  settledMs: number;
   /** Per-request latency (ms). */
   latencyMs: Summary;
-  errors: string[];
   /** CPU per expectation, ms. node: the benchmark process (bridge, worker, load); server: the Temporal server's processes; database: the cluster's PostgreSQL. */
   cpuMsPerItem: { node: number; server?: number; database?: number };
 }
@@ -57,7 +52,6 @@ export interface ThroughputResult {
   rawSettledPerSec: number;
   ratios: { single: number; batch: number; singleSettled: number; batchSettled: number };
   histories: { ours: HistoryCount[]; raw: HistoryCount };
-  counters: Stack['counters'];
 }
 
 function cpuMeter(stack: Stack) {
@@ -78,52 +72,71 @@ function cpuMeter(stack: Stack) {
   };
 }
 
-const perSec = (items: number, ms: number) => Number(((items * 1000) / ms).toFixed(1));
+/**
+ * Runs `requests` of `size` expectations each with `send` at the concurrency, then waits for `settled`: the phase's
+ * accepted and settled rates, request latency and CPU per expectation.
+ */
+async function phase(
+  stack: Stack,
+  label: string,
+  counts: { requests: number; size: number; concurrency: number },
+  send: (i: number) => Promise<unknown>,
+  /** Gets the count of requests that failed. */
+  settled: (failed: number) => Promise<void>,
+): Promise<Phase> {
+  const meter = cpuMeter(stack);
+  const t0 = performance.now();
+  const pool = await runPool(counts.requests, counts.concurrency, send, {
+    onProgress: (done) => progress(`  ${label}: ${done}/${counts.requests} requests answered`),
+  });
+  if (pool.errors.length > 0) progress(`  ${label}: ${pool.errors.length} errors, first: ${pool.errors[0]}`);
+  await settled(pool.errors.length);
+  const settledMs = performance.now() - t0;
+  const items = counts.requests * counts.size;
+  const perSec = (ms: number) => Number(((items * 1000) / ms).toFixed(1));
+  const result: Phase = {
+    label,
+    acceptedPerSec: perSec(pool.elapsedMs),
+    settledPerSec: perSec(settledMs),
+    latencyMs: summarise(pool.latenciesMs),
+    cpuMsPerItem: meter(items),
+  };
+  progress(
+    `  ${label}: ${result.acceptedPerSec}/s accepted, ${result.settledPerSec}/s settled, request p99 ${result.latencyMs.p99} ms`,
+  );
+  return result;
+}
 
 let rawStarted = 0;
 
-async function rawPhase(stack: Stack, options: ThroughputOptions, label: string): Promise<Phase> {
+/** Raw starts of a no-op workflow, settled once every one started so far has completed. */
+function rawPhase(stack: Stack, options: ThroughputOptions, label: string): Promise<Phase> {
   progress(`throughput: ${label}: ${options.rawStarts} raw workflow starts at concurrency ${options.concurrency}`);
-  const meter = cpuMeter(stack);
-  const t0 = performance.now();
-  const pool = await runPool(options.rawStarts, options.concurrency, (i) =>
-    stack.client.workflow.start('noopWorkflow', {
-      workflowId: `${runPrefix}-${label}-${i}`,
-      taskQueue: stack.baselineQueue,
-      args: [],
-    }),
-  );
-  rawStarted += options.rawStarts - pool.errors.length;
-  await waitUntil(
-    'every no-op workflow to complete',
-    async () =>
-      (
-        await stack.client.workflow.count(
-          `WorkflowType = 'noopWorkflow' AND TaskQueue = '${stack.baselineQueue}' AND ExecutionStatus = 'Completed'`,
-        )
-      ).count >= rawStarted,
-    { timeoutMs: 600_000, intervalMs: 500 },
-  );
-  const settledMs = performance.now() - t0;
-  const phase: Phase = {
+  const counts = { requests: options.rawStarts, size: 1, concurrency: options.concurrency };
+  const completed = `WorkflowType = 'noopWorkflow' AND TaskQueue = '${stack.baselineQueue}' AND ExecutionStatus = 'Completed'`;
+  return phase(
+    stack,
     label,
-    expectations: options.rawStarts,
-    requests: options.rawStarts,
-    acceptedPerSec: perSec(options.rawStarts, pool.elapsedMs),
-    settledPerSec: perSec(options.rawStarts, settledMs),
-    elapsedMs: Math.round(pool.elapsedMs),
-    settledMs: Math.round(settledMs),
-    latencyMs: summarise(pool.latenciesMs),
-    errors: pool.errors,
-    cpuMsPerItem: meter(options.rawStarts),
-  };
-  progress(
-    `  ${label}: ${phase.acceptedPerSec}/s accepted, ${phase.settledPerSec}/s settled, p99 ${phase.latencyMs.p99} ms`,
+    counts,
+    (i) =>
+      stack.client.workflow.start('noopWorkflow', {
+        workflowId: `${runPrefix}-${label}-${i}`,
+        taskQueue: stack.baselineQueue,
+        args: [],
+      }),
+    (failed) => {
+      rawStarted += options.rawStarts - failed;
+      return waitUntil(
+        'every no-op workflow to complete',
+        async () => (await stack.client.workflow.count(completed)).count >= rawStarted,
+        { timeoutMs: 600_000, intervalMs: 500 },
+      );
+    },
   );
-  return phase;
 }
 
-async function oursPhase(
+/** Raises through the bridge, `size` to a request, settled once their routers run and the queue has no backlog. */
+function oursPhase(
   stack: Stack,
   options: ThroughputOptions,
   label: string,
@@ -135,47 +148,27 @@ async function oursPhase(
     `throughput: ${label}: ${requests} requests of ${size} expectation(s) at concurrency ${options.concurrency}`,
   );
   const dueAt = monthsAhead();
-  const meter = cpuMeter(stack);
-  const t0 = performance.now();
-  const pool = await runPool(
-    requests,
-    options.concurrency,
-    (i) => {
-      const expectations =
-        size === 1 ? [expectationFor(`${prefix}-${i}`, `${prefix}-S${i}`, dueAt)] : batchOf(prefix, i, size, dueAt);
-      return postJson(
+  const expectations = (i: number) =>
+    size === 1 ? [expectationFor(`${prefix}-${i}`, `${prefix}-S${i}`, dueAt)] : batchOf(prefix, i, size, dueAt);
+  return phase(
+    stack,
+    label,
+    { requests, size, concurrency: options.concurrency },
+    (i) =>
+      postJson(
         `${stack.bridgeUrl}/a2a/events`,
         stack.tokens.agent,
-        artifactUpdate(expectations, `${prefix}-task-${i}`),
+        artifactUpdate(expectations(i), `${prefix}-task-${i}`),
+      ),
+    () => {
+      stack.expectRaised(
+        size === 1
+          ? Array.from({ length: requests }, (_, i) => factKeyOf(`${prefix}-${i}`))
+          : batchKeys(prefix, requests, size),
       );
+      return stack.waitSettled();
     },
-    { onProgress: (done) => progress(`  ${label}: ${done}/${requests} requests answered`) },
   );
-  stack.expectRaised(
-    size === 1
-      ? Array.from({ length: requests }, (_, i) => factKeyOf(`${prefix}-${i}`))
-      : batchKeys(prefix, requests, size),
-  );
-  await stack.waitSettled();
-  const settledMs = performance.now() - t0;
-  const expectations = requests * size;
-  const phase: Phase = {
-    label,
-    expectations,
-    requests,
-    acceptedPerSec: perSec(expectations, pool.elapsedMs),
-    settledPerSec: perSec(expectations, settledMs),
-    elapsedMs: Math.round(pool.elapsedMs),
-    settledMs: Math.round(settledMs),
-    latencyMs: summarise(pool.latenciesMs),
-    errors: pool.errors.slice(0, 5),
-    cpuMsPerItem: meter(expectations),
-  };
-  if (pool.errors.length > 0) progress(`  ${label}: ${pool.errors.length} errors, first: ${pool.errors[0]}`);
-  progress(
-    `  ${label}: ${phase.acceptedPerSec}/s accepted, ${phase.settledPerSec}/s settled, request p99 ${phase.latencyMs.p99} ms`,
-  );
-  return phase;
 }
 
 /**
@@ -186,10 +179,9 @@ async function raiseHistories(client: Client, queue: string, singleId: string, r
   const factKey = factKeyOf(singleId);
   const ours = await Promise.all([
     countHistory(client, expectationWorkflowId(singleId)),
-    routerShare(client, factRouterWorkflowId(factKey, queue), [
-      JSON.stringify(factKey),
-      expectationWorkflowId(singleId),
-    ]).then((share) => share.count),
+    runHistories(client, factRouterWorkflowId(factKey, queue)).then(
+      (runs) => shareOfRuns(runs, [JSON.stringify(factKey), expectationWorkflowId(singleId)]).count,
+    ),
   ]);
   return { ours, raw: await countHistory(client, rawId) };
 }
@@ -233,6 +225,5 @@ export async function runThroughput(stack: Stack, options: ThroughputOptions): P
       batchSettled: ratio(batch.settledPerSec, rawSettledPerSec),
     },
     histories,
-    counters: { ...stack.counters },
   };
 }

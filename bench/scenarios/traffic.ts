@@ -15,9 +15,11 @@ import os from 'node:os';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { lapseOf } from '../../test/support/agent.js';
 import { shardOf } from '../../core/fact-shards.js';
+import { isTemporalUnreachable, temporalBusyReason } from '../../src/service/temporal-call.js';
 import { factSignal, goSignal } from '../baseline/workflows.js';
 import { backlogOf, drainedAt } from '../lib/backlog.js';
 import { historyInWindow, type WindowTotals } from '../lib/history.js';
+import { runPool } from '../lib/load.js';
 import { runOpenLoop, retryAfterMs, type AnswerClass, type Attempt, type OpenLoopResult } from '../lib/open-loop.js';
 import { artifactUpdate, expectationFor, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs } from '../lib/proc.js';
@@ -71,11 +73,7 @@ export interface TrafficStep {
   acceptedPerSec: number;
   /** Undefined when the side's task queues did not drain within the settle wait. */
   settledPerSec?: number;
-  /** From the step's start to the last 200, and to drained queues. */
-  lastAnswerMs: number;
-  settledMs?: number;
   answers: Record<AnswerClass, number>;
-  requests: number;
   lostRequests: number;
   lostItems: number;
   /** Lost requests still unanswered when the tail ended; the others were refused on every attempt. */
@@ -95,9 +93,6 @@ export interface TrafficStep {
   serverCpuMsPerStoredFact?: number;
   /** The machine's 1-minute load average at the step's start and end: other work on it shows here. */
   loadAverage: { start: number; end: number };
-  details: string[];
-  /** The first 429 and 503 answers. */
-  refusals: string[];
 }
 
 export interface TrafficResult {
@@ -114,25 +109,16 @@ export interface TrafficResult {
   /** Records read at the end for the lapses they list, and reads that failed. */
   recordsRead: number;
   recordErrors: number;
-  /** `--traffic-feed-only`: facts only. */
-  feedOnly: boolean;
 }
 
-/** Running one step: what the report needs once the run is over (the lapses are judged at the end). */
+/** One step run: its figures so far, and what judging its lapses and reading its histories needs at the end. */
 interface StepRun {
-  side: Side;
   /** The ramp's step: both sides' runs at one rate share it. */
   index: number;
-  rate: number;
   plan: StepPlan;
   t0: number;
   loop: OpenLoopResult<TrafficRequest>;
-  settledAt?: number;
-  backlogAtStart?: number;
-  otherBacklogAtStart?: number;
-  cpu: TrafficStep['cpuMsPerItem'];
-  serverCpuMsPerStoredFact?: number;
-  loadAverage: TrafficStep['loadAverage'];
+  step: Omit<TrafficStep, 'lapses' | 'history' | 'perItem'>;
 }
 
 const ACCEPTED_SHARE = 0.95;
@@ -140,15 +126,6 @@ const ACCEPTED_SHARE = 0.95;
 /** The items (expectations, facts) of a request. */
 const itemsOf = (request: TrafficRequest) =>
   request.kind === 'raise' ? request.expectations.length : request.facts.length;
-
-/** The gRPC status code of an error or one of its causes. */
-function grpcCode(error: unknown): number | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'number') return code;
-  }
-  return undefined;
-}
 
 /** Sends to the bridge: raises from the agent's token, facts from the feed's. */
 function oursSender(rig: TrafficRig) {
@@ -236,10 +213,9 @@ function rawSender(rig: TrafficRig, plan: StepPlan, feed: boolean) {
       await rig.client.withAbortSignal(signal, () => Promise.all(calls.map((call) => call())));
       return { answer: '200', calls: calls.length };
     } catch (error) {
-      const code = grpcCode(error);
-      // RESOURCE_EXHAUSTED is raw's 503; CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE: no answer.
-      if (code === 8) return { answer: '503', retryAfterMs: 1_000, calls: calls.length };
-      if (code === 1 || code === 4 || code === 14) return { answer: 'none', calls: calls.length };
+      // Classed as the bridge classes Temporal's errors: RESOURCE_EXHAUSTED is raw's 503; unreachable, no answer.
+      if (temporalBusyReason(error) !== undefined) return { answer: '503', retryAfterMs: 1_000, calls: calls.length };
+      if (isTemporalUnreachable(error)) return { answer: 'none', calls: calls.length };
       return { answer: 'other', detail: error instanceof Error ? error.message : String(error), calls: calls.length };
     }
   };
@@ -318,36 +294,45 @@ async function runStep(
     (sum, s) => sum + (s.answeredAt && s.request.kind === 'facts' ? s.request.facts.length : 0),
     0,
   );
-  const serverCpuMsPerStoredFact = perItem(cpu0.server, cpu1.server, stored);
-  const answered = loop.answers['200'];
   progress(
-    `  ${side} at ${rate}/s: ${answered}/${loop.sent.length} requests answered 200, ${loop.answers['503']} × 503, ${loop.answers['429']} × 429, ${loop.answers.other} other, ${loop.answers.none} unanswered attempts, ${loop.lost} lost (${loop.abandoned} at the tail's end); last answer ${((loop.lastAnswerAt - t0) / 1000).toFixed(1)} s, ` +
+    `  ${side} at ${rate}/s: ${loop.answers['200']}/${loop.sent.length} requests answered 200, ${loop.answers['503']} × 503, ${loop.answers['429']} × 429, ${loop.answers.other} other, ${loop.answers.none} unanswered attempts, ${loop.lost} lost (${loop.abandoned} at the tail's end); last answer ${((loop.lastAnswerAt - t0) / 1000).toFixed(1)} s, ` +
       (settledAt ? `settled at ${((settledAt - t0) / 1000).toFixed(1)} s` : `not settled (backlog ${backlog})`),
   );
   if (loop.details.length > 0) progress(`  first other answer: ${loop.details[0]}`);
   if (loop.refusals.length > 0) progress(`  first refusal: ${loop.refusals[0]}`);
-  return {
+  const seconds = options.stepMs / 1000;
+  const answered = loop.sent.filter((s) => s.answeredAt !== undefined);
+  const lost = loop.sent.filter((s) => s.answeredAt === undefined);
+  const accepted = answered.reduce((sum, s) => sum + itemsOf(s.request), 0);
+  const settledMs = settledAt === undefined ? undefined : Math.max(settledAt, loop.lastAnswerAt) - t0;
+  // Over the step, or until its last 200 (or its queues drained) when later.
+  const perSec = (n: number, ms: number) => Number((n / (Math.max(ms, options.stepMs) / 1000)).toFixed(1));
+  const step: StepRun['step'] = {
     side,
-    index,
     rate,
-    plan,
-    t0,
-    loop,
-    settledAt,
+    mix: plan.mix,
+    offeredPerSec: {
+      raises: Number((plan.mix.raises / seconds).toFixed(1)),
+      facts: Number((plan.mix.facts / seconds).toFixed(1)),
+      items: Number((items / seconds).toFixed(1)),
+    },
+    acceptedPerSec: perSec(accepted, loop.lastAnswerAt - t0),
+    settledPerSec: settledMs === undefined ? undefined : perSec(accepted, settledMs),
+    answers: loop.answers,
+    lostRequests: lost.length,
+    lostItems: lost.reduce((sum, s) => sum + itemsOf(s.request), 0),
+    abandonedRequests: loop.abandoned,
+    answerMs: summarise(
+      answered.filter((s) => s.calls > 0).map((s) => s.answeredAt! - s.sentAt),
+      0,
+    ),
     backlogAtStart,
     otherBacklogAtStart,
-    cpu,
-    serverCpuMsPerStoredFact,
+    cpuMsPerItem: cpu,
+    serverCpuMsPerStoredFact: perItem(cpu0.server, cpu1.server, stored),
     loadAverage,
   };
-}
-
-/** Items of the requests answered 200 a second, over the step or until its last 200 when later. */
-function acceptedPerSecOf(run: StepRun, options: TrafficOptions): number {
-  const accepted = run.loop.sent
-    .filter((s) => s.answeredAt !== undefined)
-    .reduce((sum, s) => sum + itemsOf(s.request), 0);
-  return Number((accepted / (Math.max(run.loop.lastAnswerAt - run.t0, options.stepMs) / 1000)).toFixed(1));
+  return { index, plan, t0, loop, step };
 }
 
 /** The side took what the step offered: accepted ≥ 95 % of offered items, no 429 or 503, nothing lost. */
@@ -358,17 +343,6 @@ function kept(step: Pick<TrafficStep, 'acceptedPerSec' | 'offeredPerSec' | 'answ
     step.answers['429'] === 0 &&
     step.lostRequests === 0
   );
-}
-
-/** Whether a step just run missed (judged as `kneeOf` will judge its report). */
-function missed(run: StepRun, options: TrafficOptions): boolean {
-  const items = run.plan.mix.raises + run.plan.mix.facts;
-  return !kept({
-    acceptedPerSec: acceptedPerSecOf(run, options),
-    offeredPerSec: { raises: 0, facts: 0, items: Number((items / (options.stepMs / 1000)).toFixed(1)) },
-    answers: run.loop.answers,
-    lostRequests: run.loop.sent.filter((s) => s.answeredAt === undefined).length,
-  });
 }
 
 /** The fields of a lapse the judging reads. */
@@ -396,43 +370,35 @@ async function observedLapses(
     }
   }
   const ids = runs
-    .filter((run) => run.side === 'ours')
+    .filter((run) => run.step.side === 'ours')
     .flatMap((run) =>
       [...run.plan.expectations.values()]
         .filter((p) => p.deadlineMs !== undefined || p.expectation.horizon)
         .map((p) => p.expectation.expectationId),
     );
   let read = 0;
-  let errors = 0;
-  let next = 0;
-  const lane = async () => {
-    while (next < ids.length) {
-      const id = ids[next++]!;
-      try {
-        const response = await fetch(`${rig.bridgeUrl}/v1/expectations/${encodeURIComponent(id)}`, {
-          headers: { authorization: `Bearer ${rig.feedToken}` },
-          signal: AbortSignal.timeout(15_000),
-        });
-        if (response.status === 404) continue; // never raised (its raise was lost)
-        if (response.status !== 200) {
-          errors++;
-          continue;
-        }
-        read++;
-        const record = (await response.json()) as { lapses?: Array<{ lapse: ObservedLapse }> };
-        for (const entry of record.lapses ?? []) {
-          if (!byKey.has(keyOf(entry.lapse))) byKey.set(keyOf(entry.lapse), pick(entry.lapse));
-        }
-      } catch {
-        errors++;
+  const pool = await runPool(
+    ids.length,
+    8,
+    async (i) => {
+      const response = await fetch(`${rig.bridgeUrl}/v1/expectations/${encodeURIComponent(ids[i]!)}`, {
+        headers: { authorization: `Bearer ${rig.feedToken}` },
+        signal: AbortSignal.timeout(15_000),
+      });
+      if (response.status === 404) return; // never raised (its raise was lost)
+      if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
+      read++;
+      const record = (await response.json()) as { lapses?: Array<{ lapse: ObservedLapse }> };
+      for (const entry of record.lapses ?? []) {
+        if (!byKey.has(keyOf(entry.lapse))) byKey.set(keyOf(entry.lapse), pick(entry.lapse));
       }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, lane));
-  return { lapses: [...byKey.values()], read, errors };
+    },
+    { maxErrors: Infinity },
+  );
+  return { lapses: [...byKey.values()], read, errors: pool.errors.length };
 }
 
-/** The step's report, once the run is over. */
+/** The step's report, once the run is over: its lapses, and what its side's workflows wrote in its window. */
 async function reportStep(
   rig: TrafficRig,
   run: StepRun,
@@ -440,45 +406,16 @@ async function reportStep(
   window: { start: number; end: number },
   options: TrafficOptions,
 ): Promise<TrafficStep> {
-  const { plan, loop, t0 } = run;
-  const seconds = options.stepMs / 1000;
-  const items = plan.mix.raises + plan.mix.facts;
-  const accepted = loop.sent.filter((s) => s.answeredAt !== undefined).reduce((sum, s) => sum + itemsOf(s.request), 0);
-  const lost = loop.sent.filter((s) => s.answeredAt === undefined);
-  const lastAnswerMs = loop.lastAnswerAt - t0;
-  const settledMs = run.settledAt === undefined ? undefined : Math.max(run.settledAt, loop.lastAnswerAt) - t0;
-  const queue = run.side === 'ours' ? rig.watcherQueue : rig.rawQueue;
-  progress(`  traffic: reading what ${run.side}'s workflows wrote during its step at ${run.rate}/s`);
+  const { side, rate, mix } = run.step;
+  const items = mix.raises + mix.facts;
+  progress(`  traffic: reading what ${side}'s workflows wrote during its step at ${rate}/s`);
   // By event time: the routers are long-lived and serve every step, so each step counts the events written in it.
-  const history = await historyInWindow(rig.client, queue, window, {
+  const history = await historyInWindow(rig.client, side === 'ours' ? rig.watcherQueue : rig.rawQueue, window, {
     cap: options.historyCap,
     readAll: ['factRouterWorkflow', 'factStoreWorkflow'],
   });
-  const rate = (n: number, ms: number) => Number((n / (Math.max(ms, options.stepMs) / 1000)).toFixed(1));
   return {
-    side: run.side,
-    rate: run.rate,
-    mix: plan.mix,
-    offeredPerSec: {
-      raises: Number((plan.mix.raises / seconds).toFixed(1)),
-      facts: Number((plan.mix.facts / seconds).toFixed(1)),
-      items: Number((items / seconds).toFixed(1)),
-    },
-    acceptedPerSec: acceptedPerSecOf(run, options),
-    settledPerSec: settledMs === undefined ? undefined : rate(accepted, settledMs),
-    lastAnswerMs,
-    settledMs,
-    answers: loop.answers,
-    requests: loop.sent.length,
-    lostRequests: lost.length,
-    lostItems: lost.reduce((sum, s) => sum + itemsOf(s.request), 0),
-    abandonedRequests: loop.abandoned,
-    answerMs: summarise(
-      loop.sent.filter((s) => s.answeredAt !== undefined && s.calls > 0).map((s) => s.answeredAt! - s.sentAt),
-      0,
-    ),
-    backlogAtStart: run.backlogAtStart,
-    otherBacklogAtStart: run.otherBacklogAtStart,
+    ...run.step,
     lapses,
     history,
     perItem: {
@@ -486,24 +423,13 @@ async function reportStep(
       bytes: Math.round(history.bytes / items),
       events: Number((history.events / items).toFixed(2)),
     },
-    cpuMsPerItem: run.cpu,
-    serverCpuMsPerStoredFact: run.serverCpuMsPerStoredFact,
-    loadAverage: run.loadAverage,
-    details: loop.details,
-    refusals: loop.refusals,
   };
 }
 
-/** Offered rate of the knee: the highest at which the side took what was offered. */
-function kneeOf(steps: TrafficStep[]): number | undefined {
-  const took = steps.filter(kept);
-  return took.length === 0 ? undefined : Math.max(...took.map((s) => s.rate));
-}
-
-/** The lowest offered rate at which the side did not take what was offered. */
-function firstMissOf(steps: TrafficStep[]): number | undefined {
-  const misses = steps.filter((s) => !kept(s));
-  return misses.length === 0 ? undefined : Math.min(...misses.map((s) => s.rate));
+/** The knee: the highest offered rate at which the side took what was offered (`took`); or the lowest it missed at. */
+function rateWhere(steps: TrafficStep[], took: boolean): number | undefined {
+  const rates = steps.filter((s) => kept(s) === took).map((s) => s.rate);
+  return rates.length === 0 ? undefined : took ? Math.max(...rates) : Math.min(...rates);
 }
 
 /** One raise and one fact through the bridge from each agent (the cards fetched), one raw start and signal. */
@@ -551,7 +477,7 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
   const step = async (side: Side, rate: number, index: number) => {
     const run = await runStep(rig, side, rate, index, options);
     runs.push(run);
-    if (missed(run, options)) {
+    if (!kept(run.step)) {
       if (!broken[side]) progress(`  traffic: ${side} missed at ${rate} raises/s`);
       broken[side] = true;
     }
@@ -599,19 +525,19 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
     for (const run of runs.filter((r) => r.index === i)) {
       const sends = sendsOf(run.plan, run.loop.sent);
       const lapses =
-        run.side === 'ours'
+        run.step.side === 'ours'
           ? judgeOurLapses(run.plan, sends, observed.lapses, endMs)
           : judgeRawLapses(run.plan, sends, fired, endMs);
       // A step's window on its side's queue: from its start to the side's next step, or to the end of the run.
-      const next = runs.find((r) => r.side === run.side && r.index > run.index);
-      reported[run.side] = await reportStep(
+      const next = runs.find((r) => r.step.side === run.step.side && r.index > run.index);
+      reported[run.step.side] = await reportStep(
         rig,
         run,
         lapses,
         { start: run.t0 - 1_000, end: next ? next.t0 - 1_000 : endMs + 60_000 },
         options,
       );
-      reported.rate = run.rate;
+      reported.rate = run.step.rate;
     }
     const { ours, raw } = reported;
     steps.push({ rate: reported.rate!, ...(ours ? { ours } : {}), ...(raw ? { raw } : {}) });
@@ -626,11 +552,10 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions): Prom
     options,
     agents: rig.agents.length,
     steps,
-    knee: { ours: kneeOf(sideSteps('ours')), raw: kneeOf(sideSteps('raw')) },
-    firstMiss: { ours: firstMissOf(sideSteps('ours')), raw: firstMissOf(sideSteps('raw')) },
+    knee: { ours: rateWhere(sideSteps('ours'), true), raw: rateWhere(sideSteps('raw'), true) },
+    firstMiss: { ours: rateWhere(sideSteps('ours'), false), raw: rateWhere(sideSteps('raw'), false) },
     workers: rig.workers,
     recordsRead: observed.read,
     recordErrors: observed.errors,
-    feedOnly: options.feedOnly,
   };
 }

@@ -15,7 +15,7 @@ import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from './agent.js';
 import { principalsFileOf, registerAgents, type PrincipalSpec } from './agents.js';
-import { cardJson } from './fixtures.js';
+import { artifactUpdate, cardJson } from './fixtures.js';
 import { unique } from './ids.js';
 import { close, listen, urlOf } from './net.js';
 import { loopbackAgents } from './outbound.js';
@@ -24,17 +24,7 @@ import { startWatcherWorker } from './watcher.js';
 export const UI_URL = 'http://temporal-ui.test:8233';
 
 export { unique };
-
-/** The v1.0 push body of an artifact update carrying `payload` under metadata[URI]. */
-export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, contextId = `ctx-${unique()}`) {
-  return {
-    artifactUpdate: {
-      taskId,
-      contextId,
-      artifact: { artifactId: `a-${unique()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
-    },
-  };
-}
+export { artifactUpdate };
 
 export interface CardServer {
   url(name: string): string;

@@ -1,5 +1,6 @@
 /**
- * The one place tests build the watcher's values: expectations (and the input the bridge starts one with), facts,
+ * The one place tests (and the benchmark) build the watcher's values: expectations (and the input the bridge starts
+ * one with, and the artifact update that carries them to it), facts,
  * and agent cards, as an agent serves them (`cardJson`) and as the watcher reads them (`cardInfo`).
  */
 import type { AgentCardInfo } from '../../activities/agent-card/card.js';
@@ -7,8 +8,20 @@ import { expectationLinks } from '../../core/ids.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import type { Expectation, Fact, Origin } from '../../core/types.js';
 import type { AgentRef, ExpectationInput, ExpectationSettings, SubjectFact } from '../../workflows/messages.js';
+import { unique } from './ids.js';
 
 // Expectations.
+
+/** The v1.0 push body of an artifact update carrying `payload` under metadata[URI]. */
+export function artifactUpdate(payload: unknown, taskId = `task-${unique()}`, contextId = `ctx-${unique()}`) {
+  return {
+    artifactUpdate: {
+      taskId,
+      contextId,
+      artifact: { artifactId: `a-${unique()}`, parts: [{ text: 'plan' }], metadata: { [EXTENSION_URI]: payload } },
+    },
+  };
+}
 
 /** A `delivery` expectation on shipment `S-<id>` (the test agent's default kind), due at `dueAt`. */
 export function deliveryExpectation(id: string, dueAt: string, extra: Partial<Expectation> = {}): Expectation {
