@@ -167,7 +167,7 @@ export function markdown(results: BenchResults): string {
   }
   if (f) {
     lines.push(
-      `| Fact POST ?wait=true answered (bridge + ledger update + the expectation's takeFact) p50 / p95 / p99 | ${ms(f.postMs)} | |`,
+      `| Fact POST ?wait=true answered (bridge + router update + the expectation's takeFact) p50 / p95 / p99 | ${ms(f.postMs)} | |`,
       `| Samples whose answer said satisfied (the rest read by query) | ${f.answeredSatisfied} of ${f.samples} | |`,
       `| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`,
       `| Queries per sample until satisfied, p50 / p99 | ${f.pollsPerSample.p50} / ${f.pollsPerSample.p99} | |`,

@@ -23,7 +23,7 @@ export interface FactLatencyResult {
   samples: number;
   /** POST sent → record satisfied. */
   oursMs: Summary;
-  /** POST sent → POST answered (the bridge, the ledger's update, the expectation's takeFact update). */
+  /** POST sent → POST answered (the bridge, the router's update, the expectation's takeFact update). */
   postMs: Summary;
   /** Samples whose answer said satisfied (the rest were read by polling the query). */
   answeredSatisfied: number;
