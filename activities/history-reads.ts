@@ -260,7 +260,7 @@ export class RouterReads {
   }
 }
 
-/** What the routers of an expectation stored for the decision it is about to make (LedgerActivities.storedFacts). */
+/** What the routers of an expectation stored for the decision it is about to make (ClientActivities.storedFacts). */
 export async function storedFacts(reads: RouterReads, input: StoredFactsInput): Promise<StoredFacts> {
   const runOf = (workflowId: string) => reads.read(workflowId, input.sinceMs, input.untilMs);
   const result: StoredFacts = {};

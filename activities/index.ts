@@ -1,11 +1,11 @@
 /**
- * All activities of the watcher, built from their dependencies (STYLE 6): the Temporal client for ledger and
+ * All activities of the watcher, built from their dependencies (STYLE 6): the Temporal client for router and
  * anchor calls, `fetch` and the card reader for lapse delivery.
  */
 import type { Client } from '@temporalio/client';
 import type { CardResolver } from './agent-card/card.js';
 import { createDeliveryActivities, type AgentDirectory } from './deliver-lapse.js';
-import { createLedgerActivities } from './ledgers.js';
+import { createClientActivities } from './client-calls.js';
 
 export interface ActivityDeps {
   client: Client;
@@ -18,7 +18,7 @@ export interface ActivityDeps {
 
 /** The activities object registered on the worker. */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createLedgerActivities(deps), ...createDeliveryActivities(deps) };
+  return { ...createClientActivities(deps), ...createDeliveryActivities(deps) };
 }
 
 export type WatcherActivities = ReturnType<typeof createActivities>;

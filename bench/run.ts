@@ -255,7 +255,7 @@ async function main(): Promise<void> {
           });
         }
       }
-      // Last on this stack: its short-lived ledgers' timers would otherwise run during the lapse scenario.
+      // Last on this stack: its short-lived routers' timers would otherwise run during the lapse scenario.
       if (options.only.has('cost')) {
         await attempt('scenario 5 (cost per expectation)', async () => {
           partial.cost = await runCost(stack, size.costSamples);

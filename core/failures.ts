@@ -9,7 +9,7 @@ export const INVALID_DURATION = 'InvalidDuration';
 /** An expectation input the workflow cannot run with (its dueAt, or dueAt plus grace or offset, is no instant). */
 export const INVALID_EXPECTATION = 'InvalidExpectation';
 
-/** A fact sent to the fact ledger of another key. */
+/** A fact sent to the fact router of another key. */
 export const WRONG_FACT_KEY = 'WrongFactKey';
 
 /** A delivery the agent refused with a 4xx: not retried, recorded as failed. */

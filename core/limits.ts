@@ -67,7 +67,7 @@ export const MAX_SUBJECTS_PER_ROUTER = 1_000;
 /** Events after which a router continues as new, which bounds its replays and the history reads before a lapse. */
 export const ROUTER_EVENT_BUDGET = 2_000;
 
-/** Places on one fact key or one subject a single agent may take (422, rules `fact-key-share`, `subject-share`). */
+/** Places on one fact key a single agent may take (422, rule `fact-key-share`). */
 export const MAX_AGENT_SHARE = 45;
 
 /** Expectations anchored on one expectation, which it notifies when it is satisfied or superseded. */
@@ -76,8 +76,8 @@ export const MAX_DEPENDENTS = 100;
 /** The most expectations a skipped lapse names in `satisfiedAfter`, the first of those satisfied in its interval. */
 export const MAX_SATISFIED_AFTER = 32;
 
-/** Places of a ledger's (or an anchor's) bound the bridge leaves free for racing raises and supersedes (DESIGN 6.1). */
+/** Places of a router's (or an anchor's) bound the bridge leaves free for racing raises and supersedes (DESIGN 6.1). */
 export const RACE_ROOM = 10;
 
-/** How many (observedAt, source) pairs a fact ledger remembers to recognise re-deliveries. */
+/** How many (observedAt, source) pairs a fact router remembers to recognise re-deliveries. */
 export const DEDUPE_WINDOW = 1_000;

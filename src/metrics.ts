@@ -45,7 +45,7 @@ export function createMetrics(options: { registry?: Registry; defaultMetrics?: b
     }),
     factsRecorded: new Counter({
       name: 'watcher_facts_recorded_total',
-      help: 'Facts recorded in a fact ledger (duplicates not counted).',
+      help: 'Facts recorded in a fact router (duplicates not counted).',
       registers: [registry],
     }),
     withdrawals: new Counter({

@@ -75,8 +75,8 @@ export interface StoreOnSubjectInput {
   retention: string;
 }
 
-/** The activities that reach other workflows through the Temporal client (activities/ledgers.ts), as workflows see them. */
-export interface LedgerActivities {
+/** The activities that reach other workflows through the Temporal client (activities/client-calls.ts), as workflows see them. */
+export interface ClientActivities {
   linkAnchor(input: LinkAnchorInput): Promise<LinkAnchorResult>;
   /**
    * What the expectation's routers stored for a decision, read from their histories (the server's, no worker): the

@@ -9,7 +9,7 @@ import {
   proxyLocalActivities,
   type SignalDefinition,
 } from '@temporalio/workflow';
-import type { LedgerActivities } from './activity-types.js';
+import type { ClientActivities } from './activity-types.js';
 import { MAX_DEPENDENTS } from '../core/limits.js';
 import type { ExpectationRecord } from '../core/types.js';
 import { isOpen } from './decisions.js';
@@ -26,8 +26,8 @@ import type { Leaving } from './expectation-machine.js';
 import { owedOnClose, owedToNewDependent, type Owed, type Ties } from './link-messages.js';
 import { linkAnchorSummary } from './ui-text.js';
 
-/** The ledger activities an expectation runs as activity tasks: linking to its anchor. */
-export const ledgers = proxyActivities<LedgerActivities>({
+/** The client activities an expectation runs as activity tasks: linking to its anchor. */
+export const clientCalls = proxyActivities<ClientActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 });
@@ -37,7 +37,7 @@ export const ledgers = proxyActivities<LedgerActivities>({
  * stored before a lapse, which every lapse makes, usually to find nothing. Bounded: a read that fails for two minutes
  * is given up, and the lapse decided on what reached the expectation.
  */
-export const localLedgers = proxyLocalActivities<LedgerActivities>({
+export const localClientCalls = proxyLocalActivities<ClientActivities>({
   startToCloseTimeout: '30s',
   scheduleToCloseTimeout: '2m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
@@ -110,7 +110,7 @@ export class ExpectationLinks {
     const { owner } = this;
     for (let hop = 0; this.anchorLink && hop < MAX_ANCHOR_HOPS && isOpen(owner.record.state); hop++) {
       const link = this.anchorLink;
-      const result = await ledgers.linkAnchor.executeWithOptions({ summary: linkAnchorSummary(link) }, [
+      const result = await clientCalls.linkAnchor.executeWithOptions({ summary: linkAnchorSummary(link) }, [
         {
           anchorWorkflowId: link,
           dependentWorkflowId: owner.input.links.self,
@@ -163,7 +163,11 @@ export class ExpectationLinks {
     const tell: Promise<unknown>[] = owedOnClose(this.ties(), routerDroppedIt).map(send);
     if (heard) {
       const retention = settings.factRetention;
-      const storing = localLedgers.storeOnSubject({ routerWorkflowId: links.subjectRouter, fact: heard, retention });
+      const storing = localClientCalls.storeOnSubject({
+        routerWorkflowId: links.subjectRouter,
+        fact: heard,
+        retention,
+      });
       // Given up after its budget: the siblings' stalls then miss this one fact, the expectation itself is done.
       tell.push(storing.catch(() => undefined));
     }

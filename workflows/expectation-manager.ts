@@ -6,7 +6,7 @@
 import { allHandlersFinished, condition, workflowInfo } from '@temporalio/workflow';
 import type { ExpectationRecord, Fact } from '../core/types.js';
 import type { StoredFacts } from './activity-types.js';
-import { ExpectationLinks, localLedgers } from './expectation-links.js';
+import { ExpectationLinks, localClientCalls } from './expectation-links.js';
 import { ExpectationMachine } from './expectation-machine.js';
 import { ExpectationPublication } from './expectation-publication.js';
 import { LapseDeliveries } from './lapse-deliveries.js';
@@ -106,7 +106,7 @@ export class ExpectationManager {
     const read = this.machine.startRead();
     let stored: StoredFacts = {};
     try {
-      stored = await localLedgers.storedFacts(read.input);
+      stored = await localClientCalls.storedFacts(read.input);
     } catch {
       // The histories could not be read within the activity's budget: decided on what reached us.
     }

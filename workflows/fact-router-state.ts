@@ -22,7 +22,7 @@ import type {
   FactBatch,
   FactRouterInput,
   FactRouterMemo,
-  LedgerLoad,
+  KeyLoad,
   RecordFactAnswer,
   RecordFactOptions,
   RoutedFact,
@@ -370,7 +370,7 @@ export class RouterState {
     }
   }
 
-  keyLoad(factKey: string): LedgerLoad {
+  keyLoad(factKey: string): KeyLoad {
     const state = this.keys.get(factKey);
     return {
       subscribers: state?.subscribers.size ?? 0,

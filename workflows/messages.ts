@@ -31,7 +31,7 @@ export interface AgentRef {
 export type { ExpectationLinks };
 
 /**
- * The expectation as the bridge raises it: it has subscribed it to its ledgers before it answered `raised`
+ * The expectation as the bridge raises it: it has subscribed it to its routers before it answered `raised`
  * (docs/raise-path.md), so the workflow does not.
  */
 export interface ExpectationInput {
@@ -85,7 +85,7 @@ export function factTakenOf(record: ExpectationRecord): FactTaken {
 }
 
 /**
- * The fact signal's twin for a caller that waits (the bridge, after the ledger has sent the same fact on): applies
+ * The fact signal's twin for a caller that waits (the bridge, after the router has sent the same fact on): applies
  * the fact exactly as the signal does, whichever comes first, and answers with the expectation's state.
  */
 export const takeFactUpdate = defineUpdate<FactTaken, [Fact]>('takeFact');
@@ -240,7 +240,7 @@ export interface RecordFactOptions {
   tellUnawaited?: boolean;
   /**
    * Answer a new fact that expectations wait on with their workflow ids (`forwarded`), for a caller that then waits
-   * for them to take it (`POST /v1/facts?wait=true`). Ledgers of workers before it answer `recorded` as before.
+   * for them to take it (`POST /v1/facts?wait=true`). Routers of workers before it answer `recorded` as before.
    */
   listForwarded?: boolean;
   /**
@@ -299,14 +299,14 @@ export const unsubscribeSignal = defineSignal<[Unsubscribe]>('unsubscribe');
  * How full a key is in its router: its subscribers and the bound past which it withdraws a newcomer, the facts
  * waiting to be forwarded (at most one per subscriber) and its dedupe window.
  */
-export interface LedgerLoad {
+export interface KeyLoad {
   subscribers: number;
   bound: number;
   outbox: number;
   seen?: number;
 }
 /** One key's load in its fact router: for operators and tests, never on a request's path. */
-export const keyLoadQuery = defineQuery<LedgerLoad, [string]>('keyLoad');
+export const keyLoadQuery = defineQuery<KeyLoad, [string]>('keyLoad');
 
 // ── memos (read by the bridge from DescribeWorkflowExecution: no worker, no billable action) ───────────────
 

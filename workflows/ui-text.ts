@@ -83,7 +83,7 @@ export function deadlineSummary(deadline: Deadline): string {
 }
 
 /** The summary of the activity that subscribes the expectation to its fact router. */
-export const subscribeSummary = (ledgerWorkflowId: string): string => `subscribe to ${ledgerWorkflowId}`;
+export const subscribeSummary = (routerId: string): string => `subscribe to ${routerId}`;
 
 /** The summary of the activity that registers a dependent with its anchor. */
 export const linkAnchorSummary = (anchorWorkflowId: string): string => `link to anchor ${anchorWorkflowId}`;

@@ -13,7 +13,7 @@ export type Role = (typeof roles)[number];
 
 const principalSchema = z
   .object({
-    // The source of its facts and the ExpectationAgent of its raises, kept in ledgers and records: bounded, and
+    // The source of its facts and the ExpectationAgent of its raises, kept in routers and records: bounded, and
     // printable ASCII (core/limits.ts counts it at 2 bytes a character as JSON).
     id: z
       .string()

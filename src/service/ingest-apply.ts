@@ -1,6 +1,6 @@
 /**
- * Applying an ingest plan (ingest.ts): the raises in waves, each wave's starts together and then its ledger
- * subscriptions, then the facts in chains that keep a ledger's order, then the withdrawals. Idempotent, so a request
+ * Applying an ingest plan (ingest.ts): the raises in waves, each wave's starts together and then its router
+ * subscriptions, then the facts in chains that keep a router's order, then the withdrawals. Idempotent, so a request
  * retried after a 503 completes with nothing doubled.
  */
 import type { Principal } from '../auth/principals.js';
@@ -33,11 +33,11 @@ import { type createLateFactCheck } from './late-facts.js';
 import { sameContent, type IngestPlan, type PlannedExpectation } from './ingest-plan.js';
 import { canRead } from './records.js';
 import type { IngestDeps, IngestResult, IngestSettings } from './ingest-types.js';
-import { factLoadKey } from './ledger-room.js';
+import { factLoadKey } from './raise-room.js';
 
 /**
  * The indices of `facts` in chains, each in the request's order: two facts with a key or a subject in common are in
- * one chain, so that they reach their router and their subject ledger in the order sent.
+ * one chain, so that they reach their router and their subject router in the order sent.
  */
 export function chainsOf(facts: readonly Fact[]): number[][] {
   const parent = facts.map((_, i) => i);
@@ -45,10 +45,10 @@ export function chainsOf(facts: readonly Fact[]): number[][] {
   const firstOf = new Map<string, number>();
   facts.forEach((fact, i) => {
     // By key, not by router: the facts of one key keep their order; a router takes many keys' facts at once.
-    const ledgers = [factLoadKey(fact.factKey), ...(fact.subject ? [subjectRouterWorkflowId(fact.subject, '')] : [])];
-    for (const ledger of ledgers) {
-      const first = firstOf.get(ledger);
-      if (first === undefined) firstOf.set(ledger, i);
+    const routers = [factLoadKey(fact.factKey), ...(fact.subject ? [subjectRouterWorkflowId(fact.subject, '')] : [])];
+    for (const router of routers) {
+      const first = firstOf.get(router);
+      if (first === undefined) firstOf.set(router, i);
       else parent[root(i)] = root(first);
     }
   });
@@ -119,7 +119,7 @@ export interface Applier extends ApplyContext {
   deps: IngestDeps;
 }
 
-/** Starts the new expectations of one wave together, then subscribes those it started to their ledgers. */
+/** Starts the new expectations of one wave together, then subscribes those it started to their routers. */
 // Every start is settled before an error is thrown, so nothing runs on after the answer.
 async function startWave(
   ctx: Applier,
@@ -170,7 +170,7 @@ async function startWave(
 
 /**
  * A raise sent again (push delivery is at-least-once, clients retry a 503) may follow one interrupted between its
- * start and its ledger subscriptions: an open expectation is subscribed again (idempotent).
+ * start and its router subscriptions: an open expectation is subscribed again (idempotent).
  */
 async function reregister(ctx: Applier, principal: Principal, origin: Origin, existing: ExpectationRecord | undefined) {
   if (!existing || existing.closedAt || existing.state === 'satisfied' || existing.state === 'withdrawn') return;
@@ -186,8 +186,8 @@ async function reregister(ctx: Applier, principal: Principal, origin: Origin, ex
 }
 
 /**
- * `wait=true`: the expectations the ledger sent the fact on to, once they have taken it (at most FACT_TAKEN_WAIT_MS),
- * those the principal may read. A ledger that nobody waited on names none (0); one of a worker from before
+ * `wait=true`: the expectations the router sent the fact on to, once they have taken it (at most FACT_TAKEN_WAIT_MS),
+ * those the principal may read. A router that nobody waited on names none (0); one of a worker from before
  * `listForwarded` names none either, though some waited: then the answer says nothing about them (no fields).
  */
 async function takenBy(
@@ -206,7 +206,7 @@ async function takenBy(
   };
 }
 
-/** Records one fact in its ledgers; with `wait`, names the expectations that took it. */
+/** Records one fact in its routers; with `wait`, names the expectations that took it. */
 async function recordFactWaited(
   ctx: Applier,
   principal: Principal,
@@ -259,7 +259,7 @@ async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string
   return facts.map((fact) => ({ factKey: fact.factKey, result: 'accepted' as const }));
 }
 
-/** Records the request's facts, in chains that keep the request's order per ledger, and answers in its order. */
+/** Records the request's facts, in chains that keep the request's order per router, and answers in its order. */
 // After a failure no further fact is begun, and the error is thrown once the chains under way have stopped.
 async function recordFacts(
   ctx: Applier,

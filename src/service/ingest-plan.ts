@@ -67,7 +67,7 @@ export interface PlanSettings {
 }
 
 /**
- * How many expectations the ledgers and anchors of the new raises serve now (ingest.ts asks them; 0 for one that does
+ * How many expectations the routers and anchors of the new raises serve now (ingest.ts asks them; 0 for one that does
  * not run). Absent: nobody asked (nothing is raised), and nothing is refused for it.
  */
 export interface Occupancy {
@@ -84,7 +84,7 @@ export interface PlanInput {
   records: ReadonlyMap<string, ExpectationRecord | undefined>;
   /** The raising agent's card; needed only when `needsCard` says so. */
   card?: AgentCardInfo;
-  /** The ledgers' and anchors' subscribers and dependents, for the expectations `raisesOf` names. */
+  /** The routers' and anchors' subscribers and dependents, for the expectations `raisesOf` names. */
   occupancy?: Occupancy;
   settings: PlanSettings;
   /** The watcher's clock (epoch ms), which `observedAt` is checked against. */
@@ -321,7 +321,7 @@ function checkSupersedes(
   }
 }
 
-/** How many of this request's raises join each ledger and anchor so far. */
+/** How many of this request's raises join each router and anchor so far. */
 interface Joining {
   factKeys: Map<string, number>;
   anchors: Map<string, number>;

@@ -1,4 +1,4 @@
-/** What the ingest service is made of and answers (ingest.ts, ledger-room.ts, ingest-apply.ts). */
+/** What the ingest service is made of and answers (ingest.ts, raise-room.ts, ingest-apply.ts). */
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { z } from 'zod';

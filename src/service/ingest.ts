@@ -23,7 +23,7 @@ import { createQuotas, type QuotaSettings } from './quotas.js';
 import { openExpectationsQuery } from './records.js';
 import { apply as applyPlan, type Applier } from './ingest-apply.js';
 import type { IngestDeps, IngestResult } from './ingest-types.js';
-import { LedgerRoom, placesOf, refusedForRoom, type LedgerLoads } from './ledger-room.js';
+import { RaiseRoom, placesOf, refusedForRoom, type RoomLoads } from './raise-room.js';
 
 export type { IngestRequest } from './ingest-plan.js';
 export type { IngestDeps, IngestResult, IngestSettings } from './ingest-types.js';
@@ -49,18 +49,18 @@ async function lookupAll(
   return found;
 }
 
-/** What planning a request reads through: the service's dependencies, its ledger room, lookups and quotas. */
+/** What planning a request reads through: the service's dependencies, its raise room, lookups and quotas. */
 interface Planner {
   deps: IngestDeps;
-  room: LedgerRoom;
+  room: RaiseRoom;
   lookup: (id: string) => Promise<ExpectationRecord | undefined>;
   quotas: ReturnType<typeof createQuotas>;
 }
 
 /**
  * Validates every item and bound (before any Temporal call), takes the request from the principal's per-minute
- * quotas, and plans it on what it refers to and how full its ledgers are; a refusal on an estimate is planned again
- * on the ledgers' exact ids.
+ * quotas, and plans it on what it refers to and how full its routers are; a refusal on an estimate is planned again
+ * on the routers' exact ids.
  */
 async function planRequest(
   { deps, room, lookup, quotas }: Planner,
@@ -69,14 +69,14 @@ async function planRequest(
 ): Promise<{ plan: IngestPlan; records: Map<string, ExpectationRecord | undefined> }> {
   const parsed = parseIngest(principal, request);
   quotas.takeRates(principal, { raises: parsed.expectations.length, facts: parsed.facts.length });
-  // The ledgers are asked while the records are looked up: one round trip to Temporal, not two.
+  // The routers are asked while the records are looked up: one round trip to Temporal, not two.
   const asked =
     parsed.expectations.length > 0
-      ? room.askLedgers(
+      ? room.askLoads(
           parsed.expectations.map(({ value }) => value),
           principal.id,
         )
-      : Promise.resolve(new Map() as LedgerLoads);
+      : Promise.resolve(new Map() as RoomLoads);
   let records: Map<string, ExpectationRecord | undefined>;
   let raises: Expectation[];
   try {
@@ -84,15 +84,15 @@ async function planRequest(
     // The card is fetched only when something is new (after a conflict has had its say).
     raises = raisesOf({ parsed, principal, records });
   } catch (error) {
-    // A conflict or a failed lookup is answered once the ledger queries are done: nothing runs on after the answer.
+    // A conflict or a failed lookup is answered once the router queries are done: nothing runs on after the answer.
     await asked.catch(() => undefined);
     throw error;
   }
   const known = { parsed, principal, records };
-  const ledgers = await asked;
+  const routers = await asked;
   const [card, occupancy] =
     raises.length > 0
-      ? await settled([deps.cards.resolve(principal.agent!), room.occupancyOf(raises, records, ledgers)])
+      ? await settled([deps.cards.resolve(principal.agent!), room.occupancyOf(raises, records, routers)])
       : [undefined, undefined];
   const planWith = (occupancy: Occupancy | undefined) =>
     planIngest({ ...known, card, occupancy, settings: deps.settings, now: (deps.now ?? Date.now)() });
@@ -102,7 +102,7 @@ async function planRequest(
   } catch (error) {
     if (!occupancy || !refusedForRoom(error)) throw error;
     // Refused on what a memo or an estimate said, with the places held beside it: read the ids and plan again.
-    const exactly = await room.askLedgers(
+    const exactly = await room.askLoads(
       parsed.expectations.map(({ value }) => value),
       principal.id,
       true,
@@ -115,7 +115,7 @@ async function planRequest(
 export function createIngestService(deps: IngestDeps) {
   const lookup = (id: string) => deps.call(() => getExpectationRecord(deps.client, id));
   const lateFacts = createLateFactCheck(deps);
-  const room = new LedgerRoom(deps);
+  const room = new RaiseRoom(deps);
   /** Requests being ingested now: they share RAISES_IN_FLIGHT. */
   let raising = 0;
   /** This request's share of RAISES_IN_FLIGHT: how many starts, or chains of facts, it runs at once. */

@@ -147,9 +147,9 @@ export function listQuery(
 
 /**
  * The visibility query for the running expectations on the task queue that wait on a fact key, or are on a subject
- * (open or lapsed): what their ledger forwards to, counted without a worker or a billable action.
+ * (open or lapsed): what their router forwards to, counted without a worker or a billable action.
  */
-export function ledgerOccupancyQuery(
+export function occupancyQuery(
   taskQueue: string,
   of: { factKey: string } | { subject: { type: string; id: string } },
   agentId?: string,

@@ -46,7 +46,7 @@ import {
   routerWorkflowId,
   subjectKey,
 } from '../../core/ids.js';
-import { groupBy, registerAllWithLedgers } from './registration.js';
+import { groupBy, subscribeAllToRouters } from './registration.js';
 
 /** How a raise starts: 'exists' when the id is taken (running or closed); `now` is the raise instant's clock. */
 type Start = (
@@ -88,7 +88,7 @@ export async function withdrawSuperseded(client: Client, input: ExpectationInput
 
 /**
  * The start alone: `registerExpectations` must follow before the raise is answered. The bridge starts the
- * expectations of one request together, then subscribes them all, one call per ledger.
+ * expectations of one request together, then subscribes them all, one call per router.
  */
 export const startExpectationWorkflow: Start = async (client, taskQueue, input, options = {}) => {
   const e = input.expectation;
@@ -144,7 +144,7 @@ export function registerExpectations(
     factKey: e.satisfiedBy.factKey,
     retention: settings.factRetention,
   }));
-  return registerAllWithLedgers(client, taskQueue, registrations);
+  return subscribeAllToRouters(client, taskQueue, registrations);
 }
 
 /**
@@ -201,7 +201,7 @@ export interface RecordedFact {
   result: 'recorded' | 'duplicate';
   /**
    * False when the fact was recorded and no running expectation waits on its key: it is kept for expectations raised
-   * later (an early fact), or dropped with a zero retention. True otherwise, and when a ledger of a worker from
+   * later (an early fact), or dropped with a zero retention. True otherwise, and when a router of a worker from
    * before `tellUnawaited` answered (it cannot tell).
    */
   awaited: boolean;
@@ -361,7 +361,7 @@ export async function awaitFactTaken(
         try {
           return await handle.executeUpdate(takeFactUpdate, { args: [fact] });
         } catch (error) {
-          // Closed since the ledger sent the fact on (satisfied by it, most likely), before or while the update was
+          // Closed since the router sent the fact on (satisfied by it, most likely), before or while the update was
           // on its way (Temporal then answers not found, or aborts the update): its result is the record.
           const described = await handle.describe();
           if (described.status.name === 'COMPLETED') return factTakenOf(await handle.result());
@@ -383,7 +383,7 @@ function isAbortedUpdate(error: unknown): boolean {
 }
 
 /**
- * A ledger that continues as new while an update waits aborts the update. recordFact is idempotent (the ledger
+ * A router that continues as new while an update waits aborts the update. recordFact is idempotent (the router
  * dedupes by observation), so it is sent again, to the new run, up to five times in all.
  */
 async function resentIfAborted<T>(send: () => Promise<T>): Promise<T> {

@@ -22,7 +22,7 @@ export interface Registration {
  * several of them share gets them all in one signal. Idempotent (a router keeps a set of subscribers), so a request
  * sent again completes an interrupted one.
  */
-export async function registerAllWithLedgers(
+export async function subscribeAllToRouters(
   client: Client,
   taskQueue: string,
   registrations: readonly Registration[],

@@ -955,7 +955,7 @@ describe('odd but well-formed ids, on a worker of their own', () => {
     expect(answer.status).toBe(400);
   });
 
-  it('leaves no workflow whose task fails, of all the odd ones it raised and their routers and ledgers', async () => {
+  it('leaves no workflow whose task fails, of all the odd ones it raised and their routers and routers', async () => {
     // A workflow task that fails is retried for ever: its pending task shows attempts past the first.
     const stuck: string[] = [];
     let seen = 0;

@@ -3,8 +3,8 @@
  * bound 413 or 422, never the 503 a Temporal call would give: the bounds are checked before any Temporal call; the
  * same request at the bound gets the 503, so the bound itself lets it through. On the dev server with a worker: a
  * per-minute quota answers 429 with Retry-After and takes the request again once that time has passed; the
- * open-expectations quota follows the visibility store; and a raise into a ledger or an anchor that is all but full
- * is refused with the bound, from what the ledger and the anchor answer.
+ * open-expectations quota follows the visibility store; and a raise into a router or an anchor that is all but full
+ * is refused with the bound, from what the router and the anchor answer.
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -13,7 +13,7 @@ import { MAX_AGENT_SHARE, MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../core/li
 import { loadConfig } from '../../src/config.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
-import { ledgerOccupancyQuery, openExpectationsQuery } from '../../src/service/records.js';
+import { occupancyQuery, openExpectationsQuery } from '../../src/service/records.js';
 import { connectClient } from '../../src/temporal/connection.js';
 import { dependentCount, getFactRouterMemo } from '../../src/temporal/expectations.js';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
@@ -284,10 +284,10 @@ describe('the open-expectations quota', () => {
   });
 });
 
-describe('a raise into a ledger or anchor that is all but full', () => {
+describe('a raise into a router or anchor that is all but full', () => {
   let bridge: BridgeApp;
   const refusedAt = 100 - RACE_ROOM;
-  /** Workflow ids of expectations that do not exist, taking places in a ledger or anchor. */
+  /** Workflow ids of expectations that do not exist, taking places in a router or anchor. */
   const placeholders = (n: number) => many(n, (i) => expectationWorkflowId(`placeholder-${unique()}-${i}`));
 
   beforeAll(async () => {
@@ -312,7 +312,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
 
   /**
    * Raises `n` expectations through the bridge, ten a request, then waits for the visibility store to count them: the
-   * bridge's bound is read from it (eventually consistent), the ledger keeps the hard bound itself.
+   * bridge's bound is read from it (eventually consistent), the router keeps the hard bound itself.
    */
   async function raiseMany(
     n: number,
@@ -348,11 +348,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
         what === 'a fact key'
           ? expectation(id, { satisfiedBy: { factKey }, subject: { type: 'shipment', id: `S-${tag}-${i}` } })
           : expectation(id, { subject, satisfiedBy: { factKey: `bounds/${tag}-${id}` } });
-      const counted = ledgerOccupancyQuery(
-        taskQueue,
-        what === 'a fact key' ? { factKey } : { subject },
-        'shipping-agent',
-      );
+      const counted = occupancyQuery(taskQueue, what === 'a fact key' ? { factKey } : { subject }, 'shipping-agent');
       await raiseMany(MAX_AGENT_SHARE, (i) => on(`squat-${tag}-${i}`, i), counted, ['shipping-agent']);
 
       const more = await raise(on(`one-more-${tag}`, MAX_AGENT_SHARE));
@@ -375,7 +371,7 @@ describe('a raise into a ledger or anchor that is all but full', () => {
         satisfiedBy: { factKey },
         subject: { type: 'shipment', id: `W-${tag}-${i}` },
       });
-    await raiseMany(refusedAt, waiting, ledgerOccupancyQuery(taskQueue, { factKey }));
+    await raiseMany(refusedAt, waiting, occupancyQuery(taskQueue, { factKey }));
     // The bridge reads a key's load from its router's memo, which the router updates in its next workflow task.
     const router = factRouterWorkflowId(factKey, taskQueue);
     await waitUntil(`the router's memo to list ${refusedAt} on the key`, async () => {

@@ -59,7 +59,7 @@ const until = (id: string, accept: (record: ExpectationRecord) => boolean) =>
   untilRecord((recordId) => getExpectationRecord(client, recordId), id, accept, { timeoutMs: 10_000, intervalMs: 100 });
 
 describe('recordFact', () => {
-  it('satisfies the expectation waiting on the key, through the ledger', async () => {
+  it('satisfies the expectation waiting on the key, through the router', async () => {
     const { expectation } = await raise(expectationOn(unique('S')));
     await until(expectation.expectationId, (r) => r.state === 'open');
 

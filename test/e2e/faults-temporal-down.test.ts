@@ -82,7 +82,7 @@ describe('Temporal at an address where nothing listens', () => {
   });
 
   it("runs none of a request's Temporal calls on after its 503: closing the connection at once throws nothing later", async () => {
-    // Five raises fan out into fifteen calls (a record lookup and two ledger queries each), all retried by gRPC
+    // Five raises fan out into fifteen calls (a record lookup and two router queries each), all retried by gRPC
     // while nothing answers. Answering at the first failure left the others sleeping between retries; closing the
     // connection then made each wake into grpc-js's "Channel has been shut down", thrown from a timer.
     const client = await connectClient(`127.0.0.1:${await freePort()}`, loadConfig({}).temporal);

@@ -1,6 +1,6 @@
 /**
  * A fact that comes after the late window (DESIGN 3.3) on the real dev server, through the bridge, with a real
- * worker and a real @a2a-js/sdk agent: the lapsed expectation has closed and left its fact ledger, so the fact
+ * worker and a real @a2a-js/sdk agent: the lapsed expectation has closed and left its fact router, so the fact
  * satisfies nothing; the bridge counts it in `watcher_facts_after_late_window_total` and logs it with its key and
  * the expectation's id. An early fact, or one for an open expectation, is neither counted nor logged.
  */
@@ -111,7 +111,7 @@ describe.each(['P7D', 'PT0S'])('a fact after the late window (fact retention %s)
     const fact = factOf(e.satisfiedBy.factKey);
     const results = [await report(bridge, fact), await report(bridge, fact)];
 
-    // The re-delivery: a ledger (P7D) knows it again; with PT0S nothing keeps the fact, so nothing can tell.
+    // The re-delivery: a router (P7D) knows it again; with PT0S nothing keeps the fact, so nothing can tell.
     const redelivered = retention === 'PT0S' ? 'recorded' : 'duplicate';
     expect(results).toEqual(['recorded', redelivered]);
     const times = redelivered === 'recorded' ? 2 : 1;

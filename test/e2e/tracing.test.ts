@@ -1,7 +1,7 @@
 /**
  * Optional OpenTelemetry tracing, on with OTEL_EXPORTER_OTLP_ENDPOINT: a bridge process and a worker process on the
  * shared dev server export to a small OTLP/HTTP receiver, and each workflow a raise through the bridge starts (the
- * expectation and its ledgers) is one trace from the bridge's StartWorkflow span to the worker's workflow spans.
+ * expectation and its routers) is one trace from the bridge's StartWorkflow span to the worker's workflow spans.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -102,22 +102,22 @@ describe('OpenTelemetry tracing', () => {
     const { start, spans: inTrace } = trace()!;
     const run = inTrace.find((s) => s.name === 'RunWorkflow:expectationWorkflow')!;
     expect(run).toMatchObject({ service: 'expectations-watcher-worker', parentSpanId: start.spanId });
-    // The workflow's own calls (here the unsubscribe signals its withdrawal sends the ledgers) are its children.
+    // The workflow's own calls (here the unsubscribe signals its withdrawal sends the routers) are its children.
     const signalOf = () => spans.find((s) => s.traceId === start.traceId && s.name === 'SignalWorkflow:unsubscribe');
     await expect.poll(() => signalOf()?.parentSpanId, { timeout: 15_000 }).toBe(run.spanId);
     expect(signalOf()!.service).toBe('expectations-watcher-worker');
     // The bridge subscribes the expectation by a signal-with-start of its fact router (docs/raise-path.md): traced into
     // the worker, to the router's handling of the subscription (a router runs for ever: its run's span is never
     // exported).
-    for (const [call, ledger, traced] of [
+    for (const [call, router, traced] of [
       ['SignalWithStartWorkflow', 'factRouterWorkflow', 'HandleSignal:subscribe'],
     ]) {
-      const ledgerStart = spans.find(
-        (s) => s.name === `${call}:${ledger}` && s.service === 'expectations-watcher-bridge',
+      const routerStart = spans.find(
+        (s) => s.name === `${call}:${router}` && s.service === 'expectations-watcher-bridge',
       );
-      expect(ledgerStart, ledger).toBeDefined();
+      expect(routerStart, router).toBeDefined();
       await expect
-        .poll(() => spans.find((s) => s.name === traced && s.parentSpanId === ledgerStart!.spanId)?.service, {
+        .poll(() => spans.find((s) => s.name === traced && s.parentSpanId === routerStart!.spanId)?.service, {
           timeout: 15_000,
         })
         .toBe('expectations-watcher-worker');

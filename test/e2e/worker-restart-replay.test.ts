@@ -1,8 +1,8 @@
 /**
- * A worker restarts, and the first thing it is then asked is a fact for a ledger that forwards to a waiting
- * expectation (and a withdrawal, by update). Before the `answer-after-forwarding` patch, the fact ledger's recordFact
- * answer and its forwarding signal raced for one workflow task: a worker without the ledger in its cache wrote the
- * signal first, and the history it wrote did not replay ("Update machine does not handle this event"), so the ledger
+ * A worker restarts, and the first thing it is then asked is a fact for a router that forwards to a waiting
+ * expectation (and a withdrawal, by update). Before the `answer-after-forwarding` patch, the fact router's recordFact
+ * answer and its forwarding signal raced for one workflow task: a worker without the router in its cache wrote the
+ * signal first, and the history it wrote did not replay ("Update machine does not handle this event"), so the router
  * would have been stuck at its next eviction. Driven through the bridge as clients drive it; each history is then
  * replayed against the run's workflow bundle.
  */

@@ -3,7 +3,7 @@
  * The workflows with the AES-256-GCM codec on, keyed by codec-keys.json (a test key file, nothing
  * real is sealed with it), across one key rotation: the expectation is raised and lapses (its delivery an activity)
  * under the old key 2026-01, then the worker and the client restart with 2026-07 current and a late fact satisfies
- * it, so its history and its ledgers' hold payloads sealed under both ids. Writes `v6-encrypted/<name>.json`.
+ * it, so its history and its routers' hold payloads sealed under both ids. Writes `v6-encrypted/<name>.json`.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -127,7 +127,7 @@ keep('expectation-early-fact', expectationLinks(early, taskQueue).self);
 keep('fact-router-early-fact', factRouterWorkflowId(early.satisfiedBy.factKey, taskQueue));
 
 // A fact reported with wait=true: the router names both expectations on the key and holds its signals back; the
-// bridge's takeFact satisfies one, and the other (the bridge "died" first) gets the ledger's signal 10 s later.
+// bridge's takeFact satisfies one, and the other (the bridge "died" first) gets the router's signal 10 s later.
 const takenKey = `shipment:taken-${suffix}:delivered`;
 const taker = await raise(expectation('taker', 60, { satisfiedBy: { factKey: takenKey } }));
 const left = await raise(expectation('left', 60, { satisfiedBy: { factKey: takenKey } }));

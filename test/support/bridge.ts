@@ -12,7 +12,6 @@ import type { Expectation } from '../../core/types.js';
 import { createPrincipalStore } from '../../src/auth/principals.js';
 import { createApp, type AppDeps, type AppSettings } from '../../src/http/app.js';
 import { createMetrics, type WatcherMetrics } from '../../src/metrics.js';
-import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from './agent.js';
 import { principalsFileOf, registerAgents, type PrincipalSpec } from './agents.js';
 import { artifactUpdate, cardJson } from './fixtures.js';

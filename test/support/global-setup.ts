@@ -48,7 +48,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     port: await freePort(),
     uiPort: await freePort(),
     logFile: path.join(outDir, 'dev-server.log'),
-    // Low enough that the busy-subject tests see ledgers and expectations continue as new.
+    // Low enough that the busy-subject tests see routers and expectations continue as new.
     dynamicConfig: ['limit.historyCount.suggestContinueAsNew=300'],
   });
   project.provide('temporalAddress', server.address);

@@ -1,6 +1,6 @@
 /**
  * The workflows' own bounds (core/limits.ts) on the time-skipping server, each hit exactly and by one more: a fact
- * key's and a subject ledger's subscribers, an anchor's dependents, and a fact key's dedupe window. At the bound
+ * key's and a subject router's subscribers, an anchor's dependents, and a fact key's dedupe window. At the bound
  * the newcomer is served; past it, it is withdrawn with a reason that names the bound, and the state does not grow.
  */
 import { describe, expect, it } from 'vitest';
@@ -17,14 +17,14 @@ import {
   registerDependentSignal,
   subscribeSignal,
   type FactRouterInput,
-  type LedgerLoad,
+  type KeyLoad,
 } from '../../workflows/messages.js';
 import { shipmentExpectation } from '../support/fixtures.js';
 import { DAY, HOUR, onAnUnstartedRouter, reportFact, untilStatus, useHarness } from './support.js';
 
 const h = useHarness();
 
-/** Workflow ids of expectations that do not exist: places taken in a ledger (a fact sent to one drops it). */
+/** Workflow ids of expectations that do not exist: places taken in a router (a fact sent to one drops it). */
 const placeholders = (n: number, prefix: string) =>
   Array.from({ length: n }, (_, i) => expectationWorkflowId(`${prefix}-${i}`));
 
@@ -42,7 +42,7 @@ async function startFactRouter(factKey: string, subscribers: string[]): Promise<
   return workflowId;
 }
 
-const keyLoadOf = (factKey: string): Promise<LedgerLoad> =>
+const keyLoadOf = (factKey: string): Promise<KeyLoad> =>
   h.client.workflow.getHandle(factRouterWorkflowId(factKey, h.taskQueue)).query(keyLoadQuery, factKey);
 
 describe('a fact key in its router', () => {

@@ -103,7 +103,7 @@ describe('a horizon with a settle interval', () => {
     ['after it: stalled', 5_000, ['stalled']],
   ])("reads its subject's router for a fact the bridge received %s", async (_case, receivedOffset, lapses) => {
     const start = await h.now();
-    const id = h.id('horizon-ledger-behind');
+    const id = h.id('horizon-router-behind');
     const e = onSubject(id, start);
     await h.raise(e, settling);
 

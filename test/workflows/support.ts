@@ -1,6 +1,6 @@
 /**
  * Shared setup of the time-skipping workflow tests: one test server and one worker per file (`useHarness`), the
- * real ledger activities, and a recording `deliverLapse` test activity (lapse delivery over A2A is tested in its
+ * real router activities, and a recording `deliverLapse` test activity (lapse delivery over A2A is tested in its
  * own tier).
  */
 import { randomUUID } from 'node:crypto';
@@ -9,7 +9,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { LAPSE_UNAVAILABLE } from '../../activities/deliver-lapse.js';
-import { createLedgerActivities } from '../../activities/ledgers.js';
+import { createClientActivities } from '../../activities/client-calls.js';
 import { LAPSE_REJECTED, type DeliverLapseInput, type DeliverLapseResult } from '../../workflows/activity-types.js';
 import type { Expectation, Fact } from '../../core/schemas/extension.js';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
@@ -96,7 +96,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
     activities: {
-      ...createLedgerActivities({ client }),
+      ...createClientActivities({ client }),
       async deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult> {
         deliveries.push(input);
         const fault = input.agent.id === REJECTING_AGENT ? 'rejected' : faults.get(input.agent.id);

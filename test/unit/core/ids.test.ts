@@ -55,7 +55,7 @@ describe('workflow ids', () => {
     expect(keywordValue('k'.repeat(256))).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
-  it('link an expectation to its ledgers, after and anchor targets', () => {
+  it('link an expectation to its routers, after and anchor targets', () => {
     const links = expectationLinks(
       {
         expectationId: 'e2',

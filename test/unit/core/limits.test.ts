@@ -1,7 +1,7 @@
 /**
  * The per-request bounds of core/limits.ts on the pure planner (no server): every bound is met exactly and passes,
  * and exceeded by one and refused with the right error class (413 TooManyItemsError, 422 RuleViolationError), the
- * path of the field and the `limit`. The capacity rules (ledgers, anchors) read what ingest.ts looked up.
+ * path of the field and the `limit`. The capacity rules (routers, anchors) read what ingest.ts looked up.
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_AGENT_SHARE, MAX_ITEMS, MAX_LENGTH, RACE_ROOM } from '../../../core/limits.js';
@@ -248,7 +248,7 @@ describe("a card's kinds", () => {
   });
 });
 
-describe('the places left in ledgers and anchors', () => {
+describe('the places left in routers and anchors', () => {
   const card = cardDeclaring([
     { kind: 'delivery', subjectType: 'shipment', basis: 'contract', describes: 'the step is done' },
   ]);

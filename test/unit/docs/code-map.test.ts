@@ -122,7 +122,7 @@ describe('the code map check', () => {
     expect(unresolved('workflows/expectation.ts:expectationWorkflow')).toBeUndefined();
     expect(unresolved('workflows/expectation-manager.ts:ExpectationManager.readStored')).toBeUndefined();
     expect(unresolved('src/service/ingest.ts:createIngestService.ingest')).toBeUndefined();
-    expect(unresolved('activities/ledgers.ts:createLedgerActivities.storedFacts')).toBeUndefined();
+    expect(unresolved('activities/client-calls.ts:createClientActivities.storedFacts')).toBeUndefined();
     expect(unresolved('src/ui/dom.js:routeTo')).toBeUndefined();
   });
 

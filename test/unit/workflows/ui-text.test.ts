@@ -188,7 +188,7 @@ describe('timer and activity summaries', () => {
     expect(deadlineSummary({ kind: 'close', atMs })).toBe('late window ends at 2026-12-01T06:00:00.000Z');
   });
 
-  it('names the ledger, the anchor and the lapse of each activity', () => {
+  it('names the router, the anchor and the lapse of each activity', () => {
     expect(subscribeSummary('fact:k')).toBe('subscribe to fact:k');
     expect(linkAnchorSummary('expectation:e0')).toBe('link to anchor expectation:e0');
     expect(deliverLapseSummary('overdue', 'shipping-agent')).toBe('deliver overdue lapse to shipping-agent');

@@ -1,5 +1,5 @@
 /**
- * The facts of one request are recorded in chains (src/service/ingest.ts): facts that go to one ledger, by key or by
+ * The facts of one request are recorded in chains (src/service/ingest.ts): facts that go to one router, by key or by
  * subject, stay in one chain in the request's order; the others may go together.
  */
 import { describe, expect, it } from 'vitest';
@@ -20,12 +20,12 @@ describe('chainsOf', () => {
     expect(chainsOf([fact('a'), fact('b'), fact('a'), fact('a')])).toEqual([[0, 2, 3], [1]]);
   });
 
-  it('joins facts of different keys that share a subject, since they meet in its ledger', () => {
+  it('joins facts of different keys that share a subject, since they meet in its router', () => {
     expect(chainsOf([fact('a', 's1'), fact('b'), fact('c', 's1'), fact('d', 's2')])).toEqual([[0, 2], [1], [3]]);
   });
 
   it('joins chains through a fact that shares its key with one and its subject with the other', () => {
-    // 0 and 1 share nothing; 2 has 0's key and 1's subject, so all three meet in ledgers one after the other.
+    // 0 and 1 share nothing; 2 has 0's key and 1's subject, so all three meet in routers one after the other.
     expect(chainsOf([fact('a', 's1'), fact('b', 's2'), fact('a', 's2'), fact('c')])).toEqual([[0, 1, 2], [3]]);
   });
 

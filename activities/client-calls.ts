@@ -11,7 +11,7 @@ import { subjectShardOf } from '../core/fact-shards.js';
 import type { factRouterWorkflow } from '../workflows/fact-router.js';
 import { factsSignal, registerDependentSignal, type FactBatch } from '../workflows/messages.js';
 import type {
-  LedgerActivities,
+  ClientActivities,
   LinkAnchorInput,
   LinkAnchorResult,
   StoreOnSubjectInput,
@@ -26,7 +26,7 @@ import { RouterReads, storedFacts } from './history-reads.js';
 export const MOVED_ANCHOR_ATTEMPTS = 7;
 
 /** The activities that reach other workflows, bound to a Temporal client. */
-export function createLedgerActivities(deps: { client: Client }): LedgerActivities {
+export function createClientActivities(deps: { client: Client }): ClientActivities {
   const { client } = deps;
   const reads = new RouterReads(client);
 

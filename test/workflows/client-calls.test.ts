@@ -36,7 +36,7 @@ describe('early facts', () => {
     const expectation = shipmentExpectation(id, start, -DAY);
     await reportFact(h, expectation.satisfiedBy.factKey, start - 2 * DAY);
 
-    // The deadline is decided a settle interval after the raise, by when the ledger has sent its retained fact on.
+    // The deadline is decided a settle interval after the raise, by when the router has sent its retained fact on.
     await h.raise(expectation, { settings: { ...defaultSettings, settle: 'PT30S' } });
     const record = await h.until(id, (r) => r.closedAt !== undefined);
 
@@ -234,7 +234,7 @@ describe('a fact router', () => {
   });
 });
 
-describe('a satisfied expectation and its ledgers', () => {
+describe('a satisfied expectation and its routers', () => {
   /** The signals one workflow sent, by target workflow id and signal name. */
   async function signalsSent(workflowId: string): Promise<Array<{ to: string; name: string }>> {
     const { events } = await h.client.workflow.getHandle(workflowId).fetchHistory();

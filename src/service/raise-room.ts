@@ -13,14 +13,14 @@ import { settled } from '../temporal/settled.js';
 import { RuleViolationError } from './errors.js';
 import { type IngestPlan, type Occupancy } from './ingest-plan.js';
 import { Places } from './places.js';
-import { ledgerOccupancyQuery } from './records.js';
+import { occupancyQuery } from './records.js';
 import type { IngestDeps } from './ingest-types.js';
 
 /**
  * How many expectations wait on each fact key (by factLoadKey; at most ROUTER_CROWDED_KEY - 1 where the key's router
  * does not list it) of a request's expectations.
  */
-export type LedgerLoads = ReadonlyMap<string, Load>;
+export type RoomLoads = ReadonlyMap<string, Load>;
 /**
  * What was read of a load: a count (from a memo, a visibility count, or the most a memo that does not list a key
  * allows), or, near a bound, the workflow ids themselves, so that the places this bridge holds are not counted twice.
@@ -50,8 +50,8 @@ function tally(expectations: readonly Expectation[]) {
   return { bringing };
 }
 
-/** The ledger reads of one bridge, and the places its requests hold. */
-export class LedgerRoom {
+/** The router reads of one bridge, and the places its requests hold. */
+export class RaiseRoom {
   readonly places: Places;
 
   constructor(private readonly deps: IngestDeps) {
@@ -67,7 +67,7 @@ export class LedgerRoom {
 
   /** How full the fact keys of the request's expectations are, from their routers' memos, exactly near a bound. */
   // Asked while the records are looked up: its failure is thrown where it is awaited, never as an unhandled rejection.
-  askLedgers(expectations: readonly Expectation[], agentId: string, exact = false): Promise<LedgerLoads> {
+  askLoads(expectations: readonly Expectation[], agentId: string, exact = false): Promise<RoomLoads> {
     const { bringing } = tally(expectations);
     const routers = new Map<string, Promise<FactRouterMemo | undefined>>();
     const memoOf = (factKey: string) => {
@@ -92,19 +92,19 @@ export class LedgerRoom {
     const keyLoad = async (factKey: string): Promise<Load> => {
       const estimate = (await memoOf(factKey))?.crowded[factKey] ?? ROUTER_CROWDED_KEY - 1;
       const exactly = near(factLoadKey(factKey), estimate, bringing.get(factKey)!);
-      return exactly ? idsOf(ledgerOccupancyQuery(this.deps.taskQueue, { factKey }), factLoadKey(factKey)) : estimate;
+      return exactly ? idsOf(occupancyQuery(this.deps.taskQueue, { factKey }), factLoadKey(factKey)) : estimate;
     };
     // The agent's own share, counted where all of them with this request could exceed it (a memo may undercount).
     const ownLoad = async (
       loadKey: string,
       load: Promise<Load>,
       brought: number,
-      of: Parameters<typeof ledgerOccupancyQuery>[1],
+      of: Parameters<typeof occupancyQuery>[1],
       floor: number,
     ) => {
       const all = this.withHeld(loadKey, await load);
       return all + brought > MAX_AGENT_SHARE || all >= floor
-        ? countOf(ledgerOccupancyQuery(this.deps.taskQueue, of, agentId))
+        ? countOf(occupancyQuery(this.deps.taskQueue, of, agentId))
         : 0;
     };
     const asks: Array<[string, Promise<Load>]> = [];
@@ -132,13 +132,13 @@ export class LedgerRoom {
   }
 
   /**
-   * How full the ledgers and anchors of the new raises are. An anchor whose record says it has ended takes no more
+   * How full the routers and anchors of the new raises are. An anchor whose record says it has ended takes no more
    * dependents anyway: it is not asked.
    */
   async occupancyOf(
     raises: Expectation[],
     records: Map<string, ExpectationRecord | undefined>,
-    ledgers: LedgerLoads,
+    routers: RoomLoads,
   ): Promise<Occupancy> {
     const running = (id: string) => {
       const record = records.get(id);
@@ -151,8 +151,8 @@ export class LedgerRoom {
     const anchors = new Map(anchorIds.map((id, i) => [id, counts[i]!]));
     return {
       // Read when the plan is made, with the places held by then (places.ts).
-      factKey: (factKey) => this.withHeld(factLoadKey(factKey), ledgers.get(factLoadKey(factKey))),
-      ownFactKey: (factKey) => sizeOf(ledgers.get(ownLoadKey(factLoadKey(factKey)))),
+      factKey: (factKey) => this.withHeld(factLoadKey(factKey), routers.get(factLoadKey(factKey))),
+      ownFactKey: (factKey) => sizeOf(routers.get(ownLoadKey(factLoadKey(factKey)))),
       anchor: (id) => anchors.get(id) ?? 0,
     };
   }
