@@ -99,6 +99,73 @@ function createSlots(max: number) {
   return { tryTake, take };
 }
 
+/** Token buckets by principal: a burst of the whole quota, then one token every minute / quota. */
+function createBuckets(now: () => number, perMinute: number) {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  /** The principal's tokens, refilled up to now. */
+  return function bucketOf(principalId: string) {
+    const t = now();
+    const found = buckets.get(principalId) ?? { tokens: perMinute, at: t };
+    found.tokens = Math.min(perMinute, found.tokens + ((t - found.at) * perMinute) / MINUTE_MS);
+    found.at = t;
+    buckets.set(principalId, found);
+    return found;
+  };
+}
+
+/** The refusal of a read whose principal has `tokens` (below one) of its `limit` per minute left. */
+function quotaExceeded(principalId: string, tokens: number, limit: number): QuotaExceededError {
+  const retryAfter = Math.max(1, Math.ceil(((1 - tokens) * MINUTE_MS) / limit / 1000));
+  return new QuotaExceededError(
+    `quota statistics-per-minute: principal '${principalId}' may start at most ${limit} statistics computations per minute (an answer reused from the last ${CACHE_MS / 1000} s costs none); one more fits in ${retryAfter} s`,
+    'statistics-per-minute',
+    limit,
+    retryAfter,
+  );
+}
+
+/** The entry of `key` in `entries`, made if missing; past MAX_ENTRIES the oldest is forgotten. */
+function entryOf<T>(entries: Map<string, Entry<T>>, key: string): Entry<T> {
+  let entry = entries.get(key);
+  if (!entry) {
+    entries.set(key, (entry = { atMs: 0 }));
+    if (entries.size > MAX_ENTRIES) entries.delete(entries.keys().next().value!);
+  }
+  return entry;
+}
+
+/**
+ * Runs `compute` into `entry` once a place is had (a BridgeBusyError naming `bound` when none came); a failed one
+ * keeps the answer before it, if any, as not fresh.
+ */
+function startComputation<T>(
+  entry: Entry<T>,
+  compute: () => Promise<T>,
+  place: Promise<(() => void) | undefined>,
+  now: () => number,
+  bound: number,
+): Promise<T> {
+  const run = (async () => {
+    const release = await place;
+    if (!release) {
+      throw new BridgeBusyError(
+        `the bridge is computing ${bound} statistics, its bound (they read the namespace's visibility store); nothing was done, send it again after Retry-After`,
+      );
+    }
+    try {
+      const value = await compute();
+      Object.assign(entry, { value, atMs: now() });
+      return value;
+    } finally {
+      release();
+    }
+  })().finally(() => {
+    entry.pending = undefined;
+  });
+  entry.pending = run;
+  return run;
+}
+
 /** A cache of computations of `T` by filters, within `budget`; `compute` makes the visibility reads. */
 export function createStatisticsCache<T>(
   compute: (filters: Filters) => Promise<T>,
@@ -108,50 +175,10 @@ export function createStatisticsCache<T>(
   const budget = { ...DEFAULT_STATISTICS_BUDGET, ...options.budget };
   const entries = new Map<string, Entry<T>>();
   const slots = createSlots(budget.maxComputations);
-  const buckets = new Map<string, { tokens: number; at: number }>();
+  const bucketOf = createBuckets(now, budget.perPrincipalPerMinute);
 
-  /** The principal's tokens, refilled up to now (a burst of the whole quota, then one every minute / quota). */
-  function bucketOf(principalId: string) {
-    const t = now();
-    const limit = budget.perPrincipalPerMinute;
-    const found = buckets.get(principalId) ?? { tokens: limit, at: t };
-    found.tokens = Math.min(limit, found.tokens + ((t - found.at) * limit) / MINUTE_MS);
-    found.at = t;
-    buckets.set(principalId, found);
-    return found;
-  }
-
-  function entryOf(key: string): Entry<T> {
-    let entry = entries.get(key);
-    if (!entry) {
-      entries.set(key, (entry = { atMs: 0 }));
-      if (entries.size > MAX_ENTRIES) entries.delete(entries.keys().next().value!);
-    }
-    return entry;
-  }
-
-  /** Runs the computation once a place is had; a failed one keeps the answer before it, if any, as not fresh. */
-  function start(entry: Entry<T>, filters: Filters, place: Promise<(() => void) | undefined>): Promise<T> {
-    const run = (async () => {
-      const release = await place;
-      if (!release) {
-        throw new BridgeBusyError(
-          `the bridge is computing ${budget.maxComputations} statistics, its bound (they read the namespace's visibility store); nothing was done, send it again after Retry-After`,
-        );
-      }
-      try {
-        const value = await compute(filters);
-        Object.assign(entry, { value, atMs: now() });
-        return value;
-      } finally {
-        release();
-      }
-    })().finally(() => {
-      entry.pending = undefined;
-    });
-    entry.pending = run;
-    return run;
-  }
+  const start = (key: string, filters: Filters, place: Promise<(() => void) | undefined>): Promise<T> =>
+    startComputation(entryOf(entries, key), () => compute(filters), place, now, budget.maxComputations);
 
   const fresh = (entry: Entry<T> | undefined): entry is Entry<T> & { value: T } =>
     entry?.value !== undefined && now() - entry.atMs < CACHE_MS;
@@ -167,18 +194,9 @@ export function createStatisticsCache<T>(
       if (fresh(found)) return Promise.resolve(found.value);
       if (found?.pending) return found.pending;
       const bucket = bucketOf(principalId);
-      if (bucket.tokens < 1) {
-        const limit = budget.perPrincipalPerMinute;
-        const retryAfter = Math.max(1, Math.ceil(((1 - bucket.tokens) * MINUTE_MS) / limit / 1000));
-        throw new QuotaExceededError(
-          `quota statistics-per-minute: principal '${principalId}' may start at most ${limit} statistics computations per minute (an answer reused from the last ${CACHE_MS / 1000} s costs none); one more fits in ${retryAfter} s`,
-          'statistics-per-minute',
-          limit,
-          retryAfter,
-        );
-      }
+      if (bucket.tokens < 1) throw quotaExceeded(principalId, bucket.tokens, budget.perPrincipalPerMinute);
       bucket.tokens -= 1;
-      return start(entryOf(key), filters, slots.take(budget.slotWaitMs));
+      return start(key, filters, slots.take(budget.slotWaitMs));
     },
 
     /**
@@ -194,7 +212,7 @@ export function createStatisticsCache<T>(
         const release = bucket.tokens >= 1 ? slots.tryTake(budget.backgroundComputations) : undefined;
         if (release) {
           bucket.tokens -= 1;
-          start(entryOf(key), filters, Promise.resolve(release)).catch(() => undefined);
+          start(key, filters, Promise.resolve(release)).catch(() => undefined);
         }
       }
       return found?.value !== undefined && now() - found.atMs < KNOWN_MS ? found.value : undefined;
