@@ -42,7 +42,6 @@ import type { QuotaSettings } from '../service/quotas.js';
 import { createRecordsService } from '../service/records.js';
 import { createStatisticsService } from '../service/statistics.js';
 import { DEFAULT_FACT_WAIT_MS, settleIntervalOf } from '../../workflows/decisions.js';
-import { createFactAdmission } from '../service/fact-admission.js';
 import { createTemporalCall, withRequestDeadline } from '../service/temporal-call.js';
 import { authenticate, principalOf } from '../web/auth.js';
 import { CODEC_PATH, createCodecRouter } from './codec-routes.js';
@@ -168,18 +167,15 @@ function createServices(deps: AppDeps) {
   // One reachability call at a time for all of them: a burst of slow fact calls asks once, not once each.
   let reaching: Promise<boolean> | undefined;
   const reachable = () => (reaching ??= isReachable().finally(() => (reaching = undefined)));
-  const factCall = createFactAdmission(
-    createTemporalCall(deps.client, factWaitMs, {
-      probeAfterMs: factWaitMs / 4,
-      probe: async () =>
-        (await answeredWithin(reachable(), factWaitMs / 2))
-          ? undefined
-          : new TemporalUnavailableError(
-              `Temporal does not answer (not within ${factWaitMs / 2} ms); nothing was half-applied that a retry of the same request would not complete`,
-            ),
-    }),
-    factWaitMs,
-  ).call;
+  const factCall = createTemporalCall(deps.client, factWaitMs, {
+    probeAfterMs: factWaitMs / 4,
+    probe: async () =>
+      (await answeredWithin(reachable(), factWaitMs / 2))
+        ? undefined
+        : new TemporalUnavailableError(
+            `Temporal does not answer (not within ${factWaitMs / 2} ms); nothing was half-applied that a retry of the same request would not complete`,
+          ),
+  });
   const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });
   const cards = createCardResolver({ fetch: cardFetch, cacheSeconds: deps.settings.cardCacheSeconds });
   const statistics = createStatisticsService({ client: deps.client, namespace: deps.namespace, call });
