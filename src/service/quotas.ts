@@ -31,9 +31,17 @@ export interface QuotaDeps {
   now?: () => number;
 }
 
-interface Bucket {
+export interface Bucket {
   tokens: number;
   at: number;
+}
+
+/** A token bucket of `limit` tokens a window, full when new, refilled up to the instant `t`. */
+export function refill(bucket: Bucket | undefined, limit: number, windowMs: number, t: number): Bucket {
+  const found = bucket ?? { tokens: limit, at: t };
+  found.tokens = Math.min(limit, found.tokens + ((t - found.at) * limit) / windowMs);
+  found.at = t;
+  return found;
 }
 
 const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
@@ -52,10 +60,7 @@ export function createQuotas(deps: QuotaDeps) {
   /** The principal's bucket for a quota, refilled up to now. */
   function bucket(quota: QuotaName, principalId: string, limit: number): Bucket {
     const key = `${quota}\u0000${principalId}`;
-    const t = now();
-    const found = buckets.get(key) ?? { tokens: limit, at: t };
-    found.tokens = Math.min(limit, found.tokens + ((t - found.at) * limit) / windowMs);
-    found.at = t;
+    const found = refill(buckets.get(key), limit, windowMs, now());
     buckets.set(key, found);
     return found;
   }

@@ -4,6 +4,7 @@
  */
 import { addDurationParts, matchDuration } from '../../core/duration-math.js';
 import { BridgeBusyError, QuotaExceededError } from './errors.js';
+import { refill, type Bucket } from './quotas.js';
 
 /** How long one answer is reused for the same filters. */
 export const CACHE_MS = 30_000;
@@ -101,13 +102,10 @@ function createSlots(max: number) {
 
 /** Token buckets by principal: a burst of the whole quota, then one token every minute / quota. */
 function createBuckets(now: () => number, perMinute: number) {
-  const buckets = new Map<string, { tokens: number; at: number }>();
+  const buckets = new Map<string, Bucket>();
   /** The principal's tokens, refilled up to now. */
   return function bucketOf(principalId: string) {
-    const t = now();
-    const found = buckets.get(principalId) ?? { tokens: perMinute, at: t };
-    found.tokens = Math.min(perMinute, found.tokens + ((t - found.at) * perMinute) / MINUTE_MS);
-    found.at = t;
+    const found = refill(buckets.get(principalId), perMinute, MINUTE_MS, now());
     buckets.set(principalId, found);
     return found;
   };
