@@ -486,8 +486,8 @@ export class ExpectationMachine {
     return this.state.settling.held.length === 0 && mayClose(this.deadlineInputs(), this.ports.now());
   }
 
-  /** Nothing of this run's settling would be lost by continuing as new: no fact held, no skip being gathered. */
-  settled(): boolean {
+  /** Quiescent: no fact held and no skip being gathered, so continuing as new loses nothing of this run's settling. */
+  quiescent(): boolean {
     const { held, skip } = this.state.settling;
     return held.length === 0 && !skip;
   }

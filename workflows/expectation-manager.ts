@@ -123,7 +123,7 @@ export class ExpectationManager {
    * retry unless the next run takes it over.
    */
   mayContinueAsNew(): boolean {
-    return workflowInfo().continueAsNewSuggested && allHandlersFinished() && this.machine.settled();
+    return workflowInfo().continueAsNewSuggested && allHandlersFinished() && this.machine.quiescent();
   }
 
   /** No delivery and no handler still running: the workflow may return. */

@@ -119,7 +119,7 @@ describe('a fact', () => {
     expect(machine.holds(late)).toBe(true);
     expect(machine.state.changes).toBe(1);
     expect(machine.mayClose()).toBe(false);
-    expect(machine.settled()).toBe(false);
+    expect(machine.quiescent()).toBe(false);
     expect(calls).toEqual([]);
 
     turn(at(RAISED + HOUR + SETTLE));
@@ -252,12 +252,12 @@ describe('a skipped lapse', () => {
     at(RAISED + 20).skip({ satisfiedExpectationId: 'e3' });
     at(RAISED + 30).skip({ satisfiedExpectationId: 'e2' });
     expect(machine.nextDeadline()).toEqual({ kind: 'skipped', atMs: RAISED + 10 + SETTLE });
-    expect(machine.settled()).toBe(false);
+    expect(machine.quiescent()).toBe(false);
 
     turn(at(RAISED + 10 + SETTLE));
 
     expect(machine.record.lapse).toMatchObject({ lapse: 'skipped', satisfiedAfter: ['e2', 'e3'] });
-    expect(machine.settled()).toBe(true);
+    expect(machine.quiescent()).toBe(true);
   });
 
   it('leaves out those whose facts a bridge received after this one’s own', () => {
