@@ -343,17 +343,30 @@ export function request(
   return exchange(url, init.method, headers, body);
 }
 
-/** `send` as a client that follows the contract does: a 429 or 503 is sent again, the same body, after its Retry-After. */
+/**
+ * `send` as a client that follows the contract does: a 429 or 503 is sent again, the same body, after its Retry-After,
+ * until `giveUpMs`; `url` may name each attempt's (round-robin over bridges). With `onRetry`, told why each attempt
+ * was sent again, no answer at all (refused, reset) is sent again too, after 250 ms.
+ */
 export async function sendFollowingRetryAfter(
-  url: string,
+  url: string | (() => string),
   init: Parameters<typeof send>[1],
   giveUpMs = 60_000,
+  onRetry?: (why: string) => void,
 ): Promise<Answer> {
   const started = Date.now();
   for (;;) {
-    const answer = await send(url, init);
-    if ((answer.status !== 429 && answer.status !== 503) || Date.now() - started > giveUpMs) return answer;
-    await new Promise((resolve) => setTimeout(resolve, Number(answer.headers.get('retry-after') ?? 1) * 1000 || 1000));
+    let waitMs = 250;
+    try {
+      const answer = await send(typeof url === 'string' ? url : url(), init);
+      if ((answer.status !== 429 && answer.status !== 503) || Date.now() - started > giveUpMs) return answer;
+      onRetry?.(`${answer.status} ${answer.body?.detail ?? ''}`);
+      waitMs = Number(answer.headers.get('retry-after') ?? 1) * 1000 || 1000;
+    } catch (error) {
+      if (!onRetry || Date.now() - started > giveUpMs) throw error;
+      onRetry(`${(error as Error).message} (${(error as { cause?: { code?: string } }).cause?.code ?? 'no code'})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
   }
 }
 

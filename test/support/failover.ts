@@ -13,7 +13,7 @@ import type { Expectation, Subject } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { lapseOf, type TestAgent } from './agent.js';
 import { writePrincipalsFile } from './agents.js';
-import { artifactUpdate, send, unique } from './bridge.js';
+import { artifactUpdate, sendFollowingRetryAfter, unique } from './bridge.js';
 import { dueExpectation } from './fixtures.js';
 import { spawnWorker, type WorkerProcess } from './faults.js';
 import { freePort } from './net.js';
@@ -119,31 +119,23 @@ export interface Exchange {
 }
 
 /**
- * A client of the bridges in turn: each attempt goes to the next. A 429 or 503 is sent again after its Retry-After,
- * no answer at all (refused, reset) after 250 ms, the same body each time; any other status ends the request. Gives
- * up `giveUpMs` after the first send.
+ * A client of the bridges in turn: each attempt goes to the next, as `sendFollowingRetryAfter` sends it again (a 429
+ * or 503 after its Retry-After, no answer after 250 ms, the same body each time). Gives up `giveUpMs` after the first
+ * send.
  */
 export function roundRobin(urls: readonly string[], giveUpMs = 120_000) {
   let turn = 0;
   return async function deliver(path: string, token: string, json?: unknown): Promise<Exchange> {
     const exchange: Exchange = { sentAt: Date.now(), retries: [] };
-    while (Date.now() - exchange.sentAt < giveUpMs) {
-      const url = `${urls[turn++ % urls.length]!}${path}`;
-      let waitMs = 250;
-      try {
-        const answer = await send(url, { token, json });
-        if (answer.status !== 429 && answer.status !== 503) {
-          Object.assign(exchange, { status: answer.status, body: answer.body });
-          if (answer.status < 300) exchange.answeredAt = Date.now();
-          return exchange;
-        }
-        exchange.retries.push(`${answer.status} ${answer.body?.detail ?? ''}`);
-        waitMs = Number(answer.headers.get('retry-after') ?? 1) * 1000 || 1000;
-      } catch (error) {
-        const cause = (error as { cause?: { code?: string } }).cause?.code;
-        exchange.retries.push(`${(error as Error).message} (${cause ?? 'no code'})`);
-      }
-      await sleep(waitMs);
+    const next = () => `${urls[turn++ % urls.length]!}${path}`;
+    try {
+      const answer = await sendFollowingRetryAfter(next, { token, json }, giveUpMs, (why) =>
+        exchange.retries.push(why),
+      );
+      Object.assign(exchange, { status: answer.status, body: answer.body });
+      if (answer.status < 300) exchange.answeredAt = Date.now();
+    } catch {
+      // No answer from any bridge before giving up: `status` stays unset.
     }
     return exchange;
   };
