@@ -1,17 +1,14 @@
 /**
  * `npx tsx bench/failover.ts [--duration=180] [--raise-every=2000] [--feed-every=375] [--feed-size=5] [--burst=4]`:
- * two of everything, one killed (issue 47, item 2), the full version of test/cluster/failover.test.ts. Two bridges and
- * two workers, each a process, on one task queue of a Temporal cluster the bench starts (server 1.31.2 on PostgreSQL;
- * or the cluster at TEMPORAL_ADDRESS), under the traffic of test/support/failover.ts for `--duration` seconds; one
- * bridge is SIGKILLed at a fifth of it and started again, one worker at a half. Judged as the test judges, and beside
- * it how long the survivors took to catch up after each kill (`catchUp`), against the answers and lapses before the
- * kills, and the task backlog sampled each second. Writes bench/results/<time>-failover.json.
+ * two of everything, one killed (issue 47), the full version of test/cluster/failover.test.ts: two bridges and two
+ * workers on a cluster the bench starts (or TEMPORAL_ADDRESS's), under test/support/failover.ts's traffic for
+ * `--duration` seconds; one bridge SIGKILLed at a fifth of it and started again, one worker at a half. Judged as the
+ * test judges, and how long the survivors took to catch up after each kill. Writes bench/results/<time>-failover.json.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../src/config.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
 import { startTestAgent } from '../test/support/agent.js';
@@ -28,7 +25,7 @@ import { backlogOf } from './lib/backlog.js';
 import { repoRoot } from './lib/child.js';
 import { stopOnSignals } from './lib/cleanup.js';
 import { delay, progress } from './lib/progress.js';
-import { bundleTo, startServer } from './lib/server.js';
+import { bundleTo, connect, startServer } from './lib/server.js';
 import { summarise } from './lib/stats.js';
 
 const option = (name: string, fallback: number) =>
@@ -44,10 +41,7 @@ const traffic = {
 
 type Backlog = Array<[at: number, tasks: number]>;
 
-/**
- * What a kill may touch: until 30 s (a lapse delivery's attempt) after the process runs again. Past it, the verdict
- * still counts every request and lapse, but a slow one is the machine's, not the kill's.
- */
+/** What a kill may touch: until 30 s (a lapse delivery's attempt) after the process runs again. */
 const windowEnd = (kill: { at: number; restartMs: number }) => kill.at + kill.restartMs + 30_000;
 
 const answerMsOf = (s: SentRequest) => s.exchange.answeredAt! - s.exchange.sentAt;
@@ -64,10 +58,9 @@ function baselineOf(sent: SentRequest[], verdict: Verdict, backlog: Backlog, fir
 }
 
 /**
- * How long the survivors took to catch up after the kill at `at`, within its window (`until`): the requests it caught in flight all
- * answered, the last request sent since answered slower than any before the kills, and (`lapses`: a worker's kill;
- * bridges deliver none) the last lapse due from 10 s before it, whose decision or delivery it may have caught, delivered
- * later than any before the kills. Caught up: the latest of these.
+ * How long the survivors took to catch up after the kill at `at`, until `until`: the latest of the requests it caught in
+ * flight answered, the last one sent since answered slower than any before the kills, and (a worker's kill) the last
+ * lapse due from 10 s before it delivered later than any before the kills.
  */
 function catchUp(
   run: { sent: SentRequest[]; verdict: Verdict; backlog: Backlog },
@@ -93,7 +86,6 @@ function catchUp(
     laterLapses: late.length,
     lastLaterLapseAfterMs: maxOf(late.map((l) => l.receivedAt - at)),
     lapseLatenessMaxMs: maxOf(lapses.map(latenessMsOf)),
-    /** Each lapse: its deadline and its delivery, from the kill. */
     lapses: lapses.map((l) => ({ dueAfterMs: l.deadlineMs - at, receivedAfterMs: l.receivedAt - at })),
     backlogMax: maxOf(run.backlog.filter(([t]) => t >= at && t < until).map(([, tasks]) => tasks)),
   };
@@ -111,8 +103,7 @@ async function main(): Promise<void> {
   // As root, PostgreSQL runs as the `postgres` user: the directory must be searchable by it.
   chmodSync(dir, 0o755);
   const server = await startServer(loadConfig(), path.join(dir, 'server'), 'failover', 'cluster');
-  const connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
-  const client = new Client({ connection, namespace: server.namespace });
+  const client = await connect(server);
   const agent = await startTestAgent();
   let fleet: Fleet | undefined;
   const prefix = unique('failover');
@@ -120,13 +111,8 @@ async function main(): Promise<void> {
   const { tokens, principalsFile } = writeFleetPrincipals(agent.cardUrl);
   try {
     const workflowBundle = await bundleTo(workflowsPath, path.join(dir, 'workflow-bundle.js'));
-    const running = await startFleet({
-      address: server.address,
-      taskQueue,
-      principalsFile,
-      dataDir: dir,
-      workflowBundle,
-    });
+    const { address } = server;
+    const running = await startFleet({ address, taskQueue, principalsFile, dataDir: dir, workflowBundle });
     fleet = running;
     progress(`failover: two bridges, two workers on ${taskQueue}; ${durationMs / 1000} s of traffic`);
     const backlog: Array<[number, number]> = [];
@@ -149,6 +135,7 @@ async function main(): Promise<void> {
     await sampler;
     const run = { sent, verdict, backlog };
     const baseline = baselineOf(sent, verdict, backlog, killed.bridge.at);
+    const { notApplied, wrongState, lost, doubled, backlog: lapsesOfTheBacklog } = verdict;
     const emptyAt = backlog.find(([at, tasks]) => at >= trafficEnd && tasks === 0)?.[0];
     const result = {
       date: new Date().toISOString(),
@@ -157,13 +144,7 @@ async function main(): Promise<void> {
       loadAverage: os.loadavg()[0],
       traffic,
       counts: verdict.counts,
-      failures: {
-        notApplied: verdict.notApplied,
-        wrongState: verdict.wrongState,
-        lost: verdict.lost,
-        doubled: verdict.doubled,
-        backlog: verdict.backlog,
-      },
+      failures: { notApplied, wrongState, lost, doubled, backlog: lapsesOfTheBacklog },
       requestsThatMetTheDeadBridge: sent.filter((s) => s.exchange.retries.some((r) => r.startsWith('fetch failed')))
         .length,
       answerMs: summarise(sent.filter((s) => s.exchange.answeredAt).map(answerMsOf), 0),
@@ -175,9 +156,8 @@ async function main(): Promise<void> {
       lastLapseAfterTrafficMs: Math.max(0, ...verdict.lapses.map((l) => l.receivedAt - trafficEnd)),
       judgedAfterTrafficMs: judgedAt - trafficEnd,
     };
-    const resultsDir = path.join(repoRoot, 'bench', 'results');
-    mkdirSync(resultsDir, { recursive: true });
-    const file = path.join(resultsDir, `${result.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z')}-failover.json`);
+    const stamp = result.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+    const file = path.join(repoRoot, 'bench', 'results', `${stamp}-failover.json`);
     writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     progress(`failover: written to ${path.relative(repoRoot, file)}`);
@@ -185,7 +165,7 @@ async function main(): Promise<void> {
   } finally {
     await fleet?.stop();
     await agent.close();
-    await connection.close();
+    await client.connection.close();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
     rmSync(path.dirname(principalsFile), { recursive: true, force: true });

@@ -7,10 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { ensureClusterBinaries, TEMPORAL_SERVER_VERSION } from '../dev/temporal/provision-cluster.js';
 import { workflowsPath } from '../src/temporal/workflows-path.js';
-import { baselineWorkflowsPath } from './baseline/paths.js';
 import { repoRoot } from './lib/child.js';
 import { stopOnSignals } from './lib/cleanup.js';
 import { describeMachine } from './lib/proc.js';
@@ -19,89 +19,17 @@ import { countAgentConsoleWarnings, installSdkLog, sdkWarnings } from './lib/sdk
 import { markdown, writeResults, type BenchResults } from './lib/report.js';
 import { bundleTo, describeServer, startServer, temporalCliPath, type ServerKind } from './lib/server.js';
 import { startStack } from './lib/stack.js';
+import { startTrafficRig } from './lib/traffic-rig.js';
+import { DEPLOYED_WORKER_NODE_OPTIONS } from './lib/watcher-processes.js';
 import { runCost } from './scenarios/cost.js';
 import { runFactLatency } from './scenarios/fact-latency.js';
 import { runLapseLateness } from './scenarios/lapse-lateness.js';
 import { runScale } from './scenarios/scale.js';
 import { runThroughput } from './scenarios/throughput.js';
-import { startTrafficRig } from './lib/traffic-rig.js';
-import { DEPLOYED_WORKER_NODE_OPTIONS } from './lib/watcher-processes.js';
 import { runTraffic } from './scenarios/traffic.js';
 
 const SCENARIOS = ['throughput', 'latency', 'lapse', 'scale', 'cost', 'traffic'] as const;
 type Scenario = (typeof SCENARIOS)[number];
-
-interface Options {
-  quick: boolean;
-  /** `--server cluster`: a Temporal cluster on PostgreSQL started by the bench; default the embedded dev server. */
-  server: ServerKind;
-  only: Set<Scenario>;
-  concurrency: number;
-  write: boolean;
-  /** `--scale-sides=ours`: run only one side of scenario 4. */
-  scaleSides: Set<'ours' | 'raw'>;
-  /** `--set=singles=100,scale=2000`: sizes of the mode overridden. */
-  sizes: Partial<Record<SizeKey, number>>;
-  /** `--traffic-rates=4,8,16`: scenario 7's offered raises a second, one step each (default: the mode's). */
-  trafficRates?: number[];
-  /** `--traffic-max-rate=64`: scenario 7 doubles past its rates for a side that has not missed, up to this. */
-  trafficMaxRate?: number;
-  /** `--traffic-feed-only`: scenario 7 offers facts only (its rates count raises it would have had: ten facts each). */
-  trafficFeedOnly: boolean;
-}
-
-function parseArgs(argv: string[]): Options {
-  const options: Options = {
-    quick: false,
-    server: 'dev',
-    only: new Set(SCENARIOS),
-    concurrency: 16,
-    write: true,
-    sizes: {},
-    scaleSides: new Set(['ours', 'raw']),
-    trafficFeedOnly: false,
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const at = arg.indexOf('=');
-    const [key, value] = at === -1 ? [arg, undefined] : [arg.slice(0, at), arg.slice(at + 1)];
-    if (key === '--quick') options.quick = true;
-    else if (key === '--server') {
-      // `--server cluster` and `--server=cluster`.
-      const kind = value ?? argv[++i];
-      if (kind !== 'dev' && kind !== 'cluster')
-        throw new Error(`--server: dev (the default) or cluster, not '${kind ?? ''}'`);
-      options.server = kind;
-    } else if (key === '--no-write') options.write = false;
-    else if (key === '--traffic-feed-only') options.trafficFeedOnly = true;
-    else if (key === '--traffic-max-rate' && Number(value) > 0) options.trafficMaxRate = Number(value);
-    else if (key === '--only' && value) {
-      const names = value.split(',').map((s) => s.trim());
-      for (const name of names)
-        if (!SCENARIOS.includes(name as Scenario))
-          throw new Error(`--only: unknown scenario '${name}' (${SCENARIOS.join(', ')})`);
-      options.only = new Set(names as Scenario[]);
-    } else if (key === '--concurrency' && value && Number(value) > 0) options.concurrency = Number(value);
-    else if (key === '--scale-sides' && value) {
-      const sides = value.split(',');
-      if (!sides.every((side) => side === 'ours' || side === 'raw'))
-        throw new Error(`--scale-sides: ours and/or raw, not '${value}'`);
-      options.scaleSides = new Set(sides as Array<'ours' | 'raw'>);
-    } else if (key === '--traffic-rates' && value) {
-      const rates = value.split(',').map(Number);
-      if (!rates.every((rate) => rate > 0))
-        throw new Error(`--traffic-rates: raises a second separated by commas, not '${value}'`);
-      options.trafficRates = rates;
-    } else if (key === '--set' && value) {
-      for (const pair of value.split(',')) {
-        const [name, number] = pair.split('=') as [SizeKey, string | undefined];
-        if (!SIZE_KEYS.includes(name) || !(Number(number) > 0)) throw new Error(`--set: bad size '${pair}'`);
-        options.sizes[name] = Number(number);
-      }
-    } else throw new Error(`unknown option ${arg}; see BENCHMARKS.md, "How to run"`);
-  }
-  return options;
-}
 
 /** How much of each scenario a quick and a full run do. */
 const SIZES = {
@@ -126,17 +54,16 @@ const SIZES = {
     trafficStepSec: 90,
   },
 };
-type SizeKey = Exclude<keyof (typeof SIZES)['quick'], 'lapses'> | 'lapse';
 /** What `--set` may override: each size, and `lapse` for the one count of scenario 3. */
+type SizeKey = Exclude<keyof (typeof SIZES)['quick'], 'lapses'> | 'lapse';
 const SIZE_KEYS = [...Object.keys(SIZES.quick).filter((key) => key !== 'lapses'), 'lapse'] as SizeKey[];
 
 /**
  * Scenario 7's ramp and its bounds: a step's tail (answers still outstanding after its schedule), the wait for the
- * queues to drain, the wait at the end for the lapses still due, and the histories read per step and side.
+ * queues to drain, the wait at the end for the lapses still due, and the histories read per step and side. The quick
+ * rates bracket the watcher's knee on the dev server on two cores (2026-12-03).
  */
 const TRAFFIC = {
-  // The watcher's knee lay between 2 and 4 raises/s on the dev server on two cores (2026-12-03): the quick ramp brackets it.
-  // Past its rates, the ramp doubles for a side that has not missed yet, up to maxRate: so that raw's knee is found too.
   quick: { rates: [2, 4, 8], maxRate: 64, tailMs: 15_000, settleMs: 20_000, lapseWaitMs: 60_000, historyCap: 600 },
   full: {
     rates: [2, 3, 4, 6, 8, 16],
@@ -150,8 +77,69 @@ const TRAFFIC = {
 /** Agents raising in scenario 7, each a principal and an A2A server of its own. */
 const TRAFFIC_AGENTS = 3;
 
+const options = {
+  quick: false,
+  server: 'dev' as ServerKind,
+  only: new Set<Scenario>(SCENARIOS),
+  concurrency: 16,
+  write: true,
+  scaleSides: new Set<'ours' | 'raw'>(['ours', 'raw']),
+  sizes: {} as Partial<Record<SizeKey, number>>,
+  trafficRates: undefined as number[] | undefined,
+  trafficMaxRate: undefined as number | undefined,
+  trafficFeedOnly: false,
+};
+
+const positive = (name: string, value = '') => {
+  if (!(Number(value) > 0)) throw new Error(`${name}: a positive number, not '${value}'`);
+  return Number(value);
+};
+const listOf = <T extends string>(name: string, allowed: readonly T[], value = ''): T[] => {
+  const items = value.split(',').map((item) => item.trim());
+  const wrong = items.find((item) => !allowed.includes(item as T));
+  if (wrong !== undefined) throw new Error(`${name}: ${allowed.join(', ')}, not '${wrong}'`);
+  return items as T[];
+};
+
+/** Each option and what it sets from its value (`--name=value`; a flag has none). */
+const OPTIONS: Record<string, (value: string | undefined) => void> = {
+  '--quick': () => (options.quick = true),
+  '--server': (value) => {
+    if (value !== 'dev' && value !== 'cluster')
+      throw new Error(`--server: dev (the default) or cluster, not '${value}'`);
+    options.server = value;
+  },
+  '--only': (value) => (options.only = new Set(listOf('--only', SCENARIOS, value))),
+  '--concurrency': (value) => (options.concurrency = positive('--concurrency', value)),
+  '--no-write': () => (options.write = false),
+  '--scale-sides': (value) => (options.scaleSides = new Set(listOf('--scale-sides', ['ours', 'raw'] as const, value))),
+  '--set': (value = '') => {
+    for (const pair of value.split(',')) {
+      const [name, number] = pair.split('=') as [SizeKey, string | undefined];
+      if (!SIZE_KEYS.includes(name) || !(Number(number) > 0)) throw new Error(`--set: bad size '${pair}'`);
+      options.sizes[name] = Number(number);
+    }
+  },
+  '--traffic-rates': (value = '') =>
+    (options.trafficRates = value.split(',').map((r) => positive('--traffic-rates', r))),
+  '--traffic-max-rate': (value) => (options.trafficMaxRate = positive('--traffic-max-rate', value)),
+  '--traffic-feed-only': () => (options.trafficFeedOnly = true),
+};
+
+function parseArgs(argv: string[]): void {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const at = arg.indexOf('=');
+    const key = at === -1 ? arg : arg.slice(0, at);
+    const set = OPTIONS[key];
+    if (!set) throw new Error(`unknown option ${arg}; see BENCHMARKS.md, "How to run"`);
+    // `--server cluster` as well as `--server=cluster`.
+    set(at !== -1 ? arg.slice(at + 1) : key === '--server' ? argv[++i] : undefined);
+  }
+}
+
 async function main(): Promise<void> {
-  const options = parseArgs(process.argv.slice(2));
+  parseArgs(process.argv.slice(2));
   const mode = options.quick ? 'quick' : 'full';
   const { lapse, ...overrides } = options.sizes;
   const size = { ...SIZES[mode], ...overrides, ...(lapse ? { lapses: [lapse] } : {}) };
@@ -162,22 +150,22 @@ async function main(): Promise<void> {
   const { commit, changedFiles } = commitOf();
   const t0 = Date.now();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'expectations-bench-'));
+  const ourCluster = options.server === 'cluster' && !config.temporal.address;
   // As root, the cluster's PostgreSQL runs as the `postgres` user: the directory must be searchable by it.
   if (options.server === 'cluster') chmodSync(dir, 0o755);
   const serverName = describeServer(options.server, config.temporal.address);
   progress(`${mode} run of ${[...options.only].join(', ')} at ${commit} on the ${serverName}; work directory ${dir}`);
-  const machine = describeMachine(
-    config.temporal.address || options.server === 'cluster' ? undefined : temporalCliPath(),
-  );
-  if (options.server === 'cluster' && !config.temporal.address) machine.temporal = clusterVersions();
+  const machine = describeMachine(config.temporal.address || ourCluster ? undefined : temporalCliPath());
+  if (ourCluster) machine.temporal = clusterVersions();
   progress(
     `machine: ${machine.cpus} cores, ${machine.memoryGiB} GiB, node ${machine.node}, ${machine.temporal.split('\n')[0]}`,
   );
 
   progress('bundling the watcher workflows and the baseline workflows');
+  const baselineWorkflows = fileURLToPath(new URL('./baseline/workflows.ts', import.meta.url));
   const bundles = {
     watcher: await bundleTo(workflowsPath, path.join(dir, 'watcher-bundle.js')),
-    baseline: await bundleTo(baselineWorkflowsPath, path.join(dir, 'baseline-bundle.js')),
+    baseline: await bundleTo(baselineWorkflows, path.join(dir, 'baseline-bundle.js')),
   };
 
   const partial: Omit<BenchResults, 'durationSec'> = {
@@ -192,7 +180,7 @@ async function main(): Promise<void> {
     notes: [
       'The machine is shared with other work (tests of other sessions may run): absolute figures move, the ratios to raw Temporal on the same server in the same run are what to read.',
       'Scenarios 1–3 run the bridge, the worker, the raw baseline worker, the agent and the load generator in one Node process; scenario 4 runs worker, bridge and dev server as separate processes on a fresh server per side.',
-      ...(options.server === 'cluster' && !config.temporal.address
+      ...(ourCluster
         ? [
             '"Server" CPU is the sum of the cluster\'s four Temporal service processes; PostgreSQL\'s (postmaster and backends) is counted apart in scenario 1. Scenario 4 starts a fresh cluster per side and measures worker and bridge only (no single server process, no SQLite file).',
           ]
@@ -202,7 +190,8 @@ async function main(): Promise<void> {
 
   // A scenario that fails is reported in the notes; the others still run and the results are still written.
   const failures: string[] = [];
-  const attempt = async (name: string, run: () => Promise<void>) => {
+  const attempt = async (scenario: Scenario, name: string, run: () => Promise<void>) => {
+    if (!options.only.has(scenario)) return;
     try {
       await run();
     } catch (error) {
@@ -211,8 +200,9 @@ async function main(): Promise<void> {
       failures.push(`${name} failed: ${message.slice(0, 300)}`);
     }
   };
+  const { only, concurrency } = options;
 
-  if (['throughput', 'latency', 'lapse', 'cost'].some((name) => options.only.has(name as Scenario))) {
+  if (['throughput', 'latency', 'lapse', 'cost'].some((name) => only.has(name as Scenario))) {
     const server = await startServer(config, path.join(dir, 'main'), 'scenarios 1–3', options.server);
     const stack = await startStack(server, bundles);
     partial.notes.push(
@@ -223,55 +213,36 @@ async function main(): Promise<void> {
       // so that scenario 3's raises have settled before their due instant (50 left 1,000 raises 38 s late).
       let raisePerSec = 10;
       let rawPerSec = 200;
-      if (options.only.has('throughput')) {
-        await attempt('scenario 1 (raise throughput)', async () => {
-          const throughput = await runThroughput(stack, {
-            concurrency: options.concurrency,
-            singles: size.singles,
-            batches: size.batches,
-            rawStarts: size.rawStarts,
-          });
-          partial.throughput = throughput;
-          raisePerSec = throughput.batch.settledPerSec;
-          rawPerSec = throughput.rawAcceptedPerSec;
+      await attempt('throughput', 'scenario 1 (raise throughput)', async () => {
+        const { singles, batches, rawStarts } = size;
+        partial.throughput = await runThroughput(stack, { concurrency, singles, batches, rawStarts });
+        raisePerSec = partial.throughput.batch.settledPerSec;
+        rawPerSec = partial.throughput.rawAcceptedPerSec;
+      });
+      await attempt('latency', 'scenario 2 (fact to satisfied)', async () => {
+        partial.factLatency = await runFactLatency(stack, size.latencySamples, concurrency);
+      });
+      if (only.has('lapse')) partial.lapse = [];
+      for (const count of size.lapses) {
+        await attempt('lapse', `scenario 3 (lapse lateness, ${count})`, async () => {
+          partial.lapse!.push(await runLapseLateness(stack, { count, concurrency, raisePerSec, rawPerSec }));
         });
-      }
-      if (options.only.has('latency')) {
-        await attempt('scenario 2 (fact to satisfied)', async () => {
-          partial.factLatency = await runFactLatency(stack, size.latencySamples, options.concurrency);
-        });
-      }
-      if (options.only.has('lapse')) {
-        partial.lapse = [];
-        for (const count of size.lapses) {
-          await attempt(`scenario 3 (lapse lateness, ${count})`, async () => {
-            const lapse = await runLapseLateness(stack, {
-              count,
-              concurrency: options.concurrency,
-              raisePerSec,
-              rawPerSec,
-            });
-            partial.lapse!.push(lapse);
-          });
-        }
       }
       // Last on this stack: its short-lived routers' timers would otherwise run during the lapse scenario.
-      if (options.only.has('cost')) {
-        await attempt('scenario 5 (cost per expectation)', async () => {
-          partial.cost = await runCost(stack, size.costSamples);
-        });
-      }
+      await attempt('cost', 'scenario 5 (cost per expectation)', async () => {
+        partial.cost = await runCost(stack, size.costSamples);
+      });
     } finally {
       await stack.close();
       await server.stop();
     }
   }
 
-  if (options.only.has('traffic')) {
+  if (only.has('traffic')) {
     // A server of its own: what other scenarios left on theirs (timers, backlogs) would be read as traffic.
     const server = await startServer(config, path.join(dir, 'traffic'), 'scenario 7', options.server);
     try {
-      await attempt('scenario 7 (traffic)', async () => {
+      await attempt('traffic', 'scenario 7 (traffic)', async () => {
         const rig = await startTrafficRig(server, path.join(dir, 'traffic', 'rig'), bundles, TRAFFIC_AGENTS);
         try {
           const { rates, maxRate, ...bounds } = TRAFFIC[mode];
@@ -296,23 +267,18 @@ async function main(): Promise<void> {
     );
   }
 
-  if (options.only.has('scale')) {
-    await attempt('scenario 4 (scale)', async () => {
-      partial.scale = await runScale(config, path.join(dir, 'scale'), {
-        count: size.scale,
-        concurrency: options.concurrency,
-        baselineBundle: bundles.baseline,
-        sides: options.scaleSides,
-        server: options.server,
-      });
+  await attempt('scale', 'scenario 4 (scale)', async () => {
+    const scaleOptions = { count: size.scale, concurrency, sides: options.scaleSides, server: options.server };
+    partial.scale = await runScale(config, path.join(dir, 'scale'), {
+      ...scaleOptions,
+      baselineBundle: bundles.baseline,
     });
     partial.notes.push(
       `Scenario 4's workers ran with NODE_OPTIONS=${DEPLOYED_WORKER_NODE_OPTIONS} (the heap bound of docker-compose.yml's worker).`,
     );
-    if (partial.scale?.ours?.wentIdle === false || partial.scale?.raw?.wentIdle === false) {
+    if (partial.scale.ours?.wentIdle === false || partial.scale.raw?.wentIdle === false)
       partial.notes.push('Scenario 4: a worker never went idle after raising; its figures were read anyway.');
-    }
-  }
+  });
 
   partial.notes.push(...failures);
   partial.sdkWarnings = sdkWarnings();
@@ -334,10 +300,7 @@ async function main(): Promise<void> {
   progress(`done in ${Math.floor(durationSec / 60)} min ${durationSec % 60} s`);
 }
 
-/**
- * The commit the run measures: `git rev-parse --short HEAD`, with `+dirty` when the working tree has changes other than
- * results (bench/results/), and those changed paths. `unknown` outside a git checkout.
- */
+/** `git rev-parse --short HEAD`, `+dirty` with changes other than bench/results/ (and those paths); or `unknown`. */
 function commitOf(): { commit: string; changedFiles: string[] } {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: repoRoot, encoding: 'utf8' });
   try {
@@ -355,15 +318,14 @@ function commitOf(): { commit: string; changedFiles: string[] } {
 /** The cluster's releases, for the report's Machine line. */
 function clusterVersions(): string {
   const binaries = ensureClusterBinaries({ log: (line) => progress(line) });
-  let postgres = 'PostgreSQL';
+  const postgres = path.join(binaries.postgresBinDir.path, 'postgres');
+  let version = 'PostgreSQL';
   try {
-    postgres = execFileSync(path.join(binaries.postgresBinDir.path, 'postgres'), ['--version'], {
-      encoding: 'utf8',
-    }).trim();
+    version = execFileSync(postgres, ['--version'], { encoding: 'utf8' }).trim();
   } catch {
     // The version is for the report only.
   }
-  return `Temporal server ${TEMPORAL_SERVER_VERSION} (${binaries.server.origin}), ${postgres}`;
+  return `Temporal server ${TEMPORAL_SERVER_VERSION} (${binaries.server.origin}), ${version}`;
 }
 
 stopOnSignals();

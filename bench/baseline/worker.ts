@@ -1,9 +1,8 @@
 /**
- * The raw baseline's worker as a process of its own (scenario 4 reads its memory apart):
+ * The raw baseline's worker as a process of its own (scenarios 4 and 7 read its memory and CPU apart):
  * `node --import tsx bench/baseline/worker.ts <address> <namespace> <taskQueue> <bundle.js> [<fired file>]
- * [--max-cached-workflows=<n>]`; with a fired file, each firing of the timer scenario is appended to it (scenario 3
- * with its workers in processes). Its workflow cache is the watcher worker's (given, or the watcher's default rule for
- * this process's heap, src/config.ts), so that with the same NODE_OPTIONS both sides keep as many workflows in memory.
+ * [--max-cached-workflows=<n>]`, each timer's firing appended to the fired file. Its workflow cache is the watcher
+ * worker's (given, or the watcher's default rule for this process's heap), so that both keep as many in memory.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { defaultMaxCachedWorkflows, heapLimitMiB } from '../../src/config.js';
@@ -36,7 +35,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   const running = worker.run();
-  // The bounds on the line the bench waits for: it checks them against the watcher worker's (watcher-processes.ts).
+  // The bench checks these against the watcher worker's (watcher-processes.ts).
   const bounds = { maxCachedWorkflows, heapLimitMiB: Math.round(heapLimitMiB()) };
   process.stdout.write(`baseline worker running ${JSON.stringify(bounds)}\n`);
   await running;

@@ -5,10 +5,8 @@
 import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { BaselineActivities } from './activities.js';
 
-/** Signal of the round-trip baseline. */
+/** The round-trip baseline's signal, and the fact-store baseline's (one fact's key). */
 export const goSignal = defineSignal('go');
-
-/** Signal of the fact-store baseline: one fact's key. */
 export const factSignal = defineSignal<[string]>('fact');
 
 const { fired } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '30s' });
@@ -36,10 +34,7 @@ export async function sleepWorkflow(dueMs: number): Promise<void> {
   await sleep(Math.max(dueMs - Date.now(), 1));
 }
 
-/**
- * Traffic baseline: one expectation at its least, waiting for one signal (its fact) until its deadline; past the
- * deadline without it, the no-op activity records when the lapse ran, and the workflow ends.
- */
+/** Traffic baseline: one expectation at its least, its fact a signal before its deadline, else a no-op activity. */
 export async function deadlineWorkflow(id: string, deadlineMs: number): Promise<void> {
   let signalled = false;
   setHandler(goSignal, () => {
@@ -50,9 +45,8 @@ export async function deadlineWorkflow(id: string, deadlineMs: number): Promise<
 }
 
 /**
- * Feed-only traffic baseline: one of a fixed set of long-lived workflows that a fact is signalled-with-start to (by
- * its key's shard, as the watcher's routers), so that raw stores every fact too: in its history, nothing else. It
- * continues as new every 1,000 facts, as a router does on its event budget.
+ * Feed-only traffic baseline: one of a fixed set of long-lived workflows a fact is signalled-with-start to by its key's
+ * shard, as the watcher's routers; it continues as new every 1,000 facts, as a router does on its event budget.
  */
 export async function factStoreWorkflow(): Promise<void> {
   let stored = 0;

@@ -1,7 +1,6 @@
 /**
  * A task queue's backlog as the server reports it (DescribeTaskQueue with stats): the workflow and activity tasks
- * waiting for a worker. "Settled" in the bench means this backlog has drained, since the watcher's raises start no
- * workflow of their own beyond the expectation (its router is long-lived and started once per shard).
+ * waiting for a worker. "Settled" in the bench means this backlog has drained.
  */
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -26,8 +25,8 @@ export async function backlogOf(client: Client, namespace: string, queue: string
 }
 
 /**
- * Resolves with the instant `queue`'s backlog was first seen empty at two reads 0.5 s apart (at once when the server
- * reports no stats), or undefined when it had not by `timeoutMs`.
+ * The instant `queue`'s backlog was first seen empty at two reads 0.5 s apart (at once when the server reports no
+ * stats); `at` undefined when it had not by `timeoutMs`.
  */
 export async function drainedAt(
   client: Client,
@@ -42,10 +41,8 @@ export async function drainedAt(
   while (Date.now() < ends) {
     backlog = await backlogOf(client, namespace, queue);
     if (backlog === undefined) return { at: Date.now() };
-    if (backlog === 0) {
-      if (calmSince !== undefined) return { at: calmSince, backlog };
-      calmSince = Date.now();
-    } else calmSince = undefined;
+    if (backlog === 0 && calmSince !== undefined) return { at: calmSince, backlog };
+    calmSince = backlog === 0 ? Date.now() : undefined;
     if (options.label && Date.now() - lastTick >= 5_000) {
       progress(`  ${options.label}: task backlog ${backlog}`);
       lastTick = Date.now();

@@ -1,7 +1,7 @@
 /**
  * Entry points run as processes of their own (scenarios 4 and 7), so that each one's memory and CPU can be read
- * apart: test/support/processes.ts's `node --import tsx <script>` (one process, a group of its own), with this
- * process's environment under `env`, its output appended to `logFile`, and killed if the benchmark is interrupted.
+ * apart: test/support/processes.ts's `node --import tsx <script>`, with this process's environment under `env`, its
+ * output appended to `logFile`, and killed if the benchmark is interrupted.
  */
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
@@ -9,17 +9,18 @@ import { fileURLToPath } from 'node:url';
 import { spawnCommand } from '../../test/support/processes.js';
 import { onInterrupt } from './cleanup.js';
 
-/** The repository root. */
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface Child {
   pid: number;
   /** Resolves once the output matches `pattern`; rejects if the process exits first or after `timeoutMs`. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<unknown>;
-  /** Its stdout and stderr so far. */
   output(): string;
   stop(): Promise<void>;
 }
+
+/** What a caller stops when it is done: a child, or anything it started beside one. */
+export type Stoppable = Pick<Child, 'stop'>;
 
 /** Runs a TypeScript entry point of the repository with `args`, and `env` on top of this process's environment. */
 export function spawnEntry(script: string, args: string[], env: Record<string, string>, logFile: string): Child {

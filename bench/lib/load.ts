@@ -1,38 +1,32 @@
-/**
- * Load generation: JSON requests to the bridge over real HTTP, and a fixed number of tasks run at a fixed
- * concurrency.
- */
+/** Load generation: JSON requests to the bridge over real HTTP, and a fixed number of tasks at a fixed concurrency. */
 
-/** POSTs `body` as JSON with a bearer token; resolves with the parsed answer of a 200, throws otherwise. */
-export async function postJson<T = unknown>(url: string, token: string, body: unknown): Promise<T> {
-  const response = await fetch(url, {
+/** POSTs `body` as JSON with a bearer token: the fetch's promise, for a caller that reads the answer itself. */
+export const post = (url: string, token: string, body: unknown, signal?: AbortSignal): Promise<Response> =>
+  fetch(url, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
+    signal,
   });
+
+/** POSTs `body` as JSON with a bearer token; resolves with the parsed answer of a 200, throws otherwise. */
+export async function postJson<T = unknown>(url: string, token: string, body: unknown): Promise<T> {
+  const response = await post(url, token, body);
   const text = await response.text();
   if (response.status !== 200) throw new Error(`bridge answered HTTP ${response.status}: ${text.slice(0, 500)}`);
   return JSON.parse(text) as T;
 }
 
-export interface PoolResult {
-  /** Wall-clock ms from the first task's start to the last task's end. */
-  elapsedMs: number;
-  /** Per-task latency in ms, in task order. */
-  latenciesMs: number[];
-  errors: string[];
-}
-
 /**
- * Runs `task(0..count-1)` with at most `concurrency` in flight. A failed task is recorded, not retried; the run
- * stops early after `maxErrors` failures (a broken setup should not grind through the whole count).
+ * Runs `task(0..count-1)` with at most `concurrency` in flight: the wall-clock ms from first start to last end, each
+ * task's latency and the errors. A failed task is not retried; after `maxErrors` failures the run stops early.
  */
 export async function runPool(
   count: number,
   concurrency: number,
   task: (index: number) => Promise<unknown>,
   options: { maxErrors?: number; onProgress?: (done: number) => void } = {},
-): Promise<PoolResult> {
+): Promise<{ elapsedMs: number; latenciesMs: number[]; errors: string[] }> {
   const latenciesMs = new Array<number>(count).fill(Number.NaN);
   const errors: string[] = [];
   let next = 0;

@@ -1,9 +1,7 @@
 /**
- * Open-loop load: every request is sent at its scheduled instant, whatever answers are still outstanding (a fixed
- * offered rate, not a fixed concurrency). A 429 or 503 is sent again after its Retry-After, and a request with no
- * answer (timeout, connection refused) after a second, up to a bounded number of attempts; any other answer is final.
- * The run stops by itself: after the schedule, outstanding requests get a bounded tail, then are abandoned. A request
- * never answered 200 is lost.
+ * Open-loop load: each request sent at its instant whatever is outstanding (a fixed offered rate). A 429 or 503 is
+ * sent again after its Retry-After, no answer after a second, up to a bounded number of attempts; any other answer is
+ * final. After the schedule, outstanding requests get a bounded tail, then are abandoned; never answered 200 is lost.
  */
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,7 +11,6 @@ export type AnswerClass = '200' | '429' | '503' | 'other' | 'none';
 
 export interface Attempt {
   answer: AnswerClass;
-  /** From Retry-After, for a 429 or 503. */
   retryAfterMs?: number;
   /** For an answer other than 200: what it said (the report quotes a few). */
   detail?: string;
@@ -21,42 +18,14 @@ export interface Attempt {
   calls?: number;
 }
 
+/** A request as sent: its first send, its 200 if one came (epoch ms), and whether the tail's end cut it off. */
 export interface Sent<T> {
   request: T;
-  /** Epoch ms of the first send. */
   sentAt: number;
-  /** Epoch ms of the 200, if one came. */
   answeredAt?: number;
   attempts: number;
   calls: number;
-  /** Still unanswered when the tail ended (not refused on every attempt). */
   abandoned?: boolean;
-}
-
-export interface OpenLoopOptions {
-  /** Epoch ms the schedule's offsets count from. */
-  t0: number;
-  /** Scheduled length: the tail starts after it. */
-  durationMs: number;
-  /** How long outstanding requests may still take after the schedule's end before they are abandoned. */
-  tailMs: number;
-  maxAttempts: number;
-  attemptTimeoutMs: number;
-}
-
-export interface OpenLoopResult<T> {
-  sent: Sent<T>[];
-  /** Answers of every attempt, by class (abandoned attempts are not answers). */
-  answers: Record<AnswerClass, number>;
-  lost: number;
-  /** Of the lost, those cut off by the end of the tail (the rest were refused on every attempt, or answered otherwise). */
-  abandoned: number;
-  /** Epoch ms of the last 200. */
-  lastAnswerAt: number;
-  /** The first few final answers other than 200. */
-  details: string[];
-  /** The first few 429 and 503 answers. */
-  refusals: string[];
 }
 
 const RETRY_WITHOUT_ANSWER_MS = 1_000;
@@ -71,15 +40,18 @@ export function retryAfterMs(header: string | null): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-/** Sends `requests` (each at `t0 + atMs`) with `send`, which gets an AbortSignal per attempt. */
+/**
+ * Sends `requests` (each at `t0 + atMs`) with `send`, which gets an AbortSignal per attempt; after `durationMs`
+ * the outstanding ones get `tailMs` more. Answers counts every attempt's answer; details and refusals quote the first
+ * few other answers and 429 / 503s; lost counts the requests never answered 200, abandoned those the tail cut off.
+ */
 export async function runOpenLoop<T extends { atMs: number }>(
   requests: readonly T[],
   send: (request: T, signal: AbortSignal) => Promise<Attempt>,
-  options: OpenLoopOptions,
-): Promise<OpenLoopResult<T>> {
+  options: { t0: number; durationMs: number; tailMs: number; maxAttempts: number; attemptTimeoutMs: number },
+) {
   const stop = new AbortController();
-  // Every attempt in flight listens on it.
-  setMaxListeners(0, stop.signal);
+  setMaxListeners(0, stop.signal); // every attempt in flight listens on it
   const answers: Record<AnswerClass, number> = { '200': 0, '429': 0, '503': 0, other: 0, none: 0 };
   const details: string[] = [];
   const refusals: string[] = [];
@@ -117,11 +89,8 @@ export async function runOpenLoop<T extends { atMs: number }>(
       }
       if (refusals.length < 3 && attempt.detail && (attempt.answer === '429' || attempt.answer === '503'))
         refusals.push(attempt.detail.slice(0, 300));
-      const waitMs =
-        attempt.answer === 'none'
-          ? RETRY_WITHOUT_ANSWER_MS
-          : Math.min(attempt.retryAfterMs ?? RETRY_WITHOUT_ANSWER_MS, MAX_RETRY_AFTER_MS);
       if (entry.attempts >= options.maxAttempts) return;
+      const waitMs = Math.min(attempt.retryAfterMs ?? RETRY_WITHOUT_ANSWER_MS, MAX_RETRY_AFTER_MS);
       try {
         await sleep(waitMs, undefined, { signal: stop.signal });
       } catch {
@@ -132,8 +101,7 @@ export async function runOpenLoop<T extends { atMs: number }>(
   };
 
   for (const request of requests) {
-    const due = options.t0 + request.atMs;
-    const wait = due - Date.now();
+    const wait = options.t0 + request.atMs - Date.now();
     if (wait > 1) await sleep(wait);
     const entry: Sent<T> = { request, sentAt: Date.now(), attempts: 0, calls: 0 };
     sent.push(entry);

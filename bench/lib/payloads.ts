@@ -2,21 +2,18 @@
  * What the benchmark sends: the tests' `delivery` expectations in their A2A v1.0 artifact updates
  * (test/support/fixtures.ts), and facts. Ids carry the run's prefix so that runs against a shared server never collide.
  */
-import { randomUUID } from 'node:crypto';
 import type { Expectation } from '../../core/schemas/extension.js';
 import { artifactUpdate as update, deliveryExpectation } from '../../test/support/fixtures.js';
+import { unique } from '../../test/support/ids.js';
 
-/** A short random prefix for this run's ids. */
-export const runPrefix = `bench-${randomUUID().slice(0, 8)}`;
-
-const DAY_MS = 24 * 3600 * 1000;
+export const runPrefix = unique('bench');
 
 /** An RFC 3339 UTC instant without milliseconds. */
 export const instant = (ms: number): string =>
   new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
 /** Due about six months from now: never lapses during a run. */
-export const monthsAhead = (): string => instant(Date.now() + 182 * DAY_MS);
+export const monthsAhead = (): string => instant(Date.now() + 182 * 24 * 3600 * 1000);
 
 /** One expectation on shipment `subjectId`; its fact key (`factKeyOf(id)`) is unique to it. */
 export const expectationFor = (id: string, subjectId: string, dueAt: string, grace?: string): Expectation =>
@@ -33,9 +30,7 @@ export const factKeyOf = (expectationId: string): string => `shipment/${expectat
 export const artifactUpdate = (expectations: Expectation[], taskId: string) =>
   update({ expectations }, taskId, `ctx-${taskId}`);
 
-/**
- * A batch of `size` expectations on one subject (one shipment's plan), ids `<prefix>-<batch>-<i>`.
- */
+/** A batch of `size` expectations on one subject `<prefix>-S<batch>`, ids `<prefix>-<batch>-<i>`. */
 export function batchOf(prefix: string, batch: number, size: number, dueAt: string, grace?: string): Expectation[] {
   const subjectId = `${prefix}-S${batch}`;
   return Array.from({ length: size }, (_, i) => expectationFor(`${prefix}-${batch}-${i}`, subjectId, dueAt, grace));

@@ -1,18 +1,11 @@
-/**
- * What a process costs, read from /proc (Linux): resident memory and CPU time. Also the machine the run is on.
- */
+/** What a process costs, read from /proc (Linux): resident memory and CPU time. Also the machine the run is on. */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
+import { descendants } from '../../test/support/faults.js';
 
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on every Linux we run on). */
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
+/** Clock ticks per second of /proc/<pid>/stat: USER_HZ, 100 on every Linux architecture we run on. */
+const CLOCK_TICKS = 100;
 
 /** Resident set size and its peak (VmRSS, VmHWM) in MiB. */
 export function memoryMiB(pid: number): { rss: number; peak: number } {
@@ -21,65 +14,58 @@ export function memoryMiB(pid: number): { rss: number; peak: number } {
   return { rss: Math.round(kib('VmRSS') / 1024), peak: Math.round(kib('VmHWM') / 1024) };
 }
 
-/**
- * The fields of /proc/<pid>/stat after the command name, which may hold spaces and parentheses (so they are counted
- * after the last ')'): [1] the parent's pid, [11] utime, [12] stime, [13] cutime, [14] cstime, in clock ticks.
- */
-function statFields(pid: number): string[] {
+/** Ticks of utime, stime, cutime and cstime (/proc/<pid>/stat, counted after the command name's last ')'). */
+function cpuTicks(pid: number): number[] {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .slice(11, 15)
+    .map(Number);
 }
 
 /** User plus system CPU time the process has used so far, in milliseconds. */
 export function cpuMs(pid: number): number {
-  const fields = statFields(pid);
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  const [utime, stime] = cpuTicks(pid);
+  return ((utime! + stime!) * 1000) / CLOCK_TICKS;
+}
+
+/** The benchmark process's own CPU time so far, in milliseconds. */
+export function processCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
 }
 
 /**
- * CPU time of a process and every process under it, in milliseconds: its own time, the time of its children that
- * have exited and it has reaped (cutime, cstime), and the time of those still running. Read twice, the difference is
- * what the tree used in between, children that came and went included: e.g. PostgreSQL's postmaster and its backends.
+ * CPU time of a process and every process under it, in milliseconds: its own, its reaped children's (cutime, cstime)
+ * and its running descendants'. Read twice, the difference counts children that came and went: PostgreSQL's backends.
  */
 export function treeCpuMs(root: number): number {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  let ticks = cpuTicks(root).reduce((sum, value) => sum + value, 0);
+  for (const pid of descendants(root)) {
     try {
-      const parent = Number(statFields(Number(entry))[1]);
-      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+      const [utime, stime] = cpuTicks(pid);
+      ticks += utime! + stime!;
     } catch {
-      // Gone meanwhile.
-    }
-  }
-  const fields = statFields(root);
-  let ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-  const below = [...(children.get(root) ?? [])];
-  for (let pid = below.pop(); pid !== undefined; pid = below.pop()) {
-    below.push(...(children.get(pid) ?? []));
-    try {
-      const child = statFields(pid);
-      ticks += Number(child[11]) + Number(child[12]);
-    } catch {
-      // Exited between the scan and now: its time is in its parent's cutime from now on, not counted this time.
+      // Exited since the scan: its time is in its parent's cutime from now on.
     }
   }
   return (ticks * 1000) / CLOCK_TICKS;
 }
 
+/** Reads each CPU clock (ms so far; undefined: not measured) now; the answer gives what each used since. */
+export function cpuSince<K extends string>(clocks: Record<K, (() => number) | undefined>) {
+  const entries = Object.entries(clocks) as Array<[K, (() => number) | undefined]>;
+  const before = entries.map(([, read]) => read?.());
+  const used = (read: (() => number) | undefined, i: number) => (read ? read() - before[i]! : undefined);
+  return () =>
+    Object.fromEntries(entries.map(([key, read], i) => [key, used(read, i)])) as Record<K, number | undefined>;
+}
+
 /** Size in MiB of a SQLite database with its -wal and -shm files (missing ones count zero). */
-export function sqliteMiB(file: string): { db: number; wal: number; total: number } {
-  const size = (path: string) => {
-    try {
-      return statSync(path).size;
-    } catch {
-      return 0;
-    }
-  };
-  const mib = (bytes: number) => Number((bytes / 1024 / 1024).toFixed(1));
-  const db = size(file);
-  const wal = size(`${file}-wal`) + size(`${file}-shm`);
-  return { db: mib(db), wal: mib(wal), total: mib(db + wal) };
+export function sqliteMiB(file: string): number {
+  const size = (suffix: string) => statSync(`${file}${suffix}`, { throwIfNoEntry: false })?.size ?? 0;
+  return Number(((size('') + size('-wal') + size('-shm')) / 1024 / 1024).toFixed(1));
 }
 
 export interface Machine {

@@ -1,6 +1,4 @@
-/**
- * Progress lines on stderr while the benchmark runs, each with the time since the start.
- */
+/** Progress lines on stderr while the benchmark runs, each with the time since the start. */
 const started = Date.now();
 
 /** Prints one progress line. */
@@ -12,7 +10,7 @@ export function progress(message: string): void {
 /** Resolves after `ms`; only where there is no condition to wait for (a fixed observation window). */
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls `check` every `intervalMs` until it returns true; throws after `timeoutMs` with `what` in the message. */
+/** Polls `check` until it returns true, calling `onTick` every 5 s; throws after `timeoutMs`, naming `what`. */
 export async function waitUntil(
   what: string,
   check: () => Promise<boolean> | boolean,
@@ -20,8 +18,7 @@ export async function waitUntil(
 ): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
   let lastTick = Date.now();
-  for (;;) {
-    if (await check()) return;
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${what}`);
     if (options.onTick && Date.now() - lastTick >= 5_000) {
       options.onTick();

@@ -1,7 +1,7 @@
 /**
- * The run's results as JSON and as a markdown table (scenario, ours, raw Temporal, ratio, target; BENCHMARKS.md's goals table gives the verdicts),
- * written under bench/results/ with a timestamp. Every table names its run (start instant) and the commit it measured, so that a figure
- * copied out of it still says where it came from.
+ * The run's results as JSON and as markdown tables (scenario, ours, raw Temporal, ratio, target; BENCHMARKS.md's goals
+ * table gives the verdicts), written under bench/results/ with a timestamp. Every table names its run and the commit
+ * it measured, so that a figure copied out of it still says where it came from.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,18 +15,15 @@ import { repoRoot } from './child.js';
 import type { Machine } from './proc.js';
 import type { Summary } from './stats.js';
 
+/** A run: `scenarios` when `--only` left some out; `changedFiles` behind a `+dirty` commit; SDK warnings by message. */
 export interface BenchResults {
   mode: 'quick' | 'full';
-  /** The scenarios run, when `--only` left some out (absent: all of them). */
   scenarios?: string[];
   startedAt: string;
-  /** `git rev-parse --short HEAD` at the start, with `+dirty` when the working tree had changes (bench/results/ aside). */
   commit: string;
-  /** The changed paths behind `+dirty` (git status --porcelain), at most 50. */
   changedFiles?: string[];
   durationSec: number;
   server: string;
-  /** Which server: the embedded dev server, a cluster the bench started, or TEMPORAL_ADDRESS (absent before 2026-12-01: dev). */
   serverKind?: 'dev' | 'cluster' | 'external';
   machine: Machine;
   throughput?: ThroughputResult;
@@ -36,7 +33,6 @@ export interface BenchResults {
   cost?: CostResult;
   traffic?: TrafficResult;
   notes: string[];
-  /** Temporal SDK warnings during the run: message → count. */
   sdkWarnings?: Record<string, number>;
 }
 
@@ -45,35 +41,31 @@ const msMax = (s: Summary) => `${s.p50} / ${s.p95} / ${s.p99} / ${s.max} ms`;
 const n = (value: number) => value.toLocaleString('en-US');
 const cost = (c: ProcessCost | undefined) => (c ? `${c.rssMiB} MiB (empty ${c.emptyRssMiB}, peak ${c.peakMiB})` : '—');
 const cpu = (c: ProcessCost | undefined) => (c ? `${c.idleCpuPct} %` : '—');
+const mib = (value: number | undefined) => (value === undefined ? '—' : `${value} MiB`);
 
-function stageRows(label: string, ours: Stages, raw: Stages): string[] {
-  const row = (stage: keyof Stages, what: string) =>
-    `| ${label}: ${what} (p50 / p99) | ${ours[stage].p50} / ${ours[stage].p99} ms | ${raw[stage].p50} / ${raw[stage].p99} ms |`;
-  return [
-    row('timer', 'due → timer fired'),
-    row('decide', 'timer fired → activity scheduled'),
-    row('queue', 'scheduled → activity started'),
-    row('activity', 'activity started → at the agent / recorded'),
-  ];
-}
+const STAGES: Array<[keyof Stages, string]> = [
+  ['timer', 'due → timer fired'],
+  ['decide', 'timer fired → activity scheduled'],
+  ['queue', 'scheduled → activity started'],
+  ['activity', 'activity started → at the agent / recorded'],
+];
 
 /** Which run and commit a figure comes from, as every table of the markdown names them. */
-export const provenance = (results: Pick<BenchResults, 'startedAt' | 'commit'>): string =>
+const provenance = (results: Pick<BenchResults, 'startedAt' | 'commit'>): string =>
   `run ${results.startedAt}, commit ${results.commit}`;
 
 /** The markdown of one run: the main table, then where the time goes. */
 export function markdown(results: BenchResults): string {
-  const lines: string[] = [];
   const m = results.machine;
   const stamp = provenance(results);
-  lines.push(
+  const lines = [
     `Run: \`${results.mode}\`, ${results.startedAt}, commit ${results.commit}, ${Math.round(results.durationSec / 60)} min; server: ${results.server}.`,
     `Machine: ${m.cpus} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}, ${m.temporal}; load average at start ${m.loadAverageAtStart.join(' ')}.`,
-    ...(results.changedFiles && results.changedFiles.length > 0
-      ? [
-          `Uncommitted changes at the start (${results.commit}): ${results.changedFiles.map((f) => `\`${f}\``).join(', ')}.`,
-        ]
-      : []),
+  ];
+  const changed = results.changedFiles ?? [];
+  if (changed.length > 0)
+    lines.push(`Uncommitted changes at the start (${results.commit}): ${changed.map((f) => `\`${f}\``).join(', ')}.`);
+  lines.push(
     '',
     `| Scenario (${stamp}) | Watcher | Raw Temporal, same server | Ratio | Target |`,
     '|---|---|---|---|---|',
@@ -117,7 +109,7 @@ export function markdown(results: BenchResults): string {
             `| ${label}: worker / bridge RSS while raising | ${ours.growth.map((g) => `${n(g.raised)}: ${g.workerMiB} / ${g.bridgeMiB}`).join('; ')} MiB | — | | |`,
           ]
         : []),
-      `| ${label}: database (SQLite + WAL) | ${ours.databaseMiB ? `${ours.databaseMiB.total} MiB` : '—'} | ${raw.databaseMiB ? `${raw.databaseMiB.total} MiB` : '—'} | ${s.ratios.database ?? '—'} | |`,
+      `| ${label}: database (SQLite + WAL) | ${mib(ours.databaseMiB)} | ${mib(raw.databaseMiB)} | ${s.ratios.database ?? '—'} | |`,
       `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | |`,
       `| ${label}: raising (${ours.via}) | ${raising(ours)} | ${raising(raw)} | ${raisingRatio} | |`,
     );
@@ -151,13 +143,13 @@ export function markdown(results: BenchResults): string {
     const db = t.single.cpuMsPerItem.database !== undefined;
     const cpuCell = (c: { node: number; server?: number; database?: number }) =>
       `${c.node} / ${c.server ?? '—'}${db ? ` / ${c.database ?? '—'}` : ''} ms`;
-    const sum = (key: 'events' | 'workflowTasks' | 'actions') =>
-      t.histories.ours.reduce((total, h) => total + h[key], 0);
+    const split = (key: 'events' | 'workflowTasks' | 'actions') =>
+      `${expectation![key] + routers![key]} (${expectation![key]} + ${routers![key]}) | ${t.histories.raw[key]}`;
     lines.push(
       `| Workflows per raise (1 per request) | 1: the expectation (and a share of its key's router, one of a fixed set) | 1 |`,
-      `| History events per raise (expectation + its share of the routers) | ${sum('events')} (${expectation!.events} + ${routers!.events}) | ${t.histories.raw.events} |`,
-      `| Workflow tasks per raise | ${sum('workflowTasks')} (${expectation!.workflowTasks} + ${routers!.workflowTasks}) | ${t.histories.raw.workflowTasks} |`,
-      `| Temporal actions per raise, from the histories | ${sum('actions')} (${expectation!.actions} + ${routers!.actions}) | ${t.histories.raw.actions} |`,
+      `| History events per raise (expectation + its share of the routers) | ${split('events')} |`,
+      `| Workflow tasks per raise | ${split('workflowTasks')} |`,
+      `| Temporal actions per raise, from the histories | ${split('actions')} |`,
       `| CPU per expectation, 1 per request: benchmark process (bridge + worker + load) / ${serverLabel}${db ? ' / PostgreSQL' : ''} | ${cpuCell(t.single.cpuMsPerItem)} | ${cpuCell(t.raw[0]!.cpuMsPerItem)} |`,
       `| CPU per expectation, 10 per request | ${cpuCell(t.batch.cpuMsPerItem)} | |`,
       `| Request latency p50 / p95 / p99, 1 per request | ${ms(t.single.latencyMs)} | start ${ms(t.raw[0]!.latencyMs)} |`,
@@ -167,8 +159,11 @@ export function markdown(results: BenchResults): string {
   if (f) {
     lines.push(`| Fact POST → workflow's satisfiedAt (workflow clock) p50 / p95 / p99 | ${ms(f.decidedMs)} | |`);
   }
-  for (const l of results.lapse ?? []) {
-    lines.push(...stageRows(`Lapse ${n(l.count)}`, l.oursStages, l.rawStages));
+  for (const { count, oursStages: ours, rawStages: raw } of results.lapse ?? []) {
+    for (const [stage, what] of STAGES)
+      lines.push(
+        `| Lapse ${n(count)}: ${what} (p50 / p99) | ${ours[stage].p50} / ${ours[stage].p99} ms | ${raw[stage].p50} / ${raw[stage].p99} ms |`,
+      );
   }
   if (results.cost) lines.push('', ...costRows(results.cost, stamp));
   if (tr) lines.push('', ...trafficRows(tr, stamp));
@@ -191,15 +186,13 @@ function costRows(cost: CostResult, stamp: string): string[] {
     '| Lifecycle | Expectation | Its share of the routers | Total | Raw Temporal, same server | Ratio, events / bytes |',
     '|---|---|---|---|---|---|',
   ];
-  const nothing: WorkflowCost = { events: 0, bytes: 0, workflowTasks: 0, actions: 0 };
+  const raws = {
+    signal: ['a signal completes a waiting workflow', cost.raw.signal],
+    'timer + activity': ['a timer, then one activity', cost.raw.timerActivity],
+    nothing: ['nothing (no workflow waits on it)', { events: 0, bytes: 0, workflowTasks: 0, actions: 0 }],
+  } as const;
   for (const l of cost.lifecycles) {
-    const raw = l.raw === 'signal' ? cost.raw.signal : l.raw === 'timer + activity' ? cost.raw.timerActivity : nothing;
-    const rawLabel =
-      l.raw === 'signal'
-        ? 'a signal completes a waiting workflow'
-        : l.raw === 'timer + activity'
-          ? 'a timer, then one activity'
-          : 'nothing (no workflow waits on it)';
+    const [rawLabel, raw] = raws[l.raw];
     const ratios = l.ratios.events === undefined ? '—' : `${l.ratios.events} / ${l.ratios.bytes}`;
     const expectation = l.raw === 'nothing' ? '— (none)' : costCell(l.expectation);
     rows.push(
@@ -221,7 +214,7 @@ const p50p99 = (summary: Summary) => (summary.count === 0 ? '—' : `${summary.p
 const kinds = (k: Record<string, number>) => `${k.overdue ?? 0} / ${k.stalled ?? 0} / ${k.skipped ?? 0}`;
 
 /** Scenario 7: per offered rate, each side's answers, then its lapses and costs. */
-export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
+function trafficRows(traffic: TrafficResult, stamp: string): string[] {
   const o = traffic.options;
   const ran = traffic.steps.flatMap((step) => [step.ours, step.raw].filter((s): s is TrafficStep => s !== undefined));
   const rows = [
@@ -235,7 +228,7 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
     const settled =
       s.settledPerSec === undefined ? `not within ${(o.settleMs / 1000).toFixed(0)} s` : `${s.settledPerSec}`;
     rows.push(
-      `| ${s.rate} | ${side(s)} | ${s.offeredPerSec.items} (${s.offeredPerSec.raises} + ${s.offeredPerSec.facts}) | ${s.acceptedPerSec} / ${settled} | ${a['200']} / ${a['429']} / ${a['503']} / ${a.other} / ${a.none} | ${s.lostRequests} (${s.lostItems}; ${s.abandonedRequests}) | ${p50p99(s.answerMs)} | ${s.backlogAtStart ?? '—'} / ${s.otherBacklogAtStart ?? '—'} | ${s.loadAverage ? `${s.loadAverage.start} / ${s.loadAverage.end}` : '—'} |`,
+      `| ${s.rate} | ${side(s)} | ${s.offeredPerSec.items} (${s.offeredPerSec.raises} + ${s.offeredPerSec.facts}) | ${s.acceptedPerSec} / ${settled} | ${a['200']} / ${a['429']} / ${a['503']} / ${a.other} / ${a.none} | ${s.lostRequests} (${s.lostItems}; ${s.abandonedRequests}) | ${p50p99(s.answerMs)} | ${s.backlogAtStart ?? '—'} / ${s.otherBacklogAtStart ?? '—'} | ${s.loadAverage.start} / ${s.loadAverage.end} |`,
     );
   }
   rows.push(
@@ -248,7 +241,7 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
     const c = s.cpuMsPerItem;
     const db = c.database === undefined ? '' : ` (+ PostgreSQL ${c.database})`;
     const items = s.mix.raises + s.mix.facts;
-    const routers = s.history.byType?.factRouterWorkflow;
+    const routers = s.history.byType.factRouterWorkflow;
     const routerPart = routers ? ` (${(routers.actions / Math.max(items, 1)).toFixed(2)})` : '';
     rows.push(
       `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(l.atAgentMs)} | ${s.perItem.actions}${routerPart} / ${n(s.perItem.bytes)} B / ${s.perItem.events} (${n(s.history.workflows)} runs, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} | ${s.serverCpuMsPerStoredFact ?? '—'} |`,
@@ -261,11 +254,7 @@ export function trafficRows(traffic: TrafficResult, stamp: string): string[] {
     '',
     `- Open loop: each request is sent at its instant whatever is outstanding; a 429 or 503 is resent after its Retry-After, a request without an answer (${o.attemptTimeoutMs / 1000} s) after 1 s, ${o.maxAttempts} attempts at most; lost: never answered 200 (refused on every attempt, or still unanswered ${o.tailMs / 1000} s after the step's schedule: abandoned). Accepted: items of requests answered 200 over max(step, last 200); settled: until the side's task queues had no backlog (twice, 0.5 s apart), waited for ${o.settleMs / 1000} s at most. Answer time: first send → 200, resends included (raw: requests that made a call).`,
     `- The ramp: both sides at ${o.rates.join(', ')} raises/s, then the rate doubled for each side that had not yet missed (accepted < 95 % of offered, a 429 or 503, a lost request), up to ${o.maxRate} raises/s. A side that never missed has its knee at or above its last rate.`,
-    ...(w
-      ? [
-          `- Both workers ran with NODE_OPTIONS \`${w.nodeOptions}\` and reported the same bounds: the watcher's heap limit ${w.ours.heapLimitMiB} MiB and cache ${w.ours.maxCachedWorkflows} workflows, raw's ${w.raw.heapLimitMiB} MiB and ${w.raw.maxCachedWorkflows}.`,
-        ]
-      : []),
+    `- Both workers ran with NODE_OPTIONS \`${w.nodeOptions}\` and reported the same bounds: the watcher's heap limit ${w.ours.heapLimitMiB} MiB and cache ${w.ours.maxCachedWorkflows} workflows, raw's ${w.raw.heapLimitMiB} MiB and ${w.raw.maxCachedWorkflows}.`,
     traffic.options.feedOnly
       ? "- Feed only: no raises, the facts of each step alone (ten to a raise of the rate); the watcher stores every fact in its routers (its key's and its subject's), raw signals-with-start one of 64 `factStoreWorkflow`s per fact (by the key's shard), so that both store every fact."
       : '- Raw stores a fact only when an expectation waits on it (a signal to each waiting `deadlineWorkflow`); a fact nobody waits on costs it nothing, while the watcher stores every fact (issue 44).',

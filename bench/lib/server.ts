@@ -1,24 +1,22 @@
 /**
  * The Temporal server a benchmark phase runs on: the embedded dev server with a SQLite file in a temp dir and free
- * ports (what `npm start` runs), a Temporal cluster of our own (`--server cluster`: server 1.31.2 on PostgreSQL,
- * four service processes, dev/cluster/temporal-cluster.ts) in a temp dir on free ports, or the cluster at
- * TEMPORAL_ADDRESS.
+ * ports (what `npm start` runs), a Temporal cluster of our own (`--server cluster`: dev/cluster/temporal-cluster.ts)
+ * in a temp dir on free ports, or the cluster at TEMPORAL_ADDRESS.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { Config } from '../../src/config.js';
 import { connectionOptions } from '../../src/temporal/connection.js';
 import { startTemporalCluster, type TemporalCluster } from '../../dev/cluster/temporal-cluster.js';
-import { startDevServer, type DevServer } from '../../dev/temporal/dev-server.js';
+import { startDevServer } from '../../dev/temporal/dev-server.js';
 import { TEMPORAL_SERVER_VERSION } from '../../dev/temporal/provision-cluster.js';
 import { ensureDevServer } from '../../dev/temporal/provision.js';
 import { freePort } from '../../test/support/net.js';
-import { treeCpuMs } from './proc.js';
+import { cpuMs, treeCpuMs } from './proc.js';
 import { onInterrupt } from './cleanup.js';
 import { progress } from './progress.js';
-
-export { freePort };
 
 /** `dev`: the embedded dev server (default); `cluster`: a Temporal cluster on PostgreSQL started by the bench. */
 export type ServerKind = 'dev' | 'cluster';
@@ -34,17 +32,20 @@ export function describeServer(kind: ServerKind, externalAddress?: string): stri
 export interface BenchServer {
   address: string;
   namespace: string;
-  /** TLS / API key for an external cluster. */
   connectionOptions: ReturnType<typeof connectionOptions>;
-  /** The embedded server's process and SQLite file; absent for an external cluster. */
-  embedded?: { devServer: DevServer; pid: number; dbFile: string };
-  /** The cluster the bench started (`--server cluster`). */
-  cluster?: TemporalCluster;
-  /** The Temporal server's processes whose CPU counts as "server" (the dev server, or the cluster's four services). */
-  serverPids(): number[];
-  /** CPU used so far by the cluster's PostgreSQL, postmaster and backends (ms); absent on the dev server. */
+  /** The embedded server's process and SQLite file; absent for a cluster. */
+  embedded?: { pid: number; dbFile: string };
+  /** CPU used so far (ms) by the dev server, or the cluster's four services; absent for an external cluster. */
+  serverCpuMs?: () => number;
+  /** CPU used so far (ms) by the cluster's PostgreSQL, postmaster and backends; absent on the dev server. */
   databaseCpuMs?: () => number;
   stop(): Promise<void>;
+}
+
+/** A client of `server` on a connection of its own (`client.connection.close()` closes it). */
+export async function connect(server: BenchServer): Promise<Client> {
+  const connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
+  return new Client({ connection, namespace: server.namespace });
 }
 
 /** The temporal CLI the embedded server runs (undefined when the SDK would download one). */
@@ -63,39 +64,34 @@ export async function startServer(
   const options = connectionOptions(config.temporal);
   if (config.temporal.address) {
     progress(`${label}: using the Temporal cluster at ${config.temporal.address}`);
-    return {
-      address: config.temporal.address,
-      namespace: config.temporal.namespace,
-      connectionOptions: options,
-      serverPids: () => [],
-      stop: async () => {},
-    };
+    const { address, namespace } = config.temporal;
+    return { address, namespace, connectionOptions: options, stop: async () => {} };
   }
   mkdirSync(dir, { recursive: true });
   if (kind === 'cluster') return startCluster(dir, label, options);
   const dbFile = path.join(dir, 'temporal.sqlite');
-  const port = await freePort();
   const devServer = await startDevServer({
     dbFilename: dbFile,
-    port,
+    port: await freePort(),
     uiPort: await freePort(),
     logFile: path.join(dir, 'temporal.log'),
     log: (line) => progress(line),
   });
-  if (devServer.pid === undefined) {
+  const pid = devServer.pid;
+  if (pid === undefined) {
     await devServer.stop();
     throw new Error(
       'the embedded dev server runs inside the SDK (no temporal CLI): its memory cannot be measured apart',
     );
   }
-  progress(`${label}: embedded dev server on ${devServer.address} (pid ${devServer.pid}, SQLite ${dbFile})`);
+  progress(`${label}: embedded dev server on ${devServer.address} (pid ${pid}, SQLite ${dbFile})`);
   const unregister = onInterrupt(() => devServer.stop());
   return {
     address: devServer.address,
     namespace: devServer.namespace,
     connectionOptions: options,
-    embedded: { devServer, pid: devServer.pid, dbFile },
-    serverPids: () => [devServer.pid!],
+    embedded: { pid, dbFile },
+    serverCpuMs: () => cpuMs(pid),
     stop: async () => {
       await devServer.stop();
       unregister();
@@ -103,17 +99,8 @@ export async function startServer(
   };
 }
 
-/** The postmaster's pid, the first line of postmaster.pid in the data directory. */
-function postmasterPid(dataDir: string): number {
-  return Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-}
-
 /** A fresh cluster under `dir` (PostgreSQL data, logs, configuration), every port a free one. */
-async function startCluster(
-  dir: string,
-  label: string,
-  options: BenchServer['connectionOptions'],
-): Promise<BenchServer> {
+async function startCluster(dir: string, label: string, options: BenchServer['connectionOptions']) {
   const t0 = Date.now();
   let started: TemporalCluster | undefined;
   // Stopped on Ctrl-C even while it is still starting (startTemporalCluster stops what it started when it fails).
@@ -125,18 +112,17 @@ async function startCluster(
     throw error;
   }
   const cluster = started;
-  const pids = () =>
-    Object.values(cluster.services).flatMap((service) => (service.pid === undefined ? [] : [service.pid]));
+  const pids = Object.values(cluster.services).flatMap((service) => (service.pid === undefined ? [] : [service.pid]));
+  const postmaster = Number(readFileSync(path.join(cluster.postgres.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   progress(
-    `${label}: Temporal cluster on ${cluster.address} in ${((Date.now() - t0) / 1000).toFixed(1)} s (services ${pids().join(', ')}, PostgreSQL 127.0.0.1:${cluster.postgres.port}, UI ${cluster.uiUrl}, logs ${cluster.logDir})`,
+    `${label}: Temporal cluster on ${cluster.address} in ${((Date.now() - t0) / 1000).toFixed(1)} s (services ${pids.join(', ')}, PostgreSQL 127.0.0.1:${cluster.postgres.port}, UI ${cluster.uiUrl}, logs ${cluster.logDir})`,
   );
   return {
     address: cluster.address,
     namespace: cluster.namespace,
     connectionOptions: options,
-    cluster,
-    serverPids: pids,
-    databaseCpuMs: () => treeCpuMs(postmasterPid(cluster.postgres.dataDir)),
+    serverCpuMs: () => pids.reduce((sum, pid) => sum + cpuMs(pid), 0),
+    databaseCpuMs: () => treeCpuMs(postmaster),
     stop: async () => {
       await cluster.stop();
       unregister();
@@ -144,11 +130,9 @@ async function startCluster(
   };
 }
 
-const quietLogger = { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} };
-
 /** Bundles a workflows module into `file` (each worker gets a prebuilt bundle, as in the tests). */
 export async function bundleTo(workflowsPath: string, file: string): Promise<string> {
-  const bundle = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
-  writeFileSync(file, bundle.code);
+  const quiet = { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} };
+  writeFileSync(file, (await bundleWorkflowCode({ workflowsPath, logger: quiet })).code);
   return file;
 }

@@ -1,25 +1,26 @@
 /**
- * The in-process stack of scenarios 1–3: the bridge (`createApp` on a loopback port), the watcher's worker
- * (`createWatcherWorker`), a real @a2a-js/sdk agent, and the raw baseline's worker on a task queue of its own, all
- * on one Temporal server. Both workers share the process's heap and get the same workflow cache: the watcher's default
- * for that heap (src/config.ts).
+ * The in-process stack of scenarios 1–3 and 5: the bridge (`createApp` on a loopback port), the watcher's worker, a
+ * real @a2a-js/sdk agent, and the raw baseline's worker on a task queue of its own, all on one Temporal server. Both
+ * workers share the process's heap and get the same workflow cache: the watcher's default for that heap.
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { agentDirectory, createPrincipalStore, tokenSha256 } from '../../src/auth/principals.js';
+import { agentDirectory, createPrincipalStore } from '../../src/auth/principals.js';
 import { defaultMaxCachedWorkflows, heapLimitMiB } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
-import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
+import { createWatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
+import { principalsFileOf, type PrincipalSpec } from '../../test/support/agents.js';
 import { close, listen, urlOf } from '../../test/support/net.js';
 import { loopbackFetch } from '../../test/support/outbound.js';
 import { createBaselineActivities } from '../baseline/activities.js';
-import { runPrefix } from './payloads.js';
-import { progress } from './progress.js';
-import type { BenchServer } from './server.js';
 import { drainedAt } from './backlog.js';
+import { postJson } from './load.js';
+import { artifactUpdate, batchOf, runPrefix } from './payloads.js';
+import { progress } from './progress.js';
+import { connect, type BenchServer } from './server.js';
 import { routersOf, waitRoutersStarted, type WorkerBounds } from './watcher-processes.js';
 
 export interface Stack {
@@ -33,19 +34,14 @@ export interface Stack {
   agent: TestAgent;
   /** Baseline timer firings: workflow id → wall-clock ms. */
   firedAt: Map<string, number>;
-  /** The heap limit and workflow cache of both workers (one process, one heap, one cache bound). */
   workerBounds: WorkerBounds;
+  /** Raises `payloads.ts`'s `batchOf(prefix, batch, size, dueAt, grace)` through the bridge, as the agent. */
+  raiseBatch(prefix: string, batch: number, size: number, dueAt: string, grace?: string): Promise<unknown>;
   /** Notes raises of expectations waiting on `factKeys`, for `waitSettled`: their routers must run. */
   expectRaised(factKeys: readonly string[]): void;
-  /**
-   * Resolves once every router the raises so far named runs (visibility counts) and the watcher's queue has no task
-   * backlog: every raise's first workflow task has been taken up.
-   */
+  /** Resolves once every router the raises so far named runs and the watcher's queue has no task backlog. */
   waitSettled(timeoutMs?: number): Promise<void>;
-  /**
-   * Another bridge on the same client, principals and watcher queue, with other settings (e.g. a short fact
-   * retention, so that a lifecycle closes within a run); it closes with the stack. Resolves to its URL.
-   */
+  /** Another bridge on the same client, principals and queue with other settings; resolves to its URL. */
   openBridge(settings: Partial<BridgeSettings>): Promise<string>;
   close(): Promise<void>;
 }
@@ -57,31 +53,25 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
   const watcherQueue = `${runPrefix}-watcher`;
   const baselineQueue = `${runPrefix}-raw`;
   const agent = await startTestAgent();
-
   const tokens = { agent: `agent-${randomUUID()}`, feed: `feed-${randomUUID()}` };
-  const principals = createPrincipalStore({
-    principals: [
-      {
-        id: 'bench-agent',
-        tokenSha256: tokenSha256(tokens.agent),
-        roles: ['agent'],
-        agent: { cardUrl: agent.cardUrl },
-      },
-      // A feed that may read: its facts' answers (wait=true) list the expectations they satisfied.
-      { id: 'bench-feed', tokenSha256: tokenSha256(tokens.feed), roles: ['reporter', 'reader'] },
-    ],
-  });
+  const specs: PrincipalSpec[] = [
+    { id: 'bench-agent', roles: ['agent'], cardUrl: agent.cardUrl },
+    // A feed that may read: its facts' answers (wait=true) list the expectations they satisfied.
+    { id: 'bench-feed', roles: ['reporter', 'reader'] },
+  ];
+  const principals = createPrincipalStore(
+    principalsFileOf(specs, { 'bench-agent': tokens.agent, 'bench-feed': tokens.feed }),
+  );
 
   // As src/runtime.ts sizes the deployed worker's cache, and the same for the raw worker beside it.
   const maxCachedWorkflows = defaultMaxCachedWorkflows(heapLimitMiB());
   const workerBounds: WorkerBounds = { maxCachedWorkflows, heapLimitMiB: Math.round(heapLimitMiB()) };
-  const watcher: WatcherWorker = await createWatcherWorker({
+  const watcher = await createWatcherWorker({
     address: server.address,
     namespace: server.namespace,
     taskQueue: watcherQueue,
     workflowBundlePath: bundles.watcher,
     connectionOptions: server.connectionOptions,
-    // The bridge's principals, as a worker in the bridge's process would read them from the same file.
     agents: agentDirectory(principals),
     // The guarded fetch the watcher uses, with loopback allowed (WATCHER_OUTBOUND_ALLOW=loopback): the agent is local.
     fetch: loopbackFetch,
@@ -102,11 +92,8 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
   const baselineRunning = baselineWorker.run();
 
   // The bridge and the benchmark each get their own connection, as separate deployments would.
-  const bridgeConnection = await Connection.connect({ address: server.address, ...server.connectionOptions });
-  const bridgeClient = new Client({ connection: bridgeConnection, namespace: server.namespace });
-  const benchConnection = await Connection.connect({ address: server.address, ...server.connectionOptions });
-  const client = new Client({ connection: benchConnection, namespace: server.namespace });
-
+  const bridgeClient = await connect(server);
+  const client = await connect(server);
   // The defaults of src/config.ts.
   const defaults: BridgeSettings = { factRetention: 'P7D', lateWindow: 'P30D', maxLineage: 10, cardCacheSeconds: 60 };
   const bridgeOn = (settings: BridgeSettings) =>
@@ -118,13 +105,11 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
       settings,
       fetch: loopbackFetch,
     });
-  const http = await listen(bridgeOn(defaults));
-  const bridgeUrl = urlOf(http);
-  const others: Server[] = [];
+  const bridges: Server[] = [await listen(bridgeOn(defaults))];
+  const bridgeUrl = urlOf(bridges[0]!);
   progress(
     `stack: bridge ${bridgeUrl}, watcher queue ${watcherQueue}, raw queue ${baselineQueue}, agent ${agent.url}; both workers cache ${maxCachedWorkflows} workflows`,
   );
-
   const routers = new Set<string>();
 
   return {
@@ -137,6 +122,10 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
     agent,
     firedAt,
     workerBounds,
+    raiseBatch(prefix, batch, size, dueAt, grace) {
+      const update = artifactUpdate(batchOf(prefix, batch, size, dueAt, grace), `${prefix}-task-${batch}`);
+      return postJson(`${bridgeUrl}/a2a/events`, tokens.agent, update);
+    },
     expectRaised(factKeys) {
       for (const router of routersOf(factKeys, watcherQueue)) routers.add(router);
     },
@@ -150,19 +139,18 @@ export async function startStack(server: BenchServer, bundles: { watcher: string
       if (drained.at === undefined) throw new Error(`settling: ${watcherQueue} kept a backlog of ${drained.backlog}`);
     },
     async openBridge(settings) {
-      const other = await listen(bridgeOn({ ...defaults, ...settings }));
-      others.push(other);
-      return urlOf(other);
+      bridges.push(await listen(bridgeOn({ ...defaults, ...settings })));
+      return urlOf(bridges.at(-1)!);
     },
     async close() {
-      await Promise.all([http, ...others].map(close));
+      await Promise.all(bridges.map(close));
       await watcher.shutdown();
       await watcherRunning;
       baselineWorker.shutdown();
       await baselineRunning;
       await baselineConnection.close();
-      await bridgeConnection.close();
-      await benchConnection.close();
+      await bridgeClient.connection.close();
+      await client.connection.close();
       await agent.close();
     },
   };

@@ -1,6 +1,4 @@
-/**
- * Summaries of samples: nearest-rank percentiles and max, in the unit of the samples.
- */
+/** Summaries of samples: nearest-rank percentiles and max, in the unit of the samples. */
 
 export interface Summary {
   count: number;
@@ -10,25 +8,17 @@ export interface Summary {
   max: number;
 }
 
-/** The nearest-rank percentile `p` (0–100) of sorted samples. */
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[Math.min(rank, sorted.length) - 1]!;
-}
-
-/** p50/p95/p99/max of the samples, rounded to `digits` decimals. */
+/** p50/p95/p99 (nearest rank) and max of the samples, rounded to `digits` decimals. */
 export function summarise(samples: readonly number[], digits = 1): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
-  const round = (value: number) => Number(value.toFixed(digits));
-  return {
-    count: sorted.length,
-    p50: round(percentile(sorted, 50)),
-    p95: round(percentile(sorted, 95)),
-    p99: round(percentile(sorted, 99)),
-    max: round(sorted.at(-1) ?? Number.NaN),
-  };
+  const round = (value: number | undefined) => Number((value ?? Number.NaN).toFixed(digits));
+  const rank = (p: number) => round(sorted[Math.max(1, Math.ceil((p / 100) * sorted.length)) - 1]);
+  return { count: sorted.length, p50: rank(50), p95: rank(95), p99: rank(99), max: round(sorted.at(-1)) };
 }
 
 /** a / b rounded to two decimals (NaN when b is zero). */
 export const ratio = (a: number, b: number): number => (b === 0 ? Number.NaN : Number((a / b).toFixed(2)));
+
+/** `used` spread over `items` (at least one), to two decimals; undefined when `used` is. */
+export const perItem = (used: number | undefined, items: number): number | undefined =>
+  used === undefined ? undefined : Number((used / Math.max(items, 1)).toFixed(2));

@@ -1,30 +1,23 @@
 /**
- * Which lapses of a traffic step the watcher's backlog caused, judged only from what the client saw: when each
- * request was sent and answered 200, and the lapses the agents received or the records list. The watcher decides a
- * lapse by when the bridge received a fact (DESIGN 3.2), so:
- * - an overdue lapse is the backlog's when a fact with the expectation's key was answered 200 before its deadline
- *   (the lapse's dueAt + grace);
- * - a stalled lapse, when a fact on its subject (carrying it, or satisfying an expectation on it) was sent after the
- *   raise was answered and answered before the horizon;
- * - a skipped lapse, when the skipped expectation's fact was answered before the fact of the one that skipped it was
- *   sent.
- * Lapses that should have come and did not are counted too (missing). Raw Temporal is judged the same way on its
- * timer's activity: it lapsed although its signal had been answered before the deadline.
+ * Which lapses of a traffic step the backlog caused, judged from what the client saw alone. The watcher decides by
+ * when the bridge received a fact (DESIGN 3.2), so a lapse is the backlog's when: overdue, a fact with its key was
+ * answered 200 before its deadline (dueAt + grace); stalled, a fact on its subject was sent after the raise was
+ * answered and answered before the horizon; skipped, its fact was answered before its successor's was sent. Lapses
+ * due and never seen count too. Raw is judged on its timer's activity: lapsed although its signal was answered before.
  */
 import type { Sent } from './open-loop.js';
-import { summarise, type Summary } from './stats.js';
+import { summarise } from './stats.js';
 import { subjectKey, type StepPlan, type TrafficRequest } from './traffic-plan.js';
 
 export type LapseKind = 'overdue' | 'stalled' | 'skipped';
 
-/** A lapse as an agent received it or a record lists it. */
+/** A lapse as an agent received it (`receivedAt`, epoch ms) or a record lists it. */
 export interface ObservedLapse {
   expectationId: string;
   lapse: LapseKind;
   dueAt: string;
   lapsedAt: string;
   satisfiedAfter?: string[];
-  /** When the lapse task reached an agent (absent: only in the record). */
   receivedAt?: number;
 }
 
@@ -34,37 +27,19 @@ interface Send {
   observedAt?: string;
 }
 
-/** What the client sent and when it was answered, by expectation, fact key and subject. */
-export interface Sends {
-  raiseSentAt: Map<string, number>;
-  raiseAnsweredAt: Map<string, number>;
-  byKey: Map<string, Send[]>;
-  bySubject: Map<string, Send[]>;
-}
-
-export interface LapseReport {
-  /** Lapses the traffic should have caused by the end (no fact before the deadline, or none on the subject before the horizon, or skipped). */
-  due: number;
-  /** Lapses seen (agents' tasks and records' lapses, each once). */
-  seen: number;
-  /** Of those, lapse tasks an agent received (raw: timer activities that ran). */
-  received: number;
-  /** Caused by the backlog, by kind. */
-  backlog: Record<LapseKind, number>;
-  backlogTotal: number;
-  /** Due and never seen. */
-  missing: number;
-  /** lapsedAt (raw: the activity's run) minus the deadline it lapsed on. */
-  latenessMs: Summary;
-  /** Arrival of the lapse task at the agent minus its deadline. */
-  atAgentMs: Summary;
-}
+export type Sends = ReturnType<typeof sendsOf>;
+export type LapseReport = ReturnType<typeof judgeOurLapses>;
 
 const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => map.set(key, [...(map.get(key) ?? []), value]);
 
-/** Indexes the step's sends. */
-export function sendsOf(plan: StepPlan, sent: readonly Sent<TrafficRequest>[]): Sends {
-  const sends: Sends = { raiseSentAt: new Map(), raiseAnsweredAt: new Map(), byKey: new Map(), bySubject: new Map() };
+/** What the client sent and when it was answered, by expectation, fact key and subject. */
+export function sendsOf(plan: StepPlan, sent: readonly Sent<TrafficRequest>[]) {
+  const sends = {
+    raiseSentAt: new Map<string, number>(),
+    raiseAnsweredAt: new Map<string, number>(),
+    byKey: new Map<string, Send[]>(),
+    bySubject: new Map<string, Send[]>(),
+  };
   for (const entry of sent) {
     const request = entry.request;
     if (request.kind === 'raise') {
@@ -87,13 +62,11 @@ export function sendsOf(plan: StepPlan, sent: readonly Sent<TrafficRequest>[]): 
   return sends;
 }
 
-/** The earliest answer before `ms`, if any. */
-const answeredBefore = (sends: Send[] | undefined, ms: number) =>
+/** The earliest answer, or the earliest before `ms`. */
+const firstAnswered = (sends: Send[] | undefined, ms = Infinity) =>
   (sends ?? [])
     .filter((s) => s.answeredAt !== undefined && s.answeredAt < ms)
     .sort((a, b) => a.answeredAt! - b.answeredAt!)[0];
-const firstAnswered = (sends: Send[] | undefined) =>
-  (sends ?? []).filter((s) => s.answeredAt !== undefined).sort((a, b) => a.answeredAt! - b.answeredAt!)[0];
 const firstSent = (sends: Send[] | undefined) => Math.min(...(sends ?? []).map((s) => s.sentAt));
 const durationMs = (iso: string) => Number(/^PT(\d+)S$/.exec(iso)?.[1] ?? Number.NaN) * 1000;
 
@@ -110,13 +83,12 @@ function currentDeadline(plan: StepPlan, sends: Sends, id: string): number | und
 
 const zeroKinds = (): Record<LapseKind, number> => ({ overdue: 0, stalled: 0, skipped: 0 });
 
-/** Judges the watcher's lapses of one step, seen by `endMs`. */
-export function judgeOurLapses(
-  plan: StepPlan,
-  sends: Sends,
-  lapses: readonly ObservedLapse[],
-  endMs: number,
-): LapseReport {
+/**
+ * Judges the watcher's lapses of one step, seen by `endMs`: due by the end, seen (agents' tasks and records' lapses,
+ * each once), received by an agent, caused by the backlog by kind, due and never seen (missing); lateness is lapsedAt
+ * minus the deadline, at the agent its arrival there minus the deadline.
+ */
+export function judgeOurLapses(plan: StepPlan, sends: Sends, lapses: readonly ObservedLapse[], endMs: number) {
   const backlog = zeroKinds();
   const lateness: number[] = [];
   const atAgent: number[] = [];
@@ -130,18 +102,18 @@ export function judgeOurLapses(
     let prevented: Send | undefined;
     if (l.lapse === 'overdue') {
       deadline = Date.parse(l.dueAt) + p.graceMs;
-      prevented = answeredBefore(sends.byKey.get(e.satisfiedBy.factKey), deadline);
+      prevented = firstAnswered(sends.byKey.get(e.satisfiedBy.factKey), deadline);
     } else if (l.lapse === 'stalled' && e.horizon) {
       deadline = Date.parse(e.horizon);
       const raisedAt = sends.raiseAnsweredAt.get(e.expectationId);
       const after = (sends.bySubject.get(subjectKey(e.subject)) ?? []).filter(
         (s) => raisedAt !== undefined && s.sentAt >= raisedAt,
       );
-      prevented = answeredBefore(after, deadline);
+      prevented = firstAnswered(after, deadline);
     } else if (l.lapse === 'skipped') {
       const after = l.satisfiedAfter?.[0] ? plan.expectations.get(l.satisfiedAfter[0]) : undefined;
       const afterSends = after ? sends.byKey.get(after.expectation.satisfiedBy.factKey) : undefined;
-      prevented = answeredBefore(sends.byKey.get(e.satisfiedBy.factKey), firstSent(afterSends));
+      prevented = firstAnswered(sends.byKey.get(e.satisfiedBy.factKey), firstSent(afterSends));
       deadline = firstAnswered(afterSends)?.answeredAt;
     }
     if (prevented) backlog[l.lapse]++;
@@ -200,7 +172,7 @@ export function judgeOurLapses(
   };
 }
 
-/** Judges raw Temporal's lapses of one step (its timers' activities: workflow id → epoch ms), seen by `endMs`. */
+/** Judges raw Temporal's lapses of one step (its timers' activities run: workflow id → epoch ms), seen by `endMs`. */
 export function judgeRawLapses(
   plan: StepPlan,
   sends: Sends,
@@ -216,7 +188,7 @@ export function judgeRawLapses(
     const fired = firedAt.get(id);
     if (fired !== undefined) {
       lateness.push(fired - p.rawDeadlineMs);
-      if (answeredBefore(keySends, p.rawDeadlineMs)) backlog.overdue++;
+      if (firstAnswered(keySends, p.rawDeadlineMs)) backlog.overdue++;
     }
     if (!sends.raiseAnsweredAt.has(id) || p.rawDeadlineMs >= endMs - 5_000) continue;
     if (!(keySends ?? []).some((s) => s.sentAt < p.rawDeadlineMs)) {

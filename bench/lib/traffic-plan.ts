@@ -1,14 +1,9 @@
 /**
- * The traffic of one step of the traffic scenario, computed before the step starts: every request with its offset
- * from the step's start. At `ratePerSec` raises a second for `durationMs`:
- * - raises: 80 on one fact key (8 batches of 10, at the step's start, satisfied by one fact at half time, due 10 s
- *   later), 10 on the hot subject with a horizon, then singles (a third of the rest), batches of 10 on one subject
- *   (a half) and plans of three (`after`, and `anchor` on the step before), with and without a horizon; a share due
- *   inside the run (dueAt + grace), whose satisfying facts come shortly before the deadline for some, never for others;
- * - facts: ten to one against raises. A fifth match an expectation (satisfying facts, each in a request of its own at
- *   its instant, then re-deliveries of them); four fifths match none (unexpected keys, most with a subject, five to a
- *   request as a feed sends them). A fifth of all facts are on one hot subject.
- * The same seed and options give the same traffic, so ours and raw Temporal get the same.
+ * One step of the traffic scenario, planned before it starts, each request at its offset. At `ratePerSec` raises a
+ * second: 80 on one fact key (satisfied by one fact at half time), 10 on a hot subject with a horizon, then singles,
+ * batches of 10 and plans of three (`after`, `anchor`), some due inside the run with their fact shortly before the
+ * deadline or never. Ten facts to a raise: a fifth satisfy or re-deliver, four fifths match no expectation (five to a
+ * request, as a feed sends them), a fifth of all on the hot subject. The same seed gives ours and raw the same traffic.
  */
 import type { Expectation, Subject } from '../../core/schemas/extension.js';
 import { expectationFor, instant, monthsAhead } from './payloads.js';
@@ -22,39 +17,15 @@ export interface PlannedExpectation {
   rawDeadlineMs: number;
 }
 
-export interface RaiseRequest {
-  kind: 'raise';
-  atMs: number;
-  /** Which of the agents raises it. */
-  agent: number;
-  taskId: string;
-  expectations: PlannedExpectation[];
-}
-
-export interface PlannedFact {
+interface PlannedFact {
   factKey: string;
   subject?: Subject;
 }
 
-export interface FactRequest {
-  kind: 'facts';
-  atMs: number;
-  facts: PlannedFact[];
-  /** Set at the first send and kept for every resend, so that a resend is a re-delivery of the same facts. */
-  observedAt?: string;
-}
-
-export type TrafficRequest = RaiseRequest | FactRequest;
-
-export interface PlanOptions {
-  prefix: string;
-  ratePerSec: number;
-  durationMs: number;
-  /** The step's start, epoch ms: dueAt and horizon are instants. */
-  t0: number;
-  seed: number;
-  agents: number;
-}
+/** A request and its offset from the step's start; a fact request keeps its observedAt for every resend. */
+export type TrafficRequest =
+  | { kind: 'raise'; atMs: number; agent: number; taskId: string; expectations: PlannedExpectation[] }
+  | { kind: 'facts'; atMs: number; facts: PlannedFact[]; observedAt?: string };
 
 /** What the step offers, counted for the report (`factBeforeDeadline`: due inside the run, its fact scheduled before). */
 const MIX_KEYS = [
@@ -68,7 +39,6 @@ const MIX_KEYS = [
   'withHorizon',
   'dueInRun',
   'factBeforeDeadline',
-  'expectedFacts',
   'unexpectedFacts',
   'hotSubjectFacts',
   'factsWithSubject',
@@ -78,7 +48,6 @@ export type TrafficMix = Record<(typeof MIX_KEYS)[number], number>;
 const noMix = () => Object.fromEntries(MIX_KEYS.map((key) => [key, 0])) as TrafficMix;
 
 export interface StepPlan {
-  /** By offset. */
   requests: TrafficRequest[];
   expectations: Map<string, PlannedExpectation>;
   /** Fact key → the expectations waiting on it. */
@@ -93,6 +62,15 @@ const HOT_KEY_WAITERS = 80;
 const DEADLINE_ROOM_MS = 22_000;
 const HORIZON_ROOM_MS = 16_000;
 const PLAN_ROOM_MS = 25_000;
+/** A single's fate by a uniform draw: the first whose bound the draw is below. */
+const FATES = [
+  [0.35, 'soon'],
+  [0.5, 'open'],
+  [0.75, 'fact-before-deadline'],
+  [0.85, 'no-fact'],
+  [0.95, 'fed'],
+  [1, 'starved'],
+] as const;
 
 /** The step without its raises (`--traffic-feed-only`): the same fact requests, none of them awaited. */
 export function feedOnly(plan: StepPlan): StepPlan {
@@ -119,8 +97,15 @@ function seeded(seed: number): () => number {
 
 export const subjectKey = (subject: Subject): string => `${subject.type}/${subject.id}`;
 
-/** The step's traffic. */
-export function planStep(options: PlanOptions): StepPlan {
+/** The step's traffic from `t0` (epoch ms: dueAt and horizon are instants), by offset. */
+export function planStep(options: {
+  prefix: string;
+  ratePerSec: number;
+  durationMs: number;
+  t0: number;
+  seed: number;
+  agents: number;
+}): StepPlan {
   const random = seeded(options.seed);
   const between = (low: number, high: number) => low + random() * (high - low);
   const D = options.durationMs;
@@ -151,13 +136,8 @@ export function planStep(options: PlanOptions): StepPlan {
     return { expectation, graceMs, deadlineMs, rawDeadlineMs: rawDeadlineMs ?? deadlineMs ?? farMs };
   };
   const raise = (atMs: number, list: PlannedExpectation[]) => {
-    requests.push({
-      kind: 'raise',
-      atMs,
-      agent: agent++ % options.agents,
-      taskId: `${options.prefix}-task-${requests.length}`,
-      expectations: list,
-    });
+    const taskId = `${options.prefix}-task-${requests.length}`;
+    requests.push({ kind: 'raise', atMs, agent: agent++ % options.agents, taskId, expectations: list });
     for (const p of list) {
       expectations.set(p.expectation.expectationId, p);
       const key = p.expectation.satisfiedBy.factKey;
@@ -219,18 +199,7 @@ export function planStep(options: PlanOptions): StepPlan {
       const id = `${options.prefix}-s${k}`;
       const subject = `${options.prefix}-S${k}`;
       const draw = random();
-      let fate =
-        draw < 0.35
-          ? 'soon'
-          : draw < 0.5
-            ? 'open'
-            : draw < 0.75
-              ? 'fact-before-deadline'
-              : draw < 0.85
-                ? 'no-fact'
-                : draw < 0.95
-                  ? 'fed'
-                  : 'starved';
+      let fate = FATES.find(([below]) => draw < below)![1];
       // A deadline or horizon that would fall past the step's end: satisfied soon instead.
       if ((fate === 'fact-before-deadline' || fate === 'no-fact') && t > D - DEADLINE_ROOM_MS) fate = 'soon';
       if ((fate === 'fed' || fate === 'starved') && t > D - HORIZON_ROOM_MS) fate = 'soon';
@@ -337,15 +306,10 @@ export function planStep(options: PlanOptions): StepPlan {
 
   // The unexpected rest: a fifth of all facts on the hot subject, the others with a subject five times in six.
   pool.sort((a, b) => a.atMs - b.atMs);
+  /** How many of the pool were raised by `t`. */
   const raisedBy = (t: number) => {
-    let low = 0;
-    let high = pool.length;
-    while (low < high) {
-      const mid = (low + high) >> 1;
-      if (pool[mid]!.atMs <= t) low = mid + 1;
-      else high = mid;
-    }
-    return low;
+    const later = pool.findIndex((entry) => entry.atMs > t);
+    return later === -1 ? pool.length : later;
   };
   const hotFacts = Math.round(factTotal / 5);
   for (let i = 0; i < hotFacts; i++) {
@@ -388,6 +352,5 @@ export function planStep(options: PlanOptions): StepPlan {
       if (fact.subject?.id === hotSubject.id) mix.hotSubjectFacts++;
     }
   }
-  mix.expectedFacts = mix.facts - mix.unexpectedFacts;
   return { requests, expectations, waiting, mix };
 }

@@ -1,24 +1,21 @@
 /**
- * Where the traffic scenario runs, as deployed: a `src/worker.ts` (loading the prebuilt bundle, with compose's heap
- * bound), a `src/bridge.ts` and the raw baseline's worker (with the watcher worker's heap bound and workflow cache,
- * checked from what both report at their start), each a process of its own on one server, so that each
- * one's CPU is read apart; several real @a2a-js/sdk agents and a fact feed, the load and the raw client in the
- * benchmark's process. The watcher is reached only through the bridge's HTTP API.
+ * Where the traffic scenario runs, as deployed: a `src/worker.ts`, a `src/bridge.ts` and the raw baseline's worker
+ * (with the watcher worker's heap bound and workflow cache, checked from what both report), each a process of its own
+ * on one server so that each one's CPU is read apart; real @a2a-js/sdk agents, a fact feed, the load and the raw
+ * client in the benchmark's process. The watcher is reached only through the bridge's HTTP API.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { startTestAgent, type TestAgent } from '../../test/support/agent.js';
-import { writePrincipalsFile } from '../../test/support/agents.js';
+import { writePrincipalsFile, type PrincipalSpec } from '../../test/support/agents.js';
 import type { Child } from './child.js';
 import { runPrefix } from './payloads.js';
-import type { BenchServer } from './server.js';
+import { connect, type BenchServer } from './server.js';
 import {
-  BASELINE_RUNNING,
   DEPLOYED_WORKER_NODE_OPTIONS,
-  reportedBounds,
-  spawnBaselineWorker,
+  startBaselineWorker,
   startWatcherProcesses,
   type WorkerBounds,
 } from './watcher-processes.js';
@@ -36,22 +33,13 @@ export interface TrafficRig {
   watcherQueue: string;
   rawQueue: string;
   pids: { worker: number; bridge: number; rawWorker: number };
-  /** Both workers' NODE_OPTIONS, and the heap limit and workflow cache each reported (the same, or the rig fails). */
   workers: { nodeOptions: string; ours: WorkerBounds; raw: WorkerBounds };
   /** Raw lapses so far: workflow id → epoch ms its activity ran. */
   rawFiredAt(): Map<string, number>;
   close(): Promise<void>;
 }
 
-/** The firings the baseline worker appended to its fired file (`<id> <ms>` lines): workflow id → epoch ms. */
-function readFired(file: string): Map<string, number> {
-  const lines = readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '');
-  return new Map(lines.map((line) => [line.split(' ')[0]!, Number(line.split(' ')[1])]));
-}
-
-/** Starts the agents and the three processes on `server` under `dir`. */
+/** Starts `agentCount` agents and the three processes on `server` under `dir`. */
 export async function startTrafficRig(
   server: BenchServer,
   dir: string,
@@ -63,66 +51,59 @@ export async function startTrafficRig(
   const rawQueue = `${runPrefix}-traffic-raw`;
   const agents: TestAgent[] = [];
   const children: Child[] = [];
-  let connection: Connection | undefined;
+  let client: Client | undefined;
   const close = async () => {
     for (const child of children.reverse()) await child.stop();
-    await connection?.close();
+    await client?.connection.close();
     for (const agent of agents) await agent.close();
   };
   try {
     for (let i = 0; i < agentCount; i++) agents.push(await startTestAgent());
     const agentTokens = agents.map(() => `agent-${randomUUID()}`);
     const feedToken = `feed-${randomUUID()}`;
-    const tokens = Object.fromEntries(agentTokens.map((token, i) => [`traffic-agent-${i + 1}`, token]));
-    const principalsFile = writePrincipalsFile(
-      [
-        ...agents.map((agent, i) => ({
-          id: `traffic-agent-${i + 1}`,
-          roles: ['agent' as const],
-          cardUrl: agent.cardUrl,
-        })),
-        { id: 'traffic-feed', roles: ['reporter' as const, 'reader' as const] },
-      ],
-      { tokens: { ...tokens, 'traffic-feed': feedToken }, file: path.join(dir, 'principals.json') },
-    );
+    const tokens: Record<string, string> = { 'traffic-feed': feedToken };
+    const principals: PrincipalSpec[] = [{ id: 'traffic-feed', roles: ['reporter', 'reader'] }];
+    agents.forEach((agent, i) => {
+      tokens[`traffic-agent-${i + 1}`] = agentTokens[i]!;
+      principals.push({ id: `traffic-agent-${i + 1}`, roles: ['agent'], cardUrl: agent.cardUrl });
+    });
+    const principalsFile = writePrincipalsFile(principals, { tokens, file: path.join(dir, 'principals.json') });
+    const env = { WATCHER_WORKER_METRICS_PORT: '0' };
     const watcher = await startWatcherProcesses(
       server,
-      { queue: watcherQueue, dir, bundle: bundles.watcher, principalsFile, env: { WATCHER_WORKER_METRICS_PORT: '0' } },
+      { queue: watcherQueue, dir, bundle: bundles.watcher, principalsFile, env },
       children,
     );
-    const { worker, bridge, bounds: ours } = watcher;
-    // The raw worker with the watcher worker's heap bound and workflow cache, as it reports them: a fair comparison.
+    const ours = watcher.bounds;
     const firedFile = path.join(dir, 'raw-fired.txt');
     writeFileSync(firedFile, '');
-    const raw = spawnBaselineWorker({
+    const rawOptions = { queue: rawQueue, bundle: bundles.baseline, dir, firedFile };
+    const raw = await startBaselineWorker(
       server,
-      queue: rawQueue,
-      bundle: bundles.baseline,
-      dir,
-      firedFile,
-      nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS,
-      maxCachedWorkflows: ours.maxCachedWorkflows,
-    });
-    children.push(raw);
-    await raw.waitFor(BASELINE_RUNNING);
-    const rawBounds = reportedBounds(raw.output(), BASELINE_RUNNING);
-    if (rawBounds.maxCachedWorkflows !== ours.maxCachedWorkflows || rawBounds.heapLimitMiB !== ours.heapLimitMiB)
+      { ...rawOptions, maxCachedWorkflows: ours.maxCachedWorkflows },
+      children,
+    );
+    if (raw.bounds.maxCachedWorkflows !== ours.maxCachedWorkflows || raw.bounds.heapLimitMiB !== ours.heapLimitMiB)
       throw new Error(
-        `the raw worker's bounds ${JSON.stringify(rawBounds)} differ from the watcher's ${JSON.stringify(ours)}`,
+        `the raw worker's bounds ${JSON.stringify(raw.bounds)} differ from the watcher's ${JSON.stringify(ours)}`,
       );
-    connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
+    client = await connect(server);
     return {
       server,
-      client: new Client({ connection, namespace: server.namespace }),
+      client,
       bridgeUrl: watcher.bridgeUrl,
       agents,
       agentTokens,
       feedToken,
       watcherQueue,
       rawQueue,
-      pids: { worker: worker.pid, bridge: bridge.pid, rawWorker: raw.pid },
-      workers: { nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS, ours, raw: rawBounds },
-      rawFiredAt: () => readFired(firedFile),
+      pids: { worker: watcher.worker.pid, bridge: watcher.bridge.pid, rawWorker: raw.worker.pid },
+      workers: { nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS, ours, raw: raw.bounds },
+      // The baseline worker appends `<id> <ms>` lines to the fired file.
+      rawFiredAt: () => {
+        const lines = readFileSync(firedFile, 'utf8').split('\n').filter(Boolean);
+        return new Map(lines.map((line) => [line.split(' ')[0]!, Number(line.split(' ')[1])]));
+      },
       close,
     };
   } catch (error) {

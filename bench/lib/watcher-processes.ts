@@ -7,30 +7,18 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
 import { factRouterWorkflowId } from '../../core/ids.js';
-import { spawnEntry, type Child } from './child.js';
+import { freePort } from '../../test/support/net.js';
+import { spawnEntry, type Child, type Stoppable } from './child.js';
 import { progress, waitUntil } from './progress.js';
-import { freePort, type BenchServer } from './server.js';
+import type { BenchServer } from './server.js';
 
 /** docker-compose.yml's worker runs with this (docs/operations.md, "A worker's memory"); so does the raw worker. */
 export const DEPLOYED_WORKER_NODE_OPTIONS = '--max-old-space-size=384';
 
-/**
- * The environment of the watcher's processes on `server`, polling `queue`. The benchmark's agents run on this machine
- * (loopback, which a worker on a cluster reaches only when allowed), and it measures the watcher, not a principal's
- * allowance: the per-principal quotas (600 raises a minute, 10,000 open by default) would refuse its own load with 429.
- */
-export function watcherEnv(server: BenchServer, queue: string, dataDir: string): Record<string, string> {
-  return {
-    TEMPORAL_ADDRESS: server.address,
-    TEMPORAL_NAMESPACE: server.namespace,
-    TEMPORAL_TASK_QUEUE: queue,
-    WATCHER_LOG_LEVEL: 'info',
-    WATCHER_DATA_DIR: dataDir,
-    WATCHER_OUTBOUND_ALLOW: 'loopback',
-    WATCHER_QUOTA_OPEN_EXPECTATIONS: '0',
-    WATCHER_QUOTA_RAISES_PER_MINUTE: '0',
-    WATCHER_QUOTA_FACTS_PER_MINUTE: '0',
-  };
+/** What bounds a worker's memory: its heap limit and its workflow cache, as the process reported them at its start. */
+export interface WorkerBounds {
+  maxCachedWorkflows: number;
+  heapLimitMiB: number;
 }
 
 /** The routers raising expectations waiting on `factKeys` signals-with-start on `queue` (core/ids.ts), by workflow id. */
@@ -39,9 +27,8 @@ export function routersOf(factKeys: Iterable<string>, queue: string): Set<string
 }
 
 /**
- * Resolves once `queue` runs at least `expected` fact routers (visibility counts): the routers the raises so far
- * named have started. They are long-lived and a fixed set (core/fact-shards.ts), started by the first raise or fact of
- * their shard, so the count only grows, up to FACT_ROUTER_SHARDS; a raise starts no other workflow than its own.
+ * Resolves once `queue` runs at least `expected` fact routers (visibility counts, at most FACT_ROUTER_SHARDS): the
+ * long-lived routers the raises so far named have started.
  */
 export async function waitRoutersStarted(
   client: Client,
@@ -65,40 +52,43 @@ export async function waitRoutersStarted(
 
 /**
  * The watcher as deployed on `server`, polling `queue`: a `src/worker.ts` loading the prebuilt `bundle` with compose's
- * heap bound, then a `src/bridge.ts`, both reading `principalsFile`, their logs under `dir`. Pushed to `children` as
- * each starts, for the caller to stop. Resolves to both processes, the bridge's URL and the worker's bounds.
+ * heap bound, then a `src/bridge.ts`, both reading `principalsFile`, their logs under `dir`; pushed to `children` as
+ * each starts, for the caller to stop. The agents are on loopback, and the per-principal quotas are off: they would
+ * refuse the benchmark's own load with 429.
  */
 export async function startWatcherProcesses(
   server: BenchServer,
   options: { queue: string; dir: string; bundle: string; principalsFile: string; env?: Record<string, string> },
-  children: Child[],
+  children: Stoppable[],
 ): Promise<{ worker: Child; bridge: Child; bridgeUrl: string; bounds: WorkerBounds }> {
   const { queue, dir } = options;
-  const env = { ...watcherEnv(server, queue, dir), WATCHER_PRINCIPALS_FILE: options.principalsFile, ...options.env };
+  const env = {
+    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_NAMESPACE: server.namespace,
+    TEMPORAL_TASK_QUEUE: queue,
+    WATCHER_LOG_LEVEL: 'info',
+    WATCHER_DATA_DIR: dir,
+    WATCHER_OUTBOUND_ALLOW: 'loopback',
+    WATCHER_QUOTA_OPEN_EXPECTATIONS: '0',
+    WATCHER_QUOTA_RAISES_PER_MINUTE: '0',
+    WATCHER_QUOTA_FACTS_PER_MINUTE: '0',
+    WATCHER_PRINCIPALS_FILE: options.principalsFile,
+    ...options.env,
+  };
   const workerEnv = { ...env, WATCHER_WORKFLOW_BUNDLE: options.bundle, NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS };
   const worker = spawnEntry('src/worker.ts', [], workerEnv, path.join(dir, 'worker.log'));
   children.push(worker);
-  await worker.waitFor(WORKER_RUNNING);
+  await worker.waitFor(/worker running/);
   const port = await freePort();
   const bridge = spawnEntry('src/bridge.ts', [], { ...env, PORT: String(port) }, path.join(dir, 'bridge.log'));
   children.push(bridge);
   await bridge.waitFor(/bridge listening/);
-  const bounds = reportedBounds(worker.output(), WORKER_RUNNING);
+  const bounds = reportedBounds(worker.output(), /worker running/);
   return { worker, bridge, bridgeUrl: `http://127.0.0.1:${port}`, bounds };
 }
 
-/** What bounds a worker's memory: its heap limit and its workflow cache, as the process reported them at its start. */
-export interface WorkerBounds {
-  maxCachedWorkflows: number;
-  heapLimitMiB: number;
-}
-
-/** The line src/worker.ts logs once it runs, with its bounds; bench/baseline/worker.ts prints `baseline worker running`. */
-export const WORKER_RUNNING = /worker running/;
-export const BASELINE_RUNNING = /baseline worker running/;
-
-/** The bounds a worker process reported on the line matching `running`, JSON or pretty. */
-export function reportedBounds(output: string, running: RegExp): WorkerBounds {
+/** The bounds a worker process reported on the line matching `running` (JSON or pretty). */
+function reportedBounds(output: string, running: RegExp): WorkerBounds {
   const line = output.split('\n').find((text) => running.test(text)) ?? '';
   const field = (name: string) => Number(new RegExp(`"?${name}"?\\s*[:=]\\s*(\\d+)`).exec(line)?.[1] ?? Number.NaN);
   const bounds = { maxCachedWorkflows: field('maxCachedWorkflows'), heapLimitMiB: field('heapLimitMiB') };
@@ -108,23 +98,21 @@ export function reportedBounds(output: string, running: RegExp): WorkerBounds {
 }
 
 /**
- * The raw baseline's worker as a process of its own on `queue`: with `nodeOptions` as its NODE_OPTIONS (the watcher
- * worker's heap limit) and `maxCachedWorkflows` (absent: the watcher's default rule for its heap, src/config.ts);
- * with a `firedFile`, each timer's activity appends `<id> <ms>` to it.
+ * The raw baseline's worker as a process of its own on `queue`, with compose's heap bound and `maxCachedWorkflows`
+ * (absent: the watcher's default rule for that heap); with a `firedFile`, each timer's activity appends `<id> <ms>` to
+ * it. Pushed to `children` for the caller to stop; resolves once it runs, with the bounds it reported.
  */
-export function spawnBaselineWorker(options: {
-  server: BenchServer;
-  queue: string;
-  bundle: string;
-  dir: string;
-  nodeOptions: string;
-  firedFile?: string;
-  maxCachedWorkflows?: number;
-}): Child {
-  const { server } = options;
+export async function startBaselineWorker(
+  server: BenchServer,
+  options: { queue: string; bundle: string; dir: string; firedFile?: string; maxCachedWorkflows?: number },
+  children: Stoppable[],
+): Promise<{ worker: Child; bounds: WorkerBounds }> {
   const args = [server.address, server.namespace, options.queue, options.bundle];
   if (options.firedFile) args.push(options.firedFile);
   if (options.maxCachedWorkflows !== undefined) args.push(`--max-cached-workflows=${options.maxCachedWorkflows}`);
-  const env = { NODE_OPTIONS: options.nodeOptions };
-  return spawnEntry('bench/baseline/worker.ts', args, env, path.join(options.dir, 'raw-worker.log'));
+  const env = { NODE_OPTIONS: DEPLOYED_WORKER_NODE_OPTIONS };
+  const worker = spawnEntry('bench/baseline/worker.ts', args, env, path.join(options.dir, 'raw-worker.log'));
+  children.push(worker);
+  await worker.waitFor(/baseline worker running/);
+  return { worker, bounds: reportedBounds(worker.output(), /baseline worker running/) };
 }

@@ -1,14 +1,7 @@
 /**
- * Scenario 5, cost per expectation: the history one expectation writes from its raise to the close of its workflow,
- * plus its share of the routers (its key's router, and its subject's router when a fact on the subject was stored
- * there: both of the fixed set of long-lived fact routers), for each lifecycle, driven through a bridge as agents and
- * reporters drive it: events, bytes (the histories as the server serves them, protobuf), workflow tasks and Temporal
- * actions (bench/lib/history.ts). And a fact nobody waits on: its share of its key's and its subject's routers, which
- * is all it writes. Beside them, the raw Temporal workflows that do the least of the same: a signal that completes a
- * waiting workflow (satisfied), a timer followed by one activity (a lapse), and nothing for a fact nobody waits on.
- *
- * The bridge it raises through has a short fact retention and late window (PT2S, PT5S), so that every expectation
- * closes within the run; retention and late window only move the instant of the last timer, not what is written.
+ * Scenario 5, cost per lifecycle (BENCHMARKS.md, "What is measured"): what one expectation writes from raise to close,
+ * with its share of the routers, beside the raw workflows that do the least of the same. The bridge's short fact
+ * retention and late window close every expectation within the run: they move the last timer, not what is written.
  */
 import proto from '@temporalio/proto';
 import { lapseOf } from '../../test/support/agent.js';
@@ -21,14 +14,6 @@ import { progress, waitUntil } from '../lib/progress.js';
 import type { Stack } from '../lib/stack.js';
 import { goSignal } from '../baseline/workflows.js';
 
-export type Lifecycle =
-  | 'satisfied'
-  | 'overdue, then a late fact'
-  | 'stalled, overdue, closed by its late window'
-  | 'superseded'
-  | 'withdrawn'
-  | 'a fact nobody waits on';
-
 export interface WorkflowCost {
   events: number;
   bytes: number;
@@ -36,16 +21,16 @@ export interface WorkflowCost {
   actions: number;
 }
 
-export interface LifecycleCost {
-  lifecycle: Lifecycle;
+type RawKind = 'signal' | 'timer + activity' | 'nothing';
+
+/** Means per sample; the raw workflow compared with, and total / raw for events and bytes (none against nothing). */
+interface LifecycleCost {
+  lifecycle: string;
   samples: number;
-  /** Mean per sample: the expectation's own workflow (none for a fact nobody waits on), its share of the routers, their sum. */
   expectation: WorkflowCost;
-  /** The share of its key's router and, when another, of its subject's router (bench/lib/history.ts shareOfRuns). */
   routers: WorkflowCost;
   total: WorkflowCost;
-  /** The raw workflow it is compared with, and total / raw for events and bytes (none against nothing). */
-  raw: 'signal' | 'timer + activity' | 'nothing';
+  raw: RawKind;
   ratios: { events?: number; bytes?: number };
 }
 
@@ -57,65 +42,59 @@ export interface CostResult {
 
 const SETTINGS = { factRetention: 'PT2S', lateWindow: 'PT5S' };
 const secondsAhead = (s: number) => instant(Date.now() + s * 1000 + 999);
+type History = proto.temporal.api.history.v1.IHistory;
 
-/** Every run of the workflow's chain (continue-as-new included), once it has closed. */
+const KEYS = ['events', 'bytes', 'workflowTasks', 'actions'] as const;
+const zero = (): WorkflowCost => ({ events: 0, bytes: 0, workflowTasks: 0, actions: 0 });
+const add = (a: WorkflowCost, b: WorkflowCost): WorkflowCost =>
+  Object.fromEntries(KEYS.map((key) => [key, a[key] + b[key]])) as unknown as WorkflowCost;
+/** The mean per sample, to a tenth. */
+const mean = (costs: WorkflowCost[]): WorkflowCost => {
+  const sum = costs.reduce(add, zero());
+  return Object.fromEntries(
+    KEYS.map((key) => [key, Number((sum[key] / costs.length).toFixed(1))]),
+  ) as unknown as WorkflowCost;
+};
+
+/** Every event of the workflow's history once it has closed (a run continued as new would be half of it). */
 async function costOf(stack: Stack, workflowId: string): Promise<WorkflowCost> {
   const handle = stack.client.workflow.getHandle(workflowId);
-  await waitUntil(`${workflowId} to close`, async () => (await handle.describe()).status.name !== 'RUNNING', {
-    timeoutMs: 180_000,
-    intervalMs: 250,
-  });
+  const closed = async () => (await handle.describe()).status.name !== 'RUNNING';
+  await waitUntil(`${workflowId} to close`, closed, { timeoutMs: 180_000, intervalMs: 250 });
   const history = await handle.fetchHistory();
-  const counted = countEvents(eventsOf(history));
   if (history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes) {
     throw new Error(`${workflowId} continued as new during a cost sample: the figures would cover its last run only`);
   }
-  return {
-    events: counted.events,
-    bytes: proto.temporal.api.history.v1.History.encode(history).finish().length,
-    workflowTasks: counted.workflowTasks,
-    actions: counted.actions,
-  };
+  const bytes = proto.temporal.api.history.v1.History.encode(history).finish().length;
+  return { ...countEvents(eventsOf(history)), bytes };
 }
-
-type History = proto.temporal.api.history.v1.IHistory;
 
 /** The run's last workflow task completed: nothing the router was sent waits for a task. */
-function idle(history: History): boolean {
-  const { EventType } = proto.temporal.api.enums.v1;
-  const tasks = [
-    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-  ];
-  const lastTask = (history.events ?? []).filter((event) => tasks.includes(event.eventType ?? 0)).at(-1);
-  return lastTask?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
-}
+const idle = (history: History) =>
+  eventsOf(history)
+    .filter((event) => event.type.startsWith('EVENT_TYPE_WORKFLOW_TASK_'))
+    .at(-1)?.type === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED';
 
-/** The expectation left its router: its unsubscribe (sent as it closed) or the fact the router sent it is in the history. */
+/** The first payload of a signal in the history names `text`. */
+const signalled = (history: History, name: string | undefined, text: string) =>
+  (history.events ?? []).some((event) => {
+    const signal = event.workflowExecutionSignaledEventAttributes;
+    const payload = Buffer.from(signal?.input?.payloads?.[0]?.data ?? []).toString();
+    return signal && (name === undefined || signal.signalName === name) && payload.includes(text);
+  });
+
+/** The expectation left its router: its unsubscribe (sent as it closed), or the fact the router sent it. */
 const left = (expectationWorkflow: string) => (history: History) =>
+  signalled(history, 'unsubscribe', expectationWorkflow) ||
   (history.events ?? []).some(
     (event) =>
-      (event.workflowExecutionSignaledEventAttributes?.signalName === 'unsubscribe' &&
-        Buffer.from(event.workflowExecutionSignaledEventAttributes.input?.payloads?.[0]?.data ?? [])
-          .toString()
-          .includes(expectationWorkflow)) ||
       event.externalWorkflowExecutionSignaledEventAttributes?.workflowExecution?.workflowId === expectationWorkflow,
   );
 
-/** The fact is stored in the router: a signal carrying its key is in the history. */
-const stored = (factKey: string) => (history: History) =>
-  (history.events ?? []).some((event) =>
-    Buffer.from(event.workflowExecutionSignaledEventAttributes?.input?.payloads?.[0]?.data ?? [])
-      .toString()
-      .includes(JSON.stringify(factKey)),
-  );
-
 /**
- * The share of the routers that concerns one expectation or fact (bench/lib/history.ts shareOfRuns, every run of each):
- * the routers serve many keys and never close, so the share is read once `done` holds for the key's router (the
- * expectation left it, or the fact is stored) and no task of any of them is pending. A subject router that is the
- * key's router is counted once.
+ * The share of the routers that concerns one expectation or fact (bench/lib/history.ts shareOfRuns, every run of
+ * each), read once `done` holds for the key's router and no task of any of them is pending; a subject's router that
+ * is the key's is counted once.
  */
 async function routersCostOf(
   stack: Stack,
@@ -125,33 +104,18 @@ async function routersCostOf(
 ): Promise<WorkflowCost> {
   const ids = [...new Set([routers.key, ...(routers.subject ? [routers.subject] : [])])];
   let histories: History[][] = [];
-  await waitUntil(
-    `${mentions.join(', ')} to be done with ${ids.join(' and ')}`,
-    async () => {
-      histories = await Promise.all(ids.map((id) => runHistories(stack.client, id)));
-      // runHistories lists the current run first.
-      return histories[0]!.some(done) && histories.every((runs) => idle(runs[0]!));
-    },
-    { timeoutMs: 60_000, intervalMs: 250 },
-  );
-  return histories
-    .map((runs) => {
-      const { count, bytes } = shareOfRuns(runs, mentions);
-      return { events: count.events, bytes, workflowTasks: count.workflowTasks, actions: count.actions };
-    })
-    .reduce(add, zero());
+  const ready = async () => {
+    histories = await Promise.all(ids.map((id) => runHistories(stack.client, id)));
+    // runHistories lists the current run first.
+    return histories[0]!.some(done) && histories.every((runs) => idle(runs[0]!));
+  };
+  await waitUntil(`${mentions.join(', ')} to be done with ${ids.join(' and ')}`, ready, {
+    timeoutMs: 60_000,
+    intervalMs: 250,
+  });
+  const shares = histories.map((runs) => shareOfRuns(runs, mentions));
+  return shares.map(({ count, bytes }) => ({ ...count, bytes })).reduce(add, zero());
 }
-
-const KEYS = ['events', 'bytes', 'workflowTasks', 'actions'] as const;
-const zero = (): WorkflowCost => ({ events: 0, bytes: 0, workflowTasks: 0, actions: 0 });
-const add = (a: WorkflowCost, b: WorkflowCost): WorkflowCost =>
-  Object.fromEntries(KEYS.map((key) => [key, a[key] + b[key]])) as unknown as WorkflowCost;
-/** The mean per sample, to a tenth. */
-const mean = (costs: WorkflowCost[]): WorkflowCost => {
-  const sum = costs.reduce(add, zero());
-  const n = Math.max(costs.length, 1);
-  return Object.fromEntries(KEYS.map((key) => [key, Number((sum[key] / n).toFixed(1))])) as unknown as WorkflowCost;
-};
 
 /** Done driving: every workflow of `expectation` closes by itself from here, and is then counted; or a fact alone. */
 type Driven = { expectation: Expectation; factOnSubject: boolean } | { fact: { factKey: string; subject: Subject } };
@@ -159,25 +123,22 @@ type Driven = { expectation: Expectation; factOnSubject: boolean } | { fact: { f
 export async function runCost(stack: Stack, samples: number): Promise<CostResult> {
   const bridge = await stack.openBridge(SETTINGS);
   const prefix = `${runPrefix}-cost`;
+  const queue = stack.watcherQueue;
   let n = 0;
-  const raise = async (expectations: Expectation[]) => {
-    const task = `${prefix}-task-${n++}`;
-    await postJson(`${bridge}/a2a/events`, stack.tokens.agent, artifactUpdate(expectations, task));
-  };
+  const raise = (expectations: Expectation[]) =>
+    postJson(`${bridge}/a2a/events`, stack.tokens.agent, artifactUpdate(expectations, `${prefix}-task-${n++}`));
   // As a feed sends facts: no wait, answered 'accepted' once the routers stored them.
   const store = (factKey: string, subject: Subject) =>
     postJson(`${bridge}/v1/facts`, stack.tokens.feed, {
       facts: [{ factKey, observedAt: new Date().toISOString(), subject }],
     });
   const report = (e: Expectation) => store(e.satisfiedBy.factKey, e.subject);
-  const lapsesOf = (e: Expectation) =>
-    stack.agent.received.filter((m) => lapseOf(m)?.expectationId === e.expectationId).length;
   const fresh = (name: string, i: number, dueAt: string, extra: Partial<Expectation> = {}): Expectation => ({
     ...expectationFor(`${prefix}-${name}-${i}`, `${prefix}-${name}-S${i}`, dueAt),
     ...extra,
   });
 
-  const drivers: Record<Lifecycle, (i: number) => Promise<Driven>> = {
+  const drivers: Record<string, (i: number) => Promise<Driven>> = {
     satisfied: async (i) => {
       const e = fresh('sat', i, secondsAhead(3600));
       await raise([e]);
@@ -187,10 +148,8 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
     'overdue, then a late fact': async (i) => {
       const e = fresh('late', i, secondsAhead(2), { grace: 'PT0S' });
       await raise([e]);
-      await waitUntil('the overdue lapse to reach the agent', async () => lapsesOf(e) >= 1, {
-        timeoutMs: 60_000,
-        intervalMs: 100,
-      });
+      const lapsed = () => stack.agent.received.some((m) => lapseOf(m)?.expectationId === e.expectationId);
+      await waitUntil('the overdue lapse to reach the agent', lapsed, { timeoutMs: 60_000, intervalMs: 100 });
       await report(e);
       return { expectation: e, factOnSubject: true };
     },
@@ -211,17 +170,14 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
     withdrawn: async (i) => {
       const e = fresh('wd', i, secondsAhead(3600));
       await raise([e]);
-      await postJson(`${bridge}/v1/expectations/${encodeURIComponent(e.expectationId)}/withdraw`, stack.tokens.agent, {
-        reason: 'cancelled',
-      });
+      const url = `${bridge}/v1/expectations/${encodeURIComponent(e.expectationId)}/withdraw`;
+      await postJson(url, stack.tokens.agent, { reason: 'cancelled' });
       return { expectation: e, factOnSubject: false };
     },
     'a fact nobody waits on': async (i) => {
-      const fact = {
-        factKey: `shipment/${prefix}-nobody-${i}/scanned`,
-        subject: { type: 'shipment', id: `${prefix}-nobody-S${i}` },
-      };
-      await store(fact.factKey, fact.subject);
+      const subject = { type: 'shipment', id: `${prefix}-nobody-S${i}` };
+      const fact = { factKey: `shipment/${prefix}-nobody-${i}/scanned`, subject };
+      await store(fact.factKey, subject);
       return { fact };
     },
   };
@@ -229,57 +185,41 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
   // The raw side: the least Temporal application for each outcome, on the same server.
   const rawSignal: WorkflowCost[] = [];
   const rawTimer: WorkflowCost[] = [];
+  const start = (type: string, workflowId: string, args: unknown[]) =>
+    stack.client.workflow.start(type, { workflowId, taskQueue: stack.baselineQueue, args });
   for (let i = 0; i < samples; i++) {
-    const signalled = await stack.client.workflow.start('signalWorkflow', {
-      workflowId: `${prefix}-raw-signal-${i}`,
-      taskQueue: stack.baselineQueue,
-      args: [],
-    });
+    const signalled = await start('signalWorkflow', `${prefix}-raw-signal-${i}`, []);
     await signalled.signal(goSignal);
     rawSignal.push(await costOf(stack, signalled.workflowId));
-    const timed = await stack.client.workflow.start('timerWorkflow', {
-      workflowId: `${prefix}-raw-timer-${i}`,
-      taskQueue: stack.baselineQueue,
-      args: [`${prefix}-raw-timer-${i}`, Date.now() + 1_000],
-    });
-    rawTimer.push(await costOf(stack, timed.workflowId));
+    const timerId = `${prefix}-raw-timer-${i}`;
+    await start('timerWorkflow', timerId, [timerId, Date.now() + 1_000]);
+    rawTimer.push(await costOf(stack, timerId));
   }
   const raw = { signal: mean(rawSignal), timerActivity: mean(rawTimer) };
 
-  const queue = stack.watcherQueue;
   const lifecycles: LifecycleCost[] = [];
-  for (const [lifecycle, drive] of Object.entries(drivers) as Array<[Lifecycle, (i: number) => Promise<Driven>]>) {
+  for (const [lifecycle, drive] of Object.entries(drivers)) {
     progress(`cost per expectation: ${lifecycle}, ${samples} sample(s)`);
     // Driven all at once, counted once every workflow has closed.
     const driven = await Promise.all(Array.from({ length: samples }, (_, i) => drive(i)));
     const per = { expectation: [] as WorkflowCost[], routers: [] as WorkflowCost[], total: [] as WorkflowCost[] };
     for (const sample of driven) {
-      let x: WorkflowCost;
+      let x = zero();
       let r: WorkflowCost;
       if ('fact' in sample) {
         const { factKey, subject } = sample.fact;
-        x = zero();
-        r = await routersCostOf(
-          stack,
-          { key: factRouterWorkflowId(factKey, queue), subject: subjectRouterWorkflowId(subject, queue) },
-          [JSON.stringify(factKey)],
-          stored(factKey),
-        );
+        const routers = { key: factRouterWorkflowId(factKey, queue), subject: subjectRouterWorkflowId(subject, queue) };
+        const stored = (history: History) => signalled(history, undefined, JSON.stringify(factKey));
+        r = await routersCostOf(stack, routers, [JSON.stringify(factKey)], stored);
       } else {
         const e = sample.expectation;
         const self = expectationWorkflowId(e.expectationId);
         const factKey = factKeyOf(e.expectationId);
+        const subject = sample.factOnSubject ? { subject: subjectRouterWorkflowId(e.subject, queue) } : {};
+        const routers = { key: factRouterWorkflowId(factKey, queue), ...subject };
         [x, r] = await Promise.all([
           costOf(stack, self),
-          routersCostOf(
-            stack,
-            {
-              key: factRouterWorkflowId(factKey, queue),
-              ...(sample.factOnSubject ? { subject: subjectRouterWorkflowId(e.subject, queue) } : {}),
-            },
-            [JSON.stringify(factKey), self],
-            left(self),
-          ),
+          routersCostOf(stack, routers, [JSON.stringify(factKey), self], left(self)),
         ]);
       }
       per.expectation.push(x);
@@ -287,13 +227,14 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
       per.total.push(add(x, r));
     }
     const total = mean(per.total);
-    const rawKind: LifecycleCost['raw'] =
+    const rawKind: RawKind =
       lifecycle === 'a fact nobody waits on'
         ? 'nothing'
         : lifecycle === 'satisfied' || lifecycle === 'withdrawn' || lifecycle === 'superseded'
           ? 'signal'
           : 'timer + activity';
     const base = rawKind === 'signal' ? raw.signal : rawKind === 'timer + activity' ? raw.timerActivity : undefined;
+    const ratio = (key: 'events' | 'bytes') => Number((total[key] / base![key]).toFixed(2));
     lifecycles.push({
       lifecycle,
       samples,
@@ -301,19 +242,10 @@ export async function runCost(stack: Stack, samples: number): Promise<CostResult
       routers: mean(per.routers),
       total,
       raw: rawKind,
-      ratios: base
-        ? {
-            events: Number((total.events / base.events).toFixed(2)),
-            bytes: Number((total.bytes / base.bytes).toFixed(2)),
-          }
-        : {},
+      ratios: base ? { events: ratio('events'), bytes: ratio('bytes') } : {},
     });
-    progress(
-      `  ${lifecycle}: ${total.events} events, ${total.bytes} bytes, ${total.actions} actions` +
-        (base
-          ? ` (raw ${rawKind}: ${base.events} events, ${base.bytes} bytes, ${base.actions} actions)`
-          : ' (raw: nothing)'),
-    );
+    const said = (c: WorkflowCost) => `${c.events} events, ${c.bytes} bytes, ${c.actions} actions`;
+    progress(`  ${lifecycle}: ${said(total)} (raw ${base ? `${rawKind}: ${said(base)}` : 'nothing'})`);
   }
   return { settings: SETTINGS, raw, lifecycles };
 }

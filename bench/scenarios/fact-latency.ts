@@ -1,57 +1,39 @@
 /**
- * Scenario 2, fact to satisfied: from the fact's `POST /v1/facts?wait=true` to its answer saying the expectation is
- * `satisfied` (the expectation's own answer to the bridge's takeFact update; its query is polled back to back only
- * when the answer does not say so), against a raw signal → result round trip of a workflow that waits for one
- * signal, on the same server. Samples of ours and raw alternate one by one so that both see the same load.
+ * Scenario 2, fact to satisfied (BENCHMARKS.md, "What is measured"): `POST /v1/facts?wait=true` until its answer says
+ * `satisfied` (the record queried only when it does not), against a raw signal → result; samples alternate one by one.
  */
 import { recordQuery } from '../../workflows/messages.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { goSignal } from '../baseline/workflows.js';
 import { drainedAt } from '../lib/backlog.js';
 import { postJson, runPool } from '../lib/load.js';
-import { artifactUpdate, batchKeys, batchOf, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { batchKeys, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
 import type { Stack } from '../lib/stack.js';
-import { ratio, summarise, type Summary } from '../lib/stats.js';
+import { ratio, summarise } from '../lib/stats.js';
 
 /** What `POST /v1/facts?wait=true` answers (only what the scenario reads). */
 interface FactsAnswer {
   facts: Array<{ expectations?: Array<{ expectationId: string; state: string; satisfiedAt?: string }> }>;
 }
 
-export interface FactLatencyResult {
-  samples: number;
-  /** POST sent → record satisfied. */
-  oursMs: Summary;
-  /** POST sent → the workflow's own satisfiedAt (workflow clock: the task that applied the fact started). */
-  decidedMs: Summary;
-  /** Signal sent → workflow result. */
-  rawMs: Summary;
-  /** Ours / raw signal → result. */
-  ratios: { p50: number; p99: number };
-}
+export type FactLatencyResult = Awaited<ReturnType<typeof runFactLatency>>;
 
-export async function runFactLatency(stack: Stack, samples: number, concurrency: number): Promise<FactLatencyResult> {
+/**
+ * POST sent → satisfied (ours), → the workflow's own satisfiedAt (decided: the workflow clock), and raw signal sent →
+ * result, in ms.
+ */
+export async function runFactLatency(stack: Stack, samples: number, concurrency: number) {
   const prefix = `${runPrefix}-lat`;
   const batches = Math.ceil(samples / 10);
   progress(`fact to satisfied: raising ${batches * 10} expectations and starting ${samples} signal workflows`);
   const dueAt = monthsAhead();
-  const raised = await runPool(batches, concurrency, (b) =>
-    postJson(
-      `${stack.bridgeUrl}/a2a/events`,
-      stack.tokens.agent,
-      artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`),
-    ),
-  );
+  const raised = await runPool(batches, concurrency, (b) => stack.raiseBatch(prefix, b, 10, dueAt));
   if (raised.errors.length > 0) throw new Error(`fact to satisfied: raising failed: ${raised.errors[0]}`);
   stack.expectRaised(batchKeys(prefix, batches, 10));
-  const started = await runPool(samples, concurrency, (i) =>
-    stack.client.workflow.start('signalWorkflow', {
-      workflowId: `${prefix}-raw-${i}`,
-      taskQueue: stack.baselineQueue,
-      args: [],
-    }),
-  );
+  const start = (i: number) =>
+    stack.client.workflow.start('signalWorkflow', { workflowId: `${prefix}-raw-${i}`, taskQueue: stack.baselineQueue });
+  const started = await runPool(samples, concurrency, start);
   if (started.errors.length > 0) throw new Error(`fact to satisfied: raw starts failed: ${started.errors[0]}`);
   await stack.waitSettled();
   // Scenario 1 leaves the first tasks of its raises queued (the bridge answers once they are started, not run): a
@@ -66,25 +48,13 @@ export async function runFactLatency(stack: Stack, samples: number, concurrency:
     const handle = stack.client.workflow.getHandle(expectationWorkflowId(id));
     // Ours too must be waiting (its first task done, its deadline timer started: 5 events) before the clock starts:
     // a query before then waits behind the worker's backlog of first tasks, and on the cluster timed out at 30 s.
-    await waitUntil(
-      'the expectation to wait on its deadline',
-      async () => (await handle.describe()).historyLength >= 5,
-      {
-        timeoutMs: 300_000,
-        intervalMs: 50,
-      },
-    );
+    const waiting = async () => (await handle.describe()).historyLength >= 5;
+    await waitUntil('the expectation to wait on its deadline', waiting, { timeoutMs: 300_000, intervalMs: 50 });
+    const subject = { type: 'shipment', id: `${prefix}-S${Math.floor(i / 10)}` };
     const wall0 = Date.now();
     const t0 = performance.now();
-    const answer = await postJson<FactsAnswer>(`${stack.bridgeUrl}/v1/facts?wait=true`, stack.tokens.feed, {
-      facts: [
-        {
-          factKey: factKeyOf(id),
-          observedAt: new Date(wall0).toISOString(),
-          subject: { type: 'shipment', id: `${prefix}-S${Math.floor(i / 10)}` },
-        },
-      ],
-    });
+    const facts = [{ factKey: factKeyOf(id), observedAt: new Date(wall0).toISOString(), subject }];
+    const answer = await postJson<FactsAnswer>(`${stack.bridgeUrl}/v1/facts?wait=true`, stack.tokens.feed, { facts });
     const taken = answer.facts[0]?.expectations?.find((expectation) => expectation.expectationId === id);
     let satisfiedAt = taken?.state === 'satisfied' ? taken.satisfiedAt : undefined;
     while (!satisfiedAt) {

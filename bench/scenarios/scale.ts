@@ -1,79 +1,42 @@
 /**
- * Scenario 4, scale: N open expectations due months ahead, raised through the bridge in batches of 10. The worker
- * (`src/worker.ts`, as compose runs it), the bridge (`src/bridge.ts`) and the dev server run as separate processes on
- * a fresh server, so that resident memory (VmRSS), database size (SQLite + WAL) and CPU over 30 s of idle can be read
- * per process. Against the raw baseline: N workflows each sleeping on one timer months ahead, with their own worker
- * process (the same heap bound, so the same cache rule), on another fresh server.
+ * Scenario 4, scale (BENCHMARKS.md, "What is measured"): N open expectations, each side's processes apart on a fresh
+ * server, so that resident memory (VmRSS), database size and CPU over 30 s of idle are read per process.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
 import { startTestAgent } from '../../test/support/agent.js';
 import { writePrincipalsFile } from '../../test/support/agents.js';
-import type { Child } from '../lib/child.js';
+import type { Stoppable } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchKeys, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs, memoryMiB, sqliteMiB } from '../lib/proc.js';
 import { delay, progress } from '../lib/progress.js';
-import { startServer, type BenchServer, type ServerKind } from '../lib/server.js';
+import { connect, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
 import { ratio } from '../lib/stats.js';
-import {
-  DEPLOYED_WORKER_NODE_OPTIONS,
-  routersOf,
-  spawnBaselineWorker,
-  startWatcherProcesses,
-  waitRoutersStarted,
-} from '../lib/watcher-processes.js';
+import { routersOf, startBaselineWorker, startWatcherProcesses, waitRoutersStarted } from '../lib/watcher-processes.js';
 
+/** Resident memory after raising and 30 s of idle, its peak (VmHWM), before raising (MiB); CPU over the idle 30 s. */
 export interface ProcessCost {
-  /** Resident memory after raising and 30 s of idle, MiB. */
   rssMiB: number;
-  /** Peak resident memory (VmHWM) over the process's life, MiB. */
   peakMiB: number;
-  /** Resident memory before anything was raised, MiB. */
   emptyRssMiB: number;
-  /** CPU used over 30 s of idle, percent of one core. */
   idleCpuPct: number;
 }
 
-export interface ScaleSide {
-  count: number;
-  via: string;
-  raisePerSec: number;
-  /** From the first raise until every raise had settled, s. */
-  settledSec: number;
-  /** False when the worker never went idle (its figures were read anyway). */
-  wentIdle: boolean;
-  worker: ProcessCost;
-  /** The worker's and the bridge's RSS as the count grew: sampled once past each quarter of the raises. */
-  growth?: Array<{ raised: number; workerMiB: number; bridgeMiB: number }>;
-  bridge?: ProcessCost;
-  server?: ProcessCost;
-  databaseMiB?: { db: number; wal: number; total: number };
-}
-
-export interface ScaleResult {
-  count: number;
-  ours?: ScaleSide;
-  raw?: ScaleSide;
-  ratios: { workerRss?: number; serverRss?: number; database?: number };
-}
+export type ScaleSide = Awaited<ReturnType<typeof measureSide>>;
+export type ScaleResult = Awaited<ReturnType<typeof runScale>>;
 
 const IDLE_WINDOW_MS = 30_000;
 
 /**
- * How long a worker may take to go idle once the raising is done: at least 30 min, and 100 ms a raise (the dev server
- * left 184,000 workflow tasks queued after 100,000 raises, which a worker runs at about 30 a second).
+ * Waits until the process has used under 60 ms of CPU in each of two consecutive 2 s windows; after `timeoutMs` (at
+ * least 30 min, and 100 ms a raise: a worker works through the tasks the raises left queued) it goes on with a warning.
  */
-const idleTimeoutMs = (count: number) => Math.max(1_800_000, count * 100);
-
-/**
- * Waits until the process has used under 60 ms of CPU in each of two consecutive 2 s windows. After `timeoutMs` it
- * goes on with a warning (a worker that never idles is a finding, not a reason to lose the run).
- */
-async function waitIdle(pid: number, what: string, timeoutMs: number): Promise<boolean> {
+async function waitIdle(pid: number, what: string, count: number): Promise<boolean> {
+  const timeoutMs = Math.max(1_800_000, count * 100);
   let calm = 0;
   const started = Date.now();
   let lastTick = started;
@@ -86,7 +49,6 @@ async function waitIdle(pid: number, what: string, timeoutMs: number): Promise<b
     await delay(2_000);
     const used = cpuMs(pid) - before;
     calm = used < 60 ? calm + 1 : 0;
-    // A worker works through the workflow tasks the raises left queued for minutes: say so, not silence.
     if (Date.now() - lastTick >= 30_000) {
       progress(
         `  waiting for ${what} to go idle (${Math.round((Date.now() - started) / 1000)} s): ${used} ms CPU in 2 s`,
@@ -97,186 +59,136 @@ async function waitIdle(pid: number, what: string, timeoutMs: number): Promise<b
   return true;
 }
 
-/** RSS now, peak, and CPU over the idle window, for every process at once. */
-async function measure(
-  pids: Record<string, number>,
-  empty: Record<string, number>,
-): Promise<Record<string, ProcessCost>> {
-  const cpu0 = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
-  await delay(IDLE_WINDOW_MS);
-  const costs: Record<string, ProcessCost> = {};
-  for (const [name, pid] of Object.entries(pids)) {
-    const memory = memoryMiB(pid);
-    const idleCpuPct = Number((((cpuMs(pid) - cpu0[name]!) / IDLE_WINDOW_MS) * 100).toFixed(2));
-    costs[name] = { rssMiB: memory.rss, peakMiB: memory.peak, emptyRssMiB: empty[name]!, idleCpuPct };
-  }
-  return costs;
+/** A side's processes once started: how to raise its `count`, and to wait for what the raises left to do. */
+interface Started {
+  pids: { worker: number; bridge?: number };
+  via: string;
+  /** Raises, telling `raised` the count so far every few seconds. */
+  raise(raised: (count: number) => void): Promise<{ errors: string[] }>;
+  afterRaising?(): Promise<void>;
 }
 
-const rssOf = (pids: Record<string, number>) =>
-  Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).rss]));
-
-/** Progress in expectations (a unit is `unitSize` of them: a batch of 10 through the bridge), and their rate. */
-function rateReporter(label: string, total: number, unitSize = 1) {
-  const t0 = performance.now();
-  return (done: number) => {
-    const rate = (done * unitSize * 1000) / (performance.now() - t0);
-    progress(`  ${label}: ${done * unitSize}/${total * unitSize} (${rate.toFixed(1)}/s)`);
-  };
-}
-
-async function connect(server: BenchServer): Promise<Client> {
-  const connection = await Connection.connect({ address: server.address, ...server.connectionOptions });
-  return new Client({ connection, namespace: server.namespace });
-}
-
-async function oursSide(config: Config, dir: string, batches: number, concurrency: number, kind: ServerKind) {
-  mkdirSync(dir, { recursive: true });
-  const server = await startServer(config, serverDir(dir, kind), 'scale (ours)', kind);
-  const prefix = `${runPrefix}-scale`;
-  const children: Child[] = [];
-  const agent = await startTestAgent();
-  const client = await connect(server);
-  try {
-    // The worker finds the agent's card in the bridge's principals file when it delivers a lapse.
-    const token = `agent-${runPrefix}`;
-    const principalsFile = writePrincipalsFile([{ id: 'bench-agent', roles: ['agent'], cardUrl: agent.cardUrl }], {
-      tokens: { 'bench-agent': token },
-      file: path.join(dir, 'principals.json'),
-    });
-    // As deployed: the image builds the bundle once (`npm run bundle`) and the worker loads it, which keeps webpack
-    // and its 150 MiB out of the worker.
-    const bundleFile = path.join(dir, 'workflow-bundle.js');
-    writeFileSync(bundleFile, await bundleWorkflows());
-    progress('scale (ours): starting the worker process (src/worker.ts, prebuilt workflow bundle) and the bridge');
-    const { worker, bridge, bridgeUrl } = await startWatcherProcesses(
-      server,
-      { queue: prefix, dir, bundle: bundleFile, principalsFile },
-      children,
-    );
-    const pids: Record<string, number> = { worker: worker.pid, bridge: bridge.pid };
-    if (server.embedded) pids.server = server.embedded.pid;
-    const emptyRssMiB = rssOf(pids);
-
-    const dueAt = monthsAhead();
-    progress(`scale (ours): raising ${batches * 10} expectations through the bridge in batches of 10`);
-    const reportRate = rateReporter('scale (ours) raised', batches, 10);
-    const growth: NonNullable<ScaleSide['growth']> = [];
-    const report = (done: number) => {
-      reportRate(done);
-      if (done * 4 < batches * (growth.length + 1)) return;
-      const sample = { raised: done * 10, workerMiB: memoryMiB(worker.pid).rss, bridgeMiB: memoryMiB(bridge.pid).rss };
-      growth.push(sample);
-      // Printed as taken, so that a run stopped before its end keeps them in its log.
-      progress(
-        `scale (ours): ${sample.raised} raised, worker ${sample.workerMiB} MiB RSS, bridge ${sample.bridgeMiB} MiB`,
-      );
-    };
-    const t0 = performance.now();
-    const raised = await runPool(
-      batches,
-      concurrency,
-      (b) =>
-        postJson(
-          `${bridgeUrl}/a2a/events`,
-          token,
-          artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`),
-        ),
-      { onProgress: report },
-    );
-    const raiseMs = performance.now() - t0;
-    if (raised.errors.length > 0) throw new Error(`raising failed: ${raised.errors[0]}`);
-    // At 100,000 the worker works through its backlog for hours on 2 cores: the waits grow with the count.
-    await waitRoutersStarted(client, prefix, routersOf(batchKeys(prefix, batches, 10), prefix).size, {
-      label: 'scale (ours)',
-      timeoutMs: Math.max(3_600_000, batches * 2_500),
-    });
-    const wentIdle = await waitIdle(worker.pid, 'the worker', idleTimeoutMs(batches * 10));
-    const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
-    progress(
-      `scale (ours): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`,
-    );
-    const costs = await measure(pids, emptyRssMiB);
-    return {
-      count: batches * 10,
-      via: 'bridge, batches of 10',
-      raisePerSec: Number(((batches * 10 * 1000) / raiseMs).toFixed(1)),
-      settledSec,
-      wentIdle,
-      worker: costs.worker!,
-      growth,
-      bridge: costs.bridge,
-      server: costs.server,
-      databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined,
-    };
-  } finally {
-    for (const child of children.reverse()) await child.stop();
-    await client.connection.close();
-    await agent.close();
-    await server.stop();
-  }
-}
-
-async function rawSide(
+/**
+ * One side on a fresh server under `dir`: `start` starts its processes (pushed to `children` for the stop); then its
+ * raising rate, the time until every raise settled, the worker's and the bridge's RSS past each quarter of the raises,
+ * and once its worker went idle (`wentIdle` false if it never did) what each process costs.
+ */
+async function measureSide(
   config: Config,
   dir: string,
-  count: number,
-  bundle: string,
-  concurrency: number,
-  kind: ServerKind,
-): Promise<ScaleSide> {
+  options: { label: string; kind: ServerKind; count: number },
+  start: (server: BenchServer, client: Client, children: Stoppable[]) => Promise<Started>,
+) {
+  const { label, count } = options;
   mkdirSync(dir, { recursive: true });
-  const server = await startServer(config, serverDir(dir, kind), 'scale (raw)', kind);
-  const queue = `${runPrefix}-scale-raw`;
+  // The dev server's SQLite file beside the side's logs, a cluster in a directory of its own.
+  const serverDir = options.kind === 'cluster' ? path.join(dir, 'cluster') : dir;
+  const server = await startServer(config, serverDir, label, options.kind);
   const client = await connect(server);
-  let worker: Child | undefined;
+  const children: Stoppable[] = [];
   try {
-    worker = spawnBaselineWorker({
-      server,
-      queue,
-      bundle,
-      dir,
-      nodeOptions: DEPLOYED_WORKER_NODE_OPTIONS,
-    });
-    await worker.waitFor(/baseline worker running/);
-    const workerPid = worker.pid;
-    const pids: Record<string, number> = { worker: workerPid };
+    const started = await start(server, client, children);
+    const pids: Record<string, number> = { worker: started.pids.worker };
+    if (started.pids.bridge !== undefined) pids.bridge = started.pids.bridge;
     if (server.embedded) pids.server = server.embedded.pid;
-    const emptyRssMiB = rssOf(pids);
-    const dueMs = Date.parse(monthsAhead());
-    progress(`scale (raw): starting ${count} workflows sleeping six months`);
+    const emptyRssMiB = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).rss]));
     const t0 = performance.now();
-    const started = await runPool(
-      count,
-      concurrency,
-      (i) => client.workflow.start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] }),
-      { onProgress: rateReporter('scale (raw) started', count) },
-    );
+    const growth: Array<{ raised: number; workerMiB: number; bridgeMiB: number }> = [];
+    const raised = await started.raise((done) => {
+      progress(`  ${label} raised: ${done}/${count} (${((done * 1000) / (performance.now() - t0)).toFixed(1)}/s)`);
+      // Once past each quarter of the raises, the worker's and the bridge's RSS, printed as taken for a run cut short.
+      if (pids.bridge === undefined || done * 4 < count * (growth.length + 1)) return;
+      const taken = { raised: done, workerMiB: memoryMiB(pids.worker!).rss, bridgeMiB: memoryMiB(pids.bridge).rss };
+      growth.push(taken);
+      progress(`${label}: ${done} raised, worker ${taken.workerMiB} MiB RSS, bridge ${taken.bridgeMiB} MiB`);
+    });
     const raiseMs = performance.now() - t0;
-    if (started.errors.length > 0) throw new Error(`raw starts failed: ${started.errors[0]}`);
-    const wentIdle = await waitIdle(workerPid, 'the baseline worker', idleTimeoutMs(count));
+    if (raised.errors.length > 0) throw new Error(`${label}: raising failed: ${raised.errors[0]}`);
+    await started.afterRaising?.();
+    const wentIdle = await waitIdle(pids.worker!, `${label}'s worker`, count);
     const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
-    progress(`scale (raw): settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
-    const costs = await measure(pids, emptyRssMiB);
+    progress(`${label}: settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
+    const cpu0 = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
+    await delay(IDLE_WINDOW_MS);
+    const costs: Record<string, ProcessCost> = {};
+    for (const [name, pid] of Object.entries(pids)) {
+      const memory = memoryMiB(pid);
+      const idleCpuPct = Number((((cpuMs(pid) - cpu0[name]!) / IDLE_WINDOW_MS) * 100).toFixed(2));
+      costs[name] = { rssMiB: memory.rss, peakMiB: memory.peak, emptyRssMiB: emptyRssMiB[name]!, idleCpuPct };
+    }
     return {
       count,
-      via: 'client.workflow.start',
+      via: started.via,
       raisePerSec: Number(((count * 1000) / raiseMs).toFixed(1)),
       settledSec,
       wentIdle,
       worker: costs.worker!,
+      growth: pids.bridge === undefined ? undefined : growth,
+      bridge: costs.bridge,
       server: costs.server,
-      databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined,
+      databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined, // SQLite with its WAL
     };
   } finally {
-    await worker?.stop();
+    for (const child of children.reverse()) await child.stop();
     await client.connection.close();
     await server.stop();
   }
 }
 
-/** The dev server's SQLite file beside the side's logs, a cluster in a directory of its own. */
-const serverDir = (dir: string, kind: ServerKind) => (kind === 'cluster' ? path.join(dir, 'cluster') : dir);
+/** Our side: the worker and the bridge as deployed, `batches` of 10 raised through the bridge. */
+function oursSide(dir: string, batches: number, concurrency: number) {
+  return async (server: BenchServer, client: Client, children: Stoppable[]): Promise<Started> => {
+    const prefix = `${runPrefix}-scale`;
+    const agent = await startTestAgent();
+    children.push({ stop: () => agent.close() });
+    // The worker finds the agent's card in the bridge's principals file when it delivers a lapse.
+    const token = `agent-${runPrefix}`;
+    const principals = [{ id: 'bench-agent', roles: ['agent' as const], cardUrl: agent.cardUrl }];
+    const tokens = { 'bench-agent': token };
+    const principalsFile = writePrincipalsFile(principals, { tokens, file: path.join(dir, 'principals.json') });
+    // As deployed: the image builds the bundle once and the worker loads it, which keeps webpack (150 MiB) out of it.
+    const bundle = path.join(dir, 'workflow-bundle.js');
+    writeFileSync(bundle, await bundleWorkflows());
+    progress('scale (ours): starting the worker process (src/worker.ts, prebuilt workflow bundle) and the bridge');
+    const { worker, bridge, bridgeUrl } = await startWatcherProcesses(
+      server,
+      { queue: prefix, dir, bundle, principalsFile },
+      children,
+    );
+    const dueAt = monthsAhead();
+    const raiseBatch = (b: number) =>
+      postJson(`${bridgeUrl}/a2a/events`, token, artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`));
+    progress(`scale (ours): raising ${batches * 10} expectations through the bridge in batches of 10`);
+    return {
+      pids: { worker: worker.pid, bridge: bridge.pid },
+      via: 'bridge, batches of 10',
+      raise: (raised) => runPool(batches, concurrency, raiseBatch, { onProgress: (done) => raised(done * 10) }),
+      // At 100,000 the worker works through its backlog for hours on 2 cores: the wait grows with the count.
+      afterRaising: () =>
+        waitRoutersStarted(client, prefix, routersOf(batchKeys(prefix, batches, 10), prefix).size, {
+          label: 'scale (ours)',
+          timeoutMs: Math.max(3_600_000, batches * 2_500),
+        }),
+    };
+  };
+}
+
+/** The raw side: `count` workflows sleeping six months, with their own worker process. */
+function rawSide(dir: string, count: number, bundle: string, concurrency: number) {
+  return async (server: BenchServer, client: Client, children: Stoppable[]): Promise<Started> => {
+    const queue = `${runPrefix}-scale-raw`;
+    const { worker } = await startBaselineWorker(server, { queue, bundle, dir }, children);
+    const dueMs = Date.parse(monthsAhead());
+    const start = (i: number) =>
+      client.workflow.start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] });
+    progress(`scale (raw): starting ${count} workflows sleeping six months`);
+    return {
+      pids: { worker: worker.pid },
+      via: 'client.workflow.start',
+      raise: (raised) => runPool(count, concurrency, start, { onProgress: raised }),
+    };
+  };
+}
 
 export async function runScale(
   config: Config,
@@ -285,20 +197,18 @@ export async function runScale(
     count: number;
     concurrency: number;
     baselineBundle: string;
-    /** `--scale-sides=ours`: one side only. */
     sides: Set<'ours' | 'raw'>;
-    /** `cluster`: a fresh Temporal cluster on PostgreSQL per side, as the dev server is fresh per side. */
     server: ServerKind;
   },
-): Promise<ScaleResult> {
+) {
   const batches = Math.ceil(options.count / 10);
   const count = batches * 10;
-  const ours = options.sides.has('ours')
-    ? await oursSide(config, path.join(dir, 'ours'), batches, options.concurrency, options.server)
-    : undefined;
-  const raw = options.sides.has('raw')
-    ? await rawSide(config, path.join(dir, 'raw'), count, options.baselineBundle, options.concurrency, options.server)
-    : undefined;
+  const side = (name: 'ours' | 'raw', start: Parameters<typeof measureSide>[3]) =>
+    options.sides.has(name)
+      ? measureSide(config, path.join(dir, name), { label: `scale (${name})`, kind: options.server, count }, start)
+      : undefined;
+  const ours = await side('ours', oursSide(path.join(dir, 'ours'), batches, options.concurrency));
+  const raw = await side('raw', rawSide(path.join(dir, 'raw'), count, options.baselineBundle, options.concurrency));
   const both = (pick: (side: ScaleSide) => number | undefined) => {
     const a = ours && pick(ours);
     const b = raw && pick(raw);
@@ -311,7 +221,7 @@ export async function runScale(
     ratios: {
       workerRss: both((s) => s.worker.rssMiB),
       serverRss: both((s) => s.server?.rssMiB),
-      database: both((s) => s.databaseMiB?.total),
+      database: both((s) => s.databaseMiB),
     },
   };
 }

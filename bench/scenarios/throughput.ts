@@ -1,90 +1,40 @@
 /**
- * Scenario 1, raise throughput: expectations per second through `POST /a2a/events` (one per request, and batches
- * of 10 in one artifact) at a fixed concurrency, against raw `client.workflow.start` of a no-op workflow at the same
- * concurrency. Raw runs before and after ours; the ratio uses their mean. "Accepted" is the rate of 200 answers;
- * "settled" also waits until every router the raises named runs and the watcher's task queue has no backlog (every
- * raise's first workflow task taken up; raw: every no-op workflow completed).
+ * Scenario 1, raise throughput (BENCHMARKS.md, "What is measured"): raw runs before and after ours, the ratio uses
+ * their mean; "settled" waits until every router the raises named runs and the queue has no backlog.
  */
-import type { Client } from '@temporalio/client';
 import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
-import { countHistory, runHistories, shareOfRuns, type HistoryCount } from '../lib/history.js';
-import { postJson, runPool } from '../lib/load.js';
-import {
-  artifactUpdate,
-  batchKeys,
-  batchOf,
-  expectationFor,
-  factKeyOf,
-  monthsAhead,
-  runPrefix,
-} from '../lib/payloads.js';
-import { cpuMs } from '../lib/proc.js';
+import { countHistory, runHistories, shareOfRuns } from '../lib/history.js';
+import { runPool } from '../lib/load.js';
+import { batchKeys, factKeyOf, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { cpuSince, processCpuMs } from '../lib/proc.js';
 import { progress, waitUntil } from '../lib/progress.js';
 import type { Stack } from '../lib/stack.js';
-import { ratio, summarise, type Summary } from '../lib/stats.js';
+import { perItem, ratio, summarise } from '../lib/stats.js';
 
 export interface ThroughputOptions {
   concurrency: number;
-  /** Requests of one expectation each. */
+  /** Requests of one expectation each, of 10 each, and raw starts per baseline phase. */
   singles: number;
-  /** Requests of 10 expectations each. */
   batches: number;
-  /** Raw starts per baseline phase. */
   rawStarts: number;
 }
 
-export interface Phase {
-  label: string;
-  acceptedPerSec: number;
-  settledPerSec: number;
-  /** Per-request latency (ms). */
-  latencyMs: Summary;
-  /** CPU per expectation, ms. node: the benchmark process (bridge, worker, load); server: the Temporal server's processes; database: the cluster's PostgreSQL. */
-  cpuMsPerItem: { node: number; server?: number; database?: number };
-}
-
-export interface ThroughputResult {
-  options: ThroughputOptions;
-  raw: Phase[];
-  single: Phase;
-  batch: Phase;
-  rawAcceptedPerSec: number;
-  rawSettledPerSec: number;
-  ratios: { single: number; batch: number; singleSettled: number; batchSettled: number };
-  histories: { ours: HistoryCount[]; raw: HistoryCount };
-}
-
-function cpuMeter(stack: Stack) {
-  // The dev server's process, or the cluster's four service processes; PostgreSQL apart (postmaster and backends).
-  const serverPids = stack.server.serverPids();
-  const serverCpu = () => serverPids.reduce((total, pid) => total + cpuMs(pid), 0);
-  const databaseCpu = stack.server.databaseCpuMs;
-  const node0 = process.cpuUsage();
-  const server0 = serverPids.length > 0 ? serverCpu() : 0;
-  const database0 = databaseCpu?.() ?? 0;
-  return (items: number) => {
-    const node = process.cpuUsage(node0);
-    return {
-      node: Number(((node.user + node.system) / 1000 / items).toFixed(2)),
-      server: serverPids.length > 0 ? Number(((serverCpu() - server0) / items).toFixed(2)) : undefined,
-      ...(databaseCpu ? { database: Number(((databaseCpu() - database0) / items).toFixed(2)) } : {}),
-    };
-  };
-}
+export type ThroughputResult = Awaited<ReturnType<typeof runThroughput>>;
 
 /**
- * Runs `requests` of `size` expectations each with `send` at the concurrency, then waits for `settled`: the phase's
- * accepted and settled rates, request latency and CPU per expectation.
+ * Runs `requests` of `size` expectations each with `send` at the concurrency, then waits for `settled`: rates in
+ * expectations a second, request latency (ms) and CPU per expectation (ms) of the benchmark's process (bridge, worker,
+ * load), the Temporal server's processes and the cluster's PostgreSQL.
  */
 async function phase(
   stack: Stack,
   label: string,
   counts: { requests: number; size: number; concurrency: number },
   send: (i: number) => Promise<unknown>,
-  /** Gets the count of requests that failed. */
   settled: (failed: number) => Promise<void>,
-): Promise<Phase> {
-  const meter = cpuMeter(stack);
+) {
+  const { serverCpuMs, databaseCpuMs } = stack.server;
+  const cpuUsed = cpuSince({ node: processCpuMs, server: serverCpuMs, database: databaseCpuMs });
   const t0 = performance.now();
   const pool = await runPool(counts.requests, counts.concurrency, send, {
     onProgress: (done) => progress(`  ${label}: ${done}/${counts.requests} requests answered`),
@@ -94,12 +44,16 @@ async function phase(
   const settledMs = performance.now() - t0;
   const items = counts.requests * counts.size;
   const perSec = (ms: number) => Number(((items * 1000) / ms).toFixed(1));
-  const result: Phase = {
-    label,
+  const cpu = cpuUsed();
+  const result = {
     acceptedPerSec: perSec(pool.elapsedMs),
     settledPerSec: perSec(settledMs),
     latencyMs: summarise(pool.latenciesMs),
-    cpuMsPerItem: meter(items),
+    cpuMsPerItem: {
+      node: perItem(cpu.node, items)!,
+      server: perItem(cpu.server, items),
+      database: perItem(cpu.database, items),
+    },
   };
   progress(
     `  ${label}: ${result.acceptedPerSec}/s accepted, ${result.settledPerSec}/s settled, request p99 ${result.latencyMs.p99} ms`,
@@ -110,107 +64,60 @@ async function phase(
 let rawStarted = 0;
 
 /** Raw starts of a no-op workflow, settled once every one started so far has completed. */
-function rawPhase(stack: Stack, options: ThroughputOptions, label: string): Promise<Phase> {
+function rawPhase(stack: Stack, options: ThroughputOptions, label: string) {
   progress(`throughput: ${label}: ${options.rawStarts} raw workflow starts at concurrency ${options.concurrency}`);
+  const { client, baselineQueue: taskQueue } = stack;
+  const completed = `WorkflowType = 'noopWorkflow' AND TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Completed'`;
+  const start = (i: number) =>
+    client.workflow.start('noopWorkflow', { workflowId: `${runPrefix}-${label}-${i}`, taskQueue, args: [] });
   const counts = { requests: options.rawStarts, size: 1, concurrency: options.concurrency };
-  const completed = `WorkflowType = 'noopWorkflow' AND TaskQueue = '${stack.baselineQueue}' AND ExecutionStatus = 'Completed'`;
-  return phase(
-    stack,
-    label,
-    counts,
-    (i) =>
-      stack.client.workflow.start('noopWorkflow', {
-        workflowId: `${runPrefix}-${label}-${i}`,
-        taskQueue: stack.baselineQueue,
-        args: [],
-      }),
-    (failed) => {
-      rawStarted += options.rawStarts - failed;
-      return waitUntil(
-        'every no-op workflow to complete',
-        async () => (await stack.client.workflow.count(completed)).count >= rawStarted,
-        { timeoutMs: 600_000, intervalMs: 500 },
-      );
-    },
-  );
+  return phase(stack, label, counts, start, (failed) => {
+    rawStarted += options.rawStarts - failed;
+    const all = async () => (await client.workflow.count(completed)).count >= rawStarted;
+    return waitUntil('every no-op workflow to complete', all, { timeoutMs: 600_000, intervalMs: 500 });
+  });
 }
 
 /** Raises through the bridge, `size` to a request, settled once their routers run and the queue has no backlog. */
-function oursPhase(
-  stack: Stack,
-  options: ThroughputOptions,
-  label: string,
-  size: number,
-  requests: number,
-): Promise<Phase> {
+function oursPhase(stack: Stack, concurrency: number, label: string, size: number, requests: number) {
   const prefix = `${runPrefix}-${label}`;
-  progress(
-    `throughput: ${label}: ${requests} requests of ${size} expectation(s) at concurrency ${options.concurrency}`,
-  );
+  progress(`throughput: ${label}: ${requests} requests of ${size} expectation(s) at concurrency ${concurrency}`);
   const dueAt = monthsAhead();
-  const expectations = (i: number) =>
-    size === 1 ? [expectationFor(`${prefix}-${i}`, `${prefix}-S${i}`, dueAt)] : batchOf(prefix, i, size, dueAt);
-  return phase(
-    stack,
-    label,
-    { requests, size, concurrency: options.concurrency },
-    (i) =>
-      postJson(
-        `${stack.bridgeUrl}/a2a/events`,
-        stack.tokens.agent,
-        artifactUpdate(expectations(i), `${prefix}-task-${i}`),
-      ),
-    () => {
-      stack.expectRaised(
-        size === 1
-          ? Array.from({ length: requests }, (_, i) => factKeyOf(`${prefix}-${i}`))
-          : batchKeys(prefix, requests, size),
-      );
-      return stack.waitSettled();
-    },
-  );
+  const raise = (i: number) => stack.raiseBatch(prefix, i, size, dueAt);
+  return phase(stack, label, { requests, size, concurrency }, raise, () => {
+    stack.expectRaised(batchKeys(prefix, requests, size));
+    return stack.waitSettled();
+  });
 }
 
-/**
- * The histories one single raise leaves (its expectation, and its share of its fact router's: a raise signals no other
- * router) and one raw start's.
- */
-async function raiseHistories(client: Client, queue: string, singleId: string, rawId: string) {
-  const factKey = factKeyOf(singleId);
-  const ours = await Promise.all([
-    countHistory(client, expectationWorkflowId(singleId)),
-    runHistories(client, factRouterWorkflowId(factKey, queue)).then(
-      (runs) => shareOfRuns(runs, [JSON.stringify(factKey), expectationWorkflowId(singleId)]).count,
-    ),
-  ]);
-  return { ours, raw: await countHistory(client, rawId) };
-}
-
-export async function runThroughput(stack: Stack, options: ThroughputOptions): Promise<ThroughputResult> {
+export async function runThroughput(stack: Stack, options: ThroughputOptions) {
+  const { client, baselineQueue: taskQueue } = stack;
   // Warm-up: the bridge fetches the card once, both workers have their bundles loaded.
-  await oursPhase(stack, { ...options, concurrency: 4 }, 'warmup', 1, 8);
+  await oursPhase(stack, 4, 'warmup', 1, 8);
   await runPool(8, 4, (i) =>
-    stack.client.workflow.execute('noopWorkflow', {
-      workflowId: `${runPrefix}-rawwarm-${i}`,
-      taskQueue: stack.baselineQueue,
-      args: [],
-    }),
+    client.workflow.execute('noopWorkflow', { workflowId: `${runPrefix}-rawwarm-${i}`, taskQueue, args: [] }),
   );
   rawStarted += 8;
 
   const rawBefore = await rawPhase(stack, options, 'raw-before');
-  const single = await oursPhase(stack, options, 'single', 1, options.singles);
-  const batch = await oursPhase(stack, options, 'batch10', 10, options.batches);
+  const single = await oursPhase(stack, options.concurrency, 'single', 1, options.singles);
+  const batch = await oursPhase(stack, options.concurrency, 'batch10', 10, options.batches);
   const rawAfter = await rawPhase(stack, options, 'raw-after');
 
   const rawAcceptedPerSec = Number(((rawBefore.acceptedPerSec + rawAfter.acceptedPerSec) / 2).toFixed(1));
   const rawSettledPerSec = Number(((rawBefore.settledPerSec + rawAfter.settledPerSec) / 2).toFixed(1));
-  const histories = await raiseHistories(
-    stack.client,
-    stack.watcherQueue,
-    `${runPrefix}-single-0`,
-    `${runPrefix}-raw-before-0`,
+  // What one single raise leaves: its expectation, and its share of its key's router (a raise signals no other).
+  const singleId = `${runPrefix}-single-0-0`;
+  const factKey = factKeyOf(singleId);
+  const mentions = [JSON.stringify(factKey), expectationWorkflowId(singleId)];
+  const routerShare = shareOfRuns(
+    await runHistories(client, factRouterWorkflowId(factKey, stack.watcherQueue)),
+    mentions,
   );
+  const histories = {
+    ours: [await countHistory(client, expectationWorkflowId(singleId)), routerShare.count],
+    raw: await countHistory(client, `${runPrefix}-raw-before-0`),
+  };
   return {
     options,
     raw: [rawBefore, rawAfter],
