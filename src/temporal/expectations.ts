@@ -43,6 +43,7 @@ import {
   expectationWorkflowId,
   factRouterWorkflowId,
   keywordValue,
+  routerTaskQueue,
   routerWorkflowId,
   subjectKey,
 } from '../../core/ids.js';
@@ -294,7 +295,7 @@ export async function storeFacts(
       };
       return client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
         workflowId: routerWorkflowId(shard, taskQueue),
-        taskQueue,
+        taskQueue: routerTaskQueue(taskQueue),
         args: [{ shard, retention }],
         signal: factsSignal,
         signalArgs: [batch],
