@@ -5,6 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { routerTaskQueue } from '../../core/ids.js';
 import { runPool } from './load.js';
 
 const EventType = proto.temporal.api.enums.v1.EventType;
@@ -165,7 +166,7 @@ export async function historyInWindow(
   const iso = (ms: number) => new Date(ms).toISOString();
   const listed: Array<{ workflowId: string; runId: string; type: string }> = [];
   for await (const execution of client.workflow.list({
-    query: `TaskQueue = '${queue}' AND StartTime < '${iso(window.end)}'`,
+    query: `TaskQueue IN ('${queue}', '${routerTaskQueue(queue)}') AND StartTime < '${iso(window.end)}'`,
   })) {
     if (execution.closeTime !== undefined && execution.closeTime.getTime() < window.start) continue;
     listed.push({ workflowId: execution.workflowId, runId: execution.runId, type: execution.type });

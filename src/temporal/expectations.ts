@@ -43,6 +43,7 @@ import {
   expectationWorkflowId,
   factRouterWorkflowId,
   keywordValue,
+  routerTaskQueue,
   routerWorkflowId,
   subjectKey,
 } from '../../core/ids.js';
@@ -315,7 +316,7 @@ function routerSignalsOf(client: Client, taskQueue: string): RouterSignals {
         client.withAbortSignal(new AbortController().signal, () =>
           client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
             workflowId,
-            taskQueue,
+            taskQueue: routerTaskQueue(taskQueue),
             args: [{ shard, retention: batch.retention }],
             signal: factsSignal,
             signalArgs: [batch],

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { RouterSignals, type RouterBatch } from '../../../../src/temporal/router-signals.js';
 
-const fact = (factKey: string) => ({ factKey, observedAt: '2026-12-07T10:00:00Z', receivedAt: '2026-12-07T10:00:01Z' });
+const fact = (factKey: string) => ({
+  factKey,
+  observedAt: '2026-12-07T10:00:00Z',
+  source: 'feed',
+  receivedAt: '2026-12-07T10:00:01Z',
+});
 const batchOf = (...keys: string[]): RouterBatch => ({ facts: keys.map(fact), retention: 'P7D' });
 
 /** A router signal that waits until the test lets it through (or fails it). */
