@@ -17,10 +17,10 @@ import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
 import { routerTaskQueue } from '../../core/ids.js';
 import { registerSearchAttributes, type SearchAttributesOutcome } from './search-attributes.js';
 import { workflowsPath } from './workflows-path.js';
+import { DEFAULT_ROUTER_PACING, pacedRouterSlots, type RouterPacing } from './router-pacing.js';
 
 export { workflowsPath };
 
-export const DEFAULT_ROUTER_TASK_SLOTS = Number(process.env.WATCHER_ROUTER_TASK_SLOTS ?? 2);
 
 export interface WatcherWorkerOptions {
   address: string;
@@ -53,15 +53,15 @@ export interface WatcherWorkerOptions {
    */
   dataConverter?: DataConverter;
   workerOptions?: Partial<WorkerOptions>;
-  /** Workflow tasks the routers' worker runs at once (WATCHER_ROUTER_TASK_SLOTS). */
-  routerTaskSlots?: number;
+  /** How the routers' worker paces its tasks (router-pacing.ts). */
+  routerPacing?: RouterPacing;
   /** Also count lapses on these (the bridge's registry, when worker and bridge share a process). */
   metrics?: WatcherMetrics;
 }
 
 export interface WatcherWorker {
   worker: Worker;
-  /** Polls the routers' queue (routerTaskQueue) with `routerTaskSlots` workflow task slots. */
+  /** Polls the routers' queue (routerTaskQueue), paced (router-pacing.ts). */
   routerWorker: Worker;
   client: Client;
   /** What the worker found or did about the search attributes at boot (for the log). */
@@ -121,9 +121,15 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     ...dataConverter,
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
     ...options.workerOptions,
-    maxCachedWorkflows: FACT_ROUTER_SHARDS * 2,
-    maxConcurrentWorkflowTaskExecutions: options.routerTaskSlots ?? DEFAULT_ROUTER_TASK_SLOTS,
-    maxConcurrentActivityTaskExecutions: 1,
+    maxCachedWorkflows: FACT_ROUTER_SHARDS + 8,
+    // Two long polls (sticky and normal) hold a slot each while they wait: the pacing's slots must leave room for them.
+    maxConcurrentWorkflowTaskPolls: 2,
+    tuner: {
+      workflowTaskSlotSupplier: pacedRouterSlots(options.routerPacing ?? DEFAULT_ROUTER_PACING),
+      activityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+    },
     sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },
   });
   let running: Promise<void> | undefined;
