@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { ExpectationRecord } from '../core/types.js';
-import { expectationWorkflowId } from '../core/ids.js';
+import { expectationWorkflowId, routerTaskQueue } from '../core/ids.js';
 import { subjectShardOf } from '../core/fact-shards.js';
 import type { factRouterWorkflow } from '../workflows/fact-router.js';
 import { factsSignal, registerDependentSignal, type FactBatch } from '../workflows/messages.js';
@@ -38,7 +38,7 @@ export function createClientActivities(deps: { client: Client }): ClientActiviti
       const shard = subjectShardOf(fact.subject);
       await client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
         workflowId: routerWorkflowId,
-        taskQueue: Context.current().info.taskQueue,
+        taskQueue: routerTaskQueue(Context.current().info.taskQueue),
         args: [{ shard, retention }],
         signal: factsSignal,
         signalArgs: [{ subjects: [fact] }],

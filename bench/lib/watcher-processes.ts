@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
-import { factRouterWorkflowId } from '../../core/ids.js';
+import { factRouterWorkflowId, routerTaskQueue } from '../../core/ids.js';
 import { freePort } from '../../test/support/net.js';
 import { spawnEntry, type Child, type Stoppable } from './child.js';
 import { progress, waitUntil } from './progress.js';
@@ -37,7 +37,7 @@ export async function waitRoutersStarted(
   options: { label: string; timeoutMs: number; intervalMs?: number },
 ): Promise<void> {
   const want = Math.min(expected, FACT_ROUTER_SHARDS);
-  const query = `WorkflowType = 'factRouterWorkflow' AND TaskQueue = '${queue}' AND ExecutionStatus = 'Running'`;
+  const query = `WorkflowType = 'factRouterWorkflow' AND TaskQueue = '${routerTaskQueue(queue)}' AND ExecutionStatus = 'Running'`;
   let running = 0;
   await waitUntil(
     "the raises' routers to start",

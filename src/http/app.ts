@@ -82,17 +82,6 @@ export const DEFAULT_TEMPORAL_WAIT_MS = 30_000;
 /** Requests served at once unless WATCHER_MAX_REQUESTS_IN_FLIGHT says otherwise. */
 export const DEFAULT_MAX_REQUESTS_IN_FLIGHT = 256;
 
-/** True when `reachable` resolves true within `ms`. */
-async function answeredWithin(reachable: Promise<boolean>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([reachable, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 export interface AppDeps {
   client: Client;
   taskQueue: string;
@@ -162,20 +151,9 @@ function createServices(deps: AppDeps) {
     return worker.ready ? undefined : new WorkerUnavailableError(worker.reason);
   };
   const call = createTemporalCall(deps.client, temporalWaitMs, { probe });
-  // Facts are stored by the server alone: their call is given up early only when Temporal does not answer at all,
-  // told apart from a slow one within the fact wait (a reachability probe that has not answered by then says so).
-  // One reachability call at a time for all of them: a burst of slow fact calls asks once, not once each.
-  let reaching: Promise<boolean> | undefined;
-  const reachable = () => (reaching ??= isReachable().finally(() => (reaching = undefined)));
-  const factCall = createTemporalCall(deps.client, factWaitMs, {
-    probeAfterMs: factWaitMs / 4,
-    probe: async () =>
-      (await answeredWithin(reachable(), factWaitMs / 2))
-        ? undefined
-        : new TemporalUnavailableError(
-            `Temporal does not answer (not within ${factWaitMs / 2} ms); nothing was half-applied that a retry of the same request would not complete`,
-          ),
-  });
+  // Facts are stored by the server alone, and their store is never cancelled at the fact wait (fact-stores.ts): it
+  // runs to the Temporal wait, without a probe, which would cancel a slow store as soon as a slow server answered late.
+  const factCall = createTemporalCall(deps.client, temporalWaitMs);
   const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });
   const cards = createCardResolver({ fetch: cardFetch, cacheSeconds: deps.settings.cardCacheSeconds });
   const statistics = createStatisticsService({ client: deps.client, namespace: deps.namespace, call });

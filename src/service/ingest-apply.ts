@@ -21,19 +21,13 @@ import {
 import { expectationLinks, subjectRouterWorkflowId } from '../../core/ids.js';
 import { settled } from '../temporal/settled.js';
 import { DEFAULT_FACT_WAIT_MS } from '../../workflows/decisions.js';
-import {
-  ConflictError,
-  FactNotStoredError,
-  joinPath,
-  TemporalBusyError,
-  TemporalUnavailableError,
-  type FieldError,
-} from './errors.js';
+import { ConflictError, joinPath, type FieldError } from './errors.js';
 import { type createLateFactCheck } from './late-facts.js';
 import { sameContent, type IngestPlan, type PlannedExpectation } from './ingest-plan.js';
 import { canRead } from './records.js';
 import type { IngestDeps, IngestResult, IngestSettings } from './ingest-types.js';
 import { factLoadKey } from './raise-room.js';
+import type { FactStores } from './fact-stores.js';
 
 /**
  * The indices of `facts` in chains, each in the request's order: two facts with a key or a subject in common are in
@@ -112,6 +106,8 @@ export interface ApplyContext {
   lateFacts: ReturnType<typeof createLateFactCheck>;
   /** How many starts, or chains of facts, this request runs at once. */
   share: () => number;
+  /** The bridge's fact stores: answered at the fact wait, never cancelled there. */
+  factStores: FactStores;
 }
 
 /** What applying a plan reads: the service's dependencies, its record lookups and this request's share of the starts. */
@@ -242,19 +238,11 @@ async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string
   const waitMs = ctx.deps.settings.factWaitMs ?? DEFAULT_FACT_WAIT_MS;
   const settings = { factRetention: ctx.deps.settings.factRetention };
   const call = ctx.deps.factCall ?? ctx.deps.call;
-  try {
-    await call(() => storeFacts(ctx.deps.client, ctx.deps.taskQueue, stamped, settings), waitMs);
-  } catch (error) {
-    // Overloaded (RESOURCE_EXHAUSTED) or not answering at all says so; a wait that ran out is this rule's own 503.
-    if (error instanceof TemporalBusyError || !(error instanceof TemporalUnavailableError) || !error.waitedOut) {
-      throw error;
-    }
-    throw new FactNotStoredError(
-      `Temporal did not store the request's ${facts.length} fact(s) within the fact wait (${waitMs} ms, ` +
-        'WATCHER_FACT_WAIT); send the same request again: a fact counts from the reception that is stored in time, ' +
-        'and one stored twice is recognised as a re-delivery',
-    );
-  }
+  await ctx.factStores.store(
+    () => call(() => storeFacts(ctx.deps.client, ctx.deps.taskQueue, stamped, settings)),
+    waitMs,
+    facts.length,
+  );
   ctx.deps.metrics?.factsRecorded.inc(facts.length);
   return facts.map((fact) => ({ factKey: fact.factKey, result: 'accepted' as const }));
 }

@@ -43,10 +43,12 @@ import {
   expectationWorkflowId,
   factRouterWorkflowId,
   keywordValue,
+  routerTaskQueue,
   routerWorkflowId,
   subjectKey,
 } from '../../core/ids.js';
 import { groupBy, subscribeAllToRouters } from './registration.js';
+import { RouterSignals, type RouterBatch } from './router-signals.js';
 
 /** How a raise starts: 'exists' when the id is taken (running or closed); `now` is the raise instant's clock. */
 type Start = (
@@ -284,24 +286,48 @@ export async function storeFacts(
     }
   }
   const retention = settings.factRetention;
+  const signals = routerSignalsOf(client, taskQueue);
   await Promise.all(
     [...groupBy(entries, (entry) => String(entry.shard))].map(([, group]) => {
       const shard = group[0]!.shard;
-      const batch: FactBatch = {
+      return signals.send(routerWorkflowId(shard, taskQueue), shard, {
         facts: group.flatMap((entry) => (entry.fact ? [entry.fact] : [])),
         subjects: group.flatMap((entry) => (entry.subject ? [entry.subject] : [])),
         retention,
-      };
-      return client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
-        workflowId: routerWorkflowId(shard, taskQueue),
-        taskQueue,
-        args: [{ shard, retention }],
-        signal: factsSignal,
-        signalArgs: [batch],
-        staticSummary: `fact router ${shard}`,
       });
     }),
   );
+}
+
+/** How long one router signal may take: the bridge's default Temporal wait, whoever's request it carries. */
+const ROUTER_SIGNAL_DEADLINE_MS = 30_000;
+
+const routerSignals = new WeakMap<Client, Map<string, RouterSignals>>();
+
+/** The client's group commit of router signals on `taskQueue` (router-signals.ts): one per client and task queue. */
+function routerSignalsOf(client: Client, taskQueue: string): RouterSignals {
+  let queues = routerSignals.get(client);
+  if (!queues) routerSignals.set(client, (queues = new Map()));
+  let signals = queues.get(taskQueue);
+  if (!signals) {
+    // Sent outside any one request's deadline and abort signal: the signal carries other requests' facts too.
+    const signal = async (workflowId: string, shard: number, batch: RouterBatch) => {
+      await client.withDeadline(Date.now() + ROUTER_SIGNAL_DEADLINE_MS, () =>
+        client.withAbortSignal(new AbortController().signal, () =>
+          client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
+            workflowId,
+            taskQueue: routerTaskQueue(taskQueue),
+            args: [{ shard, retention: batch.retention }],
+            signal: factsSignal,
+            signalArgs: [batch],
+            staticSummary: `fact router ${shard}`,
+          }),
+        ),
+      );
+    };
+    queues.set(taskQueue, (signals = new RouterSignals(signal)));
+  }
+  return signals;
 }
 
 /**

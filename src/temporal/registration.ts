@@ -4,6 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { shardOf } from '../../core/fact-shards.js';
+import { routerTaskQueue } from '../../core/ids.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { subscribeSignal, type Subscribe as SubscribeArgs } from '../../workflows/messages.js';
 import { settled } from './settled.js';
@@ -38,7 +39,7 @@ export async function subscribeAllToRouters(
       };
       return client.workflow.signalWithStart<typeof factRouterWorkflow, [SubscribeArgs]>('factRouterWorkflow', {
         workflowId,
-        taskQueue,
+        taskQueue: routerTaskQueue(taskQueue),
         args: [{ shard, retention }],
         signal: subscribeSignal,
         signalArgs: [subscription],

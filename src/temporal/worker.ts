@@ -13,8 +13,11 @@ import type { WatcherMetrics } from '../metrics.js';
 import { activityObservability } from '../observability/activity-interceptor.js';
 import { statisticsSinks } from '../observability/statistics-sink.js';
 import type { ConnectionExtras } from './connection.js';
+import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
+import { routerTaskQueue } from '../../core/ids.js';
 import { registerSearchAttributes, type SearchAttributesOutcome } from './search-attributes.js';
 import { workflowsPath } from './workflows-path.js';
+import { DEFAULT_ROUTER_PACING, pacedRouterSlots, type RouterPacing } from './router-pacing.js';
 
 export { workflowsPath };
 
@@ -49,12 +52,16 @@ export interface WatcherWorkerOptions {
    */
   dataConverter?: DataConverter;
   workerOptions?: Partial<WorkerOptions>;
+  /** How the routers' worker paces its tasks (router-pacing.ts). */
+  routerPacing?: RouterPacing;
   /** Also count lapses on these (the bridge's registry, when worker and bridge share a process). */
   metrics?: WatcherMetrics;
 }
 
 export interface WatcherWorker {
   worker: Worker;
+  /** Polls the routers' queue (routerTaskQueue), paced (router-pacing.ts). */
+  routerWorker: Worker;
   client: Client;
   /** What the worker found or did about the search attributes at boot (for the log). */
   searchAttributes: SearchAttributesOutcome;
@@ -104,21 +111,51 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     // How each expectation ended, as metrics; beside the sinks the caller gives (a tracing bundle's).
     sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },
   });
+  // The routers' own queue (core/ids.ts routerTaskQueue): few task slots, so that under a busy feed each router task
+  // takes every fact signalled since the last one instead of one task per fact.
+  const routerWorker = await Worker.create({
+    connection: nativeConnection,
+    namespace: options.namespace,
+    taskQueue: routerTaskQueue(options.taskQueue),
+    ...dataConverter,
+    ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
+    ...options.workerOptions,
+    maxCachedWorkflows: FACT_ROUTER_SHARDS + 8,
+    // Two long polls (sticky and normal) hold a slot each while they wait: the pacing's slots must leave room for them.
+    maxConcurrentWorkflowTaskPolls: 2,
+    tuner: {
+      workflowTaskSlotSupplier: pacedRouterSlots(options.routerPacing ?? DEFAULT_ROUTER_PACING),
+      activityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+    },
+    sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },
+  });
   let running: Promise<void> | undefined;
   const closeConnections = async () => {
     await nativeConnection.close();
     await connection.close();
   };
+  const stop = (w: Worker) => {
+    if (w.getState() === 'RUNNING') w.shutdown();
+  };
   return {
     worker,
+    routerWorker,
     client,
     searchAttributes,
     run() {
-      running ??= worker.run().finally(closeConnections);
+      running ??= Promise.all([
+        worker.run().finally(() => stop(routerWorker)),
+        routerWorker.run().finally(() => stop(worker)),
+      ])
+        .then(() => undefined)
+        .finally(closeConnections);
       return running;
     },
     async shutdown() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      stop(worker);
+      stop(routerWorker);
       if (running) await running;
       else await closeConnections();
     },

@@ -15,7 +15,7 @@ import {
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
 import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
-import { factRouterWorkflowId, subjectRouterWorkflowId } from '../../core/ids.js';
+import { factRouterWorkflowId, routerTaskQueue, subjectRouterWorkflowId } from '../../core/ids.js';
 import type { FactBatch } from '../../workflows/messages.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
@@ -72,7 +72,8 @@ describe('recordFact', () => {
   it('starts no workflow for facts nobody waits on, once their routers run: one update each', async () => {
     const keys = (round: string, n: number) =>
       Array.from({ length: n }, (_, i) => `shipment:${unique(round)}-${i}:scanned`);
-    const count = async () => (await client.workflow.count(`TaskQueue = '${taskQueue}'`)).count;
+    const count = async () =>
+      (await client.workflow.count(`TaskQueue IN ('${taskQueue}', '${routerTaskQueue(taskQueue)}')`)).count;
     // Visibility lags the starts a little: the count once two readings half a second apart agree.
     const workflows = async () => {
       for (let last = await count(); ;) {

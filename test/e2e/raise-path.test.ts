@@ -24,7 +24,7 @@ import {
 } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
-import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, routerTaskQueue } from '../../core/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, request } from '../support/bridge.js';
@@ -419,7 +419,9 @@ async function listExecutions(stack: Stack): Promise<{ executions: string[] }> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     const executions: string[] = [];
-    for await (const execution of stack.client.workflow.list({ query: `TaskQueue = '${stack.taskQueue}'` })) {
+    for await (const execution of stack.client.workflow.list({
+      query: `TaskQueue IN ('${stack.taskQueue}', '${routerTaskQueue(stack.taskQueue)}')`,
+    })) {
       executions.push(execution.workflowId);
     }
     if (executions.length >= 3 || Date.now() > deadline) return { executions };

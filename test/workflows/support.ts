@@ -21,7 +21,7 @@ import {
   startExpectationWorkflow,
   storeFacts,
 } from '../../src/temporal/expectations.js';
-import { factRouterWorkflowId } from '../../core/ids.js';
+import { factRouterWorkflowId, routerTaskQueue } from '../../core/ids.js';
 import { indexedValueType } from '../../src/temporal/search-attributes.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { allSearchAttributes } from '../../workflows/search-attributes.js';
@@ -114,7 +114,13 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
       },
     },
   });
-  const running = worker.run();
+  // The routers run on their own queue, as src/temporal/worker.ts runs them.
+  const routerWorker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: routerTaskQueue(taskQueue),
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+  });
+  const running = Promise.all([worker.run(), routerWorker.run()]);
 
   const harness: TimeSkippingHarness = {
     env,
@@ -148,6 +154,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     },
     async shutdown() {
       worker.shutdown();
+      routerWorker.shutdown();
       await running;
       await env.teardown();
     },

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { RouterSignals, type RouterBatch } from '../../../../src/temporal/router-signals.js';
+
+const fact = (factKey: string) => ({
+  factKey,
+  observedAt: '2026-12-07T10:00:00Z',
+  source: 'feed',
+  receivedAt: '2026-12-07T10:00:01Z',
+});
+const batchOf = (...keys: string[]): RouterBatch => ({ facts: keys.map(fact), retention: 'P7D' });
+
+/** A router signal that waits until the test lets it through (or fails it). */
+function gatedSignals(maxEntries?: number) {
+  const sent: Array<{ workflowId: string; keys: string[]; release: () => void; fail: (error: Error) => void }> = [];
+  const signals = new RouterSignals(
+    (workflowId, _shard, batch) =>
+      new Promise<void>((resolve, reject) =>
+        sent.push({ workflowId, keys: (batch.facts ?? []).map((f) => f.factKey), release: resolve, fail: reject }),
+      ),
+    maxEntries,
+  );
+  return { signals, sent };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('RouterSignals, the group commit of fact batches per router', () => {
+  it('signals at once when nothing is in flight to the router', async () => {
+    const { signals, sent } = gatedSignals();
+    const stored = signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    expect(sent.map((s) => s.keys)).toEqual([['a']]);
+    sent[0]!.release();
+    await expect(stored).resolves.toBeUndefined();
+  });
+
+  it('sends what arrived during a signal in one next signal, in arrival order, and answers each when it is stored', async () => {
+    const { signals, sent } = gatedSignals();
+    const first = signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    let laterStored = 0;
+    const later = [batchOf('b'), batchOf('c', 'd'), batchOf('e')].map((batch) =>
+      signals.send('facts:q:001', 1, batch).then(() => laterStored++),
+    );
+    await tick();
+    expect(sent).toHaveLength(1);
+    sent[0]!.release();
+    await first;
+    await tick();
+    expect(laterStored).toBe(0);
+    expect(sent.map((s) => s.keys)).toEqual([['a'], ['b', 'c', 'd', 'e']]);
+    sent[1]!.release();
+    await Promise.all(later);
+    expect(laterStored).toBe(3);
+  });
+
+  it('keeps each router apart: a signal in flight to one does not hold back another', async () => {
+    const { signals, sent } = gatedSignals();
+    void signals.send('facts:q:001', 1, batchOf('a'));
+    void signals.send('facts:q:002', 2, batchOf('b'));
+    await tick();
+    expect(sent.map((s) => [s.workflowId, s.keys])).toEqual([
+      ['facts:q:001', ['a']],
+      ['facts:q:002', ['b']],
+    ]);
+  });
+
+  it('puts no more than its bound of entries in one signal, and never splits a batch', async () => {
+    const { signals, sent } = gatedSignals(3);
+    void signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    for (const batch of [batchOf('b', 'c'), batchOf('d', 'e'), batchOf('f')])
+      void signals.send('facts:q:001', 1, batch);
+    sent[0]!.release();
+    await tick();
+    sent[1]!.release();
+    await tick();
+    expect(sent.map((s) => s.keys)).toEqual([['a'], ['b', 'c'], ['d', 'e', 'f']]);
+  });
+
+  it('fails only the batches of the signal that failed, and goes on with those that came after', async () => {
+    const { signals, sent } = gatedSignals();
+    const first = signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    const second = signals.send('facts:q:001', 1, batchOf('b'));
+    sent[0]!.fail(new Error('deadline exceeded'));
+    await expect(first).rejects.toThrow('deadline exceeded');
+    await tick();
+    sent[1]!.release();
+    await expect(second).resolves.toBeUndefined();
+  });
+});
