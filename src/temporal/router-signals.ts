@@ -5,12 +5,26 @@
  */
 import type { FactBatch } from '../../workflows/messages.js';
 
-/** Facts and subject facts in one signal at most: 500 facts of the largest size stay well under the payload limit. */
-export const MAX_ENTRIES_PER_SIGNAL = 500;
+/** Bytes (as JSON) that batches joined into one signal stay under: Temporal warns of a payload past 512 KiB. */
+export const MAX_SIGNAL_BYTES = 256 * 1024;
+
+/** Bytes a bridge holds for one router while its signal is in flight; past them a request is refused at once. */
+export const MAX_WAITING_BYTES = 8 * 1024 * 1024;
+
+/** The bridge holds too much for a router that is slow to answer: RESOURCE_EXHAUSTED, a 503 with `Retry-After`. */
+export class RouterQueueFullError extends Error {
+  readonly code = 8;
+  readonly details: string;
+  constructor(workflowId: string) {
+    super(`the bridge already holds ${MAX_WAITING_BYTES} bytes of facts for ${workflowId}, which is slow to answer`);
+    this.name = 'RouterQueueFullError';
+    this.details = this.message;
+  }
+}
 
 interface Waiting {
   batch: RouterBatch;
-  entries: number;
+  bytes: number;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -18,13 +32,14 @@ interface Waiting {
 interface Router {
   shard: number;
   waiting: Waiting[];
+  waitingBytes: number;
   sending: boolean;
 }
 
 /** A batch as the bridge sends it: with its retention, which also starts the router. */
 export type RouterBatch = FactBatch & { retention: string };
 
-const entriesOf = (batch: FactBatch): number => (batch.facts?.length ?? 0) + (batch.subjects?.length ?? 0);
+const bytesOf = (batch: FactBatch): number => Buffer.byteLength(JSON.stringify(batch));
 
 /** Joins batches in their order of arrival; the retention is the latest one's (all come from one bridge's settings). */
 export function joinBatches(batches: readonly [RouterBatch, ...RouterBatch[]]): RouterBatch {
@@ -42,16 +57,19 @@ export class RouterSignals {
 
   constructor(
     private readonly signal: (workflowId: string, shard: number, batch: RouterBatch) => Promise<void>,
-    private readonly maxEntries = MAX_ENTRIES_PER_SIGNAL,
+    private readonly bounds = { signalBytes: MAX_SIGNAL_BYTES, waitingBytes: MAX_WAITING_BYTES },
   ) {}
 
   /** Resolves once `batch` is stored in router `workflowId` (in this signal or a later one that carries it). */
   send(workflowId: string, shard: number, batch: RouterBatch): Promise<void> {
     let router = this.routers.get(workflowId);
-    if (!router) this.routers.set(workflowId, (router = { shard, waiting: [], sending: false }));
-    const stored = new Promise<void>((resolve, reject) =>
-      router.waiting.push({ batch, entries: entriesOf(batch), resolve, reject }),
-    );
+    if (!router) this.routers.set(workflowId, (router = { shard, waiting: [], waitingBytes: 0, sending: false }));
+    const bytes = bytesOf(batch);
+    if (router.waiting.length > 0 && router.waitingBytes + bytes > this.bounds.waitingBytes) {
+      return Promise.reject(new RouterQueueFullError(workflowId));
+    }
+    router.waitingBytes += bytes;
+    const stored = new Promise<void>((resolve, reject) => router.waiting.push({ batch, bytes, resolve, reject }));
     if (!router.sending) void this.drain(workflowId, router);
     return stored;
   }
@@ -61,12 +79,13 @@ export class RouterSignals {
     router.sending = true;
     while (router.waiting.length > 0) {
       const taken: [Waiting, ...Waiting[]] = [router.waiting.shift()!];
-      let entries = taken[0]!.entries;
-      while (router.waiting.length > 0 && entries + router.waiting[0]!.entries <= this.maxEntries) {
+      let bytes = taken[0].bytes;
+      while (router.waiting.length > 0 && bytes + router.waiting[0]!.bytes <= this.bounds.signalBytes) {
         const next = router.waiting.shift()!;
-        entries += next.entries;
+        bytes += next.bytes;
         taken.push(next);
       }
+      router.waitingBytes -= bytes;
       try {
         await this.signal(
           workflowId,

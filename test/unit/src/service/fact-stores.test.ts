@@ -31,24 +31,8 @@ describe('the fact stores of a bridge', () => {
     expect(stores.late()).toBe(0);
   });
 
-  it('refuses at once, storing nothing, while its bound of stores runs past the fact wait', async () => {
-    const stores = createFactStores(2);
-    const slow = gate();
-    for (let i = 0; i < 2; i++) await expect(stores.store(() => slow.done, 5, 1)).rejects.toThrow(FactNotStoredError);
-    let begun = 0;
-    const started = Date.now();
-    await expect(stores.store(async () => void begun++, 1_000, 4)).rejects.toThrow(/at once: 2 earlier stores/);
-    expect(begun).toBe(0);
-    expect(Date.now() - started).toBeLessThan(500);
-    slow.release();
-    await slow.done;
-    await new Promise((resolve) => setImmediate(resolve));
-    await expect(stores.store(async () => void begun++, 1_000, 1)).resolves.toBeUndefined();
-    expect(begun).toBe(1);
-  });
-
-  it('counts a store that failed past its wait as done, so a failing Temporal does not keep the bridge refusing', async () => {
-    const stores = createFactStores(1);
+  it('counts a store that failed past its wait as done', async () => {
+    const stores = createFactStores();
     let fail!: (error: Error) => void;
     const failing = new Promise<void>((_, reject) => (fail = reject));
     await expect(stores.store(() => failing, 5, 1)).rejects.toThrow(FactNotStoredError);

@@ -10,14 +10,14 @@ const fact = (factKey: string) => ({
 const batchOf = (...keys: string[]): RouterBatch => ({ facts: keys.map(fact), retention: 'P7D' });
 
 /** A router signal that waits until the test lets it through (or fails it). */
-function gatedSignals(maxEntries?: number) {
+function gatedSignals(bounds?: { signalBytes: number; waitingBytes: number }) {
   const sent: Array<{ workflowId: string; keys: string[]; release: () => void; fail: (error: Error) => void }> = [];
   const signals = new RouterSignals(
     (workflowId, _shard, batch) =>
       new Promise<void>((resolve, reject) =>
         sent.push({ workflowId, keys: (batch.facts ?? []).map((f) => f.factKey), release: resolve, fail: reject }),
       ),
-    maxEntries,
+    bounds,
   );
   return { signals, sent };
 }
@@ -65,8 +65,10 @@ describe('RouterSignals, the group commit of fact batches per router', () => {
     ]);
   });
 
-  it('puts no more than its bound of entries in one signal, and never splits a batch', async () => {
-    const { signals, sent } = gatedSignals(3);
+  it('puts no more than its bound of bytes in one signal, and never splits a batch', async () => {
+    const bytes = (batch: RouterBatch) => Buffer.byteLength(JSON.stringify(batch));
+    const signalBytes = bytes(batchOf('d', 'e')) + bytes(batchOf('f'));
+    const { signals, sent } = gatedSignals({ signalBytes, waitingBytes: 1_000_000 });
     void signals.send('facts:q:001', 1, batchOf('a'));
     await tick();
     for (const batch of [batchOf('b', 'c'), batchOf('d', 'e'), batchOf('f')])
@@ -76,6 +78,22 @@ describe('RouterSignals, the group commit of fact batches per router', () => {
     sent[1]!.release();
     await tick();
     expect(sent.map((s) => s.keys)).toEqual([['a'], ['b', 'c'], ['d', 'e', 'f']]);
+  });
+
+  it('refuses at once, as RESOURCE_EXHAUSTED, a batch past what it holds for a router that is slow to answer', async () => {
+    const one = Buffer.byteLength(JSON.stringify(batchOf('b')));
+    const { signals, sent } = gatedSignals({ signalBytes: 1_000_000, waitingBytes: 2 * one });
+    void signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    void signals.send('facts:q:001', 1, batchOf('b'));
+    void signals.send('facts:q:001', 1, batchOf('c'));
+    await expect(signals.send('facts:q:001', 1, batchOf('d'))).rejects.toMatchObject({
+      name: 'RouterQueueFullError',
+      code: 8,
+    });
+    sent[0]!.release();
+    await tick();
+    expect(sent.map((s) => s.keys)).toEqual([['a'], ['b', 'c']]);
   });
 
   it('fails only the batches of the signal that failed, and goes on with those that came after', async () => {
