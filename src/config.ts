@@ -1,7 +1,7 @@
 /**
  * The only reader of `process.env` (DESIGN 5). Every setting is validated once, with an error naming the variable.
  */
-import { DEFAULT_ROUTER_PACING, type RouterPacing } from './temporal/router-pacing.js';
+import { DEFAULT_ROUTER_TASKS_PER_SECOND } from './temporal/router-pacing.js';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import v8 from 'node:v8';
@@ -164,8 +164,7 @@ const envSchema = z.object({
   WATCHER_OUTBOUND_DENY: addressRanges.optional(),
   WATCHER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WATCHER_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
-  WATCHER_ROUTER_TASK_SLOTS: z.coerce.number().int().min(3).max(64).default(DEFAULT_ROUTER_PACING.slots),
-  WATCHER_ROUTER_TASKS_PER_SECOND: z.coerce.number().min(1).max(10_000).default(DEFAULT_ROUTER_PACING.perSecond),
+  WATCHER_ROUTER_TASKS_PER_SECOND: z.coerce.number().min(1).max(10_000).default(DEFAULT_ROUTER_TASKS_PER_SECOND),
   WATCHER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
   WATCHER_CODEC_KEYS_FILE: z.string().min(1).optional(),
   WATCHER_CODEC_CORS_ORIGINS: corsOrigins.optional(),
@@ -232,8 +231,8 @@ export interface Config {
    * replay per fact or lapse and keeps memory flat however many are open (the SDK's default grows with the heap).
    */
   maxCachedWorkflows: number;
-  /** How the worker paces the routers' tasks (src/temporal/router-pacing.ts). */
-  routerPacing: RouterPacing;
+  /** Router tasks the worker begins a second, at most (src/temporal/router-pacing.ts). */
+  routerTasksPerSecond: number;
   /**
    * A workflow bundle written by `npm run bundle` (the image's, built with it): the worker loads it instead of
    * bundling workflows/ at start. Absolute; unset bundles at start.
@@ -319,7 +318,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME }
       : undefined,
     maxCachedWorkflows: e.WATCHER_WORKER_MAX_CACHED_WORKFLOWS ?? defaultMaxCachedWorkflows(heapLimitMiB()),
-    routerPacing: { slots: e.WATCHER_ROUTER_TASK_SLOTS, perSecond: e.WATCHER_ROUTER_TASKS_PER_SECOND },
+    routerTasksPerSecond: e.WATCHER_ROUTER_TASKS_PER_SECOND,
     workflowBundle: e.WATCHER_WORKFLOW_BUNDLE ? path.resolve(e.WATCHER_WORKFLOW_BUNDLE) : undefined,
     codec: e.WATCHER_CODEC_KEYS_FILE
       ? { keysFile: path.resolve(e.WATCHER_CODEC_KEYS_FILE), corsOrigins: e.WATCHER_CODEC_CORS_ORIGINS ?? [] }

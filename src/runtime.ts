@@ -151,7 +151,7 @@ export async function startWorker(
     connectionOptions: connectionOptions(config.temporal),
     ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
     metrics: options.metrics,
-    routerPacing: config.routerPacing,
+    routerTasksPerSecond: config.routerTasksPerSecond,
     workerOptions: {
       maxCachedWorkflows: config.maxCachedWorkflows,
       // For a tracing bundle loaded without tracing: its interceptors' spans go nowhere (with tracing the plugin's sink wins).

@@ -17,7 +17,7 @@ import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
 import { routerTaskQueue } from '../../core/ids.js';
 import { registerSearchAttributes, type SearchAttributesOutcome } from './search-attributes.js';
 import { workflowsPath } from './workflows-path.js';
-import { DEFAULT_ROUTER_PACING, pacedRouterSlots, type RouterPacing } from './router-pacing.js';
+import { DEFAULT_ROUTER_TASKS_PER_SECOND, pacedRouterSlots } from './router-pacing.js';
 
 export { workflowsPath };
 
@@ -52,8 +52,8 @@ export interface WatcherWorkerOptions {
    */
   dataConverter?: DataConverter;
   workerOptions?: Partial<WorkerOptions>;
-  /** How the routers' worker paces its tasks (router-pacing.ts). */
-  routerPacing?: RouterPacing;
+  /** Router tasks the routers' worker begins a second, at most (router-pacing.ts). */
+  routerTasksPerSecond?: number;
   /** Also count lapses on these (the bridge's registry, when worker and bridge share a process). */
   metrics?: WatcherMetrics;
 }
@@ -121,10 +121,9 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
     ...options.workerOptions,
     maxCachedWorkflows: FACT_ROUTER_SHARDS + 8,
-    // Two long polls (sticky and normal) hold a slot each while they wait: the pacing's slots must leave room for them.
     maxConcurrentWorkflowTaskPolls: 2,
     tuner: {
-      workflowTaskSlotSupplier: pacedRouterSlots(options.routerPacing ?? DEFAULT_ROUTER_PACING),
+      workflowTaskSlotSupplier: pacedRouterSlots(options.routerTasksPerSecond ?? DEFAULT_ROUTER_TASKS_PER_SECOND),
       activityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
       localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
       nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },

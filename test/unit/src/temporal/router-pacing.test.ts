@@ -3,12 +3,11 @@ import type { SlotReserveContext } from '@temporalio/worker';
 import { pacedRouterSlots } from '../../../../src/temporal/router-pacing.js';
 
 const ctx = {} as SlotReserveContext;
-const released = { slotInfo: { type: 'workflow', workflowType: 'factRouterWorkflow', isSticky: false } } as never;
 
-/** A paced supplier on a clock the test moves, and the reservations it granted so far. */
-function paced(slots: number, perSecond: number) {
+/** A paced supplier on a clock the test moves, and when each reservation was granted. */
+function paced(perSecond: number) {
   let nowMs = 0;
-  const supplier = pacedRouterSlots({ slots, perSecond }, () => nowMs);
+  const supplier = pacedRouterSlots(perSecond, () => nowMs);
   const granted: number[] = [];
   const reserve = (abort = new AbortController()) => {
     const permit = supplier.reserveSlot(ctx, abort.signal).then(() => void granted.push(nowMs));
@@ -18,48 +17,47 @@ function paced(slots: number, perSecond: number) {
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
+const realTime = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the paced slots of the routers’ worker', () => {
-  it('grants up to its slots at once while a second’s worth of tasks is in hand', async () => {
-    const { granted, reserve } = paced(3, 20);
-    for (let i = 0; i < 4; i++) reserve();
-    await settle();
-    expect(granted).toHaveLength(3);
-  });
-
-  it('begins no more than its rate a second, however fast slots are released', async () => {
-    const { supplier, granted, reserve, advance } = paced(4, 5);
-    for (let i = 0; i < 12; i++) reserve();
-    await settle();
-    // Four slots at once out of the five tokens in hand; each release then waits for a token.
-    expect(granted).toHaveLength(4);
-    for (let i = 0; i < 4; i++) supplier.releaseSlot(released);
+  it('grants a second’s worth of tasks at once', async () => {
+    const { granted, reserve } = paced(5);
+    for (let i = 0; i < 7; i++) reserve();
     await settle();
     expect(granted).toHaveLength(5);
-    advance(1_000);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(granted.length).toBeLessThanOrEqual(8);
-    expect(granted.length).toBeGreaterThan(5);
   });
 
-  it('refuses an eager slot when none is free, and gives one when one is', () => {
-    const { supplier } = paced(1, 10);
+  it('then begins no more than its rate a second, oldest reservation first', async () => {
+    const { granted, reserve, advance } = paced(5);
+    const order: number[] = [];
+    for (let i = 0; i < 8; i++) void reserve().permit.then(() => order.push(i));
+    await settle();
+    expect(granted).toHaveLength(5);
+    advance(400);
+    await realTime(250);
+    expect(granted).toHaveLength(7);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it('gives an eager slot only when a token is in hand and nobody waits', async () => {
+    const { supplier, reserve } = paced(1);
     expect(supplier.tryReserveSlot(ctx)).not.toBeNull();
     expect(supplier.tryReserveSlot(ctx)).toBeNull();
-    supplier.releaseSlot(released);
-    expect(supplier.tryReserveSlot(ctx)).not.toBeNull();
+    reserve();
+    expect(supplier.tryReserveSlot(ctx)).toBeNull();
   });
 
-  it('rejects an aborted reservation with an AbortError, and gives its turn to the next one', async () => {
-    const { supplier, granted, reserve } = paced(1, 100);
+  it('rejects an aborted reservation with its abort reason, and gives its turn to the next one', async () => {
+    const { granted, reserve, advance } = paced(1);
     reserve();
     await settle();
     const waiting = reserve();
     const next = reserve();
     waiting.abort.abort();
     await expect(waiting.permit).rejects.toMatchObject({ name: 'AbortError' });
-    supplier.releaseSlot(released);
+    advance(1_000);
+    await realTime(1_100);
     await next.permit;
-    expect(granted).toHaveLength(2);
+    expect(granted).toEqual([0, 1_000]);
   });
 });
