@@ -111,25 +111,7 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     // How each expectation ended, as metrics; beside the sinks the caller gives (a tracing bundle's).
     sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },
   });
-  // The routers' own queue (core/ids.ts routerTaskQueue): few task slots, so that under a busy feed each router task
-  // takes every fact signalled since the last one instead of one task per fact.
-  const routerWorker = await Worker.create({
-    connection: nativeConnection,
-    namespace: options.namespace,
-    taskQueue: routerTaskQueue(options.taskQueue),
-    ...dataConverter,
-    ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
-    ...options.workerOptions,
-    maxCachedWorkflows: FACT_ROUTER_SHARDS + 8,
-    maxConcurrentWorkflowTaskPolls: 2,
-    tuner: {
-      workflowTaskSlotSupplier: pacedRouterSlots(options.routerTasksPerSecond ?? DEFAULT_ROUTER_TASKS_PER_SECOND),
-      activityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
-      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
-      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
-    },
-    sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },
-  });
+  const routerWorker = await createRouterWorker(options, nativeConnection, dataConverter);
   let running: Promise<void> | undefined;
   const closeConnections = async () => {
     await nativeConnection.close();
@@ -159,4 +141,33 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
       else await closeConnections();
     },
   };
+}
+
+/**
+ * The routers' worker, on their own queue (core/ids.ts routerTaskQueue) with a cache of their own, so that the 64
+ * routers stay hot, and paced (router-pacing.ts), so that under a busy feed each router task takes every fact
+ * signalled since its last instead of one task per fact.
+ */
+function createRouterWorker(
+  options: WatcherWorkerOptions,
+  connection: NativeConnection,
+  dataConverter: { dataConverter?: DataConverter },
+): Promise<Worker> {
+  return Worker.create({
+    connection,
+    namespace: options.namespace,
+    taskQueue: routerTaskQueue(options.taskQueue),
+    ...dataConverter,
+    ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
+    ...options.workerOptions,
+    maxCachedWorkflows: FACT_ROUTER_SHARDS + 8,
+    maxConcurrentWorkflowTaskPolls: 2,
+    tuner: {
+      workflowTaskSlotSupplier: pacedRouterSlots(options.routerTasksPerSecond ?? DEFAULT_ROUTER_TASKS_PER_SECOND),
+      activityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+    },
+    sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },
+  });
 }
