@@ -5,8 +5,11 @@
  */
 import type { FactBatch } from '../../workflows/messages.js';
 
-/** Bytes (as JSON) that batches joined into one signal stay under: Temporal warns of a payload past 512 KiB. */
-export const MAX_SIGNAL_BYTES = 256 * 1024;
+/**
+ * Bytes (as JSON) that batches joined into one signal stay under: small enough that the router's history, which a
+ * lapse decision reads back, does not grow by large events under a busy feed.
+ */
+export const MAX_SIGNAL_BYTES = 32 * 1024;
 
 /** Bytes a bridge holds for one router while its signal is in flight; past them a request is refused at once. */
 export const MAX_WAITING_BYTES = 8 * 1024 * 1024;
@@ -41,10 +44,30 @@ export type RouterBatch = FactBatch & { retention: string };
 
 const bytesOf = (batch: FactBatch): number => Buffer.byteLength(JSON.stringify(batch));
 
-/** Joins batches in their order of arrival; the retention is the latest one's (all come from one bridge's settings). */
+/** The first of equal entries stays: a resend joins the batch of the request it repeats, at its first reception. */
+function firstOfEach<T>(entries: readonly T[], identity: (entry: T) => string): T[] {
+  const seen = new Set<string>();
+  return entries.filter((entry) => {
+    const id = identity(entry);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/**
+ * Joins batches in their order of arrival, each fact once (by key, observation and source, as its router tells a
+ * re-delivery) and each subject fact once; the retention is the latest one's (all come from one bridge's settings).
+ */
 export function joinBatches(batches: readonly [RouterBatch, ...RouterBatch[]]): RouterBatch {
-  const facts = batches.flatMap((batch) => batch.facts ?? []);
-  const subjects = batches.flatMap((batch) => batch.subjects ?? []);
+  const facts = firstOfEach(
+    batches.flatMap((batch) => batch.facts ?? []),
+    (f) => JSON.stringify([f.factKey, f.observedAt, f.source]),
+  );
+  const subjects = firstOfEach(
+    batches.flatMap((batch) => batch.subjects ?? []),
+    (f) => JSON.stringify([f.subject.type, f.subject.id, f.factKey, f.observedAt]),
+  );
   return {
     ...(facts.length > 0 ? { facts } : {}),
     ...(subjects.length > 0 ? { subjects } : {}),

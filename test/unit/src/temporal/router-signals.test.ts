@@ -1,11 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { RouterSignals, type RouterBatch } from '../../../../src/temporal/router-signals.js';
+import { joinBatches, RouterSignals, type RouterBatch } from '../../../../src/temporal/router-signals.js';
 
 const fact = (factKey: string) => ({
   factKey,
   observedAt: '2026-12-07T10:00:00Z',
   source: 'feed',
   receivedAt: '2026-12-07T10:00:01Z',
+});
+const subjectFact = (factKey: string, receivedAt: string) => ({
+  subject: { type: 'shipment', id: 'S-1' },
+  factKey,
+  observedAt: '2026-12-07T10:00:00Z',
+  receivedAt: `2026-12-07T${receivedAt}Z`,
 });
 const batchOf = (...keys: string[]): RouterBatch => ({ facts: keys.map(fact), retention: 'P7D' });
 
@@ -106,5 +112,31 @@ describe('RouterSignals, the group commit of fact batches per router', () => {
     await tick();
     sent[1]!.release();
     await expect(second).resolves.toBeUndefined();
+  });
+});
+
+describe('joinBatches', () => {
+  it('keeps each fact once, at its first reception, as a resend that joins its own request’s batch', () => {
+    const first = { ...batchOf('a', 'b'), subjects: [subjectFact('a', '10:00:01')] };
+    const resend = {
+      facts: [{ ...fact('a'), receivedAt: '2026-12-07T10:00:03Z' }, fact('c')],
+      subjects: [subjectFact('a', '10:00:03')],
+      retention: 'PT1H',
+    };
+    const joined = joinBatches([first, resend]);
+    expect(joined.facts?.map((f) => [f.factKey, f.receivedAt])).toEqual([
+      ['a', '2026-12-07T10:00:01Z'],
+      ['b', '2026-12-07T10:00:01Z'],
+      ['c', '2026-12-07T10:00:01Z'],
+    ]);
+    expect(joined.subjects?.map((f) => f.receivedAt)).toEqual(['2026-12-07T10:00:01Z']);
+    expect(joined.retention).toBe('PT1H');
+  });
+
+  it('keeps facts apart that differ in observation or source', () => {
+    const other = { ...fact('a'), observedAt: '2026-12-07T10:00:02Z' };
+    const claimed = { ...fact('a'), source: 'another-feed' };
+    const joined = joinBatches([batchOf('a'), { facts: [other, claimed], retention: 'P7D' }]);
+    expect(joined.facts).toHaveLength(3);
   });
 });
