@@ -75,8 +75,6 @@ export class UndecryptablePayloadError extends DomainError {}
 export class TemporalUnavailableError extends DomainError {
   /** What the answer's `Retry-After` says, in seconds. */
   readonly retryAfterSeconds: number = 5;
-  /** Set when the call's own wait ran out (Temporal is slow), rather than Temporal not answering or the request's wait. */
-  waitedOut = false;
 }
 
 /**

@@ -27,7 +27,7 @@ import { sameContent, type IngestPlan, type PlannedExpectation } from './ingest-
 import { canRead } from './records.js';
 import type { IngestDeps, IngestResult, IngestSettings } from './ingest-types.js';
 import { factLoadKey } from './raise-room.js';
-import type { FactStores } from './fact-stores.js';
+import { storeWithinFactWait } from './fact-stores.js';
 
 /**
  * The indices of `facts` in chains, each in the request's order: two facts with a key or a subject in common are in
@@ -106,8 +106,6 @@ export interface ApplyContext {
   lateFacts: ReturnType<typeof createLateFactCheck>;
   /** How many starts, or chains of facts, this request runs at once. */
   share: () => number;
-  /** The bridge's fact stores: answered at the fact wait, never cancelled there. */
-  factStores: FactStores;
 }
 
 /** What applying a plan reads: the service's dependencies, its record lookups and this request's share of the starts. */
@@ -238,7 +236,7 @@ async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string
   const waitMs = ctx.deps.settings.factWaitMs ?? DEFAULT_FACT_WAIT_MS;
   const settings = { factRetention: ctx.deps.settings.factRetention };
   const call = ctx.deps.factCall ?? ctx.deps.call;
-  await ctx.factStores.store(
+  await storeWithinFactWait(
     () => call(() => storeFacts(ctx.deps.client, ctx.deps.taskQueue, stamped, settings)),
     waitMs,
     facts.length,

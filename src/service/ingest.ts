@@ -4,7 +4,6 @@
  * is applied; this file looks up what the planner reads and applies its plan. Applying is idempotent, so a request
  * retried after a 503 completes with nothing doubled.
  */
-import { createFactStores } from './fact-stores.js';
 import type { Principal } from '../auth/principals.js';
 import type { Expectation } from '../../core/schemas/extension.js';
 import type { ExpectationRecord } from '../../core/schemas/record.js';
@@ -127,7 +126,7 @@ export function createIngestService(deps: IngestDeps) {
       deps.call(async () => (await deps.client.workflow.count(openExpectationsQuery(deps.taskQueue, agentId))).count),
     now: deps.now,
   });
-  const applier: Applier = { deps, lookup, lateFacts, share, factStores: createFactStores() };
+  const applier: Applier = { deps, lookup, lateFacts, share };
 
   return {
     /**

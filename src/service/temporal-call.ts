@@ -100,13 +100,9 @@ export function createTemporalCall(
         );
       }
       if (isTemporalUnreachable(error)) {
-        const unavailable = new TemporalUnavailableError(
+        throw new TemporalUnavailableError(
           `Temporal did not answer within ${waited} ms; nothing was half-applied that a retry of the same request would not complete`,
         );
-        // Only the call's own wait that ran out: an error before it says Temporal is not there, not that it is slow, and
-        // a request whose whole wait ran out first is answered for that.
-        unavailable.waitedOut = ownDeadline <= deadline && Date.now() >= deadline - 100;
-        throw unavailable;
       }
       throw error;
     } finally {
