@@ -18,8 +18,8 @@ export const MAX_WAITING_BYTES = 8 * 1024 * 1024;
 export class RouterQueueFullError extends Error {
   readonly code = 8;
   readonly details: string;
-  constructor(workflowId: string) {
-    super(`the bridge already holds ${MAX_WAITING_BYTES} bytes of facts for ${workflowId}, which is slow to answer`);
+  constructor(workflowId: string, waitingBytes: number) {
+    super(`the bridge already holds ${waitingBytes} bytes of facts for ${workflowId}, which is slow to answer`);
     this.name = 'RouterQueueFullError';
     this.details = this.message;
   }
@@ -32,11 +32,11 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
+/** A router with a signal in flight: it is in `RouterSignals.routers` from its first batch until nothing waits. */
 interface Router {
   shard: number;
   waiting: Waiting[];
   waitingBytes: number;
-  sending: boolean;
 }
 
 /** A batch as the bridge sends it: with its retention, which also starts the router. */
@@ -85,21 +85,23 @@ export class RouterSignals {
 
   /** Resolves once `batch` is stored in router `workflowId` (in this signal or a later one that carries it). */
   send(workflowId: string, shard: number, batch: RouterBatch): Promise<void> {
-    let router = this.routers.get(workflowId);
-    if (!router) this.routers.set(workflowId, (router = { shard, waiting: [], waitingBytes: 0, sending: false }));
+    const sending = this.routers.get(workflowId);
+    const router = sending ?? { shard, waiting: [], waitingBytes: 0 };
     const bytes = bytesOf(batch);
     if (router.waiting.length > 0 && router.waitingBytes + bytes > this.bounds.waitingBytes) {
-      return Promise.reject(new RouterQueueFullError(workflowId));
+      return Promise.reject(new RouterQueueFullError(workflowId, this.bounds.waitingBytes));
     }
     router.waitingBytes += bytes;
     const stored = new Promise<void>((resolve, reject) => router.waiting.push({ batch, bytes, resolve, reject }));
-    if (!router.sending) void this.drain(workflowId, router);
+    if (!sending) {
+      this.routers.set(workflowId, router);
+      void this.drain(workflowId, router);
+    }
     return stored;
   }
 
   /** Signals the router until nothing waits for it, each signal taking what waited when it left. */
   private async drain(workflowId: string, router: Router): Promise<void> {
-    router.sending = true;
     while (router.waiting.length > 0) {
       const taken: [Waiting, ...Waiting[]] = [router.waiting.shift()!];
       let bytes = taken[0].bytes;
@@ -120,7 +122,6 @@ export class RouterSignals {
         for (const waiting of taken) waiting.reject(error);
       }
     }
-    router.sending = false;
     this.routers.delete(workflowId);
   }
 }
