@@ -41,7 +41,10 @@ export const factRouterWorkflowId = (factKey: string, taskQueue: string): string
 export const subjectRouterWorkflowId = (subject: Subject, taskQueue: string): string =>
   routerWorkflowId(subjectShardOf(subject), taskQueue);
 
-/** The task queue the fact routers run on: their own, so that a busy feed batches facts per router task instead of crowding the expectations' tasks. */
+/**
+ * The task queue the fact routers run on: their own, so that a busy feed batches facts per router task instead of
+ * crowding the expectations' tasks.
+ */
 export const routerTaskQueue = (taskQueue: string): string => `${taskQueue}-routers`;
 
 /** Router `shard` of `taskQueue`: `facts:<taskQueue>:<nnn>`. */

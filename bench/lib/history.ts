@@ -4,7 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { routerTaskQueue } from '../../core/ids.js';
+import { onQueues } from '../../test/support/ids.js';
 import { runPool } from './load.js';
 
 type History = proto.temporal.api.history.v1.IHistory;
@@ -140,7 +140,7 @@ export async function historyInWindow(
   options: { cap: number; readAll: readonly string[] },
 ): Promise<WindowTotals> {
   const listed: Array<{ workflowId: string; runId: string; type: string }> = [];
-  const query = `TaskQueue IN ('${queue}', '${routerTaskQueue(queue)}') AND StartTime < '${new Date(window.end).toISOString()}'`;
+  const query = `${onQueues(queue)} AND StartTime < '${new Date(window.end).toISOString()}'`;
   for await (const { closeTime, workflowId, runId, type } of client.workflow.list({ query })) {
     if (closeTime === undefined || closeTime.getTime() >= window.start) listed.push({ workflowId, runId, type });
   }

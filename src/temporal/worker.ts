@@ -60,8 +60,6 @@ export interface WatcherWorkerOptions {
 
 export interface WatcherWorker {
   worker: Worker;
-  /** Polls the routers' queue (routerTaskQueue), paced (router-pacing.ts). */
-  routerWorker: Worker;
   client: Client;
   /** What the worker found or did about the search attributes at boot (for the log). */
   searchAttributes: SearchAttributesOutcome;
@@ -122,7 +120,6 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
   };
   return {
     worker,
-    routerWorker,
     client,
     searchAttributes,
     run() {

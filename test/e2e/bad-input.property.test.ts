@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ITEMS, MAX_LENGTH } from '../../core/limits.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
 import { joinPath } from '../../src/service/errors.js';
-import { expectationWorkflowId, factRouterWorkflowId, routerTaskQueue } from '../../core/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import {
   send,
@@ -26,6 +26,7 @@ import {
 } from '../support/bridge.js';
 import { countWorkflows, useClient, useWatcherWorker } from '../support/watcher.js';
 import { deliveryExpectation } from '../support/fixtures.js';
+import { onQueues } from '../support/ids.js';
 
 const run = unique();
 const taskQueue = `bad-input-${randomUUID()}`;
@@ -960,7 +961,7 @@ describe('odd but well-formed ids, on a worker of their own', () => {
     const stuck: string[] = [];
     let seen = 0;
     for await (const execution of client.workflow.list({
-      query: `TaskQueue IN ('${oddQueue}', '${routerTaskQueue(oddQueue)}') AND ExecutionStatus = 'Running'`,
+      query: `${onQueues(oddQueue)} AND ExecutionStatus = 'Running'`,
     })) {
       seen++;
       const { raw } = await client.workflow.getHandle(execution.workflowId).describe();
@@ -1386,7 +1387,7 @@ describe('each bound, met exactly and exceeded by one', () => {
 describe('after all of it', () => {
   it('started nothing, and polluted no prototype of the process that ran the bridge', async () => {
     // Nothing polls the bridge's task queue: a workflow started by any input would still be listed on it.
-    const started = await countWorkflows(client, `TaskQueue IN ('${taskQueue}', '${routerTaskQueue(taskQueue)}')`);
+    const started = await countWorkflows(client, onQueues(taskQueue));
     // Ids with a lone surrogate cannot even be asked about (they are not UTF-8); the count above covers them.
     const askable = (id: string) => !LONE_SURROGATE.test(id);
     const sample = [...idsUsed]

@@ -15,12 +15,12 @@ import {
   withdrawExpectation,
 } from '../../src/temporal/expectations.js';
 import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
-import { factRouterWorkflowId, routerTaskQueue, subjectRouterWorkflowId } from '../../core/ids.js';
+import { factRouterWorkflowId, subjectRouterWorkflowId } from '../../core/ids.js';
 import type { FactBatch } from '../../workflows/messages.js';
 import type { ExpectationInput } from '../../workflows/messages.js';
 import { ExpectationState } from '../../workflows/search-attributes.js';
 import { expectationInput, shipmentDelivery } from '../support/fixtures.js';
-import { unique } from '../support/ids.js';
+import { onQueues, unique } from '../support/ids.js';
 import { untilRecord } from '../support/poll.js';
 import { routerEventsOf } from '../support/routers.js';
 import { useWatcherWorker } from '../support/watcher.js';
@@ -72,8 +72,7 @@ describe('recordFact', () => {
   it('starts no workflow for facts nobody waits on, once their routers run: one update each', async () => {
     const keys = (round: string, n: number) =>
       Array.from({ length: n }, (_, i) => `shipment:${unique(round)}-${i}:scanned`);
-    const count = async () =>
-      (await client.workflow.count(`TaskQueue IN ('${taskQueue}', '${routerTaskQueue(taskQueue)}')`)).count;
+    const count = async () => (await client.workflow.count(onQueues(taskQueue))).count;
     // Visibility lags the starts a little: the count once two readings half a second apart agree.
     const workflows = async () => {
       for (let last = await count(); ;) {

@@ -24,11 +24,12 @@ import {
 } from '../../src/auth/principals.js';
 import { createApp } from '../../src/http/app.js';
 import { EXTENSION_URI } from '../../core/schemas/extension.js';
-import { expectationWorkflowId, factRouterWorkflowId, routerTaskQueue } from '../../core/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
 import { createWatcherWorker, type WatcherWorker } from '../../src/temporal/worker.js';
 import { startTestAgent, type TestAgent } from '../support/agent.js';
 import { artifactUpdate, request } from '../support/bridge.js';
 import { deliveryExpectation } from '../support/fixtures.js';
+import { onQueues } from '../support/ids.js';
 import { historyText } from '../support/history-text.js';
 import { close, listen, urlOf } from '../support/net.js';
 import { startNeighbour, type Neighbour } from '../support/neighbour.js';
@@ -420,7 +421,7 @@ async function listExecutions(stack: Stack): Promise<{ executions: string[] }> {
   for (;;) {
     const executions: string[] = [];
     for await (const execution of stack.client.workflow.list({
-      query: `TaskQueue IN ('${stack.taskQueue}', '${routerTaskQueue(stack.taskQueue)}')`,
+      query: onQueues(stack.taskQueue),
     })) {
       executions.push(execution.workflowId);
     }
