@@ -40,6 +40,7 @@ const SIZES = {
     latencySamples: 100,
     lapses: [200],
     scale: 10_000,
+    scaleBurst: 200,
     costSamples: 3,
     trafficStepSec: 45,
   },
@@ -50,6 +51,7 @@ const SIZES = {
     latencySamples: 500,
     lapses: [200, 1_000],
     scale: 100_000,
+    scaleBurst: 1_000,
     costSamples: 10,
     trafficStepSec: 90,
   },
@@ -88,6 +90,8 @@ const options = {
   trafficRates: undefined as number[] | undefined,
   trafficMaxRate: undefined as number | undefined,
   trafficFeedOnly: false,
+  scaleState: undefined as string | undefined,
+  scaleMinutes: undefined as number | undefined,
 };
 
 const positive = (name: string, value = '') => {
@@ -124,6 +128,11 @@ const OPTIONS: Record<string, (value: string | undefined) => void> = {
     (options.trafficRates = value.split(',').map((r) => positive('--traffic-rates', r))),
   '--traffic-max-rate': (value) => (options.trafficMaxRate = positive('--traffic-max-rate', value)),
   '--traffic-feed-only': () => (options.trafficFeedOnly = true),
+  '--scale-state': (value) => {
+    if (!value) throw new Error('--scale-state: a directory, kept between invocations');
+    options.scaleState = path.resolve(value);
+  },
+  '--scale-minutes': (value) => (options.scaleMinutes = positive('--scale-minutes', value)),
 };
 
 function parseArgs(argv: string[]): void {
@@ -136,6 +145,8 @@ function parseArgs(argv: string[]): void {
     // `--server cluster` as well as `--server=cluster`.
     set(at !== -1 ? arg.slice(at + 1) : key === '--server' ? argv[++i] : undefined);
   }
+  if (options.scaleMinutes !== undefined && options.scaleState === undefined)
+    throw new Error('--scale-minutes: only with --scale-state, where the next invocation goes on');
 }
 
 async function main(): Promise<void> {
@@ -268,14 +279,22 @@ async function main(): Promise<void> {
   }
 
   await attempt('scale', 'scenario 4 (scale)', async () => {
+    const { scaleState, scaleMinutes } = options;
+    const resume = scaleState ? { dir: scaleState, budgetMs: (scaleMinutes ?? Infinity) * 60_000 } : undefined;
     const scaleOptions = { count: size.scale, concurrency, sides: options.scaleSides, server: options.server };
     partial.scale = await runScale(config, path.join(dir, 'scale'), {
       ...scaleOptions,
+      burst: size.scaleBurst,
+      resume,
       baselineBundle: bundles.baseline,
     });
     partial.notes.push(
       `Scenario 4's workers ran with NODE_OPTIONS=${DEPLOYED_WORKER_NODE_OPTIONS} (the heap bound of docker-compose.yml's worker).`,
     );
+    if (partial.scale.paused.length > 0)
+      partial.notes.push(
+        `Scenario 4 paused with more to raise (${partial.scale.paused.join(', ')}): run again with the same --scale-state.`,
+      );
     if (partial.scale.ours?.wentIdle === false || partial.scale.raw?.wentIdle === false)
       partial.notes.push('Scenario 4: a worker never went idle after raising; its figures were read anyway.');
   });

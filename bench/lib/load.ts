@@ -19,14 +19,15 @@ export async function postJson<T = unknown>(url: string, token: string, body: un
 
 /**
  * Runs `task(0..count-1)` with at most `concurrency` in flight: the wall-clock ms from first start to last end, each
- * task's latency and the errors. A failed task is not retried; after `maxErrors` failures the run stops early.
+ * task's latency and the errors. A failed task is not retried; after `maxErrors` failures, or once `stop` says so, no
+ * task is begun any more and the pool ends with the ones in flight.
  */
 export async function runPool(
   count: number,
   concurrency: number,
   task: (index: number) => Promise<unknown>,
-  options: { maxErrors?: number; onProgress?: (done: number) => void } = {},
-): Promise<{ elapsedMs: number; latenciesMs: number[]; errors: string[] }> {
+  options: { maxErrors?: number; onProgress?: (done: number) => void; stop?: () => boolean } = {},
+): Promise<{ elapsedMs: number; latenciesMs: number[]; errors: string[]; taken: number }> {
   const latenciesMs = new Array<number>(count).fill(Number.NaN);
   const errors: string[] = [];
   let next = 0;
@@ -35,7 +36,7 @@ export async function runPool(
   const started = performance.now();
   let lastReport = Date.now();
   const lane = async () => {
-    while (next < count && errors.length < maxErrors) {
+    while (next < count && errors.length < maxErrors && !options.stop?.()) {
       const index = next++;
       const t0 = performance.now();
       try {
@@ -52,5 +53,7 @@ export async function runPool(
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
-  return { elapsedMs: performance.now() - started, latenciesMs: latenciesMs.filter((v) => !Number.isNaN(v)), errors };
+  const elapsedMs = performance.now() - started;
+  // `taken`: the tasks begun, indexes 0 to taken - 1; fewer than `count` when `stop` said so or errors ended the pool.
+  return { elapsedMs, latenciesMs: latenciesMs.filter((v) => !Number.isNaN(v)), errors, taken: next };
 }

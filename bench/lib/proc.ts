@@ -1,7 +1,8 @@
 /** What a process costs, read from /proc (Linux): resident memory and CPU time. Also the machine the run is on. */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { descendants } from '../../test/support/faults.js';
 
 /** Clock ticks per second of /proc/<pid>/stat: USER_HZ, 100 on every Linux architecture we run on. */
@@ -66,6 +67,16 @@ export function cpuSince<K extends string>(clocks: Record<K, (() => number) | un
 export function sqliteMiB(file: string): number {
   const size = (suffix: string) => statSync(`${file}${suffix}`, { throwIfNoEntry: false })?.size ?? 0;
   return Number(((size('') + size('-wal') + size('-shm')) / 1024 / 1024).toFixed(1));
+}
+
+/** The bytes of every file under `dir` (a cluster's PostgreSQL data directory: tables, indexes, WAL), in MiB. */
+export function directoryMiB(dir: string): number {
+  let bytes = 0;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile())
+      bytes += statSync(path.join(entry.parentPath, entry.name), { throwIfNoEntry: false })?.size ?? 0;
+  }
+  return Number((bytes / 1024 / 1024).toFixed(1));
 }
 
 export interface Machine {

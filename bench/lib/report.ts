@@ -42,6 +42,7 @@ const n = (value: number) => value.toLocaleString('en-US');
 const cost = (c: ProcessCost | undefined) => (c ? `${c.rssMiB} MiB (empty ${c.emptyRssMiB}, peak ${c.peakMiB})` : '—');
 const cpu = (c: ProcessCost | undefined) => (c ? `${c.idleCpuPct} %` : '—');
 const mib = (value: number | undefined) => (value === undefined ? '—' : `${value} MiB`);
+const kib = (value: number | undefined) => (value === undefined ? '—' : `${value} KiB`);
 
 const STAGES: Array<[keyof Stages, string]> = [
   ['timer', 'due → timer fired'],
@@ -109,9 +110,14 @@ export function markdown(results: BenchResults): string {
             `| ${label}: worker / bridge RSS while raising | ${ours.growth.map((g) => `${n(g.raised)}: ${g.workerMiB} / ${g.bridgeMiB}`).join('; ')} MiB | — | | |`,
           ]
         : []),
-      `| ${label}: database (SQLite + WAL) | ${mib(ours.databaseMiB)} | ${mib(raw.databaseMiB)} | ${s.ratios.database ?? '—'} | |`,
+      `| ${label}: database on disk (SQLite + WAL, or PostgreSQL's data directory); per open expectation | ${mib(ours.databaseMiB)}; ${kib(ours.databaseKiBPerOpen)} | ${mib(raw.databaseMiB)}; ${kib(raw.databaseKiBPerOpen)} | ${s.ratios.database ?? '—'} | |`,
       `| ${label}: idle CPU over 30 s, worker / bridge / server | ${cpu(ours.worker)} / ${cpu(ours.bridge)} / ${cpu(ours.server)} | ${cpu(raw.worker)} / — / ${cpu(raw.server)} | | |`,
       `| ${label}: raising (${ours.via}) | ${raising(ours)} | ${raising(raw)} | ${raisingRatio} | |`,
+      ...(ours.burst
+        ? [
+            `| ${label}: a burst of ${n(ours.burst.count)} due at one instant on top, due → lapse at the agent p50 / p99 / last | ${ours.burst.lateness.p50} / ${ours.burst.lateness.p99} / ${ours.burst.drainMs} ms${ours.burst.raisedLate ? ' (raising ran past the instant)' : ''} | — | | |`,
+          ]
+        : []),
     );
   }
 

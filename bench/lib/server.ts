@@ -14,7 +14,7 @@ import { startDevServer } from '../../dev/temporal/dev-server.js';
 import { TEMPORAL_SERVER_VERSION } from '../../dev/temporal/provision-cluster.js';
 import { ensureDevServer } from '../../dev/temporal/provision.js';
 import { freePort } from '../../test/support/net.js';
-import { cpuMs, treeCpuMs } from './proc.js';
+import { cpuMs, directoryMiB, sqliteMiB, treeCpuMs } from './proc.js';
 import { onInterrupt } from './cleanup.js';
 import { progress } from './progress.js';
 
@@ -39,6 +39,8 @@ export interface BenchServer {
   serverCpuMs?: () => number;
   /** CPU used so far (ms) by the cluster's PostgreSQL, postmaster and backends; absent on the dev server. */
   databaseCpuMs?: () => number;
+  /** The size of what the server stores on disk now (SQLite with its WAL, or PostgreSQL's data directory), MiB. */
+  databaseMiB?: () => number;
   stop(): Promise<void>;
 }
 
@@ -91,6 +93,7 @@ export async function startServer(
     namespace: devServer.namespace,
     connectionOptions: options,
     embedded: { pid, dbFile },
+    databaseMiB: () => sqliteMiB(dbFile),
     serverCpuMs: () => cpuMs(pid),
     stop: async () => {
       await devServer.stop();
@@ -123,6 +126,7 @@ async function startCluster(dir: string, label: string, options: BenchServer['co
     connectionOptions: options,
     serverCpuMs: () => pids.reduce((sum, pid) => sum + cpuMs(pid), 0),
     databaseCpuMs: () => treeCpuMs(postmaster),
+    databaseMiB: () => directoryMiB(cluster.postgres.dataDir),
     stop: async () => {
       await cluster.stop();
       unregister();

@@ -2,20 +2,20 @@
  * Scenario 4, scale (BENCHMARKS.md, "What is measured"): N open expectations, each side's processes apart on a fresh
  * server, so that resident memory (VmRSS), database size and CPU over 30 s of idle are read per process.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
-import { startTestAgent } from '../../test/support/agent.js';
+import { lapseOf, startTestAgent, type TestAgent } from '../../test/support/agent.js';
 import { writePrincipalsFile } from '../../test/support/agents.js';
 import type { Stoppable } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
-import { artifactUpdate, batchKeys, batchOf, monthsAhead, runPrefix } from '../lib/payloads.js';
-import { cpuMs, memoryMiB, sqliteMiB } from '../lib/proc.js';
-import { delay, progress } from '../lib/progress.js';
+import { artifactUpdate, batchKeys, batchOf, instant, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { cpuMs, memoryMiB } from '../lib/proc.js';
+import { delay, progress, waitUntil } from '../lib/progress.js';
 import { connect, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
-import { ratio } from '../lib/stats.js';
+import { ratio, summarise } from '../lib/stats.js';
 import { routersOf, startBaselineWorker, startWatcherProcesses, waitRoutersStarted } from '../lib/watcher-processes.js';
 
 /** Resident memory after raising and 30 s of idle, its peak (VmHWM), before raising (MiB); CPU over the idle 30 s. */
@@ -26,10 +26,37 @@ export interface ProcessCost {
   idleCpuPct: number;
 }
 
-export type ScaleSide = Awaited<ReturnType<typeof measureSide>>;
+export type ScaleSide = Exclude<Awaited<ReturnType<typeof measureSide>>, undefined>;
 export type ScaleResult = Awaited<ReturnType<typeof runScale>>;
 
 const IDLE_WINDOW_MS = 30_000;
+
+/**
+ * A run over several invocations (`--scale-state=<dir>`): each side keeps its server's data and how far it got under
+ * `dir`, and raises for at most `budgetMs` an invocation; the invocation that raises the last one measures.
+ */
+export interface ScaleResume {
+  dir: string;
+  budgetMs: number;
+}
+
+/** What a side's state directory remembers between invocations: its ids, its due instant, the raises done. */
+interface SideProgress {
+  prefix: string;
+  dueAt: string;
+  count: number;
+  raised: number;
+  /** The time spent raising them, over every invocation. */
+  raisingMs: number;
+}
+
+function readProgress(file: string, fresh: SideProgress): SideProgress {
+  if (!existsSync(file)) return fresh;
+  const kept = JSON.parse(readFileSync(file, 'utf8')) as SideProgress;
+  if (kept.count !== fresh.count)
+    throw new Error(`${file}: a run of ${kept.count} open is kept there, not of ${fresh.count}; use another directory`);
+  return kept;
+}
 
 /**
  * Waits until the process has used under 60 ms of CPU in each of two consecutive 2 s windows; after `timeoutMs` (at
@@ -63,9 +90,54 @@ async function waitIdle(pid: number, what: string, count: number): Promise<boole
 interface Started {
   pids: { worker: number; bridge?: number };
   via: string;
-  /** Raises, telling `raised` the count so far every few seconds. */
-  raise(raised: (count: number) => void): Promise<{ errors: string[] }>;
+  /**
+   * Raises what is left, telling `raised` the count so far every few seconds, until all are raised or `stop` says so;
+   * resolves with the count raised in all (this invocation's and those before).
+   */
+  raise(stop: () => boolean, raised: (count: number) => void): Promise<{ errors: string[]; done: number }>;
   afterRaising?(): Promise<void>;
+  /** A burst of expectations due at one instant, at about `raisePerSec`: how long their lapses took to drain. */
+  burst?(raisePerSec: number): Promise<BurstDrain>;
+}
+
+/** A burst of `count` due at one instant with no grace, on top of the open ones: due → each lapse at the agent. */
+export interface BurstDrain {
+  count: number;
+  /** From the due instant to the last lapse at the agent. */
+  drainMs: number;
+  lateness: ReturnType<typeof summarise>;
+  /** The burst's raises had not all settled by the due instant: the lateness includes raising. */
+  raisedLate: boolean;
+}
+
+const ceilSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
+
+/** Raises `count` in batches of 10 due at one instant through `raiseBatch`, and waits for every lapse at `agent`. */
+async function drainBurst(
+  label: string,
+  agent: TestAgent,
+  options: { prefix: string; count: number; raisePerSec: number; concurrency: number },
+  raiseBatch: (prefix: string, batch: number, dueAt: string) => Promise<unknown>,
+): Promise<BurstDrain> {
+  const batches = Math.ceil(options.count / 10);
+  const leadMs = Math.max(30_000, Math.round(((batches * 10) / Math.max(options.raisePerSec, 1)) * 2_000) + 15_000);
+  const dueMs = ceilSecond(Date.now() + leadMs);
+  progress(
+    `${label}: a burst of ${batches * 10} due at ${instant(dueMs)} (in ${Math.round(leadMs / 1000)} s), no grace`,
+  );
+  const raised = await runPool(batches, options.concurrency, (b) => raiseBatch(options.prefix, b, instant(dueMs)));
+  if (raised.errors.length > 0) throw new Error(`${label}: raising the burst failed: ${raised.errors[0]}`);
+  const raisedLate = Date.now() > dueMs;
+  const mine = () => agent.received.filter((r) => lapseOf(r)?.expectationId.startsWith(`${options.prefix}-`));
+  await waitUntil('every lapse of the burst at the agent', () => mine().length >= batches * 10, {
+    timeoutMs: dueMs - Date.now() + 1_800_000,
+    intervalMs: 200,
+    onTick: () => Date.now() > dueMs && progress(`  ${label}: ${mine().length}/${batches * 10} burst lapses received`),
+  });
+  const lateness = mine().map((r) => r.receivedAt.getTime() - dueMs);
+  const drain = { count: batches * 10, drainMs: Math.max(...lateness), lateness: summarise(lateness), raisedLate };
+  progress(`${label}: the burst drained in ${drain.drainMs} ms (p50 ${drain.lateness.p50}, p99 ${drain.lateness.p99})`);
+  return drain;
 }
 
 /**
@@ -76,37 +148,56 @@ interface Started {
 async function measureSide(
   config: Config,
   dir: string,
-  options: { label: string; kind: ServerKind; count: number },
-  start: (server: BenchServer, client: Client, children: Stoppable[]) => Promise<Started>,
+  options: { label: string; kind: ServerKind; count: number; resume?: ScaleResume },
+  start: (server: BenchServer, client: Client, children: Stoppable[], from: SideProgress) => Promise<Started>,
 ) {
-  const { label, count } = options;
+  const { label, count, resume } = options;
   mkdirSync(dir, { recursive: true });
+  const progressFile = path.join(dir, 'scale-progress.json');
+  const from = readProgress(progressFile, {
+    prefix: `${runPrefix}-scale`,
+    dueAt: monthsAhead(),
+    count,
+    raised: 0,
+    raisingMs: 0,
+  });
+  if (from.raised > 0) progress(`${label}: going on from ${from.raised}/${count} raised (${progressFile})`);
   // The dev server's SQLite file beside the side's logs, a cluster in a directory of its own.
   const serverDir = options.kind === 'cluster' ? path.join(dir, 'cluster') : dir;
   const server = await startServer(config, serverDir, label, options.kind);
   const client = await connect(server);
   const children: Stoppable[] = [];
   try {
-    const started = await start(server, client, children);
+    const started = await start(server, client, children, from);
     const pids: Record<string, number> = { worker: started.pids.worker };
     if (started.pids.bridge !== undefined) pids.bridge = started.pids.bridge;
     if (server.embedded) pids.server = server.embedded.pid;
     const emptyRssMiB = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).rss]));
     const t0 = performance.now();
     const growth: Array<{ raised: number; workerMiB: number; bridgeMiB: number }> = [];
-    const raised = await started.raise((done) => {
-      progress(`  ${label} raised: ${done}/${count} (${((done * 1000) / (performance.now() - t0)).toFixed(1)}/s)`);
+    const stop = resume ? () => performance.now() - t0 > resume.budgetMs : () => false;
+    const raised = await started.raise(stop, (done) => {
+      progress(
+        `  ${label} raised: ${done}/${count} (${(((done - from.raised) * 1000) / (performance.now() - t0)).toFixed(1)}/s)`,
+      );
       // Once past each quarter of the raises, the worker's and the bridge's RSS, printed as taken for a run cut short.
       if (pids.bridge === undefined || done * 4 < count * (growth.length + 1)) return;
       const taken = { raised: done, workerMiB: memoryMiB(pids.worker!).rss, bridgeMiB: memoryMiB(pids.bridge).rss };
       growth.push(taken);
       progress(`${label}: ${done} raised, worker ${taken.workerMiB} MiB RSS, bridge ${taken.bridgeMiB} MiB`);
     });
-    const raiseMs = performance.now() - t0;
+    const raisingMs = from.raisingMs + (performance.now() - t0);
     if (raised.errors.length > 0) throw new Error(`${label}: raising failed: ${raised.errors[0]}`);
+    const raisePerSec = Number(((raised.done * 1000) / raisingMs).toFixed(1));
+    if (resume) writeFileSync(progressFile, JSON.stringify({ ...from, raised: raised.done, raisingMs }, null, 2));
+    if (raised.done < count) {
+      progress(`${label}: ${raised.done}/${count} raised at ${raisePerSec}/s; run again with the same --scale-state`);
+      return undefined;
+    }
     await started.afterRaising?.();
     const wentIdle = await waitIdle(pids.worker!, `${label}'s worker`, count);
-    const settledSec = Number(((performance.now() - t0) / 1000).toFixed(1));
+    // Over every invocation: the raising before this one, and this one's raising and wait.
+    const settledSec = Number(((from.raisingMs + performance.now() - t0) / 1000).toFixed(1));
     progress(`${label}: settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
     const cpu0 = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
     await delay(IDLE_WINDOW_MS);
@@ -116,17 +207,22 @@ async function measureSide(
       const idleCpuPct = Number((((cpuMs(pid) - cpu0[name]!) / IDLE_WINDOW_MS) * 100).toFixed(2));
       costs[name] = { rssMiB: memory.rss, peakMiB: memory.peak, emptyRssMiB: emptyRssMiB[name]!, idleCpuPct };
     }
+    const databaseMiB = server.databaseMiB?.();
+    // At the end, once idle: a burst due at one instant, drained on top of the `count` open.
+    const burst = started.burst ? await started.burst(raisePerSec) : undefined;
     return {
       count,
       via: started.via,
-      raisePerSec: Number(((count * 1000) / raiseMs).toFixed(1)),
+      raisePerSec,
+      burst,
       settledSec,
       wentIdle,
       worker: costs.worker!,
       growth: pids.bridge === undefined ? undefined : growth,
       bridge: costs.bridge,
       server: costs.server,
-      databaseMiB: server.embedded ? sqliteMiB(server.embedded.dbFile) : undefined, // SQLite with its WAL
+      databaseMiB, // SQLite with its WAL, or PostgreSQL's data directory
+      databaseKiBPerOpen: databaseMiB === undefined ? undefined : Number(((databaseMiB * 1024) / count).toFixed(1)),
     };
   } finally {
     for (const child of children.reverse()) await child.stop();
@@ -135,10 +231,14 @@ async function measureSide(
   }
 }
 
-/** Our side: the worker and the bridge as deployed, `batches` of 10 raised through the bridge. */
-function oursSide(dir: string, batches: number, concurrency: number) {
-  return async (server: BenchServer, client: Client, children: Stoppable[]): Promise<Started> => {
-    const prefix = `${runPrefix}-scale`;
+/**
+ * Our side: the worker and the bridge as deployed, `batches` of 10 raised through the bridge; then, with a `burst`,
+ * that many due at one instant.
+ */
+function oursSide(dir: string, batches: number, options: { concurrency: number; burst: number }) {
+  const { concurrency } = options;
+  return async (server: BenchServer, client: Client, children: Stoppable[], from: SideProgress): Promise<Started> => {
+    const { prefix, dueAt } = from;
     const agent = await startTestAgent();
     children.push({ stop: () => agent.close() });
     // The worker finds the agent's card in the bridge's principals file when it delivers a lapse.
@@ -155,14 +255,34 @@ function oursSide(dir: string, batches: number, concurrency: number) {
       { queue: prefix, dir, bundle, principalsFile },
       children,
     );
-    const dueAt = monthsAhead();
-    const raiseBatch = (b: number) =>
-      postJson(`${bridgeUrl}/a2a/events`, token, artifactUpdate(batchOf(prefix, b, 10, dueAt), `${prefix}-task-${b}`));
-    progress(`scale (ours): raising ${batches * 10} expectations through the bridge in batches of 10`);
+    const raiseBatch = (batchPrefix: string, b: number, due: string, grace?: string) =>
+      postJson(
+        `${bridgeUrl}/a2a/events`,
+        token,
+        artifactUpdate(batchOf(batchPrefix, b, 10, due, grace), `${batchPrefix}-task-${b}`),
+      );
+    const first = Math.floor(from.raised / 10);
+    progress(`scale (ours): raising ${(batches - first) * 10} expectations through the bridge in batches of 10`);
     return {
       pids: { worker: worker.pid, bridge: bridge.pid },
       via: 'bridge, batches of 10',
-      raise: (raised) => runPool(batches, concurrency, raiseBatch, { onProgress: (done) => raised(done * 10) }),
+      raise: async (stop, raised) => {
+        const pool = await runPool(batches - first, concurrency, (b) => raiseBatch(prefix, first + b, dueAt), {
+          stop,
+          onProgress: (done) => raised((first + done) * 10),
+        });
+        return { errors: pool.errors, done: (first + pool.taken) * 10 };
+      },
+      burst:
+        options.burst > 0
+          ? (raisePerSec) =>
+              drainBurst(
+                'scale (ours)',
+                agent,
+                { prefix: `${runPrefix}-burst`, count: options.burst, raisePerSec, concurrency },
+                (burstPrefix, b, due) => raiseBatch(burstPrefix, b, due, 'PT0S'),
+              )
+          : undefined,
       // At 100,000 the worker works through its backlog for hours on 2 cores: the wait grows with the count.
       afterRaising: () =>
         waitRoutersStarted(client, prefix, routersOf(batchKeys(prefix, batches, 10), prefix).size, {
@@ -175,17 +295,23 @@ function oursSide(dir: string, batches: number, concurrency: number) {
 
 /** The raw side: `count` workflows sleeping six months, with their own worker process. */
 function rawSide(dir: string, count: number, bundle: string, concurrency: number) {
-  return async (server: BenchServer, client: Client, children: Stoppable[]): Promise<Started> => {
-    const queue = `${runPrefix}-scale-raw`;
+  return async (server: BenchServer, client: Client, children: Stoppable[], from: SideProgress): Promise<Started> => {
+    const queue = `${from.prefix}-raw`;
     const { worker } = await startBaselineWorker(server, { queue, bundle, dir }, children);
-    const dueMs = Date.parse(monthsAhead());
+    const dueMs = Date.parse(from.dueAt);
     const start = (i: number) =>
       client.workflow.start('sleepWorkflow', { workflowId: `${queue}-${i}`, taskQueue: queue, args: [dueMs] });
-    progress(`scale (raw): starting ${count} workflows sleeping six months`);
+    progress(`scale (raw): starting ${count - from.raised} workflows sleeping six months`);
     return {
       pids: { worker: worker.pid },
       via: 'client.workflow.start',
-      raise: (raised) => runPool(count, concurrency, start, { onProgress: raised }),
+      raise: async (stop, raised) => {
+        const pool = await runPool(count - from.raised, concurrency, (i) => start(from.raised + i), {
+          stop,
+          onProgress: (done) => raised(from.raised + done),
+        });
+        return { errors: pool.errors, done: from.raised + pool.taken };
+      },
     };
   };
 }
@@ -199,16 +325,28 @@ export async function runScale(
     baselineBundle: string;
     sides: Set<'ours' | 'raw'>;
     server: ServerKind;
+    /** Expectations due at one instant raised once the `count` are idle (ours only; 0: none). */
+    burst: number;
+    resume?: ScaleResume;
   },
 ) {
   const batches = Math.ceil(options.count / 10);
   const count = batches * 10;
-  const side = (name: 'ours' | 'raw', start: Parameters<typeof measureSide>[3]) =>
-    options.sides.has(name)
-      ? measureSide(config, path.join(dir, name), { label: `scale (${name})`, kind: options.server, count }, start)
+  // A resumed run keeps each side's server and progress under the state directory, not the run's.
+  const home = options.resume?.dir ?? dir;
+  const side = (name: 'ours' | 'raw', start: Parameters<typeof measureSide>[3]) => {
+    const { server: kind, resume } = options;
+    return options.sides.has(name)
+      ? measureSide(config, path.join(home, name), { label: `scale (${name})`, kind, count, resume }, start)
       : undefined;
-  const ours = await side('ours', oursSide(path.join(dir, 'ours'), batches, options.concurrency));
-  const raw = await side('raw', rawSide(path.join(dir, 'raw'), count, options.baselineBundle, options.concurrency));
+  };
+  const { concurrency, burst } = options;
+  const ours = await side('ours', oursSide(path.join(home, 'ours'), batches, { concurrency, burst }));
+  // A resumed run whose side of ours has not finished raising leaves raw to a later invocation.
+  const oursPaused = options.sides.has('ours') && ours === undefined;
+  const raw = oursPaused
+    ? undefined
+    : await side('raw', rawSide(path.join(home, 'raw'), count, options.baselineBundle, concurrency));
   const both = (pick: (side: ScaleSide) => number | undefined) => {
     const a = ours && pick(ours);
     const b = raw && pick(raw);
@@ -218,6 +356,13 @@ export async function runScale(
     count,
     ours,
     raw,
+    /** A side that has more to raise in a later invocation (`--scale-state`). */
+    paused:
+      options.sides.has('raw') && raw === undefined
+        ? [...(oursPaused ? ['ours'] : []), 'raw']
+        : oursPaused
+          ? ['ours']
+          : [],
     ratios: {
       workerRss: both((s) => s.worker.rssMiB),
       serverRss: both((s) => s.server?.rssMiB),
