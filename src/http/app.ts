@@ -164,6 +164,7 @@ function createServices(deps: AppDeps) {
       ...deps.settings,
       maxClockSkew: deps.settings.maxClockSkew ?? DEFAULT_MAX_CLOCK_SKEW,
       factWaitMs,
+      temporalWaitMs,
       settle: deps.settings.settle ?? settleIntervalOf(factWaitMs),
     },
     quotas: deps.settings.quotas,

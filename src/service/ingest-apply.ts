@@ -234,7 +234,8 @@ async function recordFactWaited(
 async function storeAll(ctx: Applier, facts: readonly Fact[], receivedAt: string): Promise<IngestResult['facts']> {
   const stamped = facts.map((fact) => ({ ...fact, receivedAt }));
   const waitMs = ctx.deps.settings.factWaitMs ?? DEFAULT_FACT_WAIT_MS;
-  const settings = { factRetention: ctx.deps.settings.factRetention };
+  const { factRetention, temporalWaitMs } = ctx.deps.settings;
+  const settings = { factRetention, signalDeadlineMs: temporalWaitMs };
   const call = ctx.deps.factCall ?? ctx.deps.call;
   await storeWithinFactWait(
     () => call(() => storeFacts(ctx.deps.client, ctx.deps.taskQueue, stamped, settings)),

@@ -18,6 +18,11 @@ export interface IngestSettings {
   settle?: string;
   /** How long a request's facts may take to be stored before a 503 (WATCHER_FACT_WAIT, ms); default 2,000. */
   factWaitMs?: number;
+  /**
+   * How long a call to Temporal may take (WATCHER_TEMPORAL_WAIT, ms): also each router signal's deadline, which carries
+   * other requests' facts and so is sent outside any one request's (src/temporal/expectations.ts storeFacts).
+   */
+  temporalWaitMs?: number;
 }
 
 export interface IngestDeps {

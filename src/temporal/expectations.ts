@@ -268,7 +268,7 @@ export async function storeFacts(
   client: Client,
   taskQueue: string,
   facts: readonly Fact[],
-  settings: { factRetention: string },
+  settings: { factRetention: string; signalDeadlineMs?: number },
   { keys = true }: { keys?: boolean } = {},
 ): Promise<void> {
   const entries: Array<{ shard: number; fact?: Fact; subject?: SubjectFact }> = [];
@@ -286,7 +286,7 @@ export async function storeFacts(
     }
   }
   const retention = settings.factRetention;
-  const signals = routerSignalsOf(client, taskQueue);
+  const signals = routerSignalsOf(client, taskQueue, settings.signalDeadlineMs ?? ROUTER_SIGNAL_DEADLINE_MS);
   await Promise.all(
     [...groupBy(entries, (entry) => String(entry.shard))].map(([, group]) => {
       const shard = group[0]!.shard;
@@ -299,20 +299,27 @@ export async function storeFacts(
   );
 }
 
-/** How long one router signal may take: the bridge's default Temporal wait, whoever's request it carries. */
+/**
+ * How long one router signal may take, whoever's requests it carries, unless the caller says (the bridge passes its
+ * WATCHER_TEMPORAL_WAIT): the default of that setting.
+ */
 const ROUTER_SIGNAL_DEADLINE_MS = 30_000;
 
 const routerSignals = new WeakMap<Client, Map<string, RouterSignals>>();
 
-/** The client's group commit of router signals on `taskQueue` (router-signals.ts): one per client and task queue. */
-function routerSignalsOf(client: Client, taskQueue: string): RouterSignals {
+/**
+ * The client's group commit of router signals on `taskQueue` (router-signals.ts), each signal given `deadlineMs`: one
+ * per client, task queue and deadline.
+ */
+function routerSignalsOf(client: Client, taskQueue: string, deadlineMs: number): RouterSignals {
   let queues = routerSignals.get(client);
   if (!queues) routerSignals.set(client, (queues = new Map()));
-  let signals = queues.get(taskQueue);
+  const key = `${deadlineMs} ${taskQueue}`;
+  let signals = queues.get(key);
   if (!signals) {
     // Sent outside any one request's deadline and abort signal: the signal carries other requests' facts too.
     const signal = async (workflowId: string, shard: number, batch: RouterBatch) => {
-      await client.withDeadline(Date.now() + ROUTER_SIGNAL_DEADLINE_MS, () =>
+      await client.withDeadline(Date.now() + deadlineMs, () =>
         client.withAbortSignal(new AbortController().signal, () =>
           client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
             workflowId,
@@ -325,7 +332,7 @@ function routerSignalsOf(client: Client, taskQueue: string): RouterSignals {
         ),
       );
     };
-    queues.set(taskQueue, (signals = new RouterSignals(signal)));
+    queues.set(key, (signals = new RouterSignals(signal)));
   }
   return signals;
 }
