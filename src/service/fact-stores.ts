@@ -3,7 +3,8 @@
  * never cancelled there. A cancelled store may have been written anyway, so cancelling saves nothing, and it makes
  * the server roll back work under exactly the load that made it slow (on the dev server's SQLite, an interrupted
  * write fails the writes after it too). What a slow server is asked stays bounded without refusing anything: a bridge
- * has one signal in flight per router, and a resend joins the next one (src/temporal/router-signals.ts).
+ * has one signal in flight per router, and a resend waits for the store still carrying its facts, or is answered at
+ * once when that store landed, instead of storing them again (src/temporal/router-signals.ts).
  */
 import { FactNotStoredError } from './errors.js';
 
@@ -23,7 +24,7 @@ export async function storeWithinFactWait(store: () => Promise<void>, waitMs: nu
   }
   throw new FactNotStoredError(
     `Temporal did not store the request's ${facts} fact(s) within the fact wait (${waitMs} ms, WATCHER_FACT_WAIT); ` +
-      'send the same request again: a fact counts from the reception that is stored in time, and one stored twice ' +
-      'is recognised as a re-delivery',
+      'send the same request again: it waits for the store still under way rather than storing the facts twice, ' +
+      'and a fact stored late counts from its first reception',
   );
 }

@@ -14,6 +14,15 @@ export const MAX_SIGNAL_BYTES = 32 * 1024;
 /** Bytes a bridge holds for one router while its signal is in flight; past them a request is refused at once. */
 export const MAX_WAITING_BYTES = 8 * 1024 * 1024;
 
+/**
+ * How long a bridge remembers the facts it stored or is storing: a resend within it (after a 503 at the fact wait, while
+ * the first store ran on) waits for that store, or is answered at once once it landed, instead of storing them again.
+ */
+export const REMEMBER_STORED_MS = 120_000;
+
+/** Facts (and subject facts) remembered at most, the oldest forgotten first. */
+export const MAX_REMEMBERED = 100_000;
+
 /** The bridge holds too much for a router that is slow to answer: RESOURCE_EXHAUSTED, a 503 with `Retry-After`. */
 export class RouterQueueFullError extends Error {
   readonly code = 8;
@@ -44,6 +53,13 @@ export type RouterBatch = FactBatch & { retention: string };
 
 const bytesOf = (batch: FactBatch): number => Buffer.byteLength(JSON.stringify(batch));
 
+/** A fact as its router tells a re-delivery: by key, observation and source. */
+const factIdentity = (f: { factKey: string; observedAt: string; source: string }): string =>
+  JSON.stringify([f.factKey, f.observedAt, f.source]);
+/** A fact on a subject, as its router keeps it: by subject, key and observation. */
+const subjectIdentity = (f: { subject: { type: string; id: string }; factKey: string; observedAt: string }): string =>
+  JSON.stringify([f.subject.type, f.subject.id, f.factKey, f.observedAt]);
+
 /** The first of equal entries stays: a resend joins the batch of the request it repeats, at its first reception. */
 function firstOfEach<T>(entries: readonly T[], identity: (entry: T) => string): T[] {
   const seen = new Set<string>();
@@ -62,11 +78,11 @@ function firstOfEach<T>(entries: readonly T[], identity: (entry: T) => string): 
 export function joinBatches(batches: readonly [RouterBatch, ...RouterBatch[]]): RouterBatch {
   const facts = firstOfEach(
     batches.flatMap((batch) => batch.facts ?? []),
-    (f) => JSON.stringify([f.factKey, f.observedAt, f.source]),
+    factIdentity,
   );
   const subjects = firstOfEach(
     batches.flatMap((batch) => batch.subjects ?? []),
-    (f) => JSON.stringify([f.subject.type, f.subject.id, f.factKey, f.observedAt]),
+    subjectIdentity,
   );
   return {
     ...(facts.length > 0 ? { facts } : {}),
@@ -75,16 +91,72 @@ export function joinBatches(batches: readonly [RouterBatch, ...RouterBatch[]]): 
   };
 }
 
+/** A fact this bridge stored or is storing in a router: the store that carries it, and when it was sent. */
+interface Remembered {
+  stored: Promise<void>;
+  atMs: number;
+}
+
 export class RouterSignals {
   private readonly routers = new Map<string, Router>();
+  /** By router and identity, oldest first (router-signals.ts REMEMBER_STORED_MS). */
+  private readonly remembered = new Map<string, Remembered>();
 
   constructor(
     private readonly signal: (workflowId: string, shard: number, batch: RouterBatch) => Promise<void>,
     private readonly bounds = { signalBytes: MAX_SIGNAL_BYTES, waitingBytes: MAX_WAITING_BYTES },
+    private readonly memory = { ms: REMEMBER_STORED_MS, entries: MAX_REMEMBERED, now: () => Date.now() },
   ) {}
 
-  /** Resolves once `batch` is stored in router `workflowId` (in this signal or a later one that carries it). */
+  /**
+   * Resolves once `batch` is stored in router `workflowId`. A fact this bridge stored there lately, or is storing (a
+   * resend after a 503 while the first store runs on), is not sent again: the answer waits for the store that carries
+   * it. Without that, every resend past the fact wait stored the same facts once more, and a slow server got slower.
+   */
   send(workflowId: string, shard: number, batch: RouterBatch): Promise<void> {
+    const nowMs = this.memory.now();
+    this.forget(nowMs);
+    const carrying: Array<Promise<void>> = [];
+    const fresh = <T>(entries: readonly T[] | undefined, identity: (entry: T) => string): T[] =>
+      (entries ?? []).filter((entry) => {
+        const known = this.remembered.get(`${workflowId} ${identity(entry)}`);
+        if (known) carrying.push(known.stored);
+        return !known;
+      });
+    const facts = fresh(batch.facts, factIdentity);
+    const subjects = fresh(batch.subjects, subjectIdentity);
+    if (facts.length === 0 && subjects.length === 0) return Promise.all(carrying).then(() => undefined);
+    const whole = facts.length === (batch.facts ?? []).length && subjects.length === (batch.subjects ?? []).length;
+    const sending = whole
+      ? batch
+      : {
+          ...(facts.length > 0 ? { facts } : {}),
+          ...(subjects.length > 0 ? { subjects } : {}),
+          retention: batch.retention,
+        };
+    const stored = this.enqueue(workflowId, shard, sending);
+    const ids = [
+      ...facts.map((f) => `${workflowId} ${factIdentity(f)}`),
+      ...subjects.map((f) => `${workflowId} ${subjectIdentity(f)}`),
+    ];
+    for (const id of ids) this.remembered.set(id, { stored, atMs: nowMs });
+    // A store that failed is forgotten at once: the resend stores the facts again.
+    stored.catch(() => {
+      for (const id of ids) if (this.remembered.get(id)?.stored === stored) this.remembered.delete(id);
+    });
+    return Promise.all([stored, ...carrying]).then(() => undefined);
+  }
+
+  /** Forgets what was sent more than `memory.ms` ago, and the oldest past `memory.entries`. */
+  private forget(nowMs: number): void {
+    for (const [id, known] of this.remembered) {
+      if (known.atMs > nowMs - this.memory.ms && this.remembered.size <= this.memory.entries) break;
+      this.remembered.delete(id);
+    }
+  }
+
+  /** Queues `batch` for router `workflowId`: it goes in the next signal to it, or at once when none is in flight. */
+  private enqueue(workflowId: string, shard: number, batch: RouterBatch): Promise<void> {
     const sending = this.routers.get(workflowId);
     const router = sending ?? { shard, waiting: [], waitingBytes: 0 };
     const bytes = bytesOf(batch);

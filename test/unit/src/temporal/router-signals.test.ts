@@ -115,6 +115,91 @@ describe('RouterSignals, the group commit of fact batches per router', () => {
   });
 });
 
+describe('RouterSignals: a resend never stores its facts twice', () => {
+  it('joins a resend to the store still carrying its facts: no second signal, answered when that one lands', async () => {
+    const { signals, sent } = gatedSignals();
+    const first = signals.send('facts:q:001', 1, batchOf('a', 'b'));
+    await tick();
+    let resendStored = false;
+    const resend = signals.send('facts:q:001', 1, batchOf('a', 'b')).then(() => (resendStored = true));
+    await tick();
+    expect(sent).toHaveLength(1);
+    expect(resendStored).toBe(false);
+    sent[0]!.release();
+    await Promise.all([first, resend]);
+    expect(resendStored).toBe(true);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('answers a resend of facts it stored already at once, without a signal', async () => {
+    const { signals, sent } = gatedSignals();
+    const first = signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    sent[0]!.release();
+    await first;
+    await expect(signals.send('facts:q:001', 1, batchOf('a'))).resolves.toBeUndefined();
+    expect(sent).toHaveLength(1);
+  });
+
+  it('sends only the new facts of a request that repeats some, and answers once both stores landed', async () => {
+    const { signals, sent } = gatedSignals();
+    void signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    let stored = false;
+    const mixed = signals.send('facts:q:001', 1, batchOf('a', 'c')).then(() => (stored = true));
+    sent[0]!.release();
+    await tick();
+    expect(sent.map((s) => s.keys)).toEqual([['a'], ['c']]);
+    expect(stored).toBe(false);
+    sent[1]!.release();
+    await mixed;
+    expect(stored).toBe(true);
+  });
+
+  it('stores again what a failed signal carried: the resend is sent', async () => {
+    const { signals, sent } = gatedSignals();
+    const first = signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    sent[0]!.fail(new Error('deadline exceeded'));
+    await expect(first).rejects.toThrow('deadline exceeded');
+    const resend = signals.send('facts:q:001', 1, batchOf('a'));
+    await tick();
+    expect(sent.map((s) => s.keys)).toEqual([['a'], ['a']]);
+    sent[1]!.release();
+    await expect(resend).resolves.toBeUndefined();
+  });
+
+  it('keeps routers apart, and forgets a fact after its memory: the same fact later is stored again', async () => {
+    let nowMs = 0;
+    const sent: string[] = [];
+    const signals = new RouterSignals(
+      async (workflowId, _shard, batch) => void sent.push(`${workflowId} ${(batch.facts ?? []).map((f) => f.factKey)}`),
+      undefined,
+      { ms: 1_000, entries: 10, now: () => nowMs },
+    );
+    await signals.send('facts:q:001', 1, batchOf('a'));
+    await signals.send('facts:q:002', 2, batchOf('a'));
+    nowMs = 500;
+    await signals.send('facts:q:001', 1, batchOf('a'));
+    nowMs = 1_500;
+    await signals.send('facts:q:001', 1, batchOf('a'));
+    expect(sent).toEqual(['facts:q:001 a', 'facts:q:002 a', 'facts:q:001 a']);
+  });
+
+  it('remembers at most its bound of facts, the oldest forgotten first', async () => {
+    const sent: string[] = [];
+    const signals = new RouterSignals(
+      async (_id, _shard, batch) => void sent.push((batch.facts ?? []).map((f) => f.factKey).join()),
+      undefined,
+      { ms: 60_000, entries: 2, now: () => 0 },
+    );
+    for (const key of ['a', 'b', 'c']) await signals.send('facts:q:001', 1, batchOf(key));
+    await signals.send('facts:q:001', 1, batchOf('c'));
+    await signals.send('facts:q:001', 1, batchOf('a'));
+    expect(sent).toEqual(['a', 'b', 'c', 'a']);
+  });
+});
+
 describe('joinBatches', () => {
   it('keeps each fact once, at its first reception, as a resend that joins its own request’s batch', () => {
     const first = { ...batchOf('a', 'b'), subjects: [subjectFact('a', '10:00:01')] };
