@@ -265,13 +265,15 @@ export async function storedFacts(reads: RouterReads, input: StoredFactsInput): 
   const runOf = (workflowId: string) => reads.read(workflowId, input.sinceMs, input.untilMs);
   const result: StoredFacts = {};
   if (input.key) {
-    const run = await runOf(input.key.routerWorkflowId);
+    // Back to the early facts' window: a fact the router kept before the raise satisfies too (DESIGN 3.2).
+    const sinceMs = Math.min(input.key.earliestMs ?? input.sinceMs, input.sinceMs);
+    const run = await reads.read(input.key.routerWorkflowId, sinceMs, input.untilMs);
     const fact =
       run &&
       firstKeyFact(run, {
         factKey: input.key.factKey,
         expectationWorkflowId: input.expectationWorkflowId,
-        sinceMs: input.sinceMs,
+        sinceMs,
         untilMs: input.key.untilMs,
       });
     if (fact) result.fact = fact;

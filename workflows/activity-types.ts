@@ -54,8 +54,12 @@ export interface StoredFactsInput {
   sinceMs: number;
   /** Now, epoch ms: the subject's facts received up to here count for `lastFactAt`. */
   untilMs: number;
-  /** Asked before an overdue: the first fact with the key received from the raise to `untilMs` (due plus grace). */
-  key?: { routerWorkflowId: string; factKey: string; untilMs: number };
+  /**
+   * Asked before an overdue: the first fact with the key received from the raise to `untilMs` (due plus grace), or from
+   * `earliestMs` when set: an early fact the router kept for its retention before the raise satisfies too (DESIGN 3.2),
+   * however late the router's forward of it comes.
+   */
+  key?: { routerWorkflowId: string; factKey: string; untilMs: number; earliestMs?: number };
   /** Asked before any lapse: the subject's facts; with `horizonMs`, before a stall, whether one came by then. */
   subject?: { routerWorkflowId: string; subject: { type: string; id: string }; horizonMs?: number };
 }

@@ -36,6 +36,12 @@ import type {
 } from './messages.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The first reception an early fact may have to satisfy an expectation raised at `raisedAt`: the retention before. */
+function earliestEarlyFactMs(raisedAt: string, retention: string): number {
+  const raisedMs = Date.parse(raisedAt);
+  return raisedMs - (addDuration(raisedMs, retention) - raisedMs);
+}
 const normalized = (instant: string): string => iso(Date.parse(instant));
 
 /** The record of a newly raised expectation; an input the workflow cannot run with fails it, not its task. */
@@ -364,6 +370,8 @@ export class ExpectationMachine {
               routerWorkflowId: links.factRouter,
               factKey: expectation.satisfiedBy.factKey,
               untilMs: overdueAtMs(record),
+              // An early fact satisfies too (DESIGN 3.2): the router kept it for its retention before the raise.
+              earliestMs: earliestEarlyFactMs(record.raisedAt, this.input.settings.factRetention),
             },
           }
         : {}),

@@ -90,6 +90,7 @@ const zeroKinds = (): Record<LapseKind, number> => ({ overdue: 0, stalled: 0, sk
  */
 export function judgeOurLapses(plan: StepPlan, sends: Sends, lapses: readonly ObservedLapse[], endMs: number) {
   const backlog = zeroKinds();
+  const backlogExamples: string[] = [];
   const lateness: number[] = [];
   const atAgent: number[] = [];
   const lapsed = new Set<string>();
@@ -116,7 +117,14 @@ export function judgeOurLapses(plan: StepPlan, sends: Sends, lapses: readonly Ob
       prevented = firstAnswered(sends.byKey.get(e.satisfiedBy.factKey), firstSent(afterSends));
       deadline = firstAnswered(afterSends)?.answeredAt;
     }
-    if (prevented) backlog[l.lapse]++;
+    if (prevented) {
+      backlog[l.lapse]++;
+      // A few of them by id, with the send that should have prevented each: where to look in the histories.
+      if (backlogExamples.length < 5)
+        backlogExamples.push(
+          `${l.expectationId} ${l.lapse} (fact sent ${new Date(prevented.sentAt).toISOString()}, answered ${new Date(prevented.answeredAt!).toISOString()}; raise answered ${new Date(sends.raiseAnsweredAt.get(l.expectationId) ?? 0).toISOString()})`,
+        );
+    }
     if (deadline !== undefined) {
       lateness.push(Date.parse(l.lapsedAt) - deadline);
       if (l.receivedAt !== undefined) atAgent.push(l.receivedAt - deadline);
@@ -166,6 +174,7 @@ export function judgeOurLapses(plan: StepPlan, sends: Sends, lapses: readonly Ob
     received: lapses.filter((l) => plan.expectations.has(l.expectationId) && l.receivedAt !== undefined).length,
     backlog,
     backlogTotal,
+    backlogExamples,
     missing,
     latenessMs: summarise(lateness, 0),
     atAgentMs: summarise(atAgent, 0),
@@ -202,6 +211,7 @@ export function judgeRawLapses(
     received: lateness.length,
     backlog,
     backlogTotal: backlog.overdue,
+    backlogExamples: [] as string[],
     missing,
     latenessMs: summarise(lateness, 0),
     atAgentMs: summarise(lateness, 0),

@@ -353,6 +353,8 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions) {
         ? `${s.lapses.seen} (backlog ${s.lapses.backlogTotal}, missing ${s.lapses.missing} of ${s.lapses.due} due), actions per item ${s.perItem.actions}`
         : 'not run';
     progress(`  traffic at ${reported.rate}/s: lapses ours ${said(reported.ours)}; raw ${said(reported.raw)}`);
+    for (const example of reported.ours?.lapses.backlogExamples ?? [])
+      progress(`    caused by the backlog: ${example}`);
   }
   const sideSteps = (side: Side) => steps.flatMap((s) => (s[side] ? [s[side]] : []));
   return {

@@ -8,6 +8,7 @@ import {
   firstKeyFact,
   RouterReads,
   SHARED_READ_MS,
+  storedFacts,
   subjectFacts,
   type RouterEvent,
   type RouterRun,
@@ -111,6 +112,40 @@ describe('subjectFacts', () => {
     const fact = onSubject(T + 2_000, T + 2_000);
     const carried = started({ keys: [], subjects: [{ subject, latest: fact, lastReceived: fact }] });
     expect(subjectFacts(run([carried]), query)).toEqual({ latest: fact, heardByHorizon: true });
+  });
+});
+
+describe('storedFacts before an overdue', () => {
+  /** Reads that serve `events` for the key's router and record how far back each read was asked to reach. */
+  function readsOf(events: RouterEvent[]) {
+    const asked: Array<{ workflowId: string; sinceMs: number }> = [];
+    const reads = {
+      read: async (workflowId: string, sinceMs: number) => {
+        asked.push({ workflowId, sinceMs });
+        return run(events);
+      },
+    } as unknown as RouterReads;
+    return { reads, asked };
+  }
+  const input = (earliestMs?: number) => ({
+    expectationWorkflowId: self,
+    sinceMs: T,
+    untilMs: T + 63_000,
+    key: { routerWorkflowId: 'facts:q:001', factKey: 'k', untilMs: T + 60_000, ...(earliestMs ? { earliestMs } : {}) },
+  });
+
+  it('counts an early fact the router kept before the raise, however late its forward: the read reaches back for it', async () => {
+    const early = keyed('k', T - 2_000);
+    const { reads, asked } = readsOf([started(), batch([early])]);
+    await expect(storedFacts(reads, input(T - 7 * 24 * HOUR_MS))).resolves.toEqual({ fact: early });
+    expect(asked).toEqual([{ workflowId: 'facts:q:001', sinceMs: T - 7 * 24 * HOUR_MS }]);
+  });
+
+  it('counts no fact received before the early window, nor one before the raise when no window is given', async () => {
+    const old = keyed('k', T - 2 * HOUR_MS);
+    await expect(storedFacts(readsOf([started(), batch([old])]).reads, input(T - HOUR_MS))).resolves.toEqual({});
+    const early = keyed('k', T - 2_000);
+    await expect(storedFacts(readsOf([started(), batch([early])]).reads, input())).resolves.toEqual({});
   });
 });
 

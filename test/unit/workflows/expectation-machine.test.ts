@@ -13,6 +13,8 @@ import { defaultSettings, expectationInput, shipmentDelivery } from '../../suppo
 const RAISED = Date.parse('2026-12-01T00:00:00Z');
 const HOUR = 3_600_000;
 const SETTLE = 3_000;
+/** defaultSettings' factRetention, P7D. */
+const RETENTION_MS = 7 * 24 * HOUR;
 const iso = (ms: number) => new Date(ms).toISOString();
 const KEY = 'shipment/S1/delivered';
 
@@ -171,7 +173,13 @@ describe('the overdue', () => {
         expectationWorkflowId: machine.input.links.self,
         sinceMs: RAISED,
         untilMs: RAISED + HOUR + SETTLE,
-        key: { routerWorkflowId: machine.input.links.factRouter, factKey: KEY, untilMs: RAISED + HOUR },
+        key: {
+          routerWorkflowId: machine.input.links.factRouter,
+          factKey: KEY,
+          untilMs: RAISED + HOUR,
+          // The early facts' window: the router's retention before the raise (DESIGN 3.2).
+          earliestMs: RAISED - RETENTION_MS,
+        },
         subject: { routerWorkflowId: machine.input.links.subjectRouter, subject: { type: 'shipment', id: 'S1' } },
       },
     });
