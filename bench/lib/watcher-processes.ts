@@ -13,7 +13,7 @@ import { progress, waitUntil } from './progress.js';
 import type { BenchServer } from './server.js';
 
 /** docker-compose.yml's worker runs with this (docs/operations.md, "A worker's memory"); so does the raw worker. */
-export const DEPLOYED_WORKER_NODE_OPTIONS = '--max-old-space-size=384';
+export const DEPLOYED_WORKER_NODE_OPTIONS = '--max-old-space-size=384 --max-semi-space-size=2';
 
 /** What bounds a worker's memory: its heap limit and its workflow cache, as the process reported them at its start. */
 export interface WorkerBounds {

@@ -508,10 +508,11 @@ describe('docker-compose.yml', () => {
     expect(heapMiB).toBeGreaterThan(0);
     expect(heapMiB).toBeLessThanOrEqual(400);
     expect(environmentOf('bridge').NODE_OPTIONS).toBeUndefined();
-    // Compose leaves the cache unset, so the worker sizes it from its heap limit: the old space plus the 48 MiB of
-    // young generation Node adds (432 MiB for 384), which gives 135.
+    // Compose leaves the cache unset, so the worker sizes it from its heap limit: the old space plus the 6 MiB of
+    // young generation Node adds (three semi-spaces: 390 MiB for 384 with --max-semi-space-size=2), which gives 111.
     expect(env.WATCHER_WORKER_MAX_CACHED_WORKFLOWS ?? '').toBe('');
-    expect(defaultMaxCachedWorkflows(heapMiB + 48)).toBeLessThan(150);
+    expect(env.NODE_OPTIONS).toContain('--max-semi-space-size=2');
+    expect(defaultMaxCachedWorkflows(heapMiB + 6)).toBe(111);
   });
 
   it('lets the worker scale: no container name and no published port', () => {
