@@ -112,6 +112,21 @@ export interface BurstDrain {
 
 const ceilSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
 
+/** How many tasks from index 0 have all finished, as they finish in any order: what a killed run may skip next time. */
+function donePrefix() {
+  const finished = new Set<number>();
+  let count = 0;
+  return {
+    complete(index: number): void {
+      finished.add(index);
+      while (finished.delete(count)) count++;
+    },
+    get count(): number {
+      return count;
+    },
+  };
+}
+
 /** Raises `count` in batches of 10 due at one instant through `raiseBatch`, and waits for every lapse at `agent`. */
 async function drainBurst(
   label: string,
@@ -177,6 +192,11 @@ async function measureSide(
     const growth: Array<{ raised: number; workerMiB: number; bridgeMiB: number }> = [];
     const stop = resume ? () => performance.now() - t0 > resume.budgetMs : () => false;
     const raised = await started.raise(stop, (done) => {
+      // Kept as it goes, so that an invocation killed before its end loses only the last few seconds of raising.
+      if (resume) {
+        const raisingMs = from.raisingMs + (performance.now() - t0);
+        writeFileSync(progressFile, JSON.stringify({ ...from, raised: done, raisingMs }, null, 2));
+      }
       progress(
         `  ${label} raised: ${done}/${count} (${(((done - from.raised) * 1000) / (performance.now() - t0)).toFixed(1)}/s)`,
       );
@@ -267,9 +287,14 @@ function oursSide(dir: string, batches: number, options: { concurrency: number; 
       pids: { worker: worker.pid, bridge: bridge.pid },
       via: 'bridge, batches of 10',
       raise: async (stop, raised) => {
-        const pool = await runPool(batches - first, concurrency, (b) => raiseBatch(prefix, first + b, dueAt), {
+        const finished = donePrefix();
+        const raiseOne = async (b: number) => {
+          await raiseBatch(prefix, first + b, dueAt);
+          finished.complete(b);
+        };
+        const pool = await runPool(batches - first, concurrency, raiseOne, {
           stop,
-          onProgress: (done) => raised((first + done) * 10),
+          onProgress: () => raised((first + finished.count) * 10),
         });
         return { errors: pool.errors, done: (first + pool.taken) * 10 };
       },
@@ -306,9 +331,14 @@ function rawSide(dir: string, count: number, bundle: string, concurrency: number
       pids: { worker: worker.pid },
       via: 'client.workflow.start',
       raise: async (stop, raised) => {
-        const pool = await runPool(count - from.raised, concurrency, (i) => start(from.raised + i), {
+        const finished = donePrefix();
+        const startOne = async (i: number) => {
+          await start(from.raised + i);
+          finished.complete(i);
+        };
+        const pool = await runPool(count - from.raised, concurrency, startOne, {
           stop,
-          onProgress: (done) => raised(from.raised + done),
+          onProgress: () => raised(from.raised + finished.count),
         });
         return { errors: pool.errors, done: from.raised + pool.taken };
       },
