@@ -13,6 +13,7 @@ import type { Stoppable } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
 import { artifactUpdate, batchKeys, batchOf, instant, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs, memoryMiB } from '../lib/proc.js';
+import { backlogOf } from '../lib/backlog.js';
 import { delay, progress, waitUntil } from '../lib/progress.js';
 import { connect, startServer, type BenchServer, type ServerKind } from '../lib/server.js';
 import { ratio, summarise } from '../lib/stats.js';
@@ -111,6 +112,34 @@ export interface BurstDrain {
 }
 
 const ceilSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
+
+/** Tasks a side's queue may hold before its raising waits: raising at the rate its worker settles (issue 47). */
+const MAX_RAISE_BACKLOG = 500;
+
+/**
+ * Holds raising back while `queue`'s backlog is over MAX_RAISE_BACKLOG, read every 2 s. Without it the bridge
+ * accepted raises faster than the worker settled them: 71,266 first workflow tasks, 70 minutes old, were waiting
+ * when the 100,000th was raised (12-07).
+ */
+function backlogGate(client: Client, queue: string) {
+  let backlog = 0;
+  let stopped = false;
+  const polling = (async () => {
+    while (!stopped) {
+      backlog = (await backlogOf(client, client.options.namespace, queue).catch(() => 0)) ?? 0;
+      await delay(2_000);
+    }
+  })();
+  return {
+    async wait(): Promise<void> {
+      while (backlog > MAX_RAISE_BACKLOG && !stopped) await delay(500);
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      await polling;
+    },
+  };
+}
 
 /** How many tasks from index 0 have all finished, as they finish in any order: what a killed run may skip next time. */
 function donePrefix() {
@@ -288,14 +317,16 @@ function oursSide(dir: string, batches: number, options: { concurrency: number; 
       via: 'bridge, batches of 10',
       raise: async (stop, raised) => {
         const finished = donePrefix();
+        const gate = backlogGate(client, prefix);
         const raiseOne = async (b: number) => {
+          await gate.wait();
           await raiseBatch(prefix, first + b, dueAt);
           finished.complete(b);
         };
         const pool = await runPool(batches - first, concurrency, raiseOne, {
           stop,
           onProgress: () => raised((first + finished.count) * 10),
-        });
+        }).finally(() => gate.stop());
         return { errors: pool.errors, done: (first + pool.taken) * 10 };
       },
       burst:
@@ -332,14 +363,16 @@ function rawSide(dir: string, count: number, bundle: string, concurrency: number
       via: 'client.workflow.start',
       raise: async (stop, raised) => {
         const finished = donePrefix();
+        const gate = backlogGate(client, queue);
         const startOne = async (i: number) => {
+          await gate.wait();
           await start(from.raised + i);
           finished.complete(i);
         };
         const pool = await runPool(count - from.raised, concurrency, startOne, {
           stop,
           onProgress: () => raised(from.raised + finished.count),
-        });
+        }).finally(() => gate.stop());
         return { errors: pool.errors, done: from.raised + pool.taken };
       },
     };
