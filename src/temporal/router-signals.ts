@@ -3,7 +3,8 @@
  * client; what arrives for it meanwhile goes out together in the next signal. A busy feed then costs a signal per
  * router per round trip, not one per request, and a hot router is written once per round trip, not once per fact.
  */
-import type { FactBatch } from '../../workflows/messages.js';
+import type { Fact } from '../../core/types.js';
+import type { FactBatch, SubjectFact } from '../../workflows/messages.js';
 
 /**
  * Bytes (as JSON) that batches joined into one signal stay under: small enough that the router's history, which a
@@ -71,6 +72,13 @@ function firstOfEach<T>(entries: readonly T[], identity: (entry: T) => string): 
   });
 }
 
+/** A batch of these facts and subject facts, leaving out an empty list. */
+const batchOf = (facts: Fact[], subjects: SubjectFact[], retention: string): RouterBatch => ({
+  ...(facts.length > 0 ? { facts } : {}),
+  ...(subjects.length > 0 ? { subjects } : {}),
+  retention,
+});
+
 /**
  * Joins batches in their order of arrival, each fact once (by key, observation and source, as its router tells a
  * re-delivery) and each subject fact once; the retention is the latest one's (all come from one bridge's settings).
@@ -84,11 +92,7 @@ export function joinBatches(batches: readonly [RouterBatch, ...RouterBatch[]]): 
     batches.flatMap((batch) => batch.subjects ?? []),
     subjectIdentity,
   );
-  return {
-    ...(facts.length > 0 ? { facts } : {}),
-    ...(subjects.length > 0 ? { subjects } : {}),
-    retention: batches[batches.length - 1]!.retention,
-  };
+  return batchOf(facts, subjects, batches[batches.length - 1]!.retention);
 }
 
 /** A fact this bridge stored or is storing in a router: the store that carries it, and when it was sent. */
@@ -117,28 +121,20 @@ export class RouterSignals {
     const nowMs = this.memory.now();
     this.forget(nowMs);
     const carrying: Array<Promise<void>> = [];
+    // The ids of the facts not remembered, each computed once: they are remembered under it once queued.
+    const ids: string[] = [];
     const fresh = <T>(entries: readonly T[] | undefined, identity: (entry: T) => string): T[] =>
       (entries ?? []).filter((entry) => {
-        const known = this.remembered.get(`${workflowId} ${identity(entry)}`);
+        const id = `${workflowId} ${identity(entry)}`;
+        const known = this.remembered.get(id);
         if (known) carrying.push(known.stored);
+        else ids.push(id);
         return !known;
       });
     const facts = fresh(batch.facts, factIdentity);
     const subjects = fresh(batch.subjects, subjectIdentity);
-    if (facts.length === 0 && subjects.length === 0) return Promise.all(carrying).then(() => undefined);
-    const whole = facts.length === (batch.facts ?? []).length && subjects.length === (batch.subjects ?? []).length;
-    const sending = whole
-      ? batch
-      : {
-          ...(facts.length > 0 ? { facts } : {}),
-          ...(subjects.length > 0 ? { subjects } : {}),
-          retention: batch.retention,
-        };
-    const stored = this.enqueue(workflowId, shard, sending);
-    const ids = [
-      ...facts.map((f) => `${workflowId} ${factIdentity(f)}`),
-      ...subjects.map((f) => `${workflowId} ${subjectIdentity(f)}`),
-    ];
+    if (ids.length === 0) return Promise.all(carrying).then(() => undefined);
+    const stored = this.enqueue(workflowId, shard, batchOf(facts, subjects, batch.retention));
     for (const id of ids) this.remembered.set(id, { stored, atMs: nowMs });
     // A store that failed is forgotten at once: the resend stores the facts again.
     stored.catch(() => {
