@@ -36,13 +36,13 @@ import type {
 } from './messages.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+const normalized = (instant: string): string => iso(Date.parse(instant));
 
 /** The first reception an early fact may have to satisfy an expectation raised at `raisedAt`: the retention before. */
 function earliestEarlyFactMs(raisedAt: string, retention: string): number {
   const raisedMs = Date.parse(raisedAt);
   return raisedMs - (addDuration(raisedMs, retention) - raisedMs);
 }
-const normalized = (instant: string): string => iso(Date.parse(instant));
 
 /** The record of a newly raised expectation; an input the workflow cannot run with fails it, not its task. */
 export function initialRecord(input: ExpectationInput, nowMs = Date.now()): ExpectationRecord {

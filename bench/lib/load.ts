@@ -27,7 +27,7 @@ export async function runPool(
   concurrency: number,
   task: (index: number) => Promise<unknown>,
   options: { maxErrors?: number; onProgress?: (done: number) => void; stop?: () => boolean } = {},
-): Promise<{ elapsedMs: number; latenciesMs: number[]; errors: string[]; taken: number }> {
+): Promise<{ elapsedMs: number; latenciesMs: number[]; errors: string[] }> {
   const latenciesMs = new Array<number>(count).fill(Number.NaN);
   const errors: string[] = [];
   let next = 0;
@@ -53,7 +53,5 @@ export async function runPool(
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
-  const elapsedMs = performance.now() - started;
-  // `taken`: the tasks begun, indexes 0 to taken - 1; fewer than `count` when `stop` said so or errors ended the pool.
-  return { elapsedMs, latenciesMs: latenciesMs.filter((v) => !Number.isNaN(v)), errors, taken: next };
+  return { elapsedMs: performance.now() - started, latenciesMs: latenciesMs.filter((v) => !Number.isNaN(v)), errors };
 }

@@ -12,6 +12,9 @@ export const runPrefix = unique('bench');
 export const instant = (ms: number): string =>
   new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
+/** The next whole second at or after `ms`: an instant that `instant` writes without rounding it down. */
+export const ceilSecond = (ms: number): number => Math.ceil(ms / 1000) * 1000;
+
 /** Due about six months from now: never lapses during a run. */
 export const monthsAhead = (): string => instant(Date.now() + 182 * 24 * 3600 * 1000);
 

@@ -6,7 +6,7 @@ import { lapseOf } from '../../test/support/agent.js';
 import { expectationWorkflowId } from '../../core/ids.js';
 import { historyEvents } from '../lib/history.js';
 import { runPool } from '../lib/load.js';
-import { batchKeys, instant, runPrefix } from '../lib/payloads.js';
+import { batchKeys, ceilSecond, instant, runPrefix } from '../lib/payloads.js';
 import { progress, waitUntil } from '../lib/progress.js';
 import type { Stack } from '../lib/stack.js';
 import { ratio, summarise, type Summary } from '../lib/stats.js';
@@ -19,8 +19,6 @@ const STAGES = ['timer', 'decide', 'queue', 'activity'] as const;
 export type Stages = Record<(typeof STAGES)[number], Summary>;
 
 export type LapseResult = Awaited<ReturnType<typeof runLapseLateness>>;
-
-const ceilSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
 
 /** Each stage over the histories of `ids`, due at `dueMs`, whose lapse ran the activity `activityType`. */
 async function stageSummary(

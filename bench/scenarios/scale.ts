@@ -11,7 +11,7 @@ import { lapseOf, startTestAgent, type TestAgent } from '../../test/support/agen
 import { writePrincipalsFile } from '../../test/support/agents.js';
 import type { Stoppable } from '../lib/child.js';
 import { postJson, runPool } from '../lib/load.js';
-import { artifactUpdate, batchKeys, batchOf, instant, monthsAhead, runPrefix } from '../lib/payloads.js';
+import { artifactUpdate, batchKeys, batchOf, ceilSecond, instant, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs, memoryMiB } from '../lib/proc.js';
 import { backlogOf } from '../lib/backlog.js';
 import { delay, progress, waitUntil } from '../lib/progress.js';
@@ -111,8 +111,6 @@ export interface BurstDrain {
   raisedLate: boolean;
 }
 
-const ceilSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
-
 /** Tasks a side's queue may hold before its raising waits: raising at the rate its worker settles (issue 47). */
 const MAX_RAISE_BACKLOG = 500;
 
@@ -139,6 +137,31 @@ function backlogGate(client: Client, queue: string) {
       await polling;
     },
   };
+}
+
+/**
+ * Runs `one(from)` to `one(count - 1)` as raising does on either side: gated on `queue`'s backlog, until `stop` says
+ * so, telling `raised` the count from 0 whose tasks have all finished; resolves with that count.
+ */
+async function raiseFrom(
+  client: Client,
+  queue: string,
+  range: { from: number; count: number; concurrency: number },
+  one: (index: number) => Promise<unknown>,
+  report: { stop: () => boolean; raised: (count: number) => void },
+): Promise<{ errors: string[]; done: number }> {
+  const finished = donePrefix();
+  const gate = backlogGate(client, queue);
+  const next = async (i: number) => {
+    await gate.wait();
+    await one(range.from + i);
+    finished.complete(i);
+  };
+  const pool = await runPool(range.count - range.from, range.concurrency, next, {
+    stop: report.stop,
+    onProgress: () => report.raised(range.from + finished.count),
+  }).finally(() => gate.stop());
+  return { errors: pool.errors, done: range.from + finished.count };
 }
 
 /** How many tasks from index 0 have all finished, as they finish in any order: what a killed run may skip next time. */
@@ -220,12 +243,14 @@ async function measureSide(
     const t0 = performance.now();
     const growth: Array<{ raised: number; workerMiB: number; bridgeMiB: number }> = [];
     const stop = resume ? () => performance.now() - t0 > resume.budgetMs : () => false;
+    const raisingSoFarMs = () => from.raisingMs + (performance.now() - t0);
+    const keep = (raised: number) => {
+      if (resume)
+        writeFileSync(progressFile, JSON.stringify({ ...from, raised, raisingMs: raisingSoFarMs() }, null, 2));
+    };
     const raised = await started.raise(stop, (done) => {
       // Kept as it goes, so that an invocation killed before its end loses only the last few seconds of raising.
-      if (resume) {
-        const raisingMs = from.raisingMs + (performance.now() - t0);
-        writeFileSync(progressFile, JSON.stringify({ ...from, raised: done, raisingMs }, null, 2));
-      }
+      keep(done);
       progress(
         `  ${label} raised: ${done}/${count} (${(((done - from.raised) * 1000) / (performance.now() - t0)).toFixed(1)}/s)`,
       );
@@ -235,10 +260,10 @@ async function measureSide(
       growth.push(taken);
       progress(`${label}: ${done} raised, worker ${taken.workerMiB} MiB RSS, bridge ${taken.bridgeMiB} MiB`);
     });
-    const raisingMs = from.raisingMs + (performance.now() - t0);
+    const raisingMs = raisingSoFarMs();
     if (raised.errors.length > 0) throw new Error(`${label}: raising failed: ${raised.errors[0]}`);
     const raisePerSec = Number(((raised.done * 1000) / raisingMs).toFixed(1));
-    if (resume) writeFileSync(progressFile, JSON.stringify({ ...from, raised: raised.done, raisingMs }, null, 2));
+    keep(raised.done);
     if (raised.done < count) {
       progress(`${label}: ${raised.done}/${count} raised at ${raisePerSec}/s; run again with the same --scale-state`);
       return undefined;
@@ -246,7 +271,7 @@ async function measureSide(
     await started.afterRaising?.();
     const wentIdle = await waitIdle(pids.worker!, `${label}'s worker`, count);
     // Over every invocation: the raising before this one, and this one's raising and wait.
-    const settledSec = Number(((from.raisingMs + performance.now() - t0) / 1000).toFixed(1));
+    const settledSec = Number((raisingSoFarMs() / 1000).toFixed(1));
     progress(`${label}: settled after ${settledSec} s; measuring memory and ${IDLE_WINDOW_MS / 1000} s of idle CPU`);
     const cpu0 = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
     await delay(IDLE_WINDOW_MS);
@@ -316,18 +341,10 @@ function oursSide(dir: string, batches: number, options: { concurrency: number; 
       pids: { worker: worker.pid, bridge: bridge.pid },
       via: 'bridge, batches of 10',
       raise: async (stop, raised) => {
-        const finished = donePrefix();
-        const gate = backlogGate(client, prefix);
-        const raiseOne = async (b: number) => {
-          await gate.wait();
-          await raiseBatch(prefix, first + b, dueAt);
-          finished.complete(b);
-        };
-        const pool = await runPool(batches - first, concurrency, raiseOne, {
-          stop,
-          onProgress: () => raised((first + finished.count) * 10),
-        }).finally(() => gate.stop());
-        return { errors: pool.errors, done: (first + pool.taken) * 10 };
+        const range = { from: first, count: batches, concurrency };
+        const report = { stop, raised: (done: number) => raised(done * 10) };
+        const pool = await raiseFrom(client, prefix, range, (b) => raiseBatch(prefix, b, dueAt), report);
+        return { errors: pool.errors, done: pool.done * 10 };
       },
       burst:
         options.burst > 0
@@ -361,20 +378,8 @@ function rawSide(dir: string, count: number, bundle: string, concurrency: number
     return {
       pids: { worker: worker.pid },
       via: 'client.workflow.start',
-      raise: async (stop, raised) => {
-        const finished = donePrefix();
-        const gate = backlogGate(client, queue);
-        const startOne = async (i: number) => {
-          await gate.wait();
-          await start(from.raised + i);
-          finished.complete(i);
-        };
-        const pool = await runPool(count - from.raised, concurrency, startOne, {
-          stop,
-          onProgress: () => raised(from.raised + finished.count),
-        }).finally(() => gate.stop());
-        return { errors: pool.errors, done: from.raised + pool.taken };
-      },
+      raise: (stop, raised) =>
+        raiseFrom(client, queue, { from: from.raised, count, concurrency }, start, { stop, raised }),
     };
   };
 }
