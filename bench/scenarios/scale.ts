@@ -242,6 +242,7 @@ async function measureSide(
     const emptyRssMiB = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryMiB(pid).rss]));
     const t0 = performance.now();
     const growth: Array<{ raised: number; workerMiB: number; bridgeMiB: number }> = [];
+    const quartersBefore = Math.floor((from.raised * 4) / count);
     const stop = resume ? () => performance.now() - t0 > resume.budgetMs : () => false;
     const raisingSoFarMs = () => from.raisingMs + (performance.now() - t0);
     const keep = (raised: number) => {
@@ -254,8 +255,9 @@ async function measureSide(
       progress(
         `  ${label} raised: ${done}/${count} (${(((done - from.raised) * 1000) / (performance.now() - t0)).toFixed(1)}/s)`,
       );
-      // Once past each quarter of the raises, the worker's and the bridge's RSS, printed as taken for a run cut short.
-      if (pids.bridge === undefined || done * 4 < count * (growth.length + 1)) return;
+      // Once past each quarter of the raises, the worker's and the bridge's RSS, printed as taken for a run cut short;
+      // a resumed run counts from the quarters its earlier invocations passed, not three at once at its first report.
+      if (pids.bridge === undefined || done * 4 < count * (quartersBefore + growth.length + 1)) return;
       const taken = { raised: done, workerMiB: memoryMiB(pids.worker!).rss, bridgeMiB: memoryMiB(pids.bridge).rss };
       growth.push(taken);
       progress(`${label}: ${done} raised, worker ${taken.workerMiB} MiB RSS, bridge ${taken.bridgeMiB} MiB`);
