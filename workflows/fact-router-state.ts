@@ -59,67 +59,105 @@ function isDuration(text: string): boolean {
 
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 
-/** One key's state in its router. */
+/**
+ * One key's state in its router. Kept small, as a router holds one for every open expectation's key (100,000 open: a
+ * worker holds them all): most keys have a single subscriber and nothing seen yet, so neither a Set nor a dedupe map
+ * is made until a key needs one.
+ */
 export class KeyState {
-  readonly subscribers: Set<string>;
+  /** The expectations waiting on the key: none, one, or (only past one) a Set. */
+  private waiting: string | Set<string> | undefined;
   latest: Fact | undefined;
   /** Workflow time (ms) at which the last observation reached the router: the retention runs from it. */
   lastReceivedMs: number | undefined;
   /** Some expectation waited on the key since it was last forgotten. */
   awaited: boolean;
-  private readonly seen: string[];
-  /** When each of `seen` was first received (epoch ms), in the same order. */
-  private readonly seenAt: number[];
-  private readonly seenSet: Set<string>;
+  /**
+   * Each remembered observation (observedAt, source) → when it was first received (epoch ms; NaN when not known:
+   * remembered by a run before the instants were), oldest first; made at the first.
+   */
+  private seen: Map<string, number> | undefined;
 
   constructor(
     readonly factKey: string,
     carried?: RoutedKey,
   ) {
-    this.subscribers = new Set(carried?.subscribers ?? []);
+    for (const subscriber of carried?.subscribers ?? []) this.addSubscriber(subscriber);
     this.latest = carried?.latest;
     this.lastReceivedMs = carried?.lastReceivedAt === undefined ? undefined : Date.parse(carried.lastReceivedAt);
-    this.awaited = carried?.awaited === true || this.subscribers.size > 0;
-    this.seen = [...(carried?.seen ?? [])];
-    this.seenAt = [...(carried?.seenAt ?? [])];
-    this.seenSet = new Set(this.seen);
+    this.awaited = carried?.awaited === true || this.subscriberCount > 0;
+    const seen = carried?.seen ?? [];
+    const seenAt = carried?.seenAt ?? [];
+    // seenAt is aligned with the end of seen: the instants a run before them did not keep are the oldest.
+    const unknown = seen.length - seenAt.length;
+    if (seen.length > 0)
+      this.seen = new Map(seen.map((key, i) => [key, i < unknown ? Number.NaN : seenAt[i - unknown]!]));
+  }
+
+  get subscriberCount(): number {
+    return this.waiting === undefined ? 0 : typeof this.waiting === 'string' ? 1 : this.waiting.size;
+  }
+
+  hasSubscriber(workflowId: string): boolean {
+    return typeof this.waiting === 'string' ? this.waiting === workflowId : this.waiting?.has(workflowId) === true;
+  }
+
+  addSubscriber(workflowId: string): void {
+    if (this.waiting === undefined) this.waiting = workflowId;
+    else if (typeof this.waiting === 'string') {
+      if (this.waiting !== workflowId) this.waiting = new Set([this.waiting, workflowId]);
+    } else this.waiting.add(workflowId);
+  }
+
+  deleteSubscriber(workflowId: string): void {
+    if (this.waiting === workflowId) this.waiting = undefined;
+    else if (typeof this.waiting === 'object') {
+      this.waiting.delete(workflowId);
+      if (this.waiting.size === 1) this.waiting = this.waiting.values().next().value!;
+    }
+  }
+
+  /** The subscribers, in the order they subscribed. */
+  subscribers(): string[] {
+    return this.waiting === undefined ? [] : typeof this.waiting === 'string' ? [this.waiting] : [...this.waiting];
   }
 
   /**
    * Remembers the fact's (observedAt, source), received at `receivedMs`; undefined when it is new, else when it was
-   * first received (NaN when that is not known: remembered by a run before the instants were).
+   * first received (NaN when that is not known).
    */
   remember(fact: Fact, receivedMs: number): number | undefined {
     const key = dedupeKey(fact);
-    if (this.seenSet.has(key)) {
-      const at = this.seen.lastIndexOf(key) - (this.seen.length - this.seenAt.length);
-      return at >= 0 ? this.seenAt[at]! : Number.NaN;
-    }
-    this.seen.push(key);
-    this.seenAt.push(receivedMs);
-    this.seenSet.add(key);
+    const first = this.seen?.get(key);
+    if (first !== undefined) return first;
+    (this.seen ??= new Map()).set(key, receivedMs);
     this.trim();
     return undefined;
   }
 
   /** Keeps the dedupe window within what the key's use needs, or within `window` when the router is short of room. */
   trim(window = this.awaited ? DEDUPE_WINDOW : DEDUPE_WINDOW_UNAWAITED): void {
-    while (this.seen.length > window) this.seenSet.delete(this.seen.shift()!);
-    while (this.seenAt.length > this.seen.length) this.seenAt.shift();
+    if (!this.seen) return;
+    for (const key of this.seen.keys()) {
+      if (this.seen.size <= window) break;
+      this.seen.delete(key);
+    }
   }
 
   get seenCount(): number {
-    return this.seen.length;
+    return this.seen?.size ?? 0;
   }
 
   carry(): RoutedKey {
+    const seenAt = [...(this.seen?.values() ?? [])];
+    const known = seenAt.findIndex((ms) => !Number.isNaN(ms));
     return {
       factKey: this.factKey,
-      subscribers: [...this.subscribers],
+      subscribers: this.subscribers(),
       ...(this.latest ? { latest: this.latest } : {}),
       ...(this.lastReceivedMs === undefined ? {} : { lastReceivedAt: new Date(this.lastReceivedMs).toISOString() }),
-      seen: [...this.seen],
-      seenAt: [...this.seenAt],
+      seen: [...(this.seen?.keys() ?? [])],
+      seenAt: known < 0 ? [] : seenAt.slice(known),
       ...(this.awaited ? { awaited: true } : {}),
     };
   }
@@ -152,17 +190,22 @@ export class RouterState {
   /** The latest receipt (epoch ms) among the subjects let go of for want of room. */
   private subjectsForgottenThroughMs: number | undefined;
 
+  /** Which router this is: the keys it serves hash to it. */
+  private readonly shard: number;
+
+  /** Keeps nothing of `input` but its shard: what it carried is rebuilt here, and held once, not twice. */
   constructor(
-    private readonly input: FactRouterInput,
+    input: FactRouterInput,
     /** The watcher's clock (workflow time), epoch ms. */
     private readonly now: () => number = () => Date.now(),
   ) {
+    this.shard = input.shard;
     this.subjects = new Map((input.carried?.subjects ?? []).map((entry) => [subjectEntryKey(entry.subject), entry]));
     const forgotten = input.carried?.subjectsForgottenThrough;
     this.subjectsForgottenThroughMs = forgotten === undefined ? undefined : Date.parse(forgotten);
     this.keys = new Map((input.carried?.keys ?? []).map((k) => [k.factKey, new KeyState(k.factKey, k)]));
     for (const state of this.keys.values())
-      for (const subscriber of state.subscribers) this.keyOf.set(subscriber, state.factKey);
+      for (const subscriber of state.subscribers()) this.keyOf.set(subscriber, state.factKey);
     this.outbox = new Outbox<RoutedFact>((pending, next) => pending ?? next, input.carried?.outbox);
     this.retention = input.retention;
   }
@@ -180,7 +223,7 @@ export class RouterState {
 
   /** Drops a key that no one waits on and that retains nothing. */
   private forgetIfIdle(state: KeyState): void {
-    if (state.subscribers.size === 0 && this.retained(state) === undefined) this.keys.delete(state.factKey);
+    if (state.subscriberCount === 0 && this.retained(state) === undefined) this.keys.delete(state.factKey);
   }
 
   /**
@@ -191,7 +234,7 @@ export class RouterState {
     const unawaited: KeyState[] = [];
     for (const state of this.keys.values()) {
       this.forgetIfIdle(state);
-      if (this.keys.has(state.factKey) && state.subscribers.size === 0) unawaited.push(state);
+      if (this.keys.has(state.factKey) && state.subscriberCount === 0) unawaited.push(state);
     }
     if (unawaited.length > MAX_RETAINED_FACTS_PER_ROUTER) {
       unawaited.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
@@ -219,7 +262,7 @@ export class RouterState {
       bytes -= utf8Length(JSON.stringify(entry));
       this.forgetSubject(key);
     }
-    const byAge = [...sizes.keys()].filter((state) => state.subscribers.size === 0);
+    const byAge = [...sizes.keys()].filter((state) => state.subscriberCount === 0);
     byAge.sort((a, b) => (a.lastReceivedMs ?? 0) - (b.lastReceivedMs ?? 0));
     for (const state of byAge) {
       if (bytes <= MAX_ROUTER_CARRIED_BYTES) break;
@@ -240,7 +283,7 @@ export class RouterState {
   memoIfMoved(): FactRouterMemo | undefined {
     const crowded: Record<string, number> = {};
     for (const state of this.keys.values())
-      if (state.subscribers.size >= ROUTER_CROWDED_KEY) crowded[state.factKey] = state.subscribers.size;
+      if (state.subscriberCount >= ROUTER_CROWDED_KEY) crowded[state.factKey] = state.subscriberCount;
     const memo: FactRouterMemo = { crowded };
     const json = JSON.stringify(memo);
     if (json === this.memoJson) return undefined;
@@ -260,17 +303,17 @@ export class RouterState {
   store({ facts = [], subjects = [], retention }: FactBatch): void {
     const options = retention !== undefined && isDuration(retention) ? { retention } : undefined;
     // A fact whose key belongs to another router is not ours to forward (a bridge of another shard count): skipped.
-    for (const fact of facts) if (shardOf(fact.factKey) === this.input.shard) this.record(fact, options);
+    for (const fact of facts) if (shardOf(fact.factKey) === this.shard) this.record(fact, options);
     for (const fact of subjects) this.observeSubject(fact);
   }
 
   /** The recordFact update's validator: a retention the router can compute with, a key of this router. */
   validateRecord(fact: Fact, options?: RecordFactOptions): void {
     if (options?.retention !== undefined) parseDuration(options.retention);
-    if (shardOf(fact.factKey) !== this.input.shard) {
+    if (shardOf(fact.factKey) !== this.shard) {
       throw ApplicationFailure.create({
         type: WRONG_FACT_KEY,
-        message: `fact key ${JSON.stringify(fact.factKey)} belongs to router ${shardOf(fact.factKey)}, not to router ${this.input.shard}`,
+        message: `fact key ${JSON.stringify(fact.factKey)} belongs to router ${shardOf(fact.factKey)}, not to router ${this.shard}`,
         nonRetryable: true,
       });
     }
@@ -278,8 +321,8 @@ export class RouterState {
 
   subscribe(workflowId: string, factKey: string): void {
     const state = this.stateOf(factKey);
-    const newcomer = !state.subscribers.has(workflowId);
-    if ((newcomer && state.subscribers.size >= MAX_KEY_SUBSCRIBERS) || (newcomer && this.full)) {
+    const newcomer = !state.hasSubscriber(workflowId);
+    if ((newcomer && state.subscriberCount >= MAX_KEY_SUBSCRIBERS) || (newcomer && this.full)) {
       const reason = this.full
         ? `not registered: the fact router of ${JSON.stringify(factKey)} holds as much as it may carry ` +
           `(${MAX_ROUTER_CARRIED_BYTES} bytes); withdrawn, as no fact would reach it`
@@ -289,7 +332,7 @@ export class RouterState {
       this.changes++;
       return;
     }
-    state.subscribers.add(workflowId);
+    state.addSubscriber(workflowId);
     state.awaited = true;
     this.keyOf.set(workflowId, factKey);
     const fact = this.retained(state);
@@ -304,7 +347,7 @@ export class RouterState {
     this.deferred.delete(workflowId);
     const state = factKey === undefined ? undefined : this.keys.get(factKey);
     if (state) {
-      state.subscribers.delete(workflowId);
+      state.deleteSubscriber(workflowId);
       state.trim();
       this.forgetIfIdle(state);
     }
@@ -330,7 +373,7 @@ export class RouterState {
     // The fact retained for later subscribers is the one observed last, not the one that arrived last.
     if (!state.latest || Date.parse(fact.observedAt) >= Date.parse(state.latest.observedAt)) state.latest = fact;
     state.lastReceivedMs = this.now();
-    const subscribers = [...state.subscribers];
+    const subscribers = state.subscribers();
     if (subscribers.length === 0) {
       // Nobody waits: kept for the retention (if any), forgotten otherwise. Nothing to forward, nothing to wait for.
       this.forgetIfIdle(state);
@@ -373,9 +416,9 @@ export class RouterState {
   keyLoad(factKey: string): KeyLoad {
     const state = this.keys.get(factKey);
     return {
-      subscribers: state?.subscribers.size ?? 0,
+      subscribers: state?.subscriberCount ?? 0,
       bound: MAX_KEY_SUBSCRIBERS,
-      outbox: [...(state?.subscribers ?? [])].filter((subscriber) => this.outbox.has(subscriber)).length,
+      outbox: (state?.subscribers() ?? []).filter((subscriber) => this.outbox.has(subscriber)).length,
       seen: state?.seenCount ?? 0,
     };
   }

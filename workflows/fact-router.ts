@@ -38,6 +38,9 @@ import { sendBatch } from './send-batch.js';
  */
 export async function factRouterWorkflow(input: FactRouterInput): Promise<void> {
   const router = new RouterState(input);
+  // What the last run carried now lives in the router's state. The SDK holds a run's arguments for as long as the run
+  // lasts, so left in them it would hold every key twice (a router holds a key per open expectation).
+  delete input.carried;
 
   // Before the fact handlers: a subscription and a fact buffered in the same first activation are dispatched in the
   // order their handlers are set, and the subscription came first (the bridge answered `raised` before the fact).

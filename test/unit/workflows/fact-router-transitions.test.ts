@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { shardOf } from '../../../core/fact-shards.js';
 import { WRONG_FACT_KEY } from '../../../core/failures.js';
-import { MAX_KEY_SUBSCRIBERS, ROUTER_CROWDED_KEY } from '../../../core/limits.js';
+import { DEDUPE_WINDOW, MAX_KEY_SUBSCRIBERS, ROUTER_CROWDED_KEY } from '../../../core/limits.js';
 import type { Fact } from '../../../core/types.js';
 import { FORWARD_DEFERRAL_MS, RouterState } from '../../../workflows/fact-router-state.js';
 import { OUTBOX_BATCH } from '../../../workflows/outbox.js';
@@ -198,5 +198,47 @@ describe('the memo and the outbox', () => {
 
     expect(next.record(fact(T))).toEqual({ answer: 'duplicate' });
     expect(next.carried()).toEqual(router.carried());
+  });
+
+  it('carry a window whose oldest instants an earlier run did not keep, and answer those without one', () => {
+    const seen = [`${iso(T)}|feed`, `${iso(T + 1)}|feed`, `${iso(T + 2)}|feed`];
+    const carried = { keys: [{ factKey: KEY, subscribers: ['expectation:a'], seen, seenAt: [T + 2] }] };
+    const { router } = routerOf('PT1H', carried);
+
+    expect(router.record(fact(T), { tellFirstReceipt: true })).toEqual({ answer: 'duplicate' });
+    expect(router.record(fact(T + 2), { tellFirstReceipt: true })).toEqual({
+      answer: { result: 'duplicate', firstReceivedAt: iso(T + 2) },
+    });
+    expect(router.carried().keys).toEqual([{ ...carried.keys[0], awaited: true }]);
+  });
+});
+
+describe("a key's state", () => {
+  it('keeps its subscribers in the order they came, one or many, and none once they left', () => {
+    const { router } = routerOf();
+    router.subscribe('expectation:a', KEY);
+    router.subscribe('expectation:a', KEY);
+    expect(router.keyLoad(KEY).subscribers).toBe(1);
+    router.subscribe('expectation:b', KEY);
+    router.subscribe('expectation:c', KEY);
+    router.unsubscribe('expectation:b');
+    router.unsubscribe('expectation:c');
+    router.subscribe('expectation:d', KEY);
+
+    expect(router.carried().keys[0]?.subscribers).toEqual(['expectation:a', 'expectation:d']);
+    router.unsubscribe('expectation:a');
+    router.unsubscribe('expectation:d');
+    expect(router.keyLoad(KEY).subscribers).toBe(0);
+    expect(router.keys.size).toBe(0);
+  });
+
+  it(`remembers the last ${DEDUPE_WINDOW} observations of a key waited on, the oldest let go first`, () => {
+    const { router } = routerOf();
+    router.subscribe('expectation:a', KEY);
+    for (let i = 0; i <= DEDUPE_WINDOW; i++) router.record(fact(T + i));
+
+    expect(router.keyLoad(KEY).seen).toBe(DEDUPE_WINDOW);
+    expect(router.record(fact(T + 1))).toEqual({ answer: 'duplicate' });
+    expect(router.record(fact(T))).not.toEqual({ answer: 'duplicate' });
   });
 });
