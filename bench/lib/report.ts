@@ -116,6 +116,11 @@ export function markdown(results: BenchResults): string {
       ...(ours.burst
         ? [
             `| ${label}: a burst of ${n(ours.burst.count)} due at one instant on top, due → lapse at the agent p50 / p99 / last | ${ours.burst.lateness.p50} / ${ours.burst.lateness.p99} / ${ours.burst.drainMs} ms${ours.burst.raisedLate ? ' (raising ran past the instant)' : ''} | — | | |`,
+            ...(ours.burst.workerAfter
+              ? [
+                  `| ${label}: worker RSS once the burst drained (every router in its cache) | ${ours.burst.workerAfter.rssMiB} MiB (peak ${ours.burst.workerAfter.peakMiB}) | — | | ≤ 400 MB at 100,000 |`,
+                ]
+              : []),
           ]
         : []),
     );

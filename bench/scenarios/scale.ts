@@ -109,6 +109,11 @@ export interface BurstDrain {
   lateness: ReturnType<typeof summarise>;
   /** The burst's raises had not all settled by the due instant: the lateness includes raising. */
   raisedLate: boolean;
+  /**
+   * The worker's RSS and peak once the burst drained (MiB). The idle figure before it may be taken with the routers out
+   * of the worker's cache (a resumed run that only drained first tasks); the burst subscribes on all of them.
+   */
+  workerAfter?: { rssMiB: number; peakMiB: number };
 }
 
 /** Tasks a side's queue may hold before its raising waits: raising at the rate its worker settles (issue 47). */
@@ -285,7 +290,9 @@ async function measureSide(
     }
     const databaseMiB = server.databaseMiB?.();
     // At the end, once idle: a burst due at one instant, drained on top of the `count` open.
-    const burst = started.burst ? await started.burst(raisePerSec) : undefined;
+    const drained = started.burst ? await started.burst(raisePerSec) : undefined;
+    const after = memoryMiB(pids.worker!);
+    const burst = drained && { ...drained, workerAfter: { rssMiB: after.rss, peakMiB: after.peak } };
     return {
       count,
       via: started.via,
