@@ -31,11 +31,15 @@ export type RouterEvent =
 
 /**
  * A router's run as read: its events oldest first; `complete` when the read reached back past the raise or to the
- * run's start (whose carried state is then the first event), rather than stopping at MAX_READ_EVENTS.
+ * run's start (whose carried state is then the first event), rather than stopping at MAX_READ_EVENTS; `fromStart` when
+ * it reached the run's start, so that it serves a decision however far back it looks; `bytes`, the payload bytes of
+ * the events it decoded.
  */
 export interface RouterRun {
   events: RouterEvent[];
   complete: boolean;
+  fromStart?: boolean;
+  bytes?: number;
 }
 
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
@@ -166,7 +170,7 @@ export async function readRouterRun(
   workflowId: string,
   sinceMs: number,
 ): Promise<RouterRun | undefined> {
-  let read: { oldestFirst: HistoryEvent[]; complete: boolean };
+  let read: { oldestFirst: HistoryEvent[]; complete: boolean; fromStart: boolean };
   try {
     try {
       read = await readBackwards(client, workflowId, sinceMs);
@@ -179,16 +183,20 @@ export async function readRouterRun(
     throw error;
   }
   const events: RouterEvent[] = [];
+  let bytes = 0;
   for (const event of read.oldestFirst) {
     const decoded = await decodeEvent(client, event);
-    if (decoded) events.push(decoded);
+    if (!decoded) continue;
+    events.push(decoded);
+    bytes += payloadBytes(event);
   }
-  return { events, complete: read.complete };
+  return { events, complete: read.complete, fromStart: read.fromStart, bytes };
 }
 
 async function readBackwards(client: Client, workflowId: string, sinceMs: number) {
   const newestFirst: HistoryEvent[] = [];
   let complete = false;
+  let fromStart = false;
   let nextPageToken: Uint8Array | undefined;
   for (;;) {
     const page = await client.workflowService.getWorkflowExecutionHistoryReverse({
@@ -199,13 +207,14 @@ async function readBackwards(client: Client, workflowId: string, sinceMs: number
     });
     for (const event of page.history?.events ?? []) {
       newestFirst.push(event);
-      if (event.workflowExecutionStartedEventAttributes || eventMs(event) < sinceMs - CLOCK_MARGIN_MS) complete = true;
+      if (event.workflowExecutionStartedEventAttributes) fromStart = true;
+      if (fromStart || eventMs(event) < sinceMs - CLOCK_MARGIN_MS) complete = true;
     }
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
-    if (!nextPageToken) complete = true;
+    if (!nextPageToken) complete = fromStart = true;
     if (complete || newestFirst.length >= MAX_READ_EVENTS) break;
   }
-  return { oldestFirst: newestFirst.reverse(), complete };
+  return { oldestFirst: newestFirst.reverse(), complete, fromStart };
 }
 
 async function readForwards(client: Client, workflowId: string) {
@@ -226,19 +235,48 @@ async function readForwards(client: Client, workflowId: string) {
     }
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
   } while (nextPageToken);
-  return { oldestFirst: events, complete: !dropped };
+  return { oldestFirst: events, complete: !dropped, fromStart: !dropped };
 }
 
-/** How long a read of a router serves the other decisions of this worker that need the same router. */
+/** The bytes of the payload an event carries that a read decodes (a start's input, a signal's, an update's). */
+function payloadBytes(event: HistoryEvent): number {
+  const payloads =
+    event.workflowExecutionStartedEventAttributes?.input?.payloads ??
+    event.workflowExecutionSignaledEventAttributes?.input?.payloads ??
+    event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads ??
+    [];
+  return payloads.reduce((sum, payload) => sum + (payload.data?.length ?? 0), 0);
+}
+
+/**
+ * How far a read's start may precede a decision it serves: a read started by then holds what was stored by the
+ * decision, within the margin the settle interval keeps (DESIGN 3.3).
+ */
 export const SHARED_READ_MS = 1_000;
 
-/** The router reads of one worker, one read shared by the decisions that need the same router at once. */
-// Shared only when it started at most SHARED_READ_MS before the decision (settled by then) and reaches back far enough.
+/**
+ * How long a read is kept for decisions made late, which it serves when they were due by its start: a burst of lapses
+ * due at one instant, worked through for minutes, reads each router once rather than once a lapse (at 100,000 open a
+ * read decodes a router's carried state, about 170 KB).
+ */
+export const KEPT_READ_MS = 60_000;
+
+/** The most payload bytes the kept reads hold together, the oldest let go first. */
+export const MAX_KEPT_READ_BYTES = 16 * 1024 * 1024;
+
+interface KeptRead {
+  startedMs: number;
+  sinceMs: number;
+  run: Promise<RouterRun | undefined>;
+  /** Set once the read is done: it reached the run's start, and the payload bytes it holds. */
+  fromStart: boolean;
+  bytes: number;
+}
+
+/** The router reads of one worker: a read serves every decision that needs the same router and was due by its start. */
 export class RouterReads {
-  private readonly reads = new Map<
-    string,
-    { startedMs: number; sinceMs: number; run: Promise<RouterRun | undefined> }
-  >();
+  /** By router, oldest read first. */
+  private readonly reads = new Map<string, KeptRead>();
 
   constructor(
     private readonly client: Client,
@@ -247,16 +285,39 @@ export class RouterReads {
 
   read(workflowId: string, sinceMs: number, decidedAtMs: number): Promise<RouterRun | undefined> {
     const nowMs = this.now();
-    for (const [id, entry] of this.reads) if (nowMs - entry.startedMs > SHARED_READ_MS) this.reads.delete(id);
+    this.letGo(nowMs);
     const found = this.reads.get(workflowId);
-    if (found && found.startedMs >= decidedAtMs - SHARED_READ_MS && found.sinceMs <= sinceMs) return found.run;
+    if (found && found.startedMs >= decidedAtMs - SHARED_READ_MS && (found.fromStart || found.sinceMs <= sinceMs))
+      return found.run;
     const run = readRouterRun(this.client, workflowId, sinceMs);
-    const entry = { startedMs: nowMs, sinceMs, run };
+    const entry: KeptRead = { startedMs: nowMs, sinceMs, run, fromStart: false, bytes: 0 };
+    this.reads.delete(workflowId);
     this.reads.set(workflowId, entry);
-    run.catch(() => {
-      if (this.reads.get(workflowId) === entry) this.reads.delete(workflowId);
-    });
+    run.then(
+      (done) => {
+        entry.fromStart = done?.fromStart === true || done === undefined;
+        entry.bytes = done?.bytes ?? 0;
+        this.letGo(this.now());
+      },
+      () => {
+        if (this.reads.get(workflowId) === entry) this.reads.delete(workflowId);
+      },
+    );
     return run;
+  }
+
+  /** Lets go of the reads kept past KEPT_READ_MS, then of the oldest while they hold over MAX_KEPT_READ_BYTES. */
+  private letGo(nowMs: number): void {
+    let bytes = 0;
+    for (const [id, entry] of this.reads) {
+      if (nowMs - entry.startedMs > KEPT_READ_MS) this.reads.delete(id);
+      else bytes += entry.bytes;
+    }
+    for (const [id, entry] of this.reads) {
+      if (bytes <= MAX_KEPT_READ_BYTES) break;
+      bytes -= entry.bytes;
+      this.reads.delete(id);
+    }
   }
 }
 

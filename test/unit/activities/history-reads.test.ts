@@ -4,8 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import {
   firstKeyFact,
+  KEPT_READ_MS,
+  MAX_KEPT_READ_BYTES,
   RouterReads,
   SHARED_READ_MS,
   storedFacts,
@@ -14,7 +17,7 @@ import {
   type RouterRun,
 } from '../../../activities/history-reads.js';
 import type { Fact } from '../../../core/types.js';
-import type { SubjectFact } from '../../../workflows/messages.js';
+import { factsSignal, type SubjectFact } from '../../../workflows/messages.js';
 import { fact, subjectFact } from '../../support/fixtures.js';
 
 const T = Date.parse('2026-12-01T00:00:00Z');
@@ -150,15 +153,39 @@ describe('storedFacts before an overdue', () => {
 });
 
 describe('RouterReads', () => {
-  /** A client whose server holds one empty run for every router, counting the backward reads it serves. */
-  function countingClient() {
+  /**
+   * A client whose server holds, for every router, a run started at `startedMs` with one fact batch at T - 90 min
+   * between its start and now (`payloadBytes` of data each), counting the reads (a backward read's first page).
+   */
+  function countingClient({ payloadBytes = 10, startedMs = T - 3 * HOUR_MS } = {}) {
     const counter = { reads: 0 };
+    const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: 0 });
+    const payload = (value: unknown) => {
+      const json = JSON.stringify(value);
+      return defaultPayloadConverter.toPayload(json + ' '.repeat(Math.max(0, payloadBytes - json.length - 2)));
+    };
     const client = {
-      options: { namespace: 'default', loadedDataConverter: { payloadCodecs: [], payloadConverter: {} } },
+      options: {
+        namespace: 'default',
+        loadedDataConverter: { payloadCodecs: [], payloadConverter: defaultPayloadConverter },
+      },
       workflowService: {
-        getWorkflowExecutionHistoryReverse: async () => {
-          counter.reads++;
-          return { history: { events: [] }, nextPageToken: new Uint8Array() };
+        getWorkflowExecutionHistoryReverse: async ({ nextPageToken }: { nextPageToken?: Uint8Array }) => {
+          if (!nextPageToken) {
+            counter.reads++;
+            const signaled = { signalName: factsSignal.name, input: { payloads: [payload({ facts: [] })] } };
+            return {
+              history: {
+                events: [{ eventTime: at(T - 90 * 60_000), workflowExecutionSignaledEventAttributes: signaled }],
+              },
+              nextPageToken: new Uint8Array([1]),
+            };
+          }
+          const input = { payloads: [payload({ shard: 1, retention: 'P7D' })] };
+          return {
+            history: { events: [{ eventTime: at(startedMs), workflowExecutionStartedEventAttributes: { input } }] },
+            nextPageToken: new Uint8Array(),
+          };
         },
       },
     } as unknown as Client;
@@ -179,5 +206,46 @@ describe('RouterReads', () => {
     expect(counter.reads).toBe(3);
     await reads.read('facts:q:002', T - 60_000, now);
     expect(counter.reads).toBe(4);
+  });
+
+  it('serves a decision however far back it looks once a read reached the run’s start', async () => {
+    const { client, counter } = countingClient();
+    const reads = new RouterReads(client, () => T);
+
+    const whole = await reads.read('facts:q:001', T - 2 * HOUR_MS, T);
+    expect(whole?.fromStart).toBe(true);
+    await reads.read('facts:q:001', T - 7 * 24 * HOUR_MS, T);
+    expect(counter.reads).toBe(1);
+  });
+
+  it(`serves decisions made late that were due by its start, for ${KEPT_READ_MS / 1000} s (a burst worked through)`, async () => {
+    let now = T + 5_000;
+    const { client, counter } = countingClient();
+    const reads = new RouterReads(client, () => now);
+
+    await reads.read('facts:q:001', T - 60_000, T);
+    now = T + 5_000 + KEPT_READ_MS;
+    await reads.read('facts:q:001', T - 60_000, T + 1_000);
+    expect(counter.reads).toBe(1);
+    now += 1;
+    await reads.read('facts:q:001', T - 60_000, T + 1_000);
+    expect(counter.reads).toBe(2);
+  });
+
+  it(`keeps at most ${MAX_KEPT_READ_BYTES / 1024 / 1024} MiB of payloads, letting go of the oldest reads first`, async () => {
+    // A read back a minute stops at the batch 90 minutes old: four such reads fit the bound, and five do not.
+    const payloadBytes = Math.floor(MAX_KEPT_READ_BYTES / 4.5);
+    const { client, counter } = countingClient({ payloadBytes });
+    const reads = new RouterReads(client, () => T);
+
+    for (const shard of ['001', '002', '003', '004'])
+      expect((await reads.read(`facts:q:${shard}`, T - 60_000, T))?.bytes).toBeGreaterThanOrEqual(payloadBytes);
+    await reads.read('facts:q:001', T - 60_000, T);
+    expect(counter.reads).toBe(4);
+    await reads.read('facts:q:005', T - 60_000, T);
+    await reads.read('facts:q:002', T - 60_000, T);
+    expect(counter.reads).toBe(5);
+    await reads.read('facts:q:001', T - 60_000, T);
+    expect(counter.reads).toBe(6);
   });
 });
