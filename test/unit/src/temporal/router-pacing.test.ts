@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { SlotReserveContext } from '@temporalio/worker';
-import { pacedRouterSlots } from '../../../../src/temporal/router-pacing.js';
+import type { SlotMarkUsedContext, SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
+import { pacedRouterSlots, ROUTER_TASKS_IN_FLIGHT } from '../../../../src/temporal/router-pacing.js';
 
 const ctx = {} as SlotReserveContext;
 
 /** A paced supplier on a clock the test moves, and when each reservation was granted. */
-function paced(perSecond: number) {
+function paced(perSecond: number, inFlight?: number) {
   let nowMs = 0;
-  const supplier = pacedRouterSlots(perSecond, () => nowMs);
+  const supplier = pacedRouterSlots(perSecond, () => nowMs, inFlight);
   const granted: number[] = [];
   const reserve = (abort = new AbortController()) => {
     const permit = supplier.reserveSlot(ctx, abort.signal).then(() => void granted.push(nowMs));
@@ -59,5 +59,26 @@ describe('the paced slots of the routers’ worker', () => {
     await realTime(1_100);
     await next.permit;
     expect(granted).toEqual([0, 1_000]);
+  });
+
+  it(`works on at most ${ROUTER_TASKS_IN_FLIGHT} tasks at once: a poll that brought none, or a task done, lets the next go`, async () => {
+    const { supplier, granted, reserve } = paced(100);
+    const task = { permit: {}, slotInfo: { type: 'workflow' } } as SlotMarkUsedContext<WorkflowSlotInfo>;
+    for (let i = 0; i < ROUTER_TASKS_IN_FLIGHT + 2; i++) reserve();
+    await settle();
+    // Reservations waiting on a poll hold no room: every one is granted while no task is in hand.
+    expect(granted).toHaveLength(ROUTER_TASKS_IN_FLIGHT + 2);
+    for (let i = 0; i < ROUTER_TASKS_IN_FLIGHT; i++) supplier.markSlotUsed(task);
+    reserve();
+    await settle();
+    expect(granted).toHaveLength(ROUTER_TASKS_IN_FLIGHT + 2);
+    expect(supplier.tryReserveSlot(ctx)).toBeNull();
+
+    supplier.releaseSlot({ permit: {} });
+    await settle();
+    expect(granted).toHaveLength(ROUTER_TASKS_IN_FLIGHT + 2);
+    supplier.releaseSlot(task);
+    await settle();
+    expect(granted).toHaveLength(ROUTER_TASKS_IN_FLIGHT + 3);
   });
 });
