@@ -67,6 +67,15 @@ export const MAX_SUBJECTS_PER_ROUTER = 1_000;
 /** Events after which a router continues as new, which bounds its replays and the history reads before a lapse. */
 export const ROUTER_EVENT_BUDGET = 2_000;
 
+/**
+ * A router's workflow task timeout (ms), set when it starts and carried over continue-as-new. A router out of the
+ * cache replays its run first: at 100,000 open about 1.5 s of CPU, and on a busy two-core machine 7 to 26 s of wall time
+ * with two at once (12-07), past the default 10 s, when the retry began the replay again. The price: a worker killed
+ * in the middle of a router task leaves that router's next task to wait up to this long; its facts are stored
+ * meanwhile and lapses read them (DESIGN 3.3), only the forwards wait.
+ */
+export const ROUTER_WORKFLOW_TASK_TIMEOUT_MS = 60_000;
+
 /** Places on one fact key a single agent may take (422, rule `fact-key-share`). */
 export const MAX_AGENT_SHARE = 45;
 

@@ -10,12 +10,12 @@
 import {
   allHandlersFinished,
   condition,
-  continueAsNew,
+  makeContinueAsNewFunc,
   setHandler,
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import { ROUTER_EVENT_BUDGET } from '../core/limits.js';
+import { ROUTER_EVENT_BUDGET, ROUTER_WORKFLOW_TASK_TIMEOUT_MS } from '../core/limits.js';
 import type { Fact } from '../core/types.js';
 import {
   factSignal,
@@ -73,7 +73,7 @@ export async function factRouterWorkflow(input: FactRouterInput): Promise<void> 
     }
     // Checked before every batch, so that a router that is never idle still continues as new (outbox and all).
     if (mayContinueAsNew()) {
-      await continueAsNew<typeof factRouterWorkflow>({
+      await makeContinueAsNewFunc<typeof factRouterWorkflow>({ workflowTaskTimeout: ROUTER_WORKFLOW_TASK_TIMEOUT_MS })({
         ...input,
         retention: router.retention,
         carried: router.carried(),

@@ -47,6 +47,7 @@ import {
   routerWorkflowId,
   subjectKey,
 } from '../../core/ids.js';
+import { ROUTER_WORKFLOW_TASK_TIMEOUT_MS } from '../../core/limits.js';
 import { groupBy, subscribeAllToRouters } from './registration.js';
 import { RouterSignals, type RouterBatch } from './router-signals.js';
 
@@ -328,6 +329,7 @@ function routerSignalsOf(client: Client, taskQueue: string, deadlineMs: number):
             signal: factsSignal,
             signalArgs: [batch],
             staticSummary: `fact router ${shard}`,
+            workflowTaskTimeout: ROUTER_WORKFLOW_TASK_TIMEOUT_MS,
           }),
         ),
       );
@@ -363,10 +365,11 @@ export async function recordFactRouted(
       args: [fact, options],
       startWorkflowOperation: new WithStartWorkflowOperation<typeof factRouterWorkflow>('factRouterWorkflow', {
         workflowId,
-        taskQueue,
+        taskQueue: routerTaskQueue(taskQueue),
         args: [{ shard, retention: settings.factRetention }],
         workflowIdConflictPolicy: 'USE_EXISTING',
         staticSummary: `fact router ${shard}`,
+        workflowTaskTimeout: ROUTER_WORKFLOW_TASK_TIMEOUT_MS,
       }),
     }),
   );

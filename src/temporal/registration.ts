@@ -5,6 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { shardOf } from '../../core/fact-shards.js';
 import { routerTaskQueue } from '../../core/ids.js';
+import { ROUTER_WORKFLOW_TASK_TIMEOUT_MS } from '../../core/limits.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { subscribeSignal, type Subscribe as SubscribeArgs } from '../../workflows/messages.js';
 import { settled } from './settled.js';
@@ -44,6 +45,7 @@ export async function subscribeAllToRouters(
         signal: subscribeSignal,
         signalArgs: [subscription],
         staticSummary: `fact router ${shard}`,
+        workflowTaskTimeout: ROUTER_WORKFLOW_TASK_TIMEOUT_MS,
       });
     }),
   );

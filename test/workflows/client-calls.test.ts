@@ -4,14 +4,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { awaitFactTaken, recordFactRouted } from '../../src/temporal/expectations.js';
-import { expectationWorkflowId, factRouterWorkflowId } from '../../core/ids.js';
+import { expectationWorkflowId, factRouterWorkflowId, routerTaskQueue } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
-import { MAX_RETAINED_FACTS_PER_ROUTER } from '../../core/limits.js';
+import { MAX_RETAINED_FACTS_PER_ROUTER, ROUTER_WORKFLOW_TASK_TIMEOUT_MS } from '../../core/limits.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
 import { FORWARD_DEFERRAL_MS } from '../../workflows/fact-router-state.js';
 import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
 import { defaultSettings, shipmentExpectation } from '../support/fixtures.js';
-import { DAY, HOUR, onAnUnstartedRouter, reportFact, useHarness } from './support.js';
+import { DAY, HOUR, onAnUnstartedRouter, reportFact, storeFact, useHarness } from './support.js';
 
 const h = useHarness();
 
@@ -188,6 +188,27 @@ describe('a fact router', () => {
       { result: 'recorded', awaited: true },
     ]);
     expect(untold).toBe('recorded');
+  });
+
+  it('started by a recorded fact, runs on the routers’ queue with their task timeout, as one started by a stored fact', async () => {
+    const start = await h.now();
+    const newKey = () => `shipment/${h.id('S')}/delivered`;
+    const [recorded, stored] = [
+      await onAnUnstartedRouter(h, newKey, (k) => k),
+      await onAnUnstartedRouter(h, newKey, (k) => k),
+    ];
+    const fact = (factKey: string) => ({ factKey, observedAt: new Date(start).toISOString(), source: 'feed' });
+
+    await recordFactRouted(h.client, h.taskQueue, fact(recorded), { factRetention: 'P7D' }, { listForwarded: true });
+    await storeFact(h, stored, start);
+
+    for (const key of [recorded, stored]) {
+      const described = await h.client.workflow.getHandle(factRouterWorkflowId(key, h.taskQueue)).describe();
+      expect(described.taskQueue).toBe(routerTaskQueue(h.taskQueue));
+      expect(Number(described.raw.executionConfig?.defaultWorkflowTaskTimeout?.seconds)).toBe(
+        ROUTER_WORKFLOW_TASK_TIMEOUT_MS / 1000,
+      );
+    }
   });
 
   it('names the expectations it forwards to when asked, and holds its own signal back for a caller that delivers the fact itself', async () => {
