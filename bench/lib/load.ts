@@ -1,4 +1,6 @@
 /** Load generation: JSON requests to the bridge over real HTTP, and a fixed number of tasks at a fixed concurrency. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { retryAfterMs } from './open-loop.js';
 
 /** POSTs `body` as JSON with a bearer token: the fetch's promise, for a caller that reads the answer itself. */
 export const post = (url: string, token: string, body: unknown, signal?: AbortSignal): Promise<Response> =>
@@ -15,6 +17,26 @@ export async function postJson<T = unknown>(url: string, token: string, body: un
   const text = await response.text();
   if (response.status !== 200) throw new Error(`bridge answered HTTP ${response.status}: ${text.slice(0, 500)}`);
   return JSON.parse(text) as T;
+}
+
+/**
+ * postJson as a client that follows the bridge's advice: a 429 or 503 is sent again after its Retry-After (1 s when it
+ * gives none, 30 s at most), up to `attempts` sends; the same request, so a retry completes what the first began.
+ */
+export async function postJsonResending<T = unknown>(
+  url: string,
+  token: string,
+  body: unknown,
+  attempts = 5,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const response = await post(url, token, body);
+    const text = await response.text();
+    if (response.status === 200) return JSON.parse(text) as T;
+    if ((response.status !== 429 && response.status !== 503) || attempt >= attempts)
+      throw new Error(`bridge answered HTTP ${response.status} (attempt ${attempt}): ${text.slice(0, 500)}`);
+    await sleep(Math.min(retryAfterMs(response.headers.get('retry-after')) ?? 1_000, 30_000));
+  }
 }
 
 /**

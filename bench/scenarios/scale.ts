@@ -10,7 +10,7 @@ import { bundleWorkflows } from '../../src/temporal/workflow-bundle.js';
 import { lapseOf, startTestAgent, type TestAgent } from '../../test/support/agent.js';
 import { writePrincipalsFile } from '../../test/support/agents.js';
 import type { Stoppable } from '../lib/child.js';
-import { postJson, runPool } from '../lib/load.js';
+import { postJsonResending, runPool } from '../lib/load.js';
 import { artifactUpdate, batchKeys, batchOf, ceilSecond, instant, monthsAhead, runPrefix } from '../lib/payloads.js';
 import { cpuMs, memoryMiB } from '../lib/proc.js';
 import { backlogOf } from '../lib/backlog.js';
@@ -339,7 +339,7 @@ function oursSide(dir: string, batches: number, options: { concurrency: number; 
       children,
     );
     const raiseBatch = (batchPrefix: string, b: number, due: string, grace?: string) =>
-      postJson(
+      postJsonResending(
         `${bridgeUrl}/a2a/events`,
         token,
         artifactUpdate(batchOf(batchPrefix, b, 10, due, grace), `${batchPrefix}-task-${b}`),
