@@ -4,6 +4,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Client } from '@temporalio/client';
+import { NamespaceNotFoundError } from '@temporalio/common';
 import type { TemporalCall } from '../temporal/call.js';
 import { TemporalBusyError, TemporalUnavailableError } from './errors.js';
 
@@ -102,6 +103,14 @@ export function createTemporalCall(
       if (isTemporalUnreachable(error)) {
         throw new TemporalUnavailableError(
           `Temporal did not answer within ${waited} ms; nothing was half-applied that a retry of the same request would not complete`,
+        );
+      }
+      // A frontend that cannot read its own database in time answers this for a while (12-07: a dev server on a
+      // 2.5 GiB SQLite file under load), so it is retried; a namespace that is really missing fails /readyz as well
+      // (its DescribeTaskQueue names the namespace).
+      if (error instanceof NamespaceNotFoundError) {
+        throw new TemporalUnavailableError(
+          `Temporal answered that namespace ${JSON.stringify(error.namespace)} does not exist; a server short of its database says so for a while, and /readyz says whether it lasts; nothing was half-applied that a retry of the same request would not complete`,
         );
       }
       throw error;

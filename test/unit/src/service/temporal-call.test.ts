@@ -14,6 +14,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { Connection, ServiceError, type Client } from '@temporalio/client';
+import { NamespaceNotFoundError } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retryAfterOf, toProblem } from '../../../../src/web/problem.js';
 import { TemporalBusyError } from '../../../../src/service/errors.js';
@@ -76,6 +77,19 @@ describe('a Temporal call that Temporal refuses with RESOURCE_EXHAUSTED', () => 
     expect(toProblem(error)).toMatchObject({
       status: 503,
       type: 'urn:expectations-watcher:problem:temporal-unavailable',
+    });
+    expect(retryAfterOf(error)).toBe(5);
+  });
+});
+
+describe('a Temporal call answered "namespace not found" after the bridge became ready', () => {
+  it('is a 503 temporal-unavailable naming the namespace, with Retry-After, not a 500', async () => {
+    const error = await rejectionOf(new NamespaceNotFoundError('default'));
+
+    expect(toProblem(error)).toMatchObject({
+      status: 503,
+      type: 'urn:expectations-watcher:problem:temporal-unavailable',
+      detail: expect.stringContaining('namespace "default" does not exist'),
     });
     expect(retryAfterOf(error)).toBe(5);
   });
