@@ -43,12 +43,10 @@ import {
   expectationWorkflowId,
   factRouterWorkflowId,
   keywordValue,
-  routerTaskQueue,
   routerWorkflowId,
   subjectKey,
 } from '../../core/ids.js';
-import { ROUTER_WORKFLOW_TASK_TIMEOUT_MS } from '../../core/limits.js';
-import { groupBy, subscribeAllToRouters } from './registration.js';
+import { groupBy, routerStart, subscribeAllToRouters } from './registration.js';
 import { RouterSignals, type RouterBatch } from './router-signals.js';
 
 /** How a raise starts: 'exists' when the id is taken (running or closed); `now` is the raise instant's clock. */
@@ -324,12 +322,9 @@ function routerSignalsOf(client: Client, taskQueue: string, deadlineMs: number):
         client.withAbortSignal(new AbortController().signal, () =>
           client.workflow.signalWithStart<typeof factRouterWorkflow, [FactBatch]>('factRouterWorkflow', {
             workflowId,
-            taskQueue: routerTaskQueue(taskQueue),
-            args: [{ shard, retention: batch.retention }],
+            ...routerStart(taskQueue, shard, batch.retention),
             signal: factsSignal,
             signalArgs: [batch],
-            staticSummary: `fact router ${shard}`,
-            workflowTaskTimeout: ROUTER_WORKFLOW_TASK_TIMEOUT_MS,
           }),
         ),
       );
@@ -365,11 +360,8 @@ export async function recordFactRouted(
       args: [fact, options],
       startWorkflowOperation: new WithStartWorkflowOperation<typeof factRouterWorkflow>('factRouterWorkflow', {
         workflowId,
-        taskQueue: routerTaskQueue(taskQueue),
-        args: [{ shard, retention: settings.factRetention }],
+        ...routerStart(taskQueue, shard, settings.factRetention),
         workflowIdConflictPolicy: 'USE_EXISTING',
-        staticSummary: `fact router ${shard}`,
-        workflowTaskTimeout: ROUTER_WORKFLOW_TASK_TIMEOUT_MS,
       }),
     }),
   );

@@ -7,8 +7,21 @@ import { shardOf } from '../../core/fact-shards.js';
 import { routerTaskQueue } from '../../core/ids.js';
 import { ROUTER_WORKFLOW_TASK_TIMEOUT_MS } from '../../core/limits.js';
 import type { factRouterWorkflow } from '../../workflows/fact-router.js';
-import { subscribeSignal, type Subscribe as SubscribeArgs } from '../../workflows/messages.js';
+import { subscribeSignal, type FactRouterInput, type Subscribe as SubscribeArgs } from '../../workflows/messages.js';
 import { settled } from './settled.js';
+
+/**
+ * How every router is started, whichever call starts it (a subscription, a stored fact, a recorded one): on the
+ * routers' own queue, with their workflow task timeout (core/limits.ts), its shard and retention as input.
+ */
+export function routerStart(taskQueue: string, shard: number, retention: string) {
+  return {
+    taskQueue: routerTaskQueue(taskQueue),
+    args: [{ shard, retention }] as [FactRouterInput],
+    staticSummary: `fact router ${shard}`,
+    workflowTaskTimeout: ROUTER_WORKFLOW_TASK_TIMEOUT_MS,
+  };
+}
 
 export interface Registration {
   /** Workflow id of the expectation that subscribes. */
@@ -40,12 +53,9 @@ export async function subscribeAllToRouters(
       };
       return client.workflow.signalWithStart<typeof factRouterWorkflow, [SubscribeArgs]>('factRouterWorkflow', {
         workflowId,
-        taskQueue: routerTaskQueue(taskQueue),
-        args: [{ shard, retention }],
+        ...routerStart(taskQueue, shard, retention),
         signal: subscribeSignal,
         signalArgs: [subscription],
-        staticSummary: `fact router ${shard}`,
-        workflowTaskTimeout: ROUTER_WORKFLOW_TASK_TIMEOUT_MS,
       });
     }),
   );
