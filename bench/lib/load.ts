@@ -11,17 +11,10 @@ export const post = (url: string, token: string, body: unknown, signal?: AbortSi
     signal,
   });
 
-/** POSTs `body` as JSON with a bearer token; resolves with the parsed answer of a 200, throws otherwise. */
-export async function postJson<T = unknown>(url: string, token: string, body: unknown): Promise<T> {
-  const response = await post(url, token, body);
-  const text = await response.text();
-  if (response.status !== 200) throw new Error(`bridge answered HTTP ${response.status}: ${text.slice(0, 500)}`);
-  return JSON.parse(text) as T;
-}
-
 /**
- * postJson as a client that follows the bridge's advice: a 429 or 503 is sent again after its Retry-After (1 s when it
- * gives none, 30 s at most), up to `attempts` sends; the same request, so a retry completes what the first began.
+ * POSTs `body` as JSON with a bearer token; resolves with the parsed answer of a 200. As a client that follows the
+ * bridge's advice, a 429 or 503 is sent again after its Retry-After (1 s when it gives none, 30 s at most), up to
+ * `attempts` sends (the same request, so a retry completes what the first began); throws otherwise.
  */
 export async function postJsonResending<T = unknown>(
   url: string,
@@ -38,6 +31,10 @@ export async function postJsonResending<T = unknown>(
     await sleep(Math.min(retryAfterMs(response.headers.get('retry-after')) ?? 1_000, 30_000));
   }
 }
+
+/** postJsonResending with one send: any answer but a 200 throws. */
+export const postJson = <T = unknown>(url: string, token: string, body: unknown): Promise<T> =>
+  postJsonResending<T>(url, token, body, 1);
 
 /**
  * Runs `task(0..count-1)` with at most `concurrency` in flight: the wall-clock ms from first start to last end, each
