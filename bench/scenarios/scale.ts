@@ -291,8 +291,8 @@ async function measureSide(
     const databaseMiB = server.databaseMiB?.();
     // At the end, once idle: a burst due at one instant, drained on top of the `count` open.
     const drained = started.burst ? await started.burst(raisePerSec) : undefined;
-    const after = memoryMiB(pids.worker!);
-    const burst = drained && { ...drained, workerAfter: { rssMiB: after.rss, peakMiB: after.peak } };
+    const workerAfter = (memory: { rss: number; peak: number }) => ({ rssMiB: memory.rss, peakMiB: memory.peak });
+    const burst = drained && { ...drained, workerAfter: workerAfter(memoryMiB(pids.worker!)) };
     return {
       count,
       via: started.via,
