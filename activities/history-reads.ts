@@ -40,6 +40,11 @@ export interface RouterRun {
   complete: boolean;
   fromStart?: boolean;
   bytes?: number;
+  /**
+   * Epoch ms up to which the run holds everything stored in it: the read's start, or, while a workflow task of the
+   * router was in flight, that task's start (what reached it since is buffered by the server, outside the history).
+   */
+  storedThroughMs?: number;
 }
 
 const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
@@ -161,22 +166,66 @@ const NOT_FOUND = 5;
 const UNIMPLEMENTED = 12;
 
 /**
+ * How long one read waits for a router's workflow task in flight to end before it fails (and its local activity
+ * retries it): the server buffers what is signalled to a workflow while one of its tasks is in flight and writes it to
+ * the history only once the task ends, so until then a read cannot see it. A router task ends within the routers'
+ * workflow task timeout (core/limits.ts ROUTER_WORKFLOW_TASK_TIMEOUT_MS), timed out if need be.
+ */
+export const IN_FLIGHT_WAIT_MS = 20_000;
+
+/** How often a read waiting for a router's task in flight looks again at the router's newest event. */
+const IN_FLIGHT_POLL_MS = 250;
+
+/** A router's workflow task has been in flight since before the time a read must hold everything stored by. */
+export class RouterTaskInFlightError extends Error {
+  constructor(workflowId: string, sinceMs: number, storedByMs: number) {
+    super(
+      `router ${workflowId} has had a workflow task in flight since ${new Date(sinceMs).toISOString()}: what was ` +
+        `signalled to it since is buffered by the server, outside its history, so a read cannot hold everything ` +
+        `stored by ${new Date(storedByMs).toISOString()} until the task ends (completed, failed or timed out)`,
+    );
+    this.name = 'RouterTaskInFlightError';
+  }
+}
+
+/** When a workflow task of the run started, if the newest event read says one is in flight. */
+function inFlightSinceMs(newest: HistoryEvent | undefined): number | undefined {
+  return newest?.workflowTaskStartedEventAttributes ? eventMs(newest) : undefined;
+}
+
+interface HistoryRead {
+  oldestFirst: HistoryEvent[];
+  complete: boolean;
+  fromStart: boolean;
+}
+
+/**
  * The current run of router `workflowId`, read backwards from now until an event written CLOCK_MARGIN_MS before
  * `sinceMs`, the run's start, or MAX_READ_EVENTS; undefined when there is no such router (nothing was ever stored).
+ * It holds everything stored in the router by `storedByMs`: while a task of the router that started earlier is in
+ * flight, the read waits for it to end (IN_FLIGHT_WAIT_MS at most, then RouterTaskInFlightError).
  * A server without the backward read (the time-skipping test server) is read forwards, the newest MAX_READ_EVENTS kept.
  */
 export async function readRouterRun(
   client: Client,
   workflowId: string,
   sinceMs: number,
+  storedByMs = Number.NEGATIVE_INFINITY,
+  now: () => number = Date.now,
 ): Promise<RouterRun | undefined> {
-  let read: { oldestFirst: HistoryEvent[]; complete: boolean; fromStart: boolean };
+  const deadlineMs = now() + IN_FLIGHT_WAIT_MS;
+  let read: HistoryRead;
+  let storedThroughMs: number;
   try {
-    try {
-      read = await readBackwards(client, workflowId, sinceMs);
-    } catch (error) {
-      if ((error as { code?: number }).code !== UNIMPLEMENTED) throw error;
-      read = await readForwards(client, workflowId);
+    for (;;) {
+      const startedMs = now();
+      read = await readHistory(client, workflowId, sinceMs);
+      const inFlightMs = inFlightSinceMs(read.oldestFirst.at(-1));
+      storedThroughMs = inFlightMs ?? startedMs;
+      if (inFlightMs === undefined || inFlightMs >= storedByMs) break;
+      await taskEnded(client, workflowId, inFlightMs, () => {
+        if (now() > deadlineMs) throw new RouterTaskInFlightError(workflowId, inFlightMs, storedByMs);
+      });
     }
   } catch (error) {
     if ((error as { code?: number }).code === NOT_FOUND) return undefined;
@@ -190,10 +239,48 @@ export async function readRouterRun(
     events.push(decoded);
     bytes += payloadBytes(event);
   }
-  return { events, complete: read.complete, fromStart: read.fromStart, bytes };
+  return { events, complete: read.complete, fromStart: read.fromStart, bytes, storedThroughMs };
 }
 
-async function readBackwards(client: Client, workflowId: string, sinceMs: number) {
+/** Backwards where the server can, forwards where it cannot. */
+async function readHistory(client: Client, workflowId: string, sinceMs: number): Promise<HistoryRead> {
+  try {
+    return await readBackwards(client, workflowId, sinceMs);
+  } catch (error) {
+    if ((error as { code?: number }).code !== UNIMPLEMENTED) throw error;
+    return readForwards(client, workflowId);
+  }
+}
+
+/**
+ * Resolves once the router's newest event is no longer the start of the task in flight since `inFlightMs` (its
+ * buffered events are then in the history); `giveUp` throws when the wait has lasted too long.
+ */
+async function taskEnded(client: Client, workflowId: string, inFlightMs: number, giveUp: () => void): Promise<void> {
+  for (;;) {
+    giveUp();
+    await new Promise((resolve) => setTimeout(resolve, IN_FLIGHT_POLL_MS));
+    const newest = await newestEvent(client, workflowId);
+    if (inFlightSinceMs(newest) !== inFlightMs) return;
+  }
+}
+
+/** The newest event of the router's current run (one event of a backward read, or a whole forward read). */
+async function newestEvent(client: Client, workflowId: string): Promise<HistoryEvent | undefined> {
+  try {
+    const page = await client.workflowService.getWorkflowExecutionHistoryReverse({
+      namespace: client.options.namespace,
+      execution: { workflowId },
+      maximumPageSize: 1,
+    });
+    return page.history?.events?.[0] ?? undefined;
+  } catch (error) {
+    if ((error as { code?: number }).code !== UNIMPLEMENTED) throw error;
+    return (await readForwards(client, workflowId)).oldestFirst.at(-1);
+  }
+}
+
+async function readBackwards(client: Client, workflowId: string, sinceMs: number): Promise<HistoryRead> {
   const newestFirst: HistoryEvent[] = [];
   let complete = false;
   let fromStart = false;
@@ -217,7 +304,7 @@ async function readBackwards(client: Client, workflowId: string, sinceMs: number
   return { oldestFirst: newestFirst.reverse(), complete, fromStart };
 }
 
-async function readForwards(client: Client, workflowId: string) {
+async function readForwards(client: Client, workflowId: string): Promise<HistoryRead> {
   const events: HistoryEvent[] = [];
   let dropped = false;
   let nextPageToken: Uint8Array | undefined;
@@ -249,15 +336,15 @@ function payloadBytes(event: HistoryEvent): number {
 }
 
 /**
- * How far a read's start may precede a decision it serves: a read started by then holds what was stored by the
- * decision, within the margin the settle interval keeps (DESIGN 3.3).
+ * How long before a decision everything a read serves it must hold was stored: a fact received by the deadline is
+ * stored within the fact wait, and the settle interval keeps this margin beyond it (DESIGN 3.3).
  */
 export const SHARED_READ_MS = 1_000;
 
 /**
- * How long a read is kept for decisions made late, which it serves when they were due by its start: a burst of lapses
- * due at one instant, worked through for minutes, reads each router once rather than once a lapse (at 100,000 open a
- * read decodes a router's carried state, about 170 KB).
+ * How long a read is kept for decisions made late, which it serves when it holds everything stored by them: a burst of
+ * lapses due at one instant, worked through for minutes, reads each router once rather than once a lapse (at 100,000
+ * open a read decodes a router's carried state, about 170 KB).
  */
 export const KEPT_READ_MS = 60_000;
 
@@ -268,12 +355,14 @@ interface KeptRead {
   startedMs: number;
   sinceMs: number;
   run: Promise<RouterRun | undefined>;
-  /** Set once the read is done: it reached the run's start, and the payload bytes it holds. */
-  fromStart: boolean;
-  bytes: number;
+  /** Set once the read is done: it reached the run's start, the payload bytes it holds, and what it holds. */
+  done?: { fromStart: boolean; bytes: number; storedThroughMs: number };
 }
 
-/** The router reads of one worker: a read serves every decision that needs the same router and was due by its start. */
+/**
+ * The router reads of one worker: a read serves every decision that needs the same router and reaches no further back,
+ * as long as it holds everything stored by the decision (less SHARED_READ_MS).
+ */
 export class RouterReads {
   /** By router, oldest read first. */
   private readonly reads = new Map<string, KeptRead>();
@@ -283,20 +372,32 @@ export class RouterReads {
     private readonly now: () => number = Date.now,
   ) {}
 
-  read(workflowId: string, sinceMs: number, decidedAtMs: number): Promise<RouterRun | undefined> {
-    const nowMs = this.now();
-    this.letGo(nowMs);
+  async read(workflowId: string, sinceMs: number, decidedAtMs: number): Promise<RouterRun | undefined> {
+    const storedByMs = decidedAtMs - SHARED_READ_MS;
+    this.letGo(this.now());
     const found = this.reads.get(workflowId);
-    if (found && found.startedMs >= decidedAtMs - SHARED_READ_MS && (found.fromStart || found.sinceMs <= sinceMs))
-      return found.run;
-    const run = readRouterRun(this.client, workflowId, sinceMs);
-    const entry: KeptRead = { startedMs: nowMs, sinceMs, run, fromStart: false, bytes: 0 };
+    const reaches = (entry: KeptRead) => entry.done?.fromStart === true || entry.sinceMs <= sinceMs;
+    const holds = (entry: KeptRead) => entry.done !== undefined && entry.done.storedThroughMs >= storedByMs;
+    if (found && reaches(found)) {
+      if (!found.done && found.startedMs >= storedByMs) await found.run.catch(() => undefined);
+      if (holds(found) && reaches(found)) return found.run;
+    }
+    return this.fresh(workflowId, sinceMs, storedByMs);
+  }
+
+  private fresh(workflowId: string, sinceMs: number, storedByMs: number): Promise<RouterRun | undefined> {
+    const startedMs = this.now();
+    const run = readRouterRun(this.client, workflowId, sinceMs, storedByMs, this.now);
+    const entry: KeptRead = { startedMs, sinceMs, run };
     this.reads.delete(workflowId);
     this.reads.set(workflowId, entry);
     run.then(
       (done) => {
-        entry.fromStart = done?.fromStart === true || done === undefined;
-        entry.bytes = done?.bytes ?? 0;
+        entry.done = {
+          fromStart: done?.fromStart === true || done === undefined,
+          bytes: done?.bytes ?? 0,
+          storedThroughMs: done?.storedThroughMs ?? startedMs,
+        };
         this.letGo(this.now());
       },
       () => {
@@ -311,11 +412,11 @@ export class RouterReads {
     let bytes = 0;
     for (const [id, entry] of this.reads) {
       if (nowMs - entry.startedMs > KEPT_READ_MS) this.reads.delete(id);
-      else bytes += entry.bytes;
+      else bytes += entry.done?.bytes ?? 0;
     }
     for (const [id, entry] of this.reads) {
       if (bytes <= MAX_KEPT_READ_BYTES) break;
-      bytes -= entry.bytes;
+      bytes -= entry.done?.bytes ?? 0;
       this.reads.delete(id);
     }
   }

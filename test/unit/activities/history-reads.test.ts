@@ -7,9 +7,12 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import {
   firstKeyFact,
+  IN_FLIGHT_WAIT_MS,
   KEPT_READ_MS,
   MAX_KEPT_READ_BYTES,
+  readRouterRun,
   RouterReads,
+  RouterTaskInFlightError,
   SHARED_READ_MS,
   storedFacts,
   subjectFacts,
@@ -247,5 +250,108 @@ describe('RouterReads', () => {
     expect(counter.reads).toBe(5);
     await reads.read('facts:q:001', T - 60_000, T);
     expect(counter.reads).toBe(6);
+  });
+});
+
+describe('a read while a router’s workflow task is in flight', () => {
+  /**
+   * A server holding one router: started at T - 1 h, then whatever `events` holds (newest last), answering the
+   * backward read newest first in pages of the size asked; the clock is `clock.ms`, moved by each call.
+   */
+  function routerServer() {
+    const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
+    const input = { payloads: [defaultPayloadConverter.toPayload({ shard: 1, retention: 'P7D' })] };
+    const events: object[] = [{ eventTime: at(T - HOUR_MS), workflowExecutionStartedEventAttributes: { input } }];
+    const clock = { ms: T, calls: 0 };
+    const add = {
+      taskStarted: (ms: number) => events.push({ eventTime: at(ms), workflowTaskStartedEventAttributes: {} }),
+      taskCompleted: (ms: number) => events.push({ eventTime: at(ms), workflowTaskCompletedEventAttributes: {} }),
+      facts: (ms: number, facts: Fact[]) =>
+        events.push({
+          eventTime: at(ms),
+          workflowExecutionSignaledEventAttributes: {
+            signalName: factsSignal.name,
+            input: { payloads: [defaultPayloadConverter.toPayload({ facts })] },
+          },
+        }),
+    };
+    const onCall: Array<() => void> = [];
+    const client = {
+      options: {
+        namespace: 'default',
+        loadedDataConverter: { payloadCodecs: [], payloadConverter: defaultPayloadConverter },
+      },
+      workflowService: {
+        getWorkflowExecutionHistoryReverse: async ({ maximumPageSize }: { maximumPageSize: number }) => {
+          clock.calls++;
+          onCall.shift()?.();
+          clock.ms += 300;
+          return { history: { events: [...events].reverse().slice(0, maximumPageSize) }, nextPageToken: undefined };
+        },
+      },
+    } as unknown as Client;
+    return { client, clock, add, onCall };
+  }
+
+  const keyFact = (receivedMs: number) => keyed('k', receivedMs);
+
+  it('waits for the task to end, then holds the facts the server had buffered while it ran', async () => {
+    const { client, clock, add, onCall } = routerServer();
+    add.taskStarted(T - 2_000);
+    // Signalled at T - 1.5 s, buffered by the server; written to the history once the task completes, two looks on.
+    onCall.push(
+      () => undefined,
+      () => undefined,
+      () => {
+        add.taskCompleted(T);
+        add.facts(T, [keyFact(T - 1_500)]);
+      },
+    );
+
+    const run = await readRouterRun(client, 'facts:q:001', T - HOUR_MS, T - 1_000, () => clock.ms);
+
+    expect(firstKeyFact(run!, { factKey: 'k', expectationWorkflowId: self, sinceMs: T - HOUR_MS, untilMs: T })).toEqual(
+      keyFact(T - 1_500),
+    );
+    expect(run!.storedThroughMs).toBeGreaterThanOrEqual(T);
+  });
+
+  it('does not wait for a task that started after the time it must hold everything stored by', async () => {
+    const { client, clock, add } = routerServer();
+    add.taskStarted(T - 500);
+
+    const run = await readRouterRun(client, 'facts:q:001', T - HOUR_MS, T - 1_000, () => clock.ms);
+
+    expect(clock.calls).toBe(1);
+    expect(run!.storedThroughMs).toBe(T - 500);
+  });
+
+  it(`fails after ${IN_FLIGHT_WAIT_MS / 1000} s when the task is still in flight, rather than answer without its facts`, async () => {
+    const { client, clock, add } = routerServer();
+    add.taskStarted(T - 2_000);
+    const now = () => (clock.ms += 5_000);
+
+    await expect(readRouterRun(client, 'facts:q:001', T - HOUR_MS, T - 1_000, now)).rejects.toThrow(
+      RouterTaskInFlightError,
+    );
+  });
+
+  it('shares a kept read only with the decisions whose stored facts it holds', async () => {
+    const { client, clock, add, onCall } = routerServer();
+    add.taskStarted(T + 4_000);
+    clock.ms = T + 5_000;
+    const reads = new RouterReads(client, () => clock.ms);
+
+    // Decided at T: everything stored by T - 1 s is needed, and the task in flight since T + 4 s holds it.
+    expect((await reads.read('facts:q:001', T - HOUR_MS, T))?.storedThroughMs).toBe(T + 4_000);
+    expect(clock.calls).toBe(1);
+    // Decided at T + 6 s: stored by T + 5 s is needed, which the kept read does not hold; the task ends meanwhile.
+    onCall.push(
+      () => undefined,
+      () => add.taskCompleted(T + 6_000),
+    );
+    const later = await reads.read('facts:q:001', T - HOUR_MS, T + 6_000);
+    expect(clock.calls).toBeGreaterThan(1);
+    expect(later!.storedThroughMs).toBeGreaterThanOrEqual(T + 5_000);
   });
 });
