@@ -34,8 +34,8 @@ export const clientCalls = proxyActivities<ClientActivities>({
 
 /**
  * The same, run as local activities (a marker in the history, no activity task): for the read of what the routers
- * stored before a lapse, which every lapse makes, usually to find nothing. Bounded: a read that fails for two minutes
- * is given up, and the lapse decided on what reached the expectation.
+ * stored before a lapse, which every lapse makes, usually to find nothing. One read is given two minutes; the
+ * expectation makes it again after that (ExpectationManager.readStored).
  */
 export const localClientCalls = proxyLocalActivities<ClientActivities>({
   startToCloseTimeout: '30s',

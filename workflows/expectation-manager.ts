@@ -3,9 +3,10 @@
  * the publication, and the calls that wait (the read of the routers, takeFact, the close). workflows/expectation.ts
  * registers the handlers and runs the loop.
  */
-import { allHandlersFinished, condition, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, log, workflowInfo } from '@temporalio/workflow';
 import type { ExpectationRecord, Fact } from '../core/types.js';
 import type { StoredFacts } from './activity-types.js';
+import { isOpen } from './decisions.js';
 import { ExpectationLinks, localClientCalls } from './expectation-links.js';
 import { ExpectationMachine } from './expectation-machine.js';
 import { ExpectationPublication } from './expectation-publication.js';
@@ -17,6 +18,12 @@ import {
   type ExpectationInput,
   type FactTaken,
 } from './messages.js';
+
+/** How long a failed read of the routers' histories waits before it is made again (readStored). */
+const STORED_READ_RETRY_MS = 60_000;
+
+/** How long a decision waits for the routers' histories to be readable before it is made on what reached it. */
+const STORED_READ_GIVE_UP_MS = 60 * 60_000;
 
 export class ExpectationManager {
   /** The state and its transitions. */
@@ -101,14 +108,32 @@ export class ExpectationManager {
     return this.links.registerDependent(workflowId);
   }
 
-  /** Before a lapse: what the routers stored (DESIGN 3.3), read from their histories in one local activity. */
+  /**
+   * Before a lapse: what the routers stored (DESIGN 3.3), read from their histories in one local activity. A read that
+   * failed within its budget is made again a minute later, for as long as the expectation stays open, up to
+   * STORED_READ_GIVE_UP_MS: a lapse decided without it could be one that a stored fact rules out, so the read delays
+   * the lapse rather than fabricate it. Past that, it is decided on what reached the expectation.
+   */
   async readStored(): Promise<void> {
     const read = this.machine.startRead();
+    const giveUpAtMs = Date.now() + STORED_READ_GIVE_UP_MS;
     let stored: StoredFacts = {};
-    try {
-      stored = await localClientCalls.storedFacts(read.input);
-    } catch {
-      // The histories could not be read within the activity's budget: decided on what reached us.
+    for (;;) {
+      try {
+        stored = await localClientCalls.storedFacts(read.input);
+        break;
+      } catch (error) {
+        if (Date.now() >= giveUpAtMs) {
+          log.warn('the routers’ histories could not be read: the lapse is decided on the facts that reached it', {
+            error: String(error),
+          });
+          break;
+        }
+        log.warn('the routers’ histories could not be read: the decision waits, and reads again in a minute', {
+          error: String(error),
+        });
+        if (await condition(() => !isOpen(this.record.state), STORED_READ_RETRY_MS)) break;
+      }
     }
     this.machine.finishRead(read, stored);
   }

@@ -73,4 +73,21 @@ describe('an overdue read from the key router', () => {
 
     expect(record).toMatchObject({ state: 'satisfied', late: false, lapses: [] });
   });
+
+  it('waits while the router cannot be read, rather than lapse without the fact it stored, and reads again', async () => {
+    const { id, expectation, start } = await raiseWithHorizon('stored-unreadable');
+    await storeFact(h, expectation.satisfiedBy.factKey, start, { subject: expectation.subject });
+    await h.advanceTo(start + 2 * HOUR);
+    await h.until(id, (r) => r.lastFactAt !== undefined); // the horizon's read is done
+    h.readsRefused.remaining = 3;
+
+    // Due at 10 h: each refused read is made again a minute later, and the expectation neither lapses nor closes.
+    await h.advanceTo(start + 10 * HOUR + 2 * 60_000);
+    expect(await h.record(id)).toMatchObject({ state: 'open', lapses: [] });
+    await h.advanceTo(start + 11 * HOUR);
+    const record = await h.until(id, (r) => r.closedAt !== undefined);
+
+    expect(h.readsRefused.remaining).toBe(0);
+    expect(record).toMatchObject({ state: 'satisfied', lapses: [] });
+  });
 });

@@ -47,6 +47,11 @@ export interface TimeSkippingHarness {
    * (retried), `rejected` as a 4xx would (not retried). Deleting an entry brings the agent back.
    */
   faults: Map<string, 'unavailable' | 'rejected'>;
+  /**
+   * How many reads of the routers' histories (`storedFacts`) fail from now on, each at once and not retried by its
+   * local activity, as one that failed its whole budget does.
+   */
+  readsRefused: { remaining: number };
   /** A fresh id with a prefix, unique per test. */
   id(prefix: string): string;
   /** Raises an expectation with ids computed by core/ids.ts; `dueAt` etc. given as offsets from the server's now. */
@@ -91,12 +96,19 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
   const taskQueue = `workflows-${randomUUID()}`;
   const deliveries: DeliverLapseInput[] = [];
   const faults = new Map<string, 'unavailable' | 'rejected'>();
+  const readsRefused = { remaining: 0 };
+  const clientActivities = createClientActivities({ client });
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
     activities: {
-      ...createClientActivities({ client }),
+      ...clientActivities,
+      async storedFacts(input: Parameters<typeof clientActivities.storedFacts>[0]) {
+        if (readsRefused.remaining <= 0) return clientActivities.storedFacts(input);
+        readsRefused.remaining--;
+        throw ApplicationFailure.create({ message: 'the history service is unavailable', nonRetryable: true });
+      },
       async deliverLapse(input: DeliverLapseInput): Promise<DeliverLapseResult> {
         deliveries.push(input);
         const fault = input.agent.id === REJECTING_AGENT ? 'rejected' : faults.get(input.agent.id);
@@ -128,6 +140,7 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
     taskQueue,
     deliveries,
     faults,
+    readsRefused,
     id: unique,
     async raise(expectation, options = {}) {
       const input: ExpectationInput = { ...harnessInput(expectation, taskQueue), ...options };
