@@ -124,12 +124,12 @@ export class ExpectationManager {
         break;
       } catch (error) {
         if (Date.now() >= giveUpAtMs) {
-          log.warn('the routers’ histories could not be read: the lapse is decided on the facts that reached it', {
+          log.warn("the routers' histories could not be read: the lapse is decided on the facts that reached it", {
             error: String(error),
           });
           break;
         }
-        log.warn('the routers’ histories could not be read: the decision waits, and reads again in a minute', {
+        log.warn("the routers' histories could not be read: the decision waits, and reads again in a minute", {
           error: String(error),
         });
         if (await condition(() => !isOpen(this.record.state), STORED_READ_RETRY_MS)) break;
