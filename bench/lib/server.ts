@@ -7,6 +7,7 @@ import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { withLineSourceMap } from '../../src/temporal/workflow-bundle.js';
 import type { Config } from '../../src/config.js';
 import { connectionOptions } from '../../src/temporal/connection.js';
 import { startTemporalCluster, type TemporalCluster } from '../../dev/cluster/temporal-cluster.js';
@@ -137,6 +138,8 @@ async function startCluster(dir: string, label: string, options: BenchServer['co
 /** Bundles a workflows module into `file` (each worker gets a prebuilt bundle, as in the tests). */
 export async function bundleTo(workflowsPath: string, file: string): Promise<string> {
   const quiet = { log() {}, info() {}, warn() {}, error: console.error, debug() {}, trace() {} };
-  writeFileSync(file, (await bundleWorkflowCode({ workflowsPath, logger: quiet })).code);
+  // As `npm run bundle` writes them for production: each line mapped to itself, which spares the SDK's per-promise
+  // stack trace webpack's full map (src/temporal/workflow-bundle.ts). Both sides alike.
+  writeFileSync(file, withLineSourceMap((await bundleWorkflowCode({ workflowsPath, logger: quiet })).code));
   return file;
 }
