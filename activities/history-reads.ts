@@ -242,10 +242,10 @@ export async function readRouterRun(
   return { events, complete: read.complete, fromStart: read.fromStart, bytes, storedThroughMs };
 }
 
-/** Backwards where the server can, forwards where it cannot. */
-async function readHistory(client: Client, workflowId: string, sinceMs: number): Promise<HistoryRead> {
+/** Backwards in pages of `pageSize` where the server can, forwards where it cannot. */
+async function readHistory(client: Client, workflowId: string, sinceMs: number, pageSize = 500): Promise<HistoryRead> {
   try {
-    return await readBackwards(client, workflowId, sinceMs);
+    return await readBackwards(client, workflowId, sinceMs, pageSize);
   } catch (error) {
     if ((error as { code?: number }).code !== UNIMPLEMENTED) throw error;
     return readForwards(client, workflowId);
@@ -260,27 +260,18 @@ async function taskEnded(client: Client, workflowId: string, inFlightMs: number,
   for (;;) {
     giveUp();
     await new Promise((resolve) => setTimeout(resolve, IN_FLIGHT_POLL_MS));
-    const newest = await newestEvent(client, workflowId);
+    // One event: a backward read that must reach back past the future stops at its first page.
+    const newest = (await readHistory(client, workflowId, Number.POSITIVE_INFINITY, 1)).oldestFirst.at(-1);
     if (inFlightSinceMs(newest) !== inFlightMs) return;
   }
 }
 
-/** The newest event of the router's current run (one event of a backward read, or a whole forward read). */
-async function newestEvent(client: Client, workflowId: string): Promise<HistoryEvent | undefined> {
-  try {
-    const page = await client.workflowService.getWorkflowExecutionHistoryReverse({
-      namespace: client.options.namespace,
-      execution: { workflowId },
-      maximumPageSize: 1,
-    });
-    return page.history?.events?.[0] ?? undefined;
-  } catch (error) {
-    if ((error as { code?: number }).code !== UNIMPLEMENTED) throw error;
-    return (await readForwards(client, workflowId)).oldestFirst.at(-1);
-  }
-}
-
-async function readBackwards(client: Client, workflowId: string, sinceMs: number): Promise<HistoryRead> {
+async function readBackwards(
+  client: Client,
+  workflowId: string,
+  sinceMs: number,
+  pageSize: number,
+): Promise<HistoryRead> {
   const newestFirst: HistoryEvent[] = [];
   let complete = false;
   let fromStart = false;
@@ -289,7 +280,7 @@ async function readBackwards(client: Client, workflowId: string, sinceMs: number
     const page = await client.workflowService.getWorkflowExecutionHistoryReverse({
       namespace: client.options.namespace,
       execution: { workflowId },
-      maximumPageSize: 500,
+      maximumPageSize: pageSize,
       ...(nextPageToken ? { nextPageToken } : {}),
     });
     for (const event of page.history?.events ?? []) {
@@ -380,7 +371,7 @@ export class RouterReads {
     const holds = (entry: KeptRead) => entry.done !== undefined && entry.done.storedThroughMs >= storedByMs;
     if (found && reaches(found)) {
       if (!found.done && found.startedMs >= storedByMs) await found.run.catch(() => undefined);
-      if (holds(found) && reaches(found)) return found.run;
+      if (holds(found)) return found.run;
     }
     return this.fresh(workflowId, sinceMs, storedByMs);
   }
