@@ -244,8 +244,8 @@ function trafficRows(traffic: TrafficResult, stamp: string): string[] {
   }
   rows.push(
     '',
-    `| Offered raises/s | Side | Lapses due / seen (tasks at an agent) | Caused by the backlog: overdue / stalled / skipped | Due, never seen | Lateness p50 / p99 (lapsedAt − deadline: dueAt + grace) | At the agent p50 / p99 | Per offered item: actions (routers' part) / history bytes / events | CPU ms per offered item: worker / bridge / server / load | Server CPU ms per stored fact |`,
-    '|---|---|---|---|---|---|---|---|---|---|',
+    `| Offered raises/s | Side | Lapses due / seen (tasks at an agent) | Caused by the backlog: overdue / stalled / skipped | Due, never seen | Lateness p50 / p99 (lapsedAt − deadline: dueAt + grace) | At the agent p50 / p99 | Fact answered → satisfied p50 / p99 (expectations) | Per offered item: actions (routers' part) / history bytes / events / workflow tasks (routers' part) | CPU ms per offered item: worker / bridge / server / load | Server CPU ms per stored fact |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const s of ran) {
     const l = s.lapses;
@@ -253,9 +253,11 @@ function trafficRows(traffic: TrafficResult, stamp: string): string[] {
     const db = c.database === undefined ? '' : ` (+ PostgreSQL ${c.database})`;
     const items = s.mix.raises + s.mix.facts;
     const routers = s.history.byType.factRouterWorkflow;
-    const routerPart = routers ? ` (${(routers.actions / Math.max(items, 1)).toFixed(2)})` : '';
+    const perItem = (count: number) => (count / Math.max(items, 1)).toFixed(2);
+    const routerPart = routers ? ` (${perItem(routers.actions)})` : '';
+    const routerTasks = routers ? ` (${perItem(routers.workflowTasks)})` : '';
     rows.push(
-      `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(l.atAgentMs)} | ${s.perItem.actions}${routerPart} / ${n(s.perItem.bytes)} B / ${s.perItem.events} (${n(s.history.workflows)} runs, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} | ${s.serverCpuMsPerStoredFact ?? '—'} |`,
+      `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(s.satisfied)} (${s.satisfied.count}) | ${s.perItem.actions}${routerPart} / ${n(s.perItem.bytes)} B / ${s.perItem.events} / ${perItem(s.history.workflowTasks)}${routerTasks} (${n(s.history.workflows)} runs, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} | ${s.serverCpuMsPerStoredFact ?? '—'} |`,
     );
   }
   const mixOf = (rate: number, m: TrafficStep['mix']) =>
@@ -271,7 +273,8 @@ function trafficRows(traffic: TrafficResult, stamp: string): string[] {
       : '- Raw stores a fact only when an expectation waits on it (a signal to each waiting `deadlineWorkflow`); a fact nobody waits on costs it nothing, while the watcher stores every fact (issue 44).',
     `- Mix per step, from ${traffic.agents} agents and one feed: ${traffic.steps.map((step) => mixOf(step.rate, (step.ours ?? step.raw)!.mix)).join('; ')}. The 80 on one key and the 10 on the hot subject come first out of each step's raises, so a low rate has few of the others.`,
     "- Caused by the backlog: an overdue lapse of an expectation whose fact the bridge had answered 200 before the deadline (dueAt + grace), a stall although a fact on the subject was answered after the raise and before the horizon, a skip although the skipped step's fact was answered before its successor's was sent. Raw does the least: a timer and a signal per expectation, no stall or skip, so only its timers can lapse; a raw lapse is the backlog's when its signal had been answered before the deadline. The watcher settles a deadline for WATCHER_FACT_WAIT (PT2S) + 1 s before it lapses, so its lateness starts at about 3 s.",
-    `- Actions and history bytes: the events every run of the side's task queue wrote during the step (by event time, from the step's start to the side's next step), so that the long-lived routers' events count in the step they were written in; every router run read, up to ${n(o.historyCap)} other histories read and scaled; actions as Temporal Cloud bills them (bench/lib/history.ts), the routers' part in parentheses. Records read at the end: ${traffic.recordsRead} (${traffic.recordErrors} failed).`,
+    "- Fact answered → satisfied: for each expectation satisfied in the step, from the client's 200 for its first satisfying fact (or for its raise, when that came later) to its record's `satisfiedAt` (the workflow's time: the router's forward and the expectation's task are in it), over the records read for the lapses (those with a deadline or a horizon); raw's from its signal's answer to its workflow's close time. No lapse waits on it; an agent waiting to hear \"satisfied\" does.",
+    `- Actions and history bytes: the events every run of the side's task queue wrote during the step (by event time, from the step's start to the side's next step), so that the long-lived routers' events count in the step they were written in; every router run read, up to ${n(o.historyCap)} other histories read and scaled; actions as Temporal Cloud bills them (bench/lib/history.ts) and workflow tasks (completed), the routers' part in parentheses. Records read at the end: ${traffic.recordsRead} (${traffic.recordErrors} failed).`,
   );
   return rows;
 }

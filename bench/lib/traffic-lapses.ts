@@ -70,6 +70,23 @@ const firstAnswered = (sends: Send[] | undefined, ms = Infinity) =>
 const firstSent = (sends: Send[] | undefined) => Math.min(...(sends ?? []).map((s) => s.sentAt));
 const durationMs = (iso: string) => Number(/^PT(\d+)S$/.exec(iso)?.[1] ?? Number.NaN) * 1000;
 
+/**
+ * How long after the client had its fact answered (or its raise, when the fact came first) each expectation was
+ * satisfied, by `satisfiedAt` (epoch ms): ours from its record (the workflow's time, so the routers' forward is in it),
+ * raw's when its workflow closed on the signal. No lapse waits on this; an agent waiting to hear "satisfied" does.
+ */
+export function satisfactionDelays(plan: StepPlan, sends: Sends, satisfiedAt: ReadonlyMap<string, number>) {
+  const delays: number[] = [];
+  for (const [id, p] of plan.expectations) {
+    const at = satisfiedAt.get(id);
+    const fact = firstAnswered(sends.byKey.get(p.expectation.satisfiedBy.factKey));
+    const raised = sends.raiseAnsweredAt.get(id);
+    if (at === undefined || fact === undefined || raised === undefined) continue;
+    delays.push(at - Math.max(fact.answeredAt!, raised));
+  }
+  return summarise(delays, 0);
+}
+
 /** The deadline an expectation is judged on: dueAt + grace, or, once its anchor's fact was answered, that fact's observedAt + offset + grace. */
 function currentDeadline(plan: StepPlan, sends: Sends, id: string): number | undefined {
   const p = plan.expectations.get(id)!;

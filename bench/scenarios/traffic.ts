@@ -16,7 +16,7 @@ import { artifactUpdate, expectationFor, factKeyOf, monthsAhead, runPrefix } fro
 import { cpuMs, cpuSince, processCpuMs } from '../lib/proc.js';
 import { delay, progress } from '../lib/progress.js';
 import { perItem, summarise } from '../lib/stats.js';
-import { judgeOurLapses, judgeRawLapses, sendsOf } from '../lib/traffic-lapses.js';
+import { judgeOurLapses, judgeRawLapses, satisfactionDelays, sendsOf } from '../lib/traffic-lapses.js';
 import type { LapseReport, ObservedLapse } from '../lib/traffic-lapses.js';
 import { feedOnly, planStep, type StepPlan, type TrafficRequest } from '../lib/traffic-plan.js';
 import type { TrafficRig } from '../lib/traffic-rig.js';
@@ -43,6 +43,8 @@ type StepRun = Awaited<ReturnType<typeof runStep>>;
 /** One side's step: what was offered and taken (items a second), answered and lost, its lapses, history and CPU. */
 export type TrafficStep = StepRun['step'] & {
   lapses: LapseReport;
+  /** From the fact's answer (or the raise's, when later) to satisfied, ms. */
+  satisfied: ReturnType<typeof satisfactionDelays>;
   history: WindowTotals;
   perItem: { actions: number; bytes: number; events: number };
 };
@@ -219,6 +221,7 @@ function rateWhere(steps: TrafficStep[], took: boolean): number | undefined {
 /** The lapses the agents received of this run's traffic, and those the records of lapse-capable expectations list. */
 async function observedLapses(rig: TrafficRig, runs: StepRun[]) {
   const byKey = new Map<string, ObservedLapse>();
+  const satisfiedAt = new Map<string, number>();
   const add = (l: ObservedLapse, receivedAt?: number) => {
     const key = `${l.expectationId}|${l.lapse}|${l.dueAt}`;
     if (receivedAt !== undefined || !byKey.has(key)) byKey.set(key, { ...l, receivedAt });
@@ -244,12 +247,24 @@ async function observedLapses(rig: TrafficRig, runs: StepRun[]) {
       if (response.status === 404) return; // never raised (its raise was lost)
       if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
       read++;
-      const record = (await response.json()) as { lapses?: Array<{ lapse: ObservedLapse }> };
+      const record = (await response.json()) as { lapses?: Array<{ lapse: ObservedLapse }>; satisfiedAt?: string };
       for (const entry of record.lapses ?? []) add(entry.lapse);
+      if (record.satisfiedAt) satisfiedAt.set(ids[i]!, Date.parse(record.satisfiedAt));
     },
     { maxErrors: Infinity },
   );
-  return { lapses: [...byKey.values()], read, errors: pool.errors.length };
+  return { lapses: [...byKey.values()], satisfiedAt, read, errors: pool.errors.length };
+}
+
+/** When each raw expectation closed on its signal (its workflow's close time); those whose timer fired are left out. */
+async function rawSatisfiedAt(rig: TrafficRig, fired: ReadonlyMap<string, number>): Promise<Map<string, number>> {
+  const closed = new Map<string, number>();
+  const query = `TaskQueue = "${rig.rawQueue}" AND WorkflowType = "deadlineWorkflow" AND ExecutionStatus = "Completed"`;
+  for await (const execution of rig.client.workflow.list({ query })) {
+    if (!fired.has(execution.workflowId) && execution.closeTime)
+      closed.set(execution.workflowId, execution.closeTime.getTime());
+  }
+  return closed;
 }
 
 /** One raise and one fact through the bridge from each agent (the cards fetched), one raw start and signal. */
@@ -319,6 +334,7 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions) {
   progress('traffic: reading the records of every expectation that could lapse');
   const observed = await observedLapses(rig, runs);
   const fired = rig.rawFiredAt();
+  const rawSatisfied = await rawSatisfiedAt(rig, fired);
 
   const steps: Array<{ rate: number; ours?: TrafficStep; raw?: TrafficStep }> = [];
   for (let i = 0; i < index; i++) {
@@ -330,6 +346,7 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions) {
         side === 'ours'
           ? judgeOurLapses(run.plan, sends, observed.lapses, endMs)
           : judgeRawLapses(run.plan, sends, fired, endMs);
+      const satisfied = satisfactionDelays(run.plan, sends, side === 'ours' ? observed.satisfiedAt : rawSatisfied);
       // By event time, from the step's start to the side's next step: the long-lived routers serve every step.
       const next = runs.find((r) => r.step.side === side && r.index > run.index);
       const window = { start: run.t0 - 1_000, end: next ? next.t0 - 1_000 : endMs + 60_000 };
@@ -345,7 +362,7 @@ export async function runTraffic(rig: TrafficRig, options: TrafficOptions) {
         events: per(history.events),
       };
       reported.rate = rate;
-      reported[side] = { ...run.step, lapses, history, perItem };
+      reported[side] = { ...run.step, lapses, satisfied, history, perItem };
     }
     steps.push(reported);
     const said = (s: TrafficStep | undefined) =>
