@@ -9,9 +9,11 @@ import type { ExpectationRecord } from '../core/types.js';
 import { expectationWorkflowId, routerTaskQueue } from '../core/ids.js';
 import { subjectShardOf } from '../core/fact-shards.js';
 import type { factRouterWorkflow } from '../workflows/fact-router.js';
-import { factsSignal, registerDependentSignal, type FactBatch } from '../workflows/messages.js';
+import { factSignal, factsSignal, registerDependentSignal, type FactBatch } from '../workflows/messages.js';
 import type {
   ClientActivities,
+  ForwardFactsInput,
+  ForwardFactsResult,
   LinkAnchorInput,
   LinkAnchorResult,
   StoreOnSubjectInput,
@@ -25,6 +27,36 @@ import { RouterReads, storedFacts } from './history-reads.js';
  */
 export const MOVED_ANCHOR_ATTEMPTS = 7;
 
+/** Signals one forward call has in flight at once. */
+export const FORWARD_CONCURRENCY = 16;
+
+/**
+ * Signals each subscriber its fact, FORWARD_CONCURRENCY at a time. A subscriber that has closed is gone; any other
+ * failure fails the call once every forward was tried, and its retry sends them all again: a subscriber takes the
+ * first fact on its key and closes, so a second copy finds it gone (or, lapsed and still open, changes nothing).
+ */
+export async function forwardFacts(client: Client, { forwards }: ForwardFactsInput): Promise<ForwardFactsResult> {
+  const sent: string[] = [];
+  const gone: string[] = [];
+  const failures: unknown[] = [];
+  let next = 0;
+  const sender = async (): Promise<void> => {
+    while (next < forwards.length) {
+      const [workflowId, fact] = forwards[next++]!;
+      try {
+        await client.workflow.getHandle(workflowId).signal(factSignal, fact);
+        sent.push(workflowId);
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) gone.push(workflowId);
+        else failures.push(error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(FORWARD_CONCURRENCY, forwards.length) }, sender));
+  if (failures.length > 0) throw failures[0];
+  return { sent, gone };
+}
+
 /** The activities that reach other workflows, bound to a Temporal client. */
 export function createClientActivities(deps: { client: Client }): ClientActivities {
   const { client } = deps;
@@ -32,6 +64,8 @@ export function createClientActivities(deps: { client: Client }): ClientActiviti
 
   return {
     storedFacts: (input: StoredFactsInput) => storedFacts(reads, input),
+
+    forwardFacts: (input: ForwardFactsInput) => forwardFacts(client, input),
 
     /** Stores a fact on a subject in its router, starting the router if need be (a workflow cannot signal-with-start). */
     async storeOnSubject({ routerWorkflowId, fact, retention }: StoreOnSubjectInput): Promise<void> {

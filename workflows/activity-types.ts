@@ -79,6 +79,17 @@ export interface StoreOnSubjectInput {
   retention: string;
 }
 
+/** A router's forwards (fact-router.ts): each subscriber and the fact it is sent. */
+export interface ForwardFactsInput {
+  forwards: Array<[workflowId: string, fact: RoutedFact]>;
+}
+
+/** Which subscribers got their fact, and which are gone (closed: nobody to tell), which the router drops alike. */
+export interface ForwardFactsResult {
+  sent: string[];
+  gone: string[];
+}
+
 /** The activities that reach other workflows through the Temporal client (activities/client-calls.ts), as workflows see them. */
 export interface ClientActivities {
   linkAnchor(input: LinkAnchorInput): Promise<LinkAnchorResult>;
@@ -92,6 +103,11 @@ export interface ClientActivities {
    * subject (DESIGN 3.2): a signal-with-start of the subject's router, which may never have been started.
    */
   storeOnSubject(input: StoreOnSubjectInput): Promise<void>;
+  /**
+   * A router's large batch of forwards, signalled by the client (a local activity of the router): one marker in the
+   * router's history, where the workflow's own signals write two events each, one at a time (fact-router.ts).
+   */
+  forwardFacts(input: ForwardFactsInput): Promise<ForwardFactsResult>;
 }
 
 /** The lapse delivery activity (activities/deliver-lapse.ts), as workflows see it. */

@@ -1,11 +1,11 @@
 /**
  * Forwarding from a router to its subscribers, coalesced: at most one pending item per subscriber, taken in bounded
- * batches by the router's main loop (not by its handlers), so that a busy router stays under Temporal's limit on
- * pending external signals and its handlers finish at once, which lets it continue as new. The queue only; the
- * signals go out by sendBatch (send-batch.ts).
+ * batches by the router's main loop (not by its handlers), so that a busy router writes one marker of bounded size a
+ * batch and its handlers finish at once, which lets it continue as new. The queue only; a batch goes out as the
+ * router's signals, or a large one by the local activity `forwardFacts` (fact-router.ts CLIENT_FORWARDS_FROM).
  */
 
-/** How many signals one batch sends at once (Temporal refuses more than 2,000 pending per workflow). */
+/** How many forwards one batch sends at most (one local activity's, whose marker lists their subscribers' ids). */
 export const OUTBOX_BATCH = 500;
 
 export class Outbox<T> {

@@ -17,6 +17,9 @@ export const DEFAULT_ROUTER_TASKS_PER_SECOND = 20;
 /** Router tasks a worker works on at once before it polls for more. */
 export const ROUTER_TASKS_IN_FLIGHT = 2;
 
+/** The routers' forwards (a local activity each, workflows/fact-router.ts) a worker sends at once. */
+export const ROUTER_FORWARDS_AT_ONCE = 4;
+
 export function pacedRouterSlots(
   perSecond: number,
   now: () => number = Date.now,

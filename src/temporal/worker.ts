@@ -7,6 +7,8 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { AgentDirectory } from '../../activities/deliver-lapse.js';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { createCardResolver, DEFAULT_CARD_CACHE_SECONDS } from '../../activities/agent-card/card.js';
+import { forwardFacts } from '../../activities/client-calls.js';
+import type { ForwardFactsInput } from '../../workflows/activity-types.js';
 import type { OutboundRules } from '../../activities/outbound/address-policy.js';
 import { createGuardedFetch } from '../../activities/outbound/guarded-fetch.js';
 import type { WatcherMetrics } from '../metrics.js';
@@ -17,7 +19,7 @@ import { FACT_ROUTER_SHARDS } from '../../core/fact-shards.js';
 import { routerTaskQueue } from '../../core/ids.js';
 import { registerSearchAttributes, type SearchAttributesOutcome } from './search-attributes.js';
 import { workflowsPath } from './workflows-path.js';
-import { DEFAULT_ROUTER_TASKS_PER_SECOND, pacedRouterSlots } from './router-pacing.js';
+import { DEFAULT_ROUTER_TASKS_PER_SECOND, pacedRouterSlots, ROUTER_FORWARDS_AT_ONCE } from './router-pacing.js';
 
 export { workflowsPath };
 
@@ -109,7 +111,7 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
     // How each expectation ended, as metrics; beside the sinks the caller gives (a tracing bundle's).
     sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },
   });
-  const routerWorker = await createRouterWorker(options, nativeConnection, dataConverter);
+  const routerWorker = await createRouterWorker(options, nativeConnection, client, dataConverter);
   let running: Promise<void> | undefined;
   const closeConnections = async () => {
     await nativeConnection.close();
@@ -143,11 +145,12 @@ export async function createWatcherWorker(options: WatcherWorkerOptions): Promis
 /**
  * The routers' worker, on their own queue (core/ids.ts routerTaskQueue) with a cache of their own, so that the 64
  * routers stay hot, and paced (router-pacing.ts), so that under a busy feed each router task takes every fact
- * signalled since its last instead of one task per fact.
+ * signalled since its last instead of one task per fact. Its one activity is the forwards' local activity.
  */
 function createRouterWorker(
   options: WatcherWorkerOptions,
   connection: NativeConnection,
+  client: Client,
   dataConverter: { dataConverter?: DataConverter },
 ): Promise<Worker> {
   return Worker.create({
@@ -159,10 +162,13 @@ function createRouterWorker(
     ...options.workerOptions,
     maxCachedWorkflows: FACT_ROUTER_SHARDS + 8,
     maxConcurrentWorkflowTaskPolls: 2,
+    activities: { forwardFacts: (input: ForwardFactsInput) => forwardFacts(client, input) },
+    enableNonLocalActivities: false,
     tuner: {
       workflowTaskSlotSupplier: pacedRouterSlots(options.routerTasksPerSecond ?? DEFAULT_ROUTER_TASKS_PER_SECOND),
       activityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
-      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      // Forwards of up to ROUTER_FORWARDS_AT_ONCE routers at once, each FORWARD_CONCURRENCY signals at a time.
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: ROUTER_FORWARDS_AT_ONCE },
       nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
     },
     sinks: { ...options.workerOptions?.sinks, ...statisticsSinks({ metrics: options.metrics }) },

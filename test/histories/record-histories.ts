@@ -29,6 +29,7 @@ import {
 import { resendLapse } from '../../src/temporal/resend-lapse.js';
 import { expectationLinks, factRouterWorkflowId, subjectRouterWorkflowId } from '../../core/ids.js';
 import type { expectationWorkflow } from '../../workflows/expectation.js';
+import { CLIENT_FORWARDS_FROM } from '../../workflows/fact-router.js';
 import { registerDependentSignal, resendLapseUpdate, type ExpectationInput } from '../../workflows/messages.js';
 import { lapseMessageId } from '../../core/message-id.js';
 import { startTestAgent } from '../support/agent.js';
@@ -125,6 +126,14 @@ await report(fact(early.satisfiedBy.factKey));
 await raise(early);
 keep('expectation-early-fact', expectationLinks(early, taskQueue).self);
 keep('fact-router-early-fact', factRouterWorkflowId(early.satisfiedBy.factKey, taskQueue));
+
+// Eight waiting on one key: the router forwards the fact to them in one local activity (CLIENT_FORWARDS_FROM).
+const manyKey = `shipment:many-${suffix}:delivered`;
+const many: ExpectationInput[] = [];
+for (let i = 0; i < CLIENT_FORWARDS_FROM; i++)
+  many.push(await raise(expectation(`many-${i}`, 60, { satisfiedBy: { factKey: manyKey } })));
+await report(fact(manyKey));
+keep('fact-router-many-waiting', many[0]!.links.factRouter);
 
 // A fact reported with wait=true: the router names both expectations on the key and holds its signals back; the
 // bridge's takeFact satisfies one, and the other (the bridge "died" first) gets the router's signal 10 s later.

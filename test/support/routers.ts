@@ -58,6 +58,25 @@ export async function routerStored(
   return stored.filter((fact) => fact.factKey === factKey);
 }
 
+/**
+ * The subscribers a router forwarded facts to, in order, as an operator reads them in the Temporal UI
+ * (workflows/fact-router.ts): each `fact` signal it sent, and the `sent` of each `forwardFacts` local activity's marker.
+ */
+export async function routerForwards(client: Client, workflowId: string): Promise<string[]> {
+  const { events } = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (events ?? []).flatMap((event) => {
+    const signalled = event.signalExternalWorkflowExecutionInitiatedEventAttributes;
+    if (signalled?.signalName === 'fact') return [signalled.workflowExecution?.workflowId ?? ''];
+    const details = event.markerRecordedEventAttributes?.details;
+    const data = details?.data?.payloads?.[0];
+    const result = details?.result?.payloads?.[0];
+    if (!data || !result) return [];
+    if (defaultPayloadConverter.fromPayload<{ activity_type?: string }>(data).activity_type !== 'forwardFacts')
+      return [];
+    return defaultPayloadConverter.fromPayload<{ sent: string[] }>(result).sent;
+  });
+}
+
 /** Whether the key's router holds a fact with the key (stored by signal, or recorded by an update). */
 export async function routerRecorded(client: Client, taskQueue: string, factKey: string): Promise<boolean> {
   return (await routerStored(client, taskQueue, factKey)).length > 0;

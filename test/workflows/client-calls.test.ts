@@ -7,10 +7,11 @@ import { awaitFactTaken, recordFactRouted } from '../../src/temporal/expectation
 import { expectationWorkflowId, factRouterWorkflowId, routerTaskQueue } from '../../core/ids.js';
 import { shardOf } from '../../core/fact-shards.js';
 import { MAX_RETAINED_FACTS_PER_ROUTER, ROUTER_WORKFLOW_TASK_TIMEOUT_MS } from '../../core/limits.js';
-import type { factRouterWorkflow } from '../../workflows/fact-router.js';
+import { CLIENT_FORWARDS_FROM, type factRouterWorkflow } from '../../workflows/fact-router.js';
 import { FORWARD_DEFERRAL_MS } from '../../workflows/fact-router-state.js';
 import { keyLoadQuery, recordFactUpdate, type RoutedKey } from '../../workflows/messages.js';
 import { defaultSettings, shipmentExpectation } from '../support/fixtures.js';
+import { routerForwards } from '../support/routers.js';
 import { DAY, HOUR, onAnUnstartedRouter, reportFact, storeFact, useHarness } from './support.js';
 
 const h = useHarness();
@@ -158,6 +159,22 @@ describe('a fact router', () => {
     expect(records.map((r) => r.state)).toEqual(['satisfied', 'satisfied']);
   });
 
+  it(`forwards to ${CLIENT_FORWARDS_FROM} or more waiting on one key in one local activity, not a signal of its own to each`, async () => {
+    const start = await h.now();
+    const key = `shipment/${h.id('S')}/delivered`;
+    const ids = Array.from({ length: CLIENT_FORWARDS_FROM + 2 }, (_, i) => h.id(`many-${i}`));
+    for (const id of ids) await h.raise(shipmentExpectation(id, start, 10 * DAY, { satisfiedBy: { factKey: key } }));
+
+    await reportFact(h, key, start);
+    const records = await Promise.all(ids.map((id) => h.until(id, (r) => r.closedAt !== undefined)));
+    const router = factRouterWorkflowId(key, h.taskQueue);
+    const { events } = await h.client.workflow.getHandle(router).fetchHistory();
+
+    expect(records.map((r) => r.state)).toEqual(ids.map(() => 'satisfied'));
+    expect((await routerForwards(h.client, router)).sort()).toEqual(ids.map(expectationWorkflowId).sort());
+    expect(events!.filter((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes)).toEqual([]);
+  });
+
   it('tells the bridge, when it asks, whether an expectation waited on the fact; a caller that does not ask is not told', async () => {
     const start = await h.now();
     const id = h.id('awaited');
@@ -232,12 +249,7 @@ describe('a fact router', () => {
     const leftBefore = await h.record(left);
     await h.advanceTo(start + FORWARD_DEFERRAL_MS + 1_000);
     const leftAfter = await h.until(left, (r) => r.state === 'satisfied');
-    const ours = new Set([taker, left].map(expectationWorkflowId));
-    const signalled = (
-      await h.client.workflow.getHandle(factRouterWorkflowId(key, h.taskQueue)).fetchHistory()
-    ).events!.filter((event) =>
-      ours.has(event.signalExternalWorkflowExecutionInitiatedEventAttributes?.workflowExecution?.workflowId ?? ''),
-    );
+    const forwarded = await routerForwards(h.client, factRouterWorkflowId(key, h.taskQueue));
 
     expect(answer).toEqual({
       result: 'recorded',
@@ -247,11 +259,7 @@ describe('a fact router', () => {
     expect(taken).toMatchObject({ expectationId: taker, agentId: 'shipping-agent', state: 'satisfied', late: false });
     expect(leftBefore.state).toBe('open');
     expect(Date.parse(leftAfter.satisfiedAt!)).toBeGreaterThanOrEqual(start + FORWARD_DEFERRAL_MS);
-    expect(
-      signalled.map(
-        (event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId,
-      ),
-    ).toEqual([expectationWorkflowId(left)]);
+    expect(forwarded).toEqual([expectationWorkflowId(left)]);
   });
 });
 

@@ -126,11 +126,13 @@ export async function startHarness(): Promise<TimeSkippingHarness> {
       },
     },
   });
-  // The routers run on their own queue, as src/temporal/worker.ts runs them.
+  // The routers run on their own queue, with their forwards' local activity, as src/temporal/worker.ts runs them.
   const routerWorker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue: routerTaskQueue(taskQueue),
     workflowBundle: { codePath: inject('workflowBundlePath') },
+    activities: { forwardFacts: clientActivities.forwardFacts },
+    enableNonLocalActivities: false,
   });
   const running = Promise.all([worker.run(), routerWorker.run()]);
 
