@@ -85,6 +85,8 @@ const options = {
   only: new Set<Scenario>(SCENARIOS),
   concurrency: 16,
   write: true,
+  /** Keep the work directory (servers' databases, processes' logs) after a run that did not fail, to read it after. */
+  keep: false,
   scaleSides: new Set<'ours' | 'raw'>(['ours', 'raw']),
   sizes: {} as Partial<Record<SizeKey, number>>,
   trafficRates: undefined as number[] | undefined,
@@ -116,6 +118,7 @@ const OPTIONS: Record<string, (value: string | undefined) => void> = {
   '--only': (value) => (options.only = new Set(listOf('--only', SCENARIOS, value))),
   '--concurrency': (value) => (options.concurrency = positive('--concurrency', value)),
   '--no-write': () => (options.write = false),
+  '--keep': () => (options.keep = true),
   '--scale-sides': (value) => (options.scaleSides = new Set(listOf('--scale-sides', ['ours', 'raw'] as const, value))),
   '--set': (value = '') => {
     for (const pair of value.split(',')) {
@@ -310,9 +313,9 @@ async function main(): Promise<void> {
     const written = writeResults(results);
     progress(`wrote ${written.json} and ${written.md}`);
   }
-  if (failures.length > 0) {
-    process.exitCode = 1;
-    progress(`kept ${dir} for its logs (worker.log, bridge.log, temporal.log)`);
+  if (failures.length > 0 || options.keep) {
+    if (failures.length > 0) process.exitCode = 1;
+    progress(`kept ${dir} for its logs (worker.log, bridge.log, temporal.log) and its servers' databases`);
   } else {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -257,7 +257,7 @@ function trafficRows(traffic: TrafficResult, stamp: string): string[] {
     const routerPart = routers ? ` (${perItem(routers.actions)})` : '';
     const routerTasks = routers ? ` (${perItem(routers.workflowTasks)})` : '';
     rows.push(
-      `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(s.satisfied)} (${s.satisfied.count}) | ${s.perItem.actions}${routerPart} / ${n(s.perItem.bytes)} B / ${s.perItem.events} / ${perItem(s.history.workflowTasks)}${routerTasks} (${n(s.history.workflows)} runs, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} | ${s.serverCpuMsPerStoredFact ?? '—'} |`,
+      `| ${s.rate} | ${side(s)} | ${l.due} / ${l.seen} (${l.received}) | ${s.side === 'raw' ? `${l.backlog.overdue} (timers only)` : `**${l.backlogTotal}**: ${kinds(l.backlog)}`} | ${l.missing} | ${p50p99(l.latenessMs)} | ${p50p99(l.atAgentMs)} | ${p50p99(s.satisfied)} (${s.satisfied.count}) | ${s.perItem.actions}${routerPart} / ${n(s.perItem.bytes)} B / ${s.perItem.events} / ${perItem(s.history.workflowTasks)}${routerTasks} (${n(s.history.workflows)} runs, ${n(s.history.sampled)} read) | ${c.worker} / ${c.bridge ?? '—'} / ${c.server ?? '—'}${db} / ${c.load} | ${s.serverCpuMsPerStoredFact ?? '—'} |`,
     );
   }
   const mixOf = (rate: number, m: TrafficStep['mix']) =>
