@@ -53,9 +53,24 @@ const receivedMs = (fact: { receivedAt?: string }): number =>
 const within = (ms: number, sinceMs: number, untilMs: number): boolean => ms >= sinceMs && ms <= untilMs;
 
 /**
+ * An observation a run before this one took as new, known from the carried state only by its dedupe key and when a
+ * bridge received it: the fact it was, with its key, observation and source (its subject is in that run's history).
+ */
+function observedBefore(factKey: string, seenKey: string, receivedMs: number): RoutedFact {
+  const bar = seenKey.indexOf('|');
+  return {
+    factKey,
+    observedAt: seenKey.slice(0, bar),
+    source: seenKey.slice(bar + 1),
+    receivedAt: new Date(receivedMs).toISOString(),
+  };
+}
+
+/**
  * The first fact with `factKey` that the router took as new (never a re-delivery it would answer `duplicate`) and that
  * a bridge received between `sinceMs` and `untilMs`; what the run carried over counts too (the key's latest fact, a
- * forward to `expectationWorkflowId` still to send).
+ * forward to `expectationWorkflowId` still to send, and each observation it remembers with when it was received: a
+ * fact received in time but followed by a later one before the router continued as new is only there, 12-07).
  */
 export function firstKeyFact(
   run: RouterRun,
@@ -78,10 +93,19 @@ export function firstKeyFact(
     if (event.kind === 'started') {
       const carried = event.input.carried;
       const state = carried?.keys.find((key) => key.factKey === query.factKey);
-      for (const key of state?.seen ?? []) seen.add(key);
       for (const entry of carried?.outbox ?? [])
         if (entry.workflowId === query.expectationWorkflowId) consider(entry.fact);
+      // The latest first: the same observation rebuilt from `seen` (received at the same instant) does not replace it.
       consider(state?.latest);
+      const seenKeys = state?.seen ?? [];
+      const seenAt = state?.seenAt ?? [];
+      // seenAt is aligned with the end of seen (fact-router-state.ts KeyState).
+      const unknown = seenKeys.length - seenAt.length;
+      seenKeys.forEach((key, i) => {
+        seen.add(key);
+        const receivedAt = i < unknown ? Number.NaN : seenAt[i - unknown]!;
+        if (!Number.isNaN(receivedAt)) consider(observedBefore(query.factKey, key, receivedAt));
+      });
     } else if (event.kind === 'facts') {
       for (const fact of event.batch.facts ?? []) take(fact);
     } else {

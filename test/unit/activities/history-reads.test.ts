@@ -74,6 +74,34 @@ describe('firstKeyFact', () => {
     expect(firstKeyFact(run([carried, batch([again])]), query)).toBe(undefined);
   });
 
+  it('counts a fact received in time that only the carried dedupe window remembers: a later one became the latest before the router continued as new', () => {
+    const inTime = keyed('k', T + 10_000, { observedAt: iso(T + 9_000) });
+    const later = keyed('k', T + 70_000, { observedAt: iso(T + 69_000) });
+    const carried = started({
+      keys: [
+        {
+          factKey: 'k',
+          subscribers: [],
+          latest: later,
+          seen: [`${inTime.observedAt}|feed`, `${later.observedAt}|feed`],
+          seenAt: [T + 10_000, T + 70_000],
+        },
+      ],
+    });
+    expect(firstKeyFact(run([carried, batch([later])]), query)).toEqual({
+      factKey: 'k',
+      observedAt: inTime.observedAt,
+      source: 'feed',
+      receivedAt: inTime.receivedAt,
+    });
+    // Received before the raise, or at an instant the carried state does not know: not counted.
+    const unknownAt = started({
+      keys: [{ factKey: 'k', subscribers: [], latest: later, seen: [`${inTime.observedAt}|feed`] }],
+    });
+    expect(firstKeyFact(run([unknownAt]), query)).toBe(undefined);
+    expect(firstKeyFact(run([carried]), { ...query, sinceMs: T + 11_000 })).toBe(undefined);
+  });
+
   it('counts what the run carried over: a forward to this expectation still to send', () => {
     const forward = keyed('k', T + 1_000);
     const carried = started({ keys: [], outbox: [{ workflowId: self, fact: forward }] });
