@@ -16,6 +16,7 @@ import {
   type SubjectFact,
 } from '../workflows/messages.js';
 import type { StoredFacts, StoredFactsInput } from '../workflows/activity-types.js';
+import { carriedObservations, dedupeKey, observedFact } from '../workflows/key-observations.js';
 
 /** The most events one read decodes (a router continues as new well before: core/limits.ts ROUTER_EVENT_BUDGET). */
 export const MAX_READ_EVENTS = 5_000;
@@ -47,24 +48,9 @@ export interface RouterRun {
   storedThroughMs?: number;
 }
 
-const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 const receivedMs = (fact: { receivedAt?: string }): number =>
   fact.receivedAt === undefined ? Number.NaN : Date.parse(fact.receivedAt);
 const within = (ms: number, sinceMs: number, untilMs: number): boolean => ms >= sinceMs && ms <= untilMs;
-
-/**
- * An observation a run before this one took as new, known from the carried state only by its dedupe key and when a
- * bridge received it: the fact it was, with its key, observation and source (its subject is in that run's history).
- */
-function observedBefore(factKey: string, seenKey: string, receivedMs: number): RoutedFact {
-  const bar = seenKey.indexOf('|');
-  return {
-    factKey,
-    observedAt: seenKey.slice(0, bar),
-    source: seenKey.slice(bar + 1),
-    receivedAt: new Date(receivedMs).toISOString(),
-  };
-}
 
 /**
  * The first fact with `factKey` that the router took as new (never a re-delivery it would answer `duplicate`) and that
@@ -97,15 +83,10 @@ export function firstKeyFact(
         if (entry.workflowId === query.expectationWorkflowId) consider(entry.fact);
       // The latest first: the same observation rebuilt from `seen` (received at the same instant) does not replace it.
       consider(state?.latest);
-      const seenKeys = state?.seen ?? [];
-      const seenAt = state?.seenAt ?? [];
-      // seenAt is aligned with the end of seen (fact-router-state.ts KeyState).
-      const unknown = seenKeys.length - seenAt.length;
-      seenKeys.forEach((key, i) => {
-        seen.add(key);
-        const receivedAt = i < unknown ? Number.NaN : seenAt[i - unknown]!;
-        if (!Number.isNaN(receivedAt)) consider(observedBefore(query.factKey, key, receivedAt));
-      });
+      for (const [observation, receivedAt] of carriedObservations(state)) {
+        seen.add(observation);
+        if (!Number.isNaN(receivedAt)) consider(observedFact(query.factKey, observation, receivedAt));
+      }
     } else if (event.kind === 'facts') {
       for (const fact of event.batch.facts ?? []) take(fact);
     } else {

@@ -30,6 +30,7 @@ import type {
   SubjectFact,
   Subscribe,
 } from './messages.js';
+import { carriedObservations, dedupeKey } from './key-observations.js';
 import { Outbox } from './outbox.js';
 import { refusals } from './refusals.js';
 import { foldSubjectFact, subjectEntryKey } from './subject-facts.js';
@@ -56,8 +57,6 @@ function isDuration(text: string): boolean {
     return false;
   }
 }
-
-const dedupeKey = (fact: Fact): string => `${new Date(Date.parse(fact.observedAt)).toISOString()}|${fact.source}`;
 
 /**
  * One key's state in its router. Kept small, as a router holds one for every open expectation's key (100,000 open: a
@@ -86,12 +85,8 @@ export class KeyState {
     this.latest = carried?.latest;
     this.lastReceivedMs = carried?.lastReceivedAt === undefined ? undefined : Date.parse(carried.lastReceivedAt);
     this.awaited = carried?.awaited === true || this.subscriberCount > 0;
-    const seen = carried?.seen ?? [];
-    const seenAt = carried?.seenAt ?? [];
-    // seenAt is aligned with the end of seen: the instants a run before them did not keep are the oldest.
-    const unknown = seen.length - seenAt.length;
-    if (seen.length > 0)
-      this.seen = new Map(seen.map((key, i) => [key, i < unknown ? Number.NaN : seenAt[i - unknown]!]));
+    const seen = carriedObservations(carried);
+    if (seen.length > 0) this.seen = new Map(seen);
   }
 
   get subscriberCount(): number {
