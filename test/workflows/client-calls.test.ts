@@ -215,13 +215,11 @@ describe('a fact router', () => {
   it('started by a recorded fact, runs on the routers’ queue with their task timeout, as one started by a stored fact', async () => {
     const start = await h.now();
     const newKey = () => `shipment/${h.id('S')}/delivered`;
-    const [recorded, stored] = [
-      await onAnUnstartedRouter(h, newKey, (k) => k),
-      await onAnUnstartedRouter(h, newKey, (k) => k),
-    ];
     const fact = (factKey: string) => ({ factKey, observedAt: new Date(start).toISOString(), source: 'feed' });
-
+    // Each key is chosen once the router before it has started, so the two never share a router (nor its start).
+    const recorded = await onAnUnstartedRouter(h, newKey, (k) => k);
     await recordFactRouted(h.client, h.taskQueue, fact(recorded), { factRetention: 'P7D' }, { listForwarded: true });
+    const stored = await onAnUnstartedRouter(h, newKey, (k) => k);
     await storeFact(h, stored, start);
 
     for (const key of [recorded, stored]) {
