@@ -1,6 +1,7 @@
 /**
  * One step of the traffic scenario, planned before it starts, each request at its offset. At `ratePerSec` raises a
- * second: 80 on one fact key (satisfied by one fact at half time), 10 on a hot subject with a horizon, then singles,
+ * second: up to 80 on one fact key (satisfied by one fact at half time; at most two fifths of the step, so that a low
+ * rate still has deadlines that lapse), 10 on a hot subject with a horizon, then singles,
  * batches of 10 and plans of three (`after`, `anchor`), some due inside the run with their fact shortly before the
  * deadline or never. Ten facts to a raise: a fifth satisfy or re-deliver, four fifths match no expectation (five to a
  * request, as a feed sends them), a fifth of all on the hot subject. The same seed gives ours and raw the same traffic.
@@ -57,7 +58,9 @@ export interface StepPlan {
 
 const GRACE = 'PT2S';
 const GRACE_MS = 2_000;
+/** Expectations on the hot key, at most, and the share of a step's raises they take at most (in tens, 10 at least). */
 const HOT_KEY_WAITERS = 80;
+const HOT_KEY_SHARE = 0.4;
 /** A deadline or horizon inside the run needs this much of the step after its raise. */
 const DEADLINE_ROOM_MS = 22_000;
 const HORIZON_ROOM_MS = 16_000;
@@ -157,18 +160,20 @@ export function planStep(options: {
   };
   const deadlineSoon = (offsetMs: number, low: number, high: number) => at(offsetMs + between(low, high));
 
-  // 80 expectations on one key, at the step's start; one fact at half time satisfies them all, 10 s before they are due.
+  // Up to 80 expectations on one key, in the step's first fifth; one fact at half time satisfies them all, 10 s before
+  // they are due. Fewer at a low rate, so that the rest of the mix (with its lapses) is there at every step.
   const hotKey = `${options.prefix}/hot-key`;
   const hotKeyFactMs = D / 2;
-  for (let b = 0; b < HOT_KEY_WAITERS / 10; b++) {
+  const hotBatches = Math.max(1, Math.min(HOT_KEY_WAITERS / 10, Math.floor((HOT_KEY_SHARE * total) / 10)));
+  for (let b = 0; b < hotBatches; b++) {
     const list = Array.from({ length: 10 }, (_, i) =>
       planned({
         ...expectationFor(`${options.prefix}-k${b}-${i}`, `${options.prefix}-K${b}`, at(hotKeyFactMs + 8_000), GRACE),
         satisfiedBy: { factKey: hotKey },
       }),
     );
-    raise((b * 0.2 * D) / 8, list);
-    pool.push({ atMs: (b * 0.2 * D) / 8 + 1_000, subject: shipment(`${options.prefix}-K${b}`) });
+    raise((b * 0.2 * D) / hotBatches, list);
+    pool.push({ atMs: (b * 0.2 * D) / hotBatches + 1_000, subject: shipment(`${options.prefix}-K${b}`) });
     mix.hotKeyWaiters += 10;
   }
   satisfying.push({ atMs: hotKeyFactMs, fact: { factKey: hotKey } });
