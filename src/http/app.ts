@@ -156,7 +156,12 @@ function createServices(deps: AppDeps) {
   const factCall = createTemporalCall(deps.client, temporalWaitMs);
   const cardFetch = deps.fetch ?? createGuardedFetch({ rules: deps.outbound });
   const cards = createCardResolver({ fetch: cardFetch, cacheSeconds: deps.settings.cardCacheSeconds });
-  const statistics = createStatisticsService({ client: deps.client, namespace: deps.namespace, call });
+  const statistics = createStatisticsService({
+    client: deps.client,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
+    call,
+  });
   const ingest = createIngestService({
     client: deps.client,
     taskQueue: deps.taskQueue,

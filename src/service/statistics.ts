@@ -36,16 +36,22 @@ export interface StatisticsQuery {
 export interface StatisticsDeps {
   client: Client;
   namespace: string;
+  /** The bridge's task queue: the figures are of its expectations only. */
+  taskQueue: string;
   call: TemporalCall;
   now?: () => number;
   /** What the statistics may spend of the visibility store; default DEFAULT_STATISTICS_BUDGET. */
   budget?: Partial<StatisticsBudget>;
 }
 
-/** The visibility query of the expectations raised since `sinceIso` (a continued run is counted once, by its last). */
-export function statisticsQuery(query: Omit<StatisticsQuery, 'window'>, sinceIso: string): string {
+/**
+ * The visibility query of the expectations raised on `taskQueue` since `sinceIso` (a continued run is counted once, by
+ * its last): only this deployment's, as every list the bridge answers, whatever else shares the namespace.
+ */
+export function statisticsQuery(taskQueue: string, query: Omit<StatisticsQuery, 'window'>, sinceIso: string): string {
   const clauses = [
     `WorkflowType = ${quote(WORKFLOW_TYPE)}`,
+    `TaskQueue = ${quote(taskQueue)}`,
     `ExecutionStatus != 'ContinuedAsNew'`,
     `StartTime >= ${quote(sinceIso)}`,
   ];
@@ -61,7 +67,7 @@ export function createStatisticsService(deps: StatisticsDeps) {
     const untilMs = now();
     const sinceMs = addDurationParts(untilMs, negated(query.window));
     const since = new Date(sinceMs).toISOString();
-    const { records, truncated } = await population(deps, statisticsQuery(query, since));
+    const { records, truncated } = await population(deps, statisticsQuery(deps.taskQueue, query, since));
     const groups = new Map<string, ExpectationRecord[]>();
     for (const record of records) {
       // StartTime is the run's; a continued run's expectation may have been raised before the window.

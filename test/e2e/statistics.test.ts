@@ -13,7 +13,10 @@ import { until } from '../support/poll.js';
 const agentId = `stats-agent-${unique()}`;
 const otherId = `stats-other-${unique()}`;
 const env = useBridgeEnv([agentId, otherId], [{ id: 'stats-reader', roles: ['reader'] }], 'statistics');
-const client = (principal: string) => new WatcherClient({ baseUrl: env.url, token: env.tokens[principal]! });
+// Another deployment in the same namespace (its own task queue, worker and bridge), with an agent of its own.
+const neighbourAgent = `stats-neighbour-${unique()}`;
+const neighbour = useBridgeEnv([neighbourAgent], [{ id: 'stats-reader', roles: ['reader'] }], 'statistics-neighbour');
+const client = (principal: string, on = env) => new WatcherClient({ baseUrl: on.url, token: on.tokens[principal]! });
 
 /** A `pickup` (basis observed, on the test card) due at `dueAt`, no grace. */
 const pickup = (name: string, dueAt: Date): Expectation =>
@@ -128,5 +131,23 @@ describe('GET /v1/statistics', () => {
     const bad = await request(`${env.url}/v1/statistics?window=P1Y`, { token: env.tokens['stats-reader'] });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual([{ path: 'window', message: 'window must be between PT1M and P90D' }]);
+  }, 120_000);
+
+  it("counts only its own deployment's expectations, not another task queue's in the same namespace", async () => {
+    await client(neighbourAgent, neighbour).sendEvent(
+      artifactUpdate({ expectations: [pickup('neighbour', new Date(Date.now() + 3_600_000))] }),
+    );
+    // The neighbour's own reader sees it: it is in the namespace's visibility store.
+    await until(
+      () => client('stats-reader', neighbour).statistics({ kind: 'pickup' }),
+      (answer) => itemOf(answer, neighbourAgent)?.raised === 1,
+      { timeoutMs: 60_000, intervalMs: 1_000, describe: (last) => JSON.stringify(last) },
+    );
+
+    // A window no read of this file asked for, so that the answer is computed now, not reused (30 s).
+    const ours = await client('stats-reader').statistics({ kind: 'pickup', window: 'PT5H' });
+
+    expect(ours.items.map((item) => item.agent)).not.toContain(neighbourAgent);
+    expect(ours.items.map((item) => item.agent)).toContain(agentId);
   }, 120_000);
 });

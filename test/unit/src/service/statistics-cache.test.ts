@@ -46,6 +46,7 @@ function service(visibility: FakeVisibility, extra: Partial<StatisticsDeps> = {}
   const statistics = createStatisticsService({
     client: visibility.client,
     namespace: 'default',
+    taskQueue: 'watcher',
     call: (fn) => fn(),
     now: () => clock,
     ...extra,

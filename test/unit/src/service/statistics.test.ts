@@ -85,8 +85,8 @@ describe('the statistics query', () => {
   });
 
   it('asks the visibility store for the runs started in the window, continued ones once', () => {
-    expect(statisticsQuery({ kind: "it's", agent: 'agent-a' }, '2026-12-01T00:00:00.000Z')).toBe(
-      "WorkflowType = 'expectationWorkflow' AND ExecutionStatus != 'ContinuedAsNew' AND " +
+    expect(statisticsQuery('watcher', { kind: "it's", agent: 'agent-a' }, '2026-12-01T00:00:00.000Z')).toBe(
+      "WorkflowType = 'expectationWorkflow' AND TaskQueue = 'watcher' AND ExecutionStatus != 'ContinuedAsNew' AND " +
         "StartTime >= '2026-12-01T00:00:00.000Z' AND ExpectationKind = 'it\\'s' AND ExpectationAgent = 'agent-a'",
     );
   });
@@ -99,7 +99,12 @@ describe("the store's answer", () => {
       record({ raisedAt, agent: { id: agent }, expectation: { ...record({}).expectation, kind } });
     // What a MySQL visibility store with a case-insensitive collation finds for agent 'alice' and kind 'pickup'.
     const caseBlind = fakeVisibility(() => [of('alice', 'pickup'), of('Alice', 'pickup'), of('alice', 'Pickup')]);
-    const statistics = createStatisticsService({ client: caseBlind.client, namespace: 'default', call: (fn) => fn() });
+    const statistics = createStatisticsService({
+      client: caseBlind.client,
+      namespace: 'default',
+      taskQueue: 'watcher',
+      call: (fn) => fn(),
+    });
 
     const answer = await statistics.read({ id: 'alice', roles: ['agent'] }, { kind: 'pickup', window: 'P7D' });
 
