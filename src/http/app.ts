@@ -184,6 +184,7 @@ function createServices(deps: AppDeps) {
   const records = createRecordsService({
     client: deps.client,
     namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
     call,
     temporalUiUrl: deps.temporalUiUrl,
     metrics,

@@ -18,9 +18,10 @@ export const NAMED_PER_LINE = 10;
  * The visibility query for expectations on `factKey` closed lapsed, i.e. past their late window: a satisfied or
  * withdrawn one changes its state first, so `lapsed` and Completed is exactly that end.
  */
-export function pastLateWindowQuery(factKey: string): string {
+export function pastLateWindowQuery(taskQueue: string, factKey: string): string {
   return [
     `WorkflowType = ${quote(WORKFLOW_TYPE)}`,
+    `TaskQueue = ${quote(taskQueue)}`,
     `${ExpectationFactKey.name} = ${quote(keywordValue(factKey))}`,
     `${ExpectationState.name} = ${quote('lapsed')}`,
     `ExecutionStatus = 'Completed'`,
@@ -29,6 +30,8 @@ export function pastLateWindowQuery(factKey: string): string {
 
 export interface LateFactDeps {
   client: Client;
+  /** The bridge's task queue: only its expectations are looked up. */
+  taskQueue: string;
   call: TemporalCall;
   metrics?: WatcherMetrics;
   logger?: Logger;
@@ -38,7 +41,7 @@ export interface LateFactDeps {
 export function createLateFactCheck(deps: LateFactDeps) {
   async function closedOnKey(factKey: string): Promise<string[]> {
     const ids: string[] = [];
-    const executions = deps.client.workflow.list({ query: pastLateWindowQuery(factKey), pageSize: NAMED_PER_LINE });
+    const executions = deps.client.workflow.list({ query: pastLateWindowQuery(deps.taskQueue, factKey), pageSize: NAMED_PER_LINE });
     for await (const execution of executions) {
       // The id as raised is in the memo (a long id's workflow id is a hash).
       const raised = execution.memo?.expectationId;

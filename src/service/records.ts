@@ -69,6 +69,8 @@ export function decodePageToken(pageToken: string, visibilityQuery: string, key:
 export interface RecordsDeps {
   client: Client;
   namespace: string;
+  /** The bridge's task queue: lists are of its expectations only. */
+  taskQueue: string;
   call: TemporalCall;
   temporalUiUrl?: string;
   metrics?: WatcherMetrics;
@@ -124,12 +126,16 @@ export function agentScope(
 /** A string literal for a visibility query. */
 export const quote = (value: string): string => `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 
-/** The visibility query for a list request (and the agent's own filter). */
+/**
+ * The visibility query for a list request (and the agent's own filter): the expectations of the bridge's task queue
+ * only, whatever else shares the namespace.
+ */
 export function listQuery(
+  taskQueue: string,
   query: Omit<ListQuery, 'pageSize' | 'pageToken'>,
   agentId: string | undefined = query.agent,
 ): string {
-  const clauses = [`WorkflowType = ${quote(WORKFLOW_TYPE)}`];
+  const clauses = [`WorkflowType = ${quote(WORKFLOW_TYPE)}`, `TaskQueue = ${quote(taskQueue)}`];
   if (query.subjectType !== undefined && query.subjectId !== undefined) {
     clauses.push(`${ExpectationSubject.name} = ${quote(subjectKey({ type: query.subjectType, id: query.subjectId }))}`);
   } else if (query.subjectType !== undefined) {
@@ -239,7 +245,7 @@ export function createRecordsService(deps: RecordsDeps) {
         own: 'list its own expectations',
         hint: 'an agent lists its own',
       });
-      const visibilityQuery = listQuery(query, agentFilter);
+      const visibilityQuery = listQuery(deps.taskQueue, query, agentFilter);
       const nextPageToken = query.pageToken
         ? decodePageToken(query.pageToken, visibilityQuery, pageTokenKey)
         : undefined;

@@ -1,7 +1,8 @@
 /**
  * What a kind actually does (GET /v1/statistics) read back from a known population raised through the bridge: ten
  * satisfied on time, two late, one withdrawn, one lapsed overdue, one still open; who may read whose figures; and
- * the `observed-due` warning of a raise whose dueAt is sooner than the observed p10, absent for one later.
+ * the `observed-due` warning of a raise whose dueAt is sooner than the observed p10, absent for one later; and that a
+ * second deployment in the same namespace (another task queue) is neither listed nor counted.
  */
 import { WatcherClient, type Statistics } from 'expectations-watcher/client';
 import { describe, expect, it } from 'vitest';
@@ -133,21 +134,33 @@ describe('GET /v1/statistics', () => {
     expect(bad.body.errors).toEqual([{ path: 'window', message: 'window must be between PT1M and P90D' }]);
   }, 120_000);
 
-  it("counts only its own deployment's expectations, not another task queue's in the same namespace", async () => {
-    await client(neighbourAgent, neighbour).sendEvent(
-      artifactUpdate({ expectations: [pickup('neighbour', new Date(Date.now() + 3_600_000))] }),
-    );
+  it("lists and counts only its own deployment's expectations, not another task queue's in the same namespace", async () => {
+    const theirs = pickup('neighbour', new Date(Date.now() + 3_600_000));
+    await client(neighbourAgent, neighbour).sendEvent(artifactUpdate({ expectations: [theirs] }));
+    const onTheirSubject = (on: typeof env) =>
+      request(
+        `${on.url}/v1/expectations?subjectType=${theirs.subject.type}&subjectId=${encodeURIComponent(theirs.subject.id)}`,
+        { token: on.tokens['stats-reader'] },
+      );
     // The neighbour's own reader sees it: it is in the namespace's visibility store.
     await until(
       () => client('stats-reader', neighbour).statistics({ kind: 'pickup' }),
       (answer) => itemOf(answer, neighbourAgent)?.raised === 1,
       { timeoutMs: 60_000, intervalMs: 1_000, describe: (last) => JSON.stringify(last) },
     );
+    await until(
+      () => onTheirSubject(neighbour),
+      (answer) => answer.body.items?.length === 1,
+      { timeoutMs: 60_000, intervalMs: 1_000, describe: (last) => JSON.stringify(last?.body) },
+    );
 
     // A window no read of this file asked for, so that the answer is computed now, not reused (30 s).
-    const ours = await client('stats-reader').statistics({ kind: 'pickup', window: 'PT5H' });
+    const counted = await client('stats-reader').statistics({ kind: 'pickup', window: 'PT5H' });
+    const listed = await onTheirSubject(env);
 
-    expect(ours.items.map((item) => item.agent)).not.toContain(neighbourAgent);
-    expect(ours.items.map((item) => item.agent)).toContain(agentId);
+    expect(counted.items.map((item) => item.agent)).not.toContain(neighbourAgent);
+    expect(counted.items.map((item) => item.agent)).toContain(agentId);
+    expect(listed.status).toBe(200);
+    expect(listed.body.items).toEqual([]);
   }, 120_000);
 });

@@ -17,14 +17,14 @@ function errors(schema: z.ZodType, value: unknown) {
   return parsed.error.issues.map((issue) => ({ path: joinPath(issue.path), message: issue.message }));
 }
 
-const base = "WorkflowType = 'expectationWorkflow'";
+const base = "WorkflowType = 'expectationWorkflow' AND TaskQueue = 'watcher'";
 
 describe('dueAt range', () => {
   it('reads dueAfter and dueBefore as RFC 3339 instants, with Z or an offset', () => {
     const parsed = listQuerySchema.parse({ dueAfter: '2026-12-01T00:00:00Z', dueBefore: '2026-12-02T01:00:00+01:00' });
 
     expect(parsed).toMatchObject({ dueAfter: '2026-12-01T00:00:00Z', dueBefore: '2026-12-02T01:00:00+01:00' });
-    expect(listQuery(parsed)).toBe(
+    expect(listQuery('watcher', parsed)).toBe(
       `${base} AND ExpectationDueAt >= '2026-12-01T00:00:00.000Z' AND ExpectationDueAt < '2026-12-02T00:00:00.000Z'`,
     );
   });
@@ -60,8 +60,8 @@ describe('late', () => {
     const onTime = listQuerySchema.parse({ late: 'false' });
 
     expect([late.late, onTime.late, listQuerySchema.parse({}).late]).toEqual([true, false, undefined]);
-    expect(listQuery(late)).toBe(`${base} AND ExpectationLate = true`);
-    expect(listQuery(onTime)).toBe(`${base} AND ExpectationLate = false`);
+    expect(listQuery('watcher', late)).toBe(`${base} AND ExpectationLate = true`);
+    expect(listQuery('watcher', onTime)).toBe(`${base} AND ExpectationLate = false`);
   });
 
   it('refuses anything else, naming late', () => {
@@ -76,10 +76,10 @@ describe('late', () => {
 describe('subject filter', () => {
   it('keeps a plain subject as type/id, so an operator types it into the UI as it reads', () => {
     expect(subjectKey({ type: 'shipment', id: 'S-1/a' })).toBe('shipment/S-1/a');
-    expect(listQuery({ subjectType: 'shipment', subjectId: 'S-1' })).toBe(
+    expect(listQuery('watcher', { subjectType: 'shipment', subjectId: 'S-1' })).toBe(
       `${base} AND ExpectationSubject = 'shipment/S-1'`,
     );
-    expect(listQuery({ subjectType: 'shipment' })).toBe(`${base} AND ExpectationSubject STARTS_WITH 'shipment/'`);
+    expect(listQuery('watcher', { subjectType: 'shipment' })).toBe(`${base} AND ExpectationSubject STARTS_WITH 'shipment/'`);
   });
 
   it('encodes / and % in the type, so that a type with / is neither another subject nor a prefix of one', () => {
@@ -90,8 +90,8 @@ describe('subject filter', () => {
     expect(subjectKey(slashId)).toBe('org/unit/U-1');
     expect(subjectKey({ type: '100%', id: 'x' })).toBe('100%25/x');
     expect(subjectKey(slashType).startsWith(subjectTypePrefix('org'))).toBe(false);
-    expect(listQuery({ subjectType: 'org/unit' })).toBe(`${base} AND ExpectationSubject STARTS_WITH 'org%2Funit/'`);
-    expect(listQuery({ subjectType: 'org/unit', subjectId: 'U-1' })).toBe(
+    expect(listQuery('watcher', { subjectType: 'org/unit' })).toBe(`${base} AND ExpectationSubject STARTS_WITH 'org%2Funit/'`);
+    expect(listQuery('watcher', { subjectType: 'org/unit', subjectId: 'U-1' })).toBe(
       `${base} AND ExpectationSubject = 'org%2Funit/U-1'`,
     );
   });
@@ -130,7 +130,7 @@ it('combines every filter, and the agent of an agent’s own list, with AND', ()
     late: 'true',
   });
 
-  expect(listQuery(query, 'agent-a')).toBe(
+  expect(listQuery('watcher', query, 'agent-a')).toBe(
     [
       base,
       "ExpectationSubject STARTS_WITH 'shipment/'",
@@ -146,5 +146,5 @@ it('combines every filter, and the agent of an agent’s own list, with AND', ()
 it('filters by the raising agent, a reader’s choice', () => {
   const query = listQuerySchema.parse({ agent: "ops'agent" });
 
-  expect(listQuery(query)).toBe(`${base} AND ExpectationAgent = 'ops\\'agent'`);
+  expect(listQuery('watcher', query)).toBe(`${base} AND ExpectationAgent = 'ops\\'agent'`);
 });

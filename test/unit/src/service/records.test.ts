@@ -23,7 +23,12 @@ const recordOf = (id: string, agent: string): ExpectationRecord => ({
 
 /** Both agents' expectations on S-1, whatever the query says of the agent: `alice` = `Alice` to the store. */
 const caseBlind = fakeVisibility(() => [recordOf('mine', 'alice'), recordOf('theirs', 'Alice')]);
-const records = createRecordsService({ client: caseBlind.client, namespace: 'default', call: (fn) => fn() });
+const records = createRecordsService({
+  client: caseBlind.client,
+  namespace: 'default',
+  taskQueue: 'watcher',
+  call: (fn) => fn(),
+});
 const alice: Principal = { id: 'alice', roles: ['agent'] };
 const reader: Principal = { id: 'ops', roles: ['reader'] };
 const subject = { subjectType: 'shipment', subjectId: 'S-1', pageSize: 100 };
