@@ -198,6 +198,23 @@ function inFlightSinceMs(newest: HistoryEvent | undefined): number | undefined {
   return newest?.workflowTaskStartedEventAttributes ? eventMs(newest) : undefined;
 }
 
+const PENDING_TASK_STARTED = 2; // temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED
+
+/**
+ * When the router's workflow task in flight started, as the server's mutable state says: the only place that knows of
+ * a retry after a failed or timed-out task, whose events stay out of the history (transient) until it completes while
+ * the server buffers what is signalled meanwhile; undefined when none is in flight or the server does not say.
+ */
+async function pendingTaskStartedMs(client: Client, workflowId: string): Promise<number | undefined> {
+  const described = await client.workflowService.describeWorkflowExecution({
+    namespace: client.options.namespace,
+    execution: { workflowId },
+  });
+  const pending = described.pendingWorkflowTask;
+  if (pending?.state !== PENDING_TASK_STARTED || !pending.startedTime) return undefined;
+  return Number(pending.startedTime.seconds ?? 0) * 1000 + Math.floor((pending.startedTime.nanos ?? 0) / 1e6);
+}
+
 interface HistoryRead {
   oldestFirst: HistoryEvent[];
   complete: boolean;
@@ -208,7 +225,8 @@ interface HistoryRead {
  * The current run of router `workflowId`, read backwards from now until an event written CLOCK_MARGIN_MS before
  * `sinceMs`, the run's start, or MAX_READ_EVENTS; undefined when there is no such router (nothing was ever stored).
  * It holds everything stored in the router by `storedByMs`: while a task of the router that started earlier is in
- * flight, the read waits for it to end (IN_FLIGHT_WAIT_MS at most, then RouterTaskInFlightError).
+ * flight (a first attempt, or a retry that only the server's description shows), the read waits for it to end
+ * (IN_FLIGHT_WAIT_MS at most, then RouterTaskInFlightError).
  * A server without the backward read (the time-skipping test server) is read forwards, the newest MAX_READ_EVENTS kept.
  */
 export async function readRouterRun(
@@ -224,8 +242,10 @@ export async function readRouterRun(
   try {
     for (;;) {
       const startedMs = now();
+      // Asked before the read: a task not in flight then has flushed what it buffered into the history read after.
+      const pendingMs = await pendingTaskStartedMs(client, workflowId);
       read = await readHistory(client, workflowId, sinceMs);
-      const inFlightMs = inFlightSinceMs(read.oldestFirst.at(-1));
+      const inFlightMs = pendingMs ?? inFlightSinceMs(read.oldestFirst.at(-1));
       storedThroughMs = inFlightMs ?? startedMs;
       if (inFlightMs === undefined || inFlightMs >= storedByMs) break;
       await taskEnded(client, workflowId, inFlightMs, () => {
@@ -258,13 +278,15 @@ async function readHistory(client: Client, workflowId: string, sinceMs: number, 
 }
 
 /**
- * Resolves once the router's newest event is no longer the start of the task in flight since `inFlightMs` (its
- * buffered events are then in the history); `giveUp` throws when the wait has lasted too long.
+ * Resolves once the task in flight since `inFlightMs` has ended: the server no longer has it started, and the router's
+ * newest event is not its start (its buffered events are then in the history); `giveUp` throws when the wait has
+ * lasted too long.
  */
 async function taskEnded(client: Client, workflowId: string, inFlightMs: number, giveUp: () => void): Promise<void> {
   for (;;) {
     giveUp();
     await new Promise((resolve) => setTimeout(resolve, IN_FLIGHT_POLL_MS));
+    if ((await pendingTaskStartedMs(client, workflowId)) === inFlightMs) continue;
     // One event: a backward read that must reach back past the future stops at its first page.
     const newest = (await readHistory(client, workflowId, Number.POSITIVE_INFINITY, 1)).oldestFirst.at(-1);
     if (inFlightSinceMs(newest) !== inFlightMs) return;

@@ -34,6 +34,8 @@ function serverOf(events: HistoryEvent[], payloadCodecs: PayloadCodec[] = []) {
       loadedDataConverter: { payloadCodecs, payloadConverter: defaultPayloadConverter },
     },
     workflowService: {
+      // No task in flight: the server's description has no pending workflow task started.
+      describeWorkflowExecution: async () => ({}),
       getWorkflowExecutionHistoryReverse: async ({ nextPageToken }: { nextPageToken?: Uint8Array }) => {
         const from = nextPageToken ? Number(new TextDecoder().decode(nextPageToken)) : 0;
         pagesAsked.push(from);

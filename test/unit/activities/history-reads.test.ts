@@ -201,6 +201,7 @@ describe('RouterReads', () => {
         loadedDataConverter: { payloadCodecs: [], payloadConverter: defaultPayloadConverter },
       },
       workflowService: {
+        describeWorkflowExecution: async () => ({}),
         getWorkflowExecutionHistoryReverse: async ({ nextPageToken }: { nextPageToken?: Uint8Array }) => {
           if (!nextPageToken) {
             counter.reads++;
@@ -284,16 +285,20 @@ describe('RouterReads', () => {
 describe('a read while a router’s workflow task is in flight', () => {
   /**
    * A server holding one router: started at T - 1 h, then whatever `events` holds (newest last), answering the
-   * backward read newest first in pages of the size asked; the clock is `clock.ms`, moved by each call.
+   * backward read newest first in pages of the size asked, and the description with `pending`; the clock is
+   * `clock.ms`, moved by each call; `clock.calls` counts the reads.
    */
   function routerServer() {
     const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
     const input = { payloads: [defaultPayloadConverter.toPayload({ shard: 1, retention: 'P7D' })] };
     const events: object[] = [{ eventTime: at(T - HOUR_MS), workflowExecutionStartedEventAttributes: { input } }];
     const clock = { ms: T, calls: 0 };
+    /** The server's pending workflow task, as DescribeWorkflowExecution tells it: started at `startedMs`, or none. */
+    const pending: { startedMs?: number } = {};
     const add = {
       taskStarted: (ms: number) => events.push({ eventTime: at(ms), workflowTaskStartedEventAttributes: {} }),
       taskCompleted: (ms: number) => events.push({ eventTime: at(ms), workflowTaskCompletedEventAttributes: {} }),
+      taskFailed: (ms: number) => events.push({ eventTime: at(ms), workflowTaskFailedEventAttributes: {} }),
       facts: (ms: number, facts: Fact[]) =>
         events.push({
           eventTime: at(ms),
@@ -303,25 +308,61 @@ describe('a read while a router’s workflow task is in flight', () => {
           },
         }),
     };
+    /** What the server does meanwhile, one step at each call (a description or a read), as time goes by. */
     const onCall: Array<() => void> = [];
+    const tick = () => {
+      onCall.shift()?.();
+      clock.ms += 300;
+    };
     const client = {
       options: {
         namespace: 'default',
         loadedDataConverter: { payloadCodecs: [], payloadConverter: defaultPayloadConverter },
       },
       workflowService: {
+        describeWorkflowExecution: async () => {
+          tick();
+          return pending.startedMs === undefined
+            ? {}
+            : { pendingWorkflowTask: { state: 2, startedTime: at(pending.startedMs) } };
+        },
         getWorkflowExecutionHistoryReverse: async ({ maximumPageSize }: { maximumPageSize: number }) => {
           clock.calls++;
-          onCall.shift()?.();
-          clock.ms += 300;
+          tick();
           return { history: { events: [...events].reverse().slice(0, maximumPageSize) }, nextPageToken: undefined };
         },
       },
     } as unknown as Client;
-    return { client, clock, add, onCall };
+    return { client, clock, add, onCall, pending };
   }
 
   const keyFact = (receivedMs: number) => keyed('k', receivedMs);
+
+  it('waits for a retried task too, which the history does not show, then holds what the server buffered', async () => {
+    const { client, clock, add, onCall, pending } = routerServer();
+    // The first attempt failed; its retry started at T - 2 s is transient: no event of it until it completes.
+    add.taskStarted(T - 3_000);
+    add.taskFailed(T - 2_500);
+    pending.startedMs = T - 2_000;
+    // Signalled at T - 1.5 s, buffered while the retry runs; written with the retry's events once it completes.
+    onCall.push(
+      () => undefined,
+      () => undefined,
+      () => {
+        pending.startedMs = undefined;
+        add.taskStarted(T - 2_000);
+        add.taskCompleted(T);
+        add.facts(T, [keyFact(T - 1_500)]);
+      },
+    );
+
+    const run = await readRouterRun(client, 'facts:q:001', T - HOUR_MS, T - 1_000, () => clock.ms);
+
+    expect(firstKeyFact(run!, { factKey: 'k', expectationWorkflowId: self, sinceMs: T - HOUR_MS, untilMs: T })).toEqual(
+      keyFact(T - 1_500),
+    );
+    expect(run!.storedThroughMs).toBeGreaterThanOrEqual(T);
+  });
 
   it('waits for the task to end, then holds the facts the server had buffered while it ran', async () => {
     const { client, clock, add, onCall } = routerServer();
