@@ -161,7 +161,8 @@ function createRouterWorker(
     ...(options.workflowBundlePath ? { workflowBundle: { codePath: options.workflowBundlePath } } : { workflowsPath }),
     ...options.workerOptions,
     maxCachedWorkflows: FACT_ROUTER_SHARDS + 8,
-    maxConcurrentWorkflowTaskPolls: 2,
+    maxConcurrentWorkflowTaskPolls: 8,
+    nonStickyToStickyPollRatio: 0.5,
     activities: { forwardFacts: (input: ForwardFactsInput) => forwardFacts(client, input) },
     enableNonLocalActivities: false,
     tuner: {
