@@ -41,7 +41,10 @@ export interface LateFactDeps {
 export function createLateFactCheck(deps: LateFactDeps) {
   async function closedOnKey(factKey: string): Promise<string[]> {
     const ids: string[] = [];
-    const executions = deps.client.workflow.list({ query: pastLateWindowQuery(deps.taskQueue, factKey), pageSize: NAMED_PER_LINE });
+    const executions = deps.client.workflow.list({
+      query: pastLateWindowQuery(deps.taskQueue, factKey),
+      pageSize: NAMED_PER_LINE,
+    });
     for await (const execution of executions) {
       // The id as raised is in the memo (a long id's workflow id is a hash).
       const raised = execution.memo?.expectationId;

@@ -100,7 +100,8 @@ describe.each(['P7D', 'PT0S'])('a fact after the late window (fact retention %s)
       interval: 250,
     });
     await vi.waitFor(
-      async () => expect(await countWorkflows(watcher.client, pastLateWindowQuery(taskQueue, e.satisfiedBy.factKey))).toBe(1),
+      async () =>
+        expect(await countWorkflows(watcher.client, pastLateWindowQuery(taskQueue, e.satisfiedBy.factKey))).toBe(1),
       {
         timeout: 20_000,
         interval: 250,

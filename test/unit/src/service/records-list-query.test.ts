@@ -79,7 +79,9 @@ describe('subject filter', () => {
     expect(listQuery('watcher', { subjectType: 'shipment', subjectId: 'S-1' })).toBe(
       `${base} AND ExpectationSubject = 'shipment/S-1'`,
     );
-    expect(listQuery('watcher', { subjectType: 'shipment' })).toBe(`${base} AND ExpectationSubject STARTS_WITH 'shipment/'`);
+    expect(listQuery('watcher', { subjectType: 'shipment' })).toBe(
+      `${base} AND ExpectationSubject STARTS_WITH 'shipment/'`,
+    );
   });
 
   it('encodes / and % in the type, so that a type with / is neither another subject nor a prefix of one', () => {
@@ -90,7 +92,9 @@ describe('subject filter', () => {
     expect(subjectKey(slashId)).toBe('org/unit/U-1');
     expect(subjectKey({ type: '100%', id: 'x' })).toBe('100%25/x');
     expect(subjectKey(slashType).startsWith(subjectTypePrefix('org'))).toBe(false);
-    expect(listQuery('watcher', { subjectType: 'org/unit' })).toBe(`${base} AND ExpectationSubject STARTS_WITH 'org%2Funit/'`);
+    expect(listQuery('watcher', { subjectType: 'org/unit' })).toBe(
+      `${base} AND ExpectationSubject STARTS_WITH 'org%2Funit/'`,
+    );
     expect(listQuery('watcher', { subjectType: 'org/unit', subjectId: 'U-1' })).toBe(
       `${base} AND ExpectationSubject = 'org%2Funit/U-1'`,
     );
