@@ -4,9 +4,10 @@
  * reads are tested on the recorded router histories (test/unit/activities/history-reads-recorded.test.ts).
  */
 import type { Client } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
+import proto, { type temporal } from '@temporalio/proto';
 import { decodePayloads } from './payloads.js';
 import type { Fact } from '../core/types.js';
+import { timestampMs } from '../core/timestamps.js';
 import {
   factsSignal,
   recordFactUpdate,
@@ -136,7 +137,7 @@ type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 /** When the server wrote an event, epoch ms. */
 function eventMs(event: HistoryEvent): number {
-  return Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
+  return event.eventTime ? timestampMs(event.eventTime) : 0;
 }
 
 /** The first decoded payload, or undefined when it cannot be decoded (a removed key): skipped, never retried. */
@@ -198,8 +199,6 @@ function inFlightSinceMs(newest: HistoryEvent | undefined): number | undefined {
   return newest?.workflowTaskStartedEventAttributes ? eventMs(newest) : undefined;
 }
 
-const PENDING_TASK_STARTED = 2; // temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED
-
 /**
  * When the router's workflow task in flight started, as the server's mutable state says: the only place that knows of
  * a retry after a failed or timed-out task, whose events stay out of the history (transient) until it completes while
@@ -211,8 +210,8 @@ async function pendingTaskStartedMs(client: Client, workflowId: string): Promise
     execution: { workflowId },
   });
   const pending = described.pendingWorkflowTask;
-  if (pending?.state !== PENDING_TASK_STARTED || !pending.startedTime) return undefined;
-  return Number(pending.startedTime.seconds ?? 0) * 1000 + Math.floor((pending.startedTime.nanos ?? 0) / 1e6);
+  const started = proto.temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED;
+  return pending?.state === started && pending.startedTime ? timestampMs(pending.startedTime) : undefined;
 }
 
 interface HistoryRead {

@@ -15,6 +15,7 @@ import type { expectationPageSchema, expectationSummarySchema, withdrawResultSch
 import type { ExpectationRecord } from '../../core/schemas/record.js';
 import { getExpectationRecord, withdrawExpectation } from '../temporal/expectations.js';
 import { expectationWorkflowId, keywordValue, parseSubjectKey, subjectKey, subjectTypePrefix } from '../../core/ids.js';
+import { timestampMs } from '../../core/timestamps.js';
 import { decodePayloads } from '../../activities/payloads.js';
 import {
   ExpectationAgent,
@@ -347,8 +348,7 @@ export type RecordsService = ReturnType<typeof createRecordsService>;
 
 function timestamp(value: { seconds?: unknown; nanos?: number | null } | null | undefined): string | undefined {
   if (!value || value.seconds === undefined || value.seconds === null) return undefined;
-  const seconds = Number(value.seconds);
-  return new Date(seconds * 1000 + Math.floor((value.nanos ?? 0) / 1e6)).toISOString();
+  return new Date(timestampMs(value)).toISOString();
 }
 
 function withoutUndefined<T extends object>(value: T): T {

@@ -7,6 +7,7 @@
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { TemporalCall } from './call.js';
+import { timestampMs } from '../../core/timestamps.js';
 
 /** `ready` with how it knows (`running`: its own worker; `polling`: Temporal saw a poller), or why not. */
 export type WorkerReadiness = { ready: true; worker: 'running' | 'polling' } | { ready: false; reason: string };
@@ -76,9 +77,7 @@ export function workflowPollersOf(
         }),
       timeoutMs,
     );
-    return (described.pollers ?? []).map(({ lastAccessTime: at }) =>
-      at ? Number(at.seconds ?? 0) * 1000 + Math.floor((at.nanos ?? 0) / 1e6) : 0,
-    );
+    return (described.pollers ?? []).map(({ lastAccessTime: at }) => (at ? timestampMs(at) : 0));
   };
 }
 

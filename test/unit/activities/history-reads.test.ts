@@ -338,6 +338,16 @@ describe('a read while a router’s workflow task is in flight', () => {
 
   const keyFact = (receivedMs: number) => keyed('k', receivedMs);
 
+  /** A read that must hold everything stored by T - 1 s holds the fact signalled at T - 1.5 s, and says so. */
+  async function expectBufferedFactHeld(client: Client, clock: { ms: number }): Promise<void> {
+    const run = await readRouterRun(client, 'facts:q:001', T - HOUR_MS, T - 1_000, () => clock.ms);
+
+    expect(firstKeyFact(run!, { factKey: 'k', expectationWorkflowId: self, sinceMs: T - HOUR_MS, untilMs: T })).toEqual(
+      keyFact(T - 1_500),
+    );
+    expect(run!.storedThroughMs).toBeGreaterThanOrEqual(T);
+  }
+
   it('waits for a retried task too, which the history does not show, then holds what the server buffered', async () => {
     const { client, clock, add, onCall, pending } = routerServer();
     // The first attempt failed; its retry started at T - 2 s is transient: no event of it until it completes.
@@ -356,12 +366,7 @@ describe('a read while a router’s workflow task is in flight', () => {
       },
     );
 
-    const run = await readRouterRun(client, 'facts:q:001', T - HOUR_MS, T - 1_000, () => clock.ms);
-
-    expect(firstKeyFact(run!, { factKey: 'k', expectationWorkflowId: self, sinceMs: T - HOUR_MS, untilMs: T })).toEqual(
-      keyFact(T - 1_500),
-    );
-    expect(run!.storedThroughMs).toBeGreaterThanOrEqual(T);
+    await expectBufferedFactHeld(client, clock);
   });
 
   it('waits for the task to end, then holds the facts the server had buffered while it ran', async () => {
@@ -377,12 +382,7 @@ describe('a read while a router’s workflow task is in flight', () => {
       },
     );
 
-    const run = await readRouterRun(client, 'facts:q:001', T - HOUR_MS, T - 1_000, () => clock.ms);
-
-    expect(firstKeyFact(run!, { factKey: 'k', expectationWorkflowId: self, sinceMs: T - HOUR_MS, untilMs: T })).toEqual(
-      keyFact(T - 1_500),
-    );
-    expect(run!.storedThroughMs).toBeGreaterThanOrEqual(T);
+    await expectBufferedFactHeld(client, clock);
   });
 
   it('does not wait for a task that started after the time it must hold everything stored by', async () => {
